@@ -1,0 +1,203 @@
+/* support.c — memory, strings, source files, diagnostics (see support.h). */
+#include "support.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void out_of_memory(size_t n) {
+  fprintf(stderr, "trainc: error: out of memory (asked for %zu bytes)\n", n);
+  exit(2);
+}
+
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) out_of_memory(n);
+  return p;
+}
+
+void *xcalloc(size_t count, size_t size) {
+  void *p = calloc(count ? count : 1, size ? size : 1);
+  if (!p) out_of_memory(count * size);
+  return p;
+}
+
+void *xrealloc(void *p, size_t n) {
+  void *q = realloc(p, n ? n : 1);
+  if (!q) out_of_memory(n);
+  return q;
+}
+
+char *xstrndup(const char *s, size_t n) {
+  char *p = xmalloc(n + 1);
+  memcpy(p, s, n);
+  p[n] = '\0';
+  return p;
+}
+
+char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
+
+char *xsprintf(const char *fmt, ...) {
+  StrBuf sb = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(&sb, fmt, ap);
+  va_end(ap);
+  return sb_take(&sb);
+}
+
+static void sb_reserve(StrBuf *sb, size_t extra) {
+  if (sb->len + extra + 1 <= sb->cap) return;
+  size_t cap = sb->cap ? sb->cap : 64;
+  while (cap < sb->len + extra + 1) cap *= 2;
+  sb->data = xrealloc(sb->data, cap);
+  sb->cap = cap;
+}
+
+void sb_appendn(StrBuf *sb, const char *s, size_t n) {
+  sb_reserve(sb, n);
+  memcpy(sb->data + sb->len, s, n);
+  sb->len += n;
+  sb->data[sb->len] = '\0';
+}
+
+void sb_append(StrBuf *sb, const char *s) { sb_appendn(sb, s, strlen(s)); }
+
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap) {
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return;
+  sb_reserve(sb, (size_t)n);
+  vsnprintf(sb->data + sb->len, (size_t)n + 1, fmt, ap);
+  sb->len += (size_t)n;
+}
+
+void sb_printf(StrBuf *sb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  sb_vprintf(sb, fmt, ap);
+  va_end(ap);
+}
+
+char *sb_take(StrBuf *sb) {
+  char *s = sb->data ? sb->data : xstrdup("");
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+  return s;
+}
+
+void sb_free(StrBuf *sb) {
+  free(sb->data);
+  sb->data = NULL;
+  sb->len = sb->cap = 0;
+}
+
+SourceFile *source_from_string(const char *path, const char *text) {
+  SourceFile *f = xcalloc(1, sizeof *f);
+  f->path = xstrdup(path);
+  f->len = strlen(text);
+  f->text = xstrndup(text, f->len);
+  return f;
+}
+
+SourceFile *source_read(const char *path) {
+  FILE *fp = fopen(path, "rb");
+  if (!fp) {
+    fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  StrBuf sb = {0};
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) sb_appendn(&sb, chunk, n);
+  bool failed = ferror(fp);
+  fclose(fp);
+  if (failed) {
+    fprintf(stderr, "%s: error: cannot read\n", path);
+    sb_free(&sb);
+    return NULL;
+  }
+  SourceFile *f = xcalloc(1, sizeof *f);
+  f->path = xstrdup(path);
+  f->len = sb.len;
+  f->text = sb_take(&sb);
+  return f;
+}
+
+void source_free(SourceFile *f) {
+  if (!f) return;
+  free(f->path);
+  free(f->text);
+  free(f);
+}
+
+void diag_init(Diag *d, FILE *out) {
+  d->out = out ? out : stderr;
+  d->errors = 0;
+  d->max_errors = 20;
+}
+
+/* Prints the source line of loc and a caret under its column. Tabs are kept so
+ * that the caret lines up in a terminal; other control bytes print as '?'. */
+static void print_caret(FILE *out, SrcLoc loc) {
+  if (!loc.file || loc.line < 1) return;
+  const char *p = loc.file->text, *end = p + loc.file->len;
+  for (int line = 1; line < loc.line && p < end; p++)
+    if (*p == '\n') line++;
+  const char *eol = p;
+  while (eol < end && *eol != '\n') eol++;
+  fputs("  ", out);
+  for (const char *q = p; q < eol; q++)
+    fputc(*q == '\t' || (unsigned char)*q >= 0x20 ? *q : '?', out);
+  fputs("\n  ", out);
+  for (int c = 1; c < loc.col && p + c - 1 < eol; c++) fputc(p[c - 1] == '\t' ? '\t' : ' ', out);
+  fputs("^\n", out);
+}
+
+static void report(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_list ap) {
+  if (loc.file)
+    fprintf(d->out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
+  else
+    fprintf(d->out, "trainc: %s: ", kind);
+  vfprintf(d->out, fmt, ap);
+  fputc('\n', d->out);
+  print_caret(d->out, loc);
+}
+
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {
+  d->errors++;
+  int limit = d->max_errors > 0 ? d->max_errors : 20;
+  if (d->errors <= limit) report(d, loc, "error", fmt, ap);
+  else if (d->errors == limit + 1)
+    fprintf(d->out, "trainc: too many errors, stopping here\n");
+}
+
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(d, loc, fmt, ap);
+  va_end(ap);
+}
+
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {
+  if (d->errors > (d->max_errors > 0 ? d->max_errors : 20)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  report(d, loc, "note", fmt, ap);
+  va_end(ap);
+}
+
+const char *format_bytes(uint64_t bytes, char buf[32]) {
+  static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+    return buf;
+  }
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, u++;
+  snprintf(buf, 32, "%.1f %s", v, units[u]);
+  return buf;
+}

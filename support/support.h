@@ -1,0 +1,84 @@
+/* support.h — the base every compiler stage may use: memory, growable strings,
+ * source files and diagnostics. It knows nothing about the model language.
+ *
+ * Diagnostics follow the compilers users know:
+ *     file:line:col: error: message
+ *       source line
+ *           ^
+ * Every stage reports through diag_error() and checks diag_count() to decide
+ * whether it may go on; nothing prints errors directly. */
+#ifndef TRAINC_SUPPORT_H
+#define TRAINC_SUPPORT_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- memory: abort with a message on exhaustion, never return NULL ---- */
+void *xmalloc(size_t n);
+void *xcalloc(size_t count, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Grow a (ptr, len, cap) array so that one more element fits. */
+#define VEC_PUSH(ptr, len, cap, value)                                         \
+  do {                                                                         \
+    if ((len) == (cap)) {                                                      \
+      (cap) = (cap) ? 2 * (cap) : 8;                                           \
+      (ptr) = xrealloc((ptr), (size_t)(cap) * sizeof *(ptr));                  \
+    }                                                                          \
+    (ptr)[(len)++] = (value);                                                  \
+  } while (0)
+
+/* ---- growable string ---- */
+typedef struct {
+  char *data; /* always NUL-terminated once anything was appended */
+  size_t len, cap;
+} StrBuf;
+
+void sb_append(StrBuf *sb, const char *s);
+void sb_appendn(StrBuf *sb, const char *s, size_t n);
+void sb_printf(StrBuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sb_vprintf(StrBuf *sb, const char *fmt, va_list ap);
+char *sb_take(StrBuf *sb); /* hands the string over; sb is empty afterwards */
+void sb_free(StrBuf *sb);
+
+/* ---- source files and locations ---- */
+typedef struct {
+  char *path; /* as given by the user, used in messages */
+  char *text; /* whole file, NUL-terminated */
+  size_t len;
+} SourceFile;
+
+typedef struct {
+  const SourceFile *file; /* NULL for locations that point nowhere */
+  int line, col;          /* 1-based; col counts bytes */
+} SrcLoc;
+
+/* Reads a whole file; on failure reports "path: error: ..." and returns NULL. */
+SourceFile *source_read(const char *path);
+SourceFile *source_from_string(const char *path, const char *text);
+void source_free(SourceFile *f);
+
+/* ---- diagnostics ---- */
+typedef struct {
+  FILE *out;     /* where messages go (stderr by default) */
+  int errors;    /* errors reported so far */
+  int max_errors;/* stop reporting (but keep counting) past this many; 0 = 20 */
+} Diag;
+
+void diag_init(Diag *d, FILE *out);
+void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
+void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline int diag_count(const Diag *d) { return d->errors; }
+
+/* ---- sizes ---- */
+/* Formats a byte count the way plans show it: "64.0 MiB", "512 B". */
+const char *format_bytes(uint64_t bytes, char buf[32]);
+
+#endif
