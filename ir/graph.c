@@ -1,0 +1,138 @@
+/* graph.c — building, querying and printing the tensor graph (see ir.h). */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int64_t shape_numel(const Shape *s) {
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n *= s->dim[i];
+  return n;
+}
+
+bool shape_equal(const Shape *a, const Shape *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dim[i] != b->dim[i]) return false;
+  return true;
+}
+
+const char *shape_str(const Shape *s, char buf[128]) {
+  int len = snprintf(buf, 128, "[");
+  for (int i = 0; i < s->rank && len < 100; i++)
+    len += snprintf(buf + len, 128 - len, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+  snprintf(buf + len, 128 - len, "]");
+  return buf;
+}
+
+int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
+
+const char *dtype_name(DType t) {
+  switch (t) {
+  case DT_F32: return "f32";
+  case DT_I32: return "i32";
+  case DT_U8: return "u8";
+  }
+  return "?";
+}
+
+Graph *graph_new(void) {
+  Graph *g = xcalloc(1, sizeof *g);
+  g->loss = g->predict = g->labels = g->loss_seed = -1;
+  return g;
+}
+
+void graph_free(Graph *g) {
+  if (!g) return;
+  for (int i = 0; i < g->n; i++) free((char *)g->nodes[i].name);
+  free(g->nodes);
+  free(g->params);
+  free(g->inputs);
+  free((char *)g->model_name);
+  free((char *)g->source_path);
+  free(g);
+}
+
+int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
+                   int64_t i1, SrcLoc loc, Diag *diag) {
+  Node n = {0};
+  n.id = g->n;
+  n.op = op;
+  n.nin = nin;
+  for (int i = 0; i < nin; i++) n.in[i] = in[i];
+  n.attr.f[0] = f0;
+  n.attr.i[0] = i0;
+  n.attr.i[1] = i1;
+  n.loc = loc;
+  n.grad_of_param = -1;
+  n.dtype = DT_F32;
+  const OpInfo *info = op_info(op);
+  if (info->infer && !info->infer(g, &n, diag)) {
+    if (!diag) {
+      fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
+      abort();
+    }
+    return -1;
+  }
+  VEC_PUSH(g->nodes, g->n, g->cap, n);
+  return n.id;
+}
+
+int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag) {
+  return graph_add_attr(g, op, in, nin, 0, 0, 0, loc, diag);
+}
+
+int graph_sum_to(Graph *g, int x, int like) {
+  if (shape_equal(&g->nodes[x].shape, &g->nodes[like].shape)) return x;
+  int id = graph_add_attr(g, OP_SUM_TO, &x, 1, 0, like, 0, g->nodes[x].loc, NULL);
+  return id;
+}
+
+int graph_expand_to(Graph *g, int x, int like) {
+  if (shape_equal(&g->nodes[x].shape, &g->nodes[like].shape)) return x;
+  return graph_add_attr(g, OP_EXPAND, &x, 1, 0, like, 0, g->nodes[x].loc, NULL);
+}
+
+static const char *init_name(InitKind k) {
+  static const char *names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
+  return names[k];
+}
+
+static void print_node(FILE *out, const Graph *g, const Node *n) {
+  char sb[128];
+  fprintf(out, "%%%d = %s", n->id, op_info(n->op)->name);
+  for (int i = 0; i < n->nin; i++) fprintf(out, "%s%%%d", i ? ", " : " ", n->in[i]);
+  switch (n->op) {
+  case OP_ADD_SCALAR:
+  case OP_MUL_SCALAR:
+  case OP_LAYERNORM: fprintf(out, " {%g}", n->attr.f[0]); break;
+  case OP_MATMUL: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
+  case OP_SUM: fprintf(out, " {axis=%lld}", (long long)n->attr.i[0]); break;
+  case OP_PARAM:
+    fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_name(n->init.kind), n->init.a, n->init.b,
+            n->decay ? ", decay" : "");
+    break;
+  case OP_INPUT:
+    fprintf(out, " %s", n->name);
+    if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
+    break;
+  default: break;
+  }
+  fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
+  if (n->grad_of_param >= 0) fprintf(out, " +=> grad(%s)", g->nodes[n->grad_of_param].name);
+  if (n->name && n->op != OP_PARAM && n->op != OP_INPUT) fprintf(out, "  # %s", n->name);
+  if (n->loc.file) fprintf(out, "  @%d:%d", n->loc.line, n->loc.col);
+  fputc('\n', out);
+}
+
+void graph_print(FILE *out, const Graph *g) {
+  fprintf(out, "model %s (batch %lld)\n", g->model_name, (long long)g->train.batch);
+  for (int i = 0; i < g->n; i++) {
+    if (i == g->n_forward && g->n_forward < g->n) fprintf(out, "backward:\n");
+    print_node(out, g, &g->nodes[i]);
+  }
+  fprintf(out, "loss %%%d", g->loss);
+  if (g->predict >= 0) fprintf(out, ", predict %%%d", g->predict);
+  if (g->labels >= 0) fprintf(out, ", labels %%%d", g->labels);
+  fputc('\n', out);
+}

@@ -1,0 +1,238 @@
+/* ir.h — the typed tensor graph, the op table and the loop-nest form of kernels.
+ *
+ * The whole interface of the IR stage. lower_ast() turns a parsed model into a
+ * Graph whose every node has a static shape (B, the micro-batch, is a number
+ * here). Every op is defined once in the op table (ir/ops.c): its shape rule,
+ * its cost, its backward rule written with other ops, and its kernel as a loop
+ * nest. Autodiff, the planner and every backend read that table and nothing
+ * else, so adding an op is one table entry.
+ *
+ * Invariants of a Graph:
+ *   - nodes are in topological order: every input id is smaller than the node's;
+ *   - ids [0, n_forward) are the forward graph; later ids are built by passes
+ *     (autodiff) and may read forward values;
+ *   - every node's shape is known and its element count fits in int64. */
+#ifndef TRAINC_IR_H
+#define TRAINC_IR_H
+
+#include "frontend.h"
+
+#define IR_MAX_RANK 8
+#define IR_MAX_IN 3
+
+typedef struct {
+  int rank;
+  int64_t dim[IR_MAX_RANK];
+} Shape;
+
+int64_t shape_numel(const Shape *s);
+bool shape_equal(const Shape *a, const Shape *b);
+/* Writes "[128, 784]" into buf and returns it. */
+const char *shape_str(const Shape *s, char buf[128]);
+
+/* The ops: one record each in ir/ops.def (name, arity, shape rule, cost,
+ * backward rule, kernel). Ops marked "(bwd)" appear only in backward graphs. */
+typedef enum {
+#define OP(e, ...) e,
+#include "ops.def"
+#undef OP
+  OP_COUNT
+} OpKind;
+
+typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM, INIT_XAVIER, INIT_HE } InitKind;
+
+typedef struct {
+  InitKind kind;
+  double a, b;             /* normal: mean, std; uniform: low, high; xavier/he: gain */
+  int64_t fan_in, fan_out;
+} Init;
+
+typedef struct {
+  int id;
+  OpKind op;
+  DType dtype;
+  Shape shape;
+  int in[IR_MAX_IN];
+  int nin;
+  struct {
+    double f[2];
+    int64_t i[2];
+  } attr;
+  const char *name;        /* params and inputs: their full name; others: the
+                              model-file variable it was assigned to, or NULL */
+  SrcLoc loc;              /* the model-file expression it comes from */
+  Init init;               /* OP_PARAM */
+  bool decay;              /* OP_PARAM: weight decay applies */
+  int64_t index_limit;     /* OP_INPUT: values must be < this (0: not an index) */
+  int grad_of_param;       /* >= 0: this node ADDS its value into that param's
+                              gradient slot instead of owning a buffer */
+} Node;
+
+/* ---- the train block, given meaning ---- */
+typedef enum { OPT_SGD, OPT_ADAMW } OptimizerKind;
+typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } ScheduleKind;
+typedef enum { LOSS_CROSS_ENTROPY, LOSS_MSE, LOSS_OTHER } LossKind;
+enum { METRIC_LOSS = 1, METRIC_ACCURACY = 2, METRIC_F1 = 4 };
+
+typedef struct {
+  int64_t batch, accumulate, epochs, steps;
+  OptimizerKind optimizer;
+  double lr, momentum, weight_decay, beta1, beta2, eps;
+  bool nesterov;
+  ScheduleKind schedule;
+  int64_t warmup;
+  double min_lr, clip_norm;
+  uint64_t seed;
+  bool eval_every_epoch;
+  int64_t eval_every_steps;
+  unsigned metrics;
+  int64_t log_every;
+  double val_split;
+} TrainConfig;
+
+typedef struct {
+  const char *model_name;
+  const char *source_path;
+  Node *nodes;
+  int n, cap;
+  int n_forward;           /* see the invariants above */
+  int loss;                /* the node named `loss` (f32 scalar) */
+  int predict;             /* the `predict` node, -1 if none */
+  int labels;              /* the input whose values are class labels, -1 */
+  int loss_seed;           /* OP_LOSS_SEED node, created by autodiff; -1 before */
+  LossKind loss_kind;
+  int *params;             /* param node ids, in declaration order */
+  int n_params, cap_params;
+  int *inputs;             /* input node ids, in declaration order */
+  int n_inputs, cap_inputs;
+  TrainConfig train;
+} Graph;
+
+/* ---- op table ---- */
+typedef struct Kernel Kernel;
+
+typedef struct {
+  const char *name;
+  int arity;
+  /* Sets node->shape and dtype from its inputs and attrs; reports a located
+   * error and returns false when they do not fit. */
+  bool (*infer)(const Graph *g, Node *n, Diag *diag);
+  /* Multiply-adds count as 2 FLOPs. */
+  double (*flops)(const Graph *g, const Node *n);
+  /* Given dy (the gradient of the objective w.r.t. n), adds gradient nodes for
+   * the inputs i with want[i] and stores their ids in dx[i] (-1 elsewhere).
+   * NULL for ops that are never differentiated (backward-only ops, leaves). */
+  void (*backward)(Graph *g, int n, int dy, const bool want[IR_MAX_IN], int dx[IR_MAX_IN]);
+  /* The op's kernel as a loop nest; NULL for leaves and for GEMMs, which every
+   * backend hands to its BLAS. */
+  Kernel *(*kernel)(const Graph *g, const Node *n);
+} OpInfo;
+
+const OpInfo *op_info(OpKind op);
+
+/* ---- building graphs (used by lowering and by passes) ---- */
+Graph *graph_new(void);
+void graph_free(Graph *g);
+/* Appends a node and infers its shape; on a shape error reports through diag
+ * and returns -1. With diag == NULL a shape error is a compiler bug (abort). */
+int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
+int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
+                   int64_t i1, SrcLoc loc, Diag *diag);
+/* Broadcast a gradient back to / sum it down to the shape of node `like`. */
+int graph_expand_to(Graph *g, int x, int like);
+int graph_sum_to(Graph *g, int x, int like);
+/* Number of bytes of one element of a dtype. */
+int dtype_size(DType t);
+const char *dtype_name(DType t);
+
+/* Prints the graph as text, one node a line (`--dump=ir`; golden tests). */
+void graph_print(FILE *out, const Graph *g);
+
+/* ---- AST → Graph ---- */
+/* Lowers the model `model_name` (NULL: the only model in the file) and the
+ * train block. Reports every error it finds; returns NULL if there was any. */
+Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag);
+
+/* ---- kernels as loop nests ----
+ * A kernel is a list of statements over constant-bound loops. Expressions
+ * index buffers, which are graph node ids; the backend maps each id to its
+ * storage (arena offset). Locals are f32 scalars declared in a statement
+ * list and visible to the rest of it. Index expressions are int64. */
+typedef enum {
+  KE_CONST,  /* f: float constant */
+  KE_ICONST, /* i: integer constant */
+  KE_INDEX,  /* var: the value of loop variable `var` */
+  KE_LOCAL,  /* var: the value of local `var` */
+  KE_LOAD,   /* buf[a] — f32, or the integer buffer's value widened to int64 */
+  KE_UNARY,  /* op(a) */
+  KE_BINARY, /* a op b */
+  KE_SELECT, /* a > 0 ? b : c (float condition) */
+  KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
+  KE_TO_FLOAT, /* (float)a, a integer */
+} KExprKind;
+
+typedef enum { KU_NEG, KU_EXP, KU_LOG, KU_TANH, KU_ERF, KU_SQRT } KUnaryOp;
+typedef enum { KB_ADD, KB_SUB, KB_MUL, KB_DIV, KB_MAX, KB_MIN } KBinaryOp;
+
+typedef struct KExpr KExpr;
+struct KExpr {
+  KExprKind kind;
+  int op;       /* KUnaryOp or KBinaryOp */
+  double f;
+  int64_t i;
+  int var;      /* KE_INDEX, KE_LOCAL */
+  int buf;      /* KE_LOAD */
+  bool is_int;  /* the expression is an integer (index) expression */
+  KExpr *a, *b, *c;
+};
+
+typedef enum {
+  KS_FOR,    /* for var in [0, extent): body */
+  KS_LOCAL,  /* float local var = value */
+  KS_SET,    /* local var = value */
+  KS_STORE,  /* buf[index] = value, or += when accumulate */
+} KStmtKind;
+
+typedef struct KStmt KStmt;
+struct KStmt {
+  KStmtKind kind;
+  int var;
+  int64_t extent;
+  KStmt **body;
+  int nbody, capbody;
+  int buf;
+  KExpr *index, *value;
+  bool accumulate;
+};
+
+struct Kernel {
+  int node;     /* the graph node it computes */
+  KStmt **body;
+  int nbody, capbody;
+  int n_vars;   /* loop variables are 0..n_vars-1 */
+  int n_locals; /* locals are 0..n_locals-1 */
+  void *pool;   /* private: all expression and statement memory */
+};
+
+/* Builders, for op kernels in ir/ops.c and for tests. */
+Kernel *kernel_new(int node);
+void kernel_free(Kernel *k);
+KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var);
+KStmt *k_local(Kernel *k, KStmt *parent, KExpr *value, int *local);
+KStmt *k_set(Kernel *k, KStmt *parent, int local, KExpr *value);
+KStmt *k_store(Kernel *k, KStmt *parent, int buf, KExpr *index, KExpr *value, bool accumulate);
+KExpr *k_const(Kernel *k, double f);
+KExpr *k_iconst(Kernel *k, int64_t i);
+KExpr *k_index(Kernel *k, int var);
+KExpr *k_localv(Kernel *k, int local);
+KExpr *k_load(Kernel *k, int buf, KExpr *index, bool is_int);
+KExpr *k_unary(Kernel *k, KUnaryOp op, KExpr *a);
+KExpr *k_binary(Kernel *k, KBinaryOp op, KExpr *a, KExpr *b);
+KExpr *k_select(Kernel *k, KExpr *cond, KExpr *a, KExpr *b);
+KExpr *k_eq(Kernel *k, KExpr *a, KExpr *b);
+KExpr *k_to_float(Kernel *k, KExpr *a);
+/* Integer index arithmetic: a*stride + b, folding constants. */
+KExpr *k_iadd(Kernel *k, KExpr *a, KExpr *b);
+KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
+
+#endif

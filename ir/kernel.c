@@ -1,0 +1,172 @@
+/* kernel.c — builders for the loop-nest form of kernels (see ir.h).
+ * All nodes of a kernel live in one pool freed with the kernel. */
+#include "ir.h"
+
+#include <stdlib.h>
+
+typedef struct Block Block;
+struct Block {
+  Block *next;
+};
+
+static void *kalloc(Kernel *k, size_t size) {
+  Block *b = xcalloc(1, sizeof(Block) + size);
+  b->next = k->pool;
+  k->pool = b;
+  return b + 1;
+}
+
+Kernel *kernel_new(int node) {
+  Kernel *k = xcalloc(1, sizeof *k);
+  k->node = node;
+  return k;
+}
+
+static void free_stmts(KStmt **body, int n) {
+  for (int i = 0; i < n; i++)
+    if (body[i]->kind == KS_FOR) free_stmts(body[i]->body, body[i]->nbody);
+  free(body);
+}
+
+void kernel_free(Kernel *k) {
+  if (!k) return;
+  free_stmts(k->body, k->nbody);
+  for (Block *b = k->pool; b;) {
+    Block *next = b->next;
+    free(b);
+    b = next;
+  }
+  free(k);
+}
+
+/* Appends a statement to the parent loop's body, or to the kernel's top level. */
+static KStmt *append(Kernel *k, KStmt *parent, KStmtKind kind) {
+  KStmt *s = kalloc(k, sizeof *s);
+  s->kind = kind;
+  if (parent)
+    VEC_PUSH(parent->body, parent->nbody, parent->capbody, s);
+  else
+    VEC_PUSH(k->body, k->nbody, k->capbody, s);
+  return s;
+}
+
+KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var) {
+  KStmt *s = append(k, parent, KS_FOR);
+  s->var = *var = k->n_vars++;
+  s->extent = extent;
+  return s;
+}
+
+KStmt *k_local(Kernel *k, KStmt *parent, KExpr *value, int *local) {
+  KStmt *s = append(k, parent, KS_LOCAL);
+  s->var = *local = k->n_locals++;
+  s->value = value;
+  return s;
+}
+
+KStmt *k_set(Kernel *k, KStmt *parent, int local, KExpr *value) {
+  KStmt *s = append(k, parent, KS_SET);
+  s->var = local;
+  s->value = value;
+  return s;
+}
+
+KStmt *k_store(Kernel *k, KStmt *parent, int buf, KExpr *index, KExpr *value, bool accumulate) {
+  KStmt *s = append(k, parent, KS_STORE);
+  s->buf = buf;
+  s->index = index;
+  s->value = value;
+  s->accumulate = accumulate;
+  return s;
+}
+
+static KExpr *expr(Kernel *k, KExprKind kind) {
+  KExpr *e = kalloc(k, sizeof *e);
+  e->kind = kind;
+  return e;
+}
+
+KExpr *k_const(Kernel *k, double f) {
+  KExpr *e = expr(k, KE_CONST);
+  e->f = f;
+  return e;
+}
+
+KExpr *k_iconst(Kernel *k, int64_t i) {
+  KExpr *e = expr(k, KE_ICONST);
+  e->i = i;
+  e->is_int = true;
+  return e;
+}
+
+KExpr *k_index(Kernel *k, int var) {
+  KExpr *e = expr(k, KE_INDEX);
+  e->var = var;
+  e->is_int = true;
+  return e;
+}
+
+KExpr *k_localv(Kernel *k, int local) {
+  KExpr *e = expr(k, KE_LOCAL);
+  e->var = local;
+  return e;
+}
+
+KExpr *k_load(Kernel *k, int buf, KExpr *index, bool is_int) {
+  KExpr *e = expr(k, KE_LOAD);
+  e->buf = buf;
+  e->a = index;
+  e->is_int = is_int;
+  return e;
+}
+
+KExpr *k_unary(Kernel *k, KUnaryOp op, KExpr *a) {
+  KExpr *e = expr(k, KE_UNARY);
+  e->op = op;
+  e->a = a;
+  return e;
+}
+
+KExpr *k_binary(Kernel *k, KBinaryOp op, KExpr *a, KExpr *b) {
+  KExpr *e = expr(k, KE_BINARY);
+  e->op = op;
+  e->a = a;
+  e->b = b;
+  e->is_int = a->is_int && b->is_int;
+  return e;
+}
+
+KExpr *k_select(Kernel *k, KExpr *cond, KExpr *a, KExpr *b) {
+  KExpr *e = expr(k, KE_SELECT);
+  e->a = cond;
+  e->b = a;
+  e->c = b;
+  return e;
+}
+
+KExpr *k_eq(Kernel *k, KExpr *a, KExpr *b) {
+  KExpr *e = expr(k, KE_EQ);
+  e->a = a;
+  e->b = b;
+  return e;
+}
+
+KExpr *k_to_float(Kernel *k, KExpr *a) {
+  KExpr *e = expr(k, KE_TO_FLOAT);
+  e->a = a;
+  return e;
+}
+
+KExpr *k_iadd(Kernel *k, KExpr *a, KExpr *b) {
+  if (a->kind == KE_ICONST && a->i == 0) return b;
+  if (b->kind == KE_ICONST && b->i == 0) return a;
+  if (a->kind == KE_ICONST && b->kind == KE_ICONST) return k_iconst(k, a->i + b->i);
+  return k_binary(k, KB_ADD, a, b);
+}
+
+KExpr *k_imul(Kernel *k, KExpr *a, int64_t c) {
+  if (c == 0) return k_iconst(k, 0);
+  if (c == 1) return a;
+  if (a->kind == KE_ICONST) return k_iconst(k, a->i * c);
+  return k_binary(k, KB_MUL, a, k_iconst(k, c));
+}

@@ -1,0 +1,755 @@
+/* ops.c — the op table: for every op, its shape rule, cost, backward rule and
+ * kernel, side by side (in the spirit of llm.c's layer-by-layer file).
+ *
+ * Kernels are loop nests (ir.h). Pointwise ops only give their scalar formula;
+ * pointwise_kernel() wraps it in loops with broadcasting. Row ops (softmax,
+ * layernorm, cross-entropy) work on the last axis: R rows of C columns. A
+ * kernel whose node has grad_of_param >= 0 adds into that parameter's gradient
+ * instead of overwriting its output. */
+#include "ir.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* ------------------------------------------------------------------ helpers */
+
+static const Node *in_node(const Graph *g, const Node *n, int i) { return &g->nodes[n->in[i]]; }
+
+static bool want_f32(const Graph *g, const Node *n, int i, Diag *diag) {
+  const Node *x = in_node(g, n, i);
+  if (x->dtype == DT_F32) return true;
+  char sb[128];
+  diag_error(diag, n->loc, "%s expects an f32 tensor, got %s%s (convert it with f32(...))",
+             op_info(n->op)->name, dtype_name(x->dtype), shape_str(&x->shape, sb));
+  return false;
+}
+
+static bool want_int(const Graph *g, const Node *n, int i, Diag *diag) {
+  const Node *x = in_node(g, n, i);
+  if (x->dtype != DT_F32) return true;
+  char sb[128];
+  diag_error(diag, n->loc, "%s expects integer indices, got f32%s", op_info(n->op)->name,
+             shape_str(&x->shape, sb));
+  return false;
+}
+
+static int64_t last_dim(const Shape *s) { return s->rank ? s->dim[s->rank - 1] : 1; }
+static int64_t rows_of(const Shape *s) { return shape_numel(s) / (last_dim(s) ? last_dim(s) : 1); }
+static bool accumulates(const Node *n) { return n->grad_of_param >= 0; }
+
+static int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, g->nodes[a].loc, NULL); }
+static int add2(Graph *g, OpKind op, int a, int b) {
+  int in[2] = {a, b};
+  return graph_add(g, op, in, 2, g->nodes[a].loc, NULL);
+}
+static int add3(Graph *g, OpKind op, int a, int b, int c, double f0) {
+  int in[3] = {a, b, c};
+  return graph_add_attr(g, op, in, 3, f0, 0, 0, g->nodes[a].loc, NULL);
+}
+
+/* --------------------------------------------------------------- shape rules */
+
+static bool infer_same_f32(const Graph *g, Node *n, Diag *diag) {
+  for (int i = 0; i < n->nin; i++)
+    if (!want_f32(g, n, i, diag)) return false;
+  n->shape = in_node(g, n, n->nin - 1)->shape; /* x, or dy for (y, dy) grads */
+  return true;
+}
+
+static bool infer_cast(const Graph *g, Node *n, Diag *diag) {
+  const Node *x = in_node(g, n, 0);
+  if (x->dtype == DT_F32) {
+    diag_error(diag, n->loc, "f32() of a value that is already f32");
+    return false;
+  }
+  n->shape = x->shape;
+  return true;
+}
+
+/* Numpy broadcasting: shapes align on the right; a dim of 1 stretches. */
+static bool infer_broadcast(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  Shape out = {.rank = a->rank > b->rank ? a->rank : b->rank};
+  for (int i = 0; i < out.rank; i++) {
+    int ia = a->rank - out.rank + i, ib = b->rank - out.rank + i;
+    int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char sa[128], sb[128];
+      diag_error(diag, n->loc, "cannot broadcast %s and %s for '%s' (dimension %d: %lld vs %lld)",
+                 shape_str(a, sa), shape_str(b, sb), op_info(n->op)->name, i, (long long)da,
+                 (long long)db);
+      return false;
+    }
+    out.dim[i] = da == 1 ? db : da;
+  }
+  n->shape = out;
+  return true;
+}
+
+/* op(a) is a viewed as a matrix [rows, last dim], transposed when attr.i[0]. */
+static bool infer_matmul(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  bool ta = n->attr.i[0], tb = n->attr.i[1];
+  char sa[128], sb[128];
+  if (a->rank < 1 || b->rank != 2) {
+    diag_error(diag, n->loc, "matmul needs a matrix on the right: %s @ %s", shape_str(a, sa),
+               shape_str(b, sb));
+    return false;
+  }
+  int64_t k_a = ta ? rows_of(a) : last_dim(a);
+  int64_t k_b = tb ? b->dim[1] : b->dim[0];
+  if (k_a != k_b) {
+    diag_error(diag, n->loc, "matmul shapes do not fit: %s @ %s (inner dimensions %lld and %lld)",
+               shape_str(a, sa), shape_str(b, sb), (long long)k_a, (long long)k_b);
+    return false;
+  }
+  int64_t cols = tb ? b->dim[0] : b->dim[1];
+  if (ta) {
+    n->shape = (Shape){.rank = 2, .dim = {last_dim(a), cols}};
+  } else {
+    n->shape = *a;
+    n->shape.dim[a->rank - 1] = cols;
+  }
+  return true;
+}
+
+static bool infer_scalar_out(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  n->shape = (Shape){.rank = 0};
+  return true;
+}
+
+static bool infer_like_attr(const Graph *g, Node *n, Diag *diag) {
+  n->shape = g->nodes[n->attr.i[0]].shape;
+  return true;
+}
+
+static bool infer_like_input0(const Graph *g, Node *n, Diag *diag) {
+  n->shape = in_node(g, n, 0)->shape;
+  return true;
+}
+
+static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  if (in_node(g, n, 0)->shape.rank < 1) {
+    diag_error(diag, n->loc, "%s needs at least one axis, got a scalar", op_info(n->op)->name);
+    return false;
+  }
+  n->shape = in_node(g, n, 0)->shape;
+  return true;
+}
+
+static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag) || !want_int(g, n, 1, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape, *y = &in_node(g, n, 1)->shape;
+  Shape rows = *x;
+  rows.rank--;
+  if (!shape_equal(&rows, y)) {
+    char sx[128], sy[128];
+    diag_error(diag, n->loc,
+               "cross_entropy: labels %s do not match logits %s (expected one label per row)",
+               shape_str(y, sy), shape_str(x, sx));
+    return false;
+  }
+  n->shape = (Shape){.rank = 0};
+  return true;
+}
+
+static bool infer_layernorm(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag)) return false;
+  Shape vec = {.rank = 1, .dim = {last_dim(&n->shape)}};
+  for (int i = 1; i < 3; i++) {
+    if (!shape_equal(&in_node(g, n, i)->shape, &vec)) {
+      char s1[128], s2[128];
+      diag_error(diag, n->loc, "layernorm: parameter %s does not match the last axis of %s",
+                 shape_str(&in_node(g, n, i)->shape, s1), shape_str(&n->shape, s2));
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool infer_embedding(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_int(g, n, 1, diag)) return false;
+  const Shape *t = &in_node(g, n, 0)->shape, *ids = &in_node(g, n, 1)->shape;
+  if (t->rank != 2 || ids->rank + 1 > IR_MAX_RANK) {
+    diag_error(diag, n->loc, "embedding needs a [vocab, dim] table");
+    return false;
+  }
+  n->shape = *ids;
+  n->shape.dim[n->shape.rank++] = t->dim[1];
+  return true;
+}
+
+static bool infer_layernorm_grad_gamma(const Graph *g, Node *n, Diag *diag) {
+  n->shape = (Shape){.rank = 1, .dim = {last_dim(&in_node(g, n, 0)->shape)}};
+  return true;
+}
+
+/* --------------------------------------------------------------------- costs */
+
+static double flops_per_element(const Graph *g, const Node *n, double k) {
+  double total = 0;
+  for (int i = 0; i < n->nin; i++) total += (double)shape_numel(&in_node(g, n, i)->shape);
+  double out = (double)shape_numel(&n->shape);
+  return k * (total > out ? total : out);
+}
+static double flops_1(const Graph *g, const Node *n) { return flops_per_element(g, n, 1); }
+static double flops_5(const Graph *g, const Node *n) { return flops_per_element(g, n, 5); }
+static double flops_20(const Graph *g, const Node *n) { return flops_per_element(g, n, 20); }
+
+static double flops_matmul(const Graph *g, const Node *n) {
+  const Shape *b = &in_node(g, n, 1)->shape;
+  int64_t k = n->attr.i[1] ? b->dim[1] : b->dim[0];
+  return 2.0 * (double)shape_numel(&n->shape) * (double)k;
+}
+
+/* ----------------------------------------------------------- backward rules */
+
+static void bwd_add(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  const Node *x = &g->nodes[n];
+  int a = x->in[0], b = x->in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
+  if (want[1]) dx[1] = graph_sum_to(g, dy, b);
+}
+
+static void bwd_sub(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
+  if (want[1]) dx[1] = graph_sum_to(g, add1(g, OP_NEG, dy), b);
+}
+
+static void bwd_mul(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_MUL, dy, b), a);
+  if (want[1]) dx[1] = graph_sum_to(g, add2(g, OP_MUL, dy, a), b);
+}
+
+/* y = a / b: da = dy / b, db = -dy * y / b. */
+static void bwd_div(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_DIV, dy, b), a);
+  if (want[1]) {
+    int t = add2(g, OP_DIV, add2(g, OP_MUL, dy, n), b);
+    dx[1] = graph_sum_to(g, add1(g, OP_NEG, t), b);
+  }
+}
+
+static void bwd_neg(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add1(g, OP_NEG, dy);
+}
+
+static void bwd_identity(Graph *g, int n, int dy, const bool want[], int dx[]) { dx[0] = dy; }
+
+static void bwd_mul_scalar(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = graph_add_attr(g, OP_MUL_SCALAR, &dy, 1, g->nodes[n].attr.f[0], 0, 0, g->nodes[dy].loc, NULL);
+}
+
+/* C = A op(B), A viewed as [M, K]. dA = dC op(B)^T; dB = A^T dC (or dC^T A
+ * when B is stored transposed, as linear's [out, in] weight is). Forward
+ * matmuls never transpose A, so this rule needs no other case. */
+static void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  bool tb = g->nodes[n].attr.i[1];
+  SrcLoc loc = g->nodes[n].loc;
+  if (want[0]) {
+    int in[2] = {dy, b};
+    dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, loc, NULL);
+  }
+  if (want[1]) {
+    int in[2] = {tb ? dy : a, tb ? a : dy};
+    dx[1] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 1, 0, loc, NULL);
+  }
+}
+
+static void bwd_relu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_RELU_GRAD, g->nodes[n].in[0], dy);
+}
+static void bwd_gelu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_GELU_GRAD, g->nodes[n].in[0], dy);
+}
+static void bwd_tanh(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_TANH_GRAD, n, dy);
+}
+static void bwd_sigmoid(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SIGMOID_GRAD, n, dy);
+}
+static void bwd_exp(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_MUL, dy, n);
+}
+static void bwd_log(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_DIV, dy, g->nodes[n].in[0]);
+}
+static void bwd_sum(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = graph_expand_to(g, dy, g->nodes[n].in[0]);
+}
+static void bwd_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SOFTMAX_GRAD, n, dy);
+}
+static void bwd_log_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_LOG_SOFTMAX_GRAD, n, dy);
+}
+static void bwd_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  if (want[0]) dx[0] = add3(g, OP_CROSS_ENTROPY_GRAD, g->nodes[n].in[0], g->nodes[n].in[1], dy, 0);
+}
+
+static void bwd_layernorm(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  double eps = x.attr.f[0];
+  if (want[0]) dx[0] = add3(g, OP_LAYERNORM_GRAD, x.in[0], x.in[1], dy, eps);
+  if (want[1]) {
+    int in[2] = {x.in[0], dy};
+    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, x.loc, NULL);
+  }
+  if (want[2]) dx[2] = graph_sum_to(g, dy, x.in[2]);
+}
+
+static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  if (want[0]) {
+    int in[2] = {x.in[1], dy};
+    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, x.loc, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------ kernels */
+
+typedef KExpr *(*ScalarFn)(Kernel *k, const Node *n, KExpr **x);
+
+/* Index of element (vars) of `out` in an input broadcast to it. */
+static KExpr *broadcast_index(Kernel *k, const Shape *out, const Shape *in, const int *vars) {
+  KExpr *idx = k_iconst(k, 0);
+  int64_t stride = 1;
+  for (int d = in->rank - 1; d >= 0; d--) {
+    int od = out->rank - in->rank + d;
+    if (in->dim[d] != 1) idx = k_iadd(k, idx, k_imul(k, k_index(k, vars[od]), stride));
+    stride *= in->dim[d];
+  }
+  return idx;
+}
+
+/* Loops over every element of n's output (one flat loop when no input is
+ * broadcast, so the innermost loop is long and contiguous). */
+static Kernel *pointwise_kernel(const Graph *g, const Node *n, ScalarFn fn) {
+  Kernel *k = kernel_new(n->id);
+  bool flat = true;
+  for (int i = 0; i < n->nin; i++)
+    if (!shape_equal(&in_node(g, n, i)->shape, &n->shape)) flat = false;
+  Shape loop = flat ? (Shape){.rank = 1, .dim = {shape_numel(&n->shape)}} : n->shape;
+  int vars[IR_MAX_RANK];
+  KStmt *parent = NULL;
+  for (int d = 0; d < loop.rank; d++) parent = k_for(k, parent, loop.dim[d], &vars[d]);
+  KExpr *x[IR_MAX_IN];
+  for (int i = 0; i < n->nin; i++) {
+    const Node *in = in_node(g, n, i);
+    const Shape *in_shape = flat ? &loop : &in->shape;
+    x[i] = k_load(k, in->id, broadcast_index(k, &loop, in_shape, vars), in->dtype != DT_F32);
+  }
+  KExpr *out_idx = broadcast_index(k, &loop, &loop, vars);
+  k_store(k, parent, n->id, out_idx, fn(k, n, x), accumulates(n));
+  return k;
+}
+
+static KExpr *s_cast(Kernel *k, const Node *n, KExpr **x) { return k_to_float(k, x[0]); }
+static KExpr *s_add(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_ADD, x[0], x[1]); }
+static KExpr *s_sub(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_SUB, x[0], x[1]); }
+static KExpr *s_mul(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], x[1]); }
+static KExpr *s_div(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_DIV, x[0], x[1]); }
+static KExpr *s_neg(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_NEG, x[0]); }
+static KExpr *s_copy(Kernel *k, const Node *n, KExpr **x) { return x[0]; }
+static KExpr *s_add_scalar(Kernel *k, const Node *n, KExpr **x) {
+  return k_binary(k, KB_ADD, x[0], k_const(k, n->attr.f[0]));
+}
+static KExpr *s_mul_scalar(Kernel *k, const Node *n, KExpr **x) {
+  return k_binary(k, KB_MUL, x[0], k_const(k, n->attr.f[0]));
+}
+static KExpr *s_relu(Kernel *k, const Node *n, KExpr **x) {
+  return k_binary(k, KB_MAX, x[0], k_const(k, 0));
+}
+static KExpr *s_tanh(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_TANH, x[0]); }
+static KExpr *s_exp(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_EXP, x[0]); }
+static KExpr *s_log(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_LOG, x[0]); }
+static KExpr *s_sigmoid(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *e = k_unary(k, KU_EXP, k_unary(k, KU_NEG, x[0]));
+  return k_binary(k, KB_DIV, k_const(k, 1), k_binary(k, KB_ADD, k_const(k, 1), e));
+}
+/* Phi(x) = 0.5 * (1 + erf(x / sqrt 2)), the normal CDF. */
+static KExpr *normal_cdf(Kernel *k, KExpr *x) {
+  KExpr *e = k_unary(k, KU_ERF, k_binary(k, KB_MUL, x, k_const(k, 0.70710678118654752440)));
+  return k_binary(k, KB_MUL, k_const(k, 0.5), k_binary(k, KB_ADD, k_const(k, 1), e));
+}
+/* The exact (erf) GELU, as PyTorch's default: x * Phi(x). */
+static KExpr *s_gelu(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], normal_cdf(k, x[0])); }
+static KExpr *s_relu_grad(Kernel *k, const Node *n, KExpr **x) {
+  return k_select(k, x[0], x[1], k_const(k, 0));
+}
+/* d gelu/dx = Phi(x) + x * phi(x). */
+static KExpr *s_gelu_grad(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *x2 = k_binary(k, KB_MUL, x[0], x[0]);
+  KExpr *pdf = k_binary(k, KB_MUL, k_const(k, 0.3989422804014327),
+                        k_unary(k, KU_EXP, k_binary(k, KB_MUL, x2, k_const(k, -0.5))));
+  KExpr *d = k_binary(k, KB_ADD, normal_cdf(k, x[0]), k_binary(k, KB_MUL, x[0], pdf));
+  return k_binary(k, KB_MUL, x[1], d);
+}
+static KExpr *s_tanh_grad(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *one_minus = k_binary(k, KB_SUB, k_const(k, 1), k_binary(k, KB_MUL, x[0], x[0]));
+  return k_binary(k, KB_MUL, x[1], one_minus);
+}
+static KExpr *s_sigmoid_grad(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *d = k_binary(k, KB_MUL, x[0], k_binary(k, KB_SUB, k_const(k, 1), x[0]));
+  return k_binary(k, KB_MUL, x[1], d);
+}
+
+#define POINTWISE(fn)                                                          \
+  static Kernel *kernel_##fn(const Graph *g, const Node *n) { return pointwise_kernel(g, n, s_##fn); }
+POINTWISE(cast)
+POINTWISE(add)
+POINTWISE(sub)
+POINTWISE(mul)
+POINTWISE(div)
+POINTWISE(neg)
+POINTWISE(copy)
+POINTWISE(add_scalar)
+POINTWISE(mul_scalar)
+POINTWISE(relu)
+POINTWISE(gelu)
+POINTWISE(tanh)
+POINTWISE(sigmoid)
+POINTWISE(exp)
+POINTWISE(log)
+POINTWISE(relu_grad)
+POINTWISE(gelu_grad)
+POINTWISE(tanh_grad)
+POINTWISE(sigmoid_grad)
+#undef POINTWISE
+
+/* out[...] = 0 over the whole output — unless the kernel accumulates into a
+ * gradient slot, which the runtime zeroes once per optimizer step. */
+static void zero_output(Kernel *k, const Node *n) {
+  if (accumulates(n)) return;
+  int v;
+  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
+  k_store(k, loop, n->id, k_index(k, v), k_const(k, 0), false);
+}
+
+static Kernel *kernel_sum(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  int acc, v;
+  k_local(k, NULL, k_const(k, 0), &acc);
+  KStmt *loop = k_for(k, NULL, shape_numel(&in_node(g, n, 0)->shape), &v);
+  k_set(k, loop, acc, k_binary(k, KB_ADD, k_localv(k, acc), k_load(k, n->in[0], k_index(k, v), false)));
+  k_store(k, NULL, n->id, k_iconst(k, 0), k_localv(k, acc), accumulates(n));
+  return k;
+}
+
+/* Scatter-adds every input element into the output element it was broadcast
+ * from; the loops run over the input, so the innermost loop is contiguous. */
+static Kernel *kernel_sum_to(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  const Shape *in = &in_node(g, n, 0)->shape;
+  int vars[IR_MAX_RANK];
+  KStmt *parent = NULL;
+  for (int d = 0; d < in->rank; d++) parent = k_for(k, parent, in->dim[d], &vars[d]);
+  KExpr *x = k_load(k, n->in[0], broadcast_index(k, in, in, vars), false);
+  k_store(k, parent, n->id, broadcast_index(k, in, &n->shape, vars), x, true);
+  return k;
+}
+
+/* A row kernel: for each of R rows, `body` fills in the loops over C columns.
+ * row_base(r) = r * C is the index of the row's first element. */
+typedef struct {
+  Kernel *k;
+  KStmt *row;   /* the loop over rows */
+  int r;        /* its variable */
+  int64_t cols;
+} RowLoop;
+
+static RowLoop row_loop(const Graph *g, const Node *n, const Shape *shape) {
+  RowLoop rl = {.k = kernel_new(n->id), .cols = last_dim(shape)};
+  rl.row = k_for(rl.k, NULL, rows_of(shape), &rl.r);
+  return rl;
+}
+
+static KExpr *row_elem(RowLoop *rl, int buf, int c) {
+  Kernel *k = rl->k;
+  return k_load(k, buf, k_iadd(k, k_imul(k, k_index(k, rl->r), rl->cols), k_index(k, c)), false);
+}
+
+static KExpr *row_index(RowLoop *rl, int c) {
+  Kernel *k = rl->k;
+  return k_iadd(k, k_imul(k, k_index(k, rl->r), rl->cols), k_index(k, c));
+}
+
+/* Declares a local holding a reduction of f(column c) over the row. */
+static int row_reduce(RowLoop *rl, KBinaryOp op, double init, KExpr *(*f)(RowLoop *, int c, const void *),
+                      const void *ctx) {
+  int acc, c;
+  Kernel *k = rl->k;
+  k_local(k, rl->row, k_const(k, init), &acc);
+  KStmt *loop = k_for(k, rl->row, rl->cols, &c);
+  k_set(k, loop, acc, k_binary(k, op, k_localv(k, acc), f(rl, c, ctx)));
+  return acc;
+}
+
+typedef struct {
+  int buf, shift_local, other_buf;
+} RowCtx;
+
+static KExpr *f_elem(RowLoop *rl, int c, const void *ctx) {
+  return row_elem(rl, ((const RowCtx *)ctx)->buf, c);
+}
+static KExpr *f_exp_shifted(RowLoop *rl, int c, const void *ctx) {
+  const RowCtx *x = ctx;
+  Kernel *k = rl->k;
+  return k_unary(k, KU_EXP, k_binary(k, KB_SUB, row_elem(rl, x->buf, c), k_localv(k, x->shift_local)));
+}
+static KExpr *f_product(RowLoop *rl, int c, const void *ctx) {
+  const RowCtx *x = ctx;
+  return k_binary(rl->k, KB_MUL, row_elem(rl, x->buf, c), row_elem(rl, x->other_buf, c));
+}
+static KExpr *f_square_shifted(RowLoop *rl, int c, const void *ctx) {
+  const RowCtx *x = ctx;
+  Kernel *k = rl->k;
+  KExpr *d = k_binary(k, KB_SUB, row_elem(rl, x->buf, c), k_localv(k, x->shift_local));
+  return k_binary(k, KB_MUL, d, d);
+}
+
+/* max and log-sum-exp of row `buf`: locals m and lse = m + log(sum exp(x-m)). */
+static void row_logsumexp(RowLoop *rl, int buf, int *m, int *lse) {
+  Kernel *k = rl->k;
+  RowCtx ctx = {.buf = buf};
+  *m = row_reduce(rl, KB_MAX, -INFINITY, f_elem, &ctx);
+  ctx.shift_local = *m;
+  int s = row_reduce(rl, KB_ADD, 0, f_exp_shifted, &ctx);
+  k_local(k, rl->row, k_binary(k, KB_ADD, k_localv(k, *m), k_unary(k, KU_LOG, k_localv(k, s))), lse);
+}
+
+/* Stores f(c) over the row into n's output. */
+static void row_store(RowLoop *rl, const Node *n, KExpr *(*f)(RowLoop *, int c, const void *), const void *ctx) {
+  int c;
+  KStmt *loop = k_for(rl->k, rl->row, rl->cols, &c);
+  k_store(rl->k, loop, n->id, row_index(rl, c), f(rl, c, ctx), accumulates(n));
+}
+
+typedef struct {
+  int x, lse, dy, s, y, label;
+  double scale;
+} SoftCtx;
+
+static KExpr *f_softmax(RowLoop *rl, int c, const void *p) {
+  const SoftCtx *s = p;
+  Kernel *k = rl->k;
+  return k_unary(k, KU_EXP, k_binary(k, KB_SUB, row_elem(rl, s->x, c), k_localv(k, s->lse)));
+}
+static KExpr *f_log_softmax(RowLoop *rl, int c, const void *p) {
+  const SoftCtx *s = p;
+  return k_binary(rl->k, KB_SUB, row_elem(rl, s->x, c), k_localv(rl->k, s->lse));
+}
+
+static Kernel *kernel_softmax_like(const Graph *g, const Node *n, bool log) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  SoftCtx s = {.x = n->in[0]};
+  int m;
+  row_logsumexp(&rl, s.x, &m, &s.lse);
+  row_store(&rl, n, log ? f_log_softmax : f_softmax, &s);
+  return rl.k;
+}
+static Kernel *kernel_softmax(const Graph *g, const Node *n) { return kernel_softmax_like(g, n, false); }
+static Kernel *kernel_log_softmax(const Graph *g, const Node *n) { return kernel_softmax_like(g, n, true); }
+
+/* softmax: dx = y * (dy - sum(dy * y)). */
+static KExpr *f_softmax_grad(RowLoop *rl, int c, const void *p) {
+  const SoftCtx *s = p;
+  Kernel *k = rl->k;
+  KExpr *d = k_binary(k, KB_SUB, row_elem(rl, s->dy, c), k_localv(k, s->s));
+  return k_binary(k, KB_MUL, row_elem(rl, s->y, c), d);
+}
+static Kernel *kernel_softmax_grad(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
+  RowCtx dot = {.buf = s.y, .other_buf = s.dy};
+  s.s = row_reduce(&rl, KB_ADD, 0, f_product, &dot);
+  row_store(&rl, n, f_softmax_grad, &s);
+  return rl.k;
+}
+
+/* log_softmax: dx = dy - exp(y) * sum(dy). */
+static KExpr *f_log_softmax_grad(RowLoop *rl, int c, const void *p) {
+  const SoftCtx *s = p;
+  Kernel *k = rl->k;
+  KExpr *e = k_binary(k, KB_MUL, k_unary(k, KU_EXP, row_elem(rl, s->y, c)), k_localv(k, s->s));
+  return k_binary(k, KB_SUB, row_elem(rl, s->dy, c), e);
+}
+static Kernel *kernel_log_softmax_grad(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
+  RowCtx sum = {.buf = s.dy};
+  s.s = row_reduce(&rl, KB_ADD, 0, f_elem, &sum);
+  row_store(&rl, n, f_log_softmax_grad, &s);
+  return rl.k;
+}
+
+/* The label of the current row, as an integer index expression. */
+static KExpr *row_label(RowLoop *rl, int labels) {
+  return k_load(rl->k, labels, k_index(rl->k, rl->r), true);
+}
+
+/* loss = mean over rows of (lse(x_r) - x_r[label_r]). */
+static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
+  const Shape *xs = &in_node(g, n, 0)->shape;
+  Kernel *k = kernel_new(n->id);
+  int total;
+  k_local(k, NULL, k_const(k, 0), &total);
+  RowLoop rl = {.k = k, .cols = last_dim(xs)};
+  rl.row = k_for(k, NULL, rows_of(xs), &rl.r);
+  int m, lse;
+  row_logsumexp(&rl, n->in[0], &m, &lse);
+  KExpr *at_label = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, rl.r), rl.cols), row_label(&rl, n->in[1])), false);
+  k_set(k, rl.row, total,
+        k_binary(k, KB_ADD, k_localv(k, total), k_binary(k, KB_SUB, k_localv(k, lse), at_label)));
+  KExpr *mean = k_binary(k, KB_MUL, k_localv(k, total), k_const(k, 1.0 / (double)rows_of(xs)));
+  k_store(k, NULL, n->id, k_iconst(k, 0), mean, accumulates(n));
+  return k;
+}
+
+/* d logits = (softmax(x) - onehot(label)) * dl / R. */
+static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
+  const SoftCtx *s = p;
+  Kernel *k = rl->k;
+  KExpr *onehot = k_eq(k, k_index(k, c), row_label(rl, s->label));
+  KExpr *d = k_binary(k, KB_SUB, f_softmax(rl, c, p), onehot);
+  KExpr *scale = k_binary(k, KB_MUL, k_load(k, s->dy, k_iconst(k, 0), false), k_const(k, s->scale));
+  return k_binary(k, KB_MUL, d, scale);
+}
+static Kernel *kernel_cross_entropy_grad(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  SoftCtx s = {.x = n->in[0], .label = n->in[1], .dy = n->in[2],
+               .scale = 1.0 / (double)rows_of(&n->shape)};
+  int m;
+  row_logsumexp(&rl, s.x, &m, &s.lse);
+  row_store(&rl, n, f_cross_entropy_grad, &s);
+  return rl.k;
+}
+
+/* Mean and 1/sqrt(var + eps) of row `x` (biased variance, as PyTorch). */
+static void row_moments(RowLoop *rl, int x, double eps, int *mean, int *rstd) {
+  Kernel *k = rl->k;
+  double inv_c = 1.0 / (double)rl->cols;
+  RowCtx ctx = {.buf = x};
+  int sum = row_reduce(rl, KB_ADD, 0, f_elem, &ctx);
+  k_local(k, rl->row, k_binary(k, KB_MUL, k_localv(k, sum), k_const(k, inv_c)), mean);
+  ctx.shift_local = *mean;
+  int sq = row_reduce(rl, KB_ADD, 0, f_square_shifted, &ctx);
+  KExpr *var = k_binary(k, KB_MUL, k_localv(k, sq), k_const(k, inv_c));
+  KExpr *std = k_unary(k, KU_SQRT, k_binary(k, KB_ADD, var, k_const(k, eps)));
+  k_local(k, rl->row, k_binary(k, KB_DIV, k_const(k, 1), std), rstd);
+}
+
+typedef struct {
+  int x, gamma, beta, dy, mean, rstd, a, b;
+} NormCtx;
+
+static KExpr *norm_xhat(RowLoop *rl, const NormCtx *s, int c) {
+  Kernel *k = rl->k;
+  KExpr *d = k_binary(k, KB_SUB, row_elem(rl, s->x, c), k_localv(k, s->mean));
+  return k_binary(k, KB_MUL, d, k_localv(k, s->rstd));
+}
+static KExpr *col_elem(Kernel *k, int buf, int c) { return k_load(k, buf, k_index(k, c), false); }
+
+static KExpr *f_layernorm(RowLoop *rl, int c, const void *p) {
+  const NormCtx *s = p;
+  Kernel *k = rl->k;
+  KExpr *scaled = k_binary(k, KB_MUL, norm_xhat(rl, s, c), col_elem(k, s->gamma, c));
+  return k_binary(k, KB_ADD, scaled, col_elem(k, s->beta, c));
+}
+static Kernel *kernel_layernorm(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  NormCtx s = {.x = n->in[0], .gamma = n->in[1], .beta = n->in[2]};
+  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
+  row_store(&rl, n, f_layernorm, &s);
+  return rl.k;
+}
+
+/* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), where g = dy * gamma. */
+static KExpr *norm_g(RowLoop *rl, const NormCtx *s, int c) {
+  return k_binary(rl->k, KB_MUL, row_elem(rl, s->dy, c), col_elem(rl->k, s->gamma, c));
+}
+static KExpr *f_norm_g(RowLoop *rl, int c, const void *p) { return norm_g(rl, p, c); }
+static KExpr *f_norm_g_xhat(RowLoop *rl, int c, const void *p) {
+  return k_binary(rl->k, KB_MUL, norm_g(rl, p, c), norm_xhat(rl, p, c));
+}
+static KExpr *f_layernorm_grad(RowLoop *rl, int c, const void *p) {
+  const NormCtx *s = p;
+  Kernel *k = rl->k;
+  double inv_c = 1.0 / (double)rl->cols;
+  KExpr *mean_g = k_binary(k, KB_MUL, k_localv(k, s->a), k_const(k, inv_c));
+  KExpr *mean_gx = k_binary(k, KB_MUL, k_localv(k, s->b), k_const(k, inv_c));
+  KExpr *t = k_binary(k, KB_SUB, norm_g(rl, s, c), mean_g);
+  t = k_binary(k, KB_SUB, t, k_binary(k, KB_MUL, norm_xhat(rl, s, c), mean_gx));
+  return k_binary(k, KB_MUL, t, k_localv(k, s->rstd));
+}
+static Kernel *kernel_layernorm_grad(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  NormCtx s = {.x = n->in[0], .gamma = n->in[1], .dy = n->in[2]};
+  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
+  s.a = row_reduce(&rl, KB_ADD, 0, f_norm_g, &s);
+  s.b = row_reduce(&rl, KB_ADD, 0, f_norm_g_xhat, &s);
+  row_store(&rl, n, f_layernorm_grad, &s);
+  return rl.k;
+}
+
+/* d gamma[c] = sum over rows of dy * xhat. */
+static Kernel *kernel_layernorm_grad_gamma(const Graph *g, const Node *n) {
+  const Shape *xs = &in_node(g, n, 0)->shape;
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  RowLoop rl = {.k = k, .cols = last_dim(xs)};
+  rl.row = k_for(k, NULL, rows_of(xs), &rl.r);
+  NormCtx s = {.x = n->in[0], .dy = n->in[1]};
+  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
+  int c;
+  KStmt *loop = k_for(k, rl.row, rl.cols, &c);
+  KExpr *v = k_binary(k, KB_MUL, row_elem(&rl, s.dy, c), norm_xhat(&rl, &s, c));
+  k_store(k, loop, n->id, k_index(k, c), v, true);
+  return k;
+}
+
+/* out[r, d] = table[ids[r], d]. */
+static Kernel *kernel_embedding(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &n->shape);
+  Kernel *k = rl.k;
+  int d;
+  KStmt *loop = k_for(k, rl.row, rl.cols, &d);
+  KExpr *row = k_load(k, n->in[1], k_index(k, rl.r), true);
+  KExpr *src = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
+  k_store(k, loop, n->id, row_index(&rl, d), k_load(k, n->in[0], src, false), accumulates(n));
+  return k;
+}
+
+/* d table[ids[r], d] += dy[r, d]. */
+static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
+  const Shape *dys = &in_node(g, n, 1)->shape;
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  RowLoop rl = {.k = k, .cols = last_dim(dys)};
+  rl.row = k_for(k, NULL, rows_of(dys), &rl.r);
+  int d;
+  KStmt *loop = k_for(k, rl.row, rl.cols, &d);
+  KExpr *row = k_load(k, n->in[0], k_index(k, rl.r), true);
+  KExpr *dst = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
+  k_store(k, loop, n->id, dst, row_elem(&rl, n->in[1], d), true);
+  return k;
+}
+
+/* ------------------------------------------------------------------- table */
+
+static const OpInfo table[OP_COUNT] = {
+#define OP(e, name, arity, infer, flops, backward, kernel) [e] = {name, arity, infer, flops, backward, kernel},
+#include "ops.def"
+#undef OP
+};
+
+const OpInfo *op_info(OpKind op) { return &table[op]; }
