@@ -1,0 +1,176 @@
+/* memplan.c — the schedule and the memory plan.
+ *
+ * Schedule: forward() computes, in graph order, every forward node that the
+ * loss, the prediction or a gradient needs; backward() then computes the
+ * backward nodes in graph order (autodiff built them in reverse topological
+ * order of the forward graph, so graph order is a valid schedule).
+ *
+ * Memory: each computed value lives from the step that writes it to the last
+ * step that reads it (loss and prediction until the end, since the runtime
+ * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
+ * may share. Placement is greedy first-fit in order of definition, so the
+ * workspace peak is known exactly at compile time. */
+#include "passes.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
+static uint64_t node_bytes(const Node *n) {
+  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
+}
+
+static bool is_leaf(const Node *n) { return n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_LOSS_SEED; }
+
+/* live[i]: node i must be computed (or is a leaf that is read). */
+static bool *live_nodes(const Graph *g) {
+  bool *live = xcalloc((size_t)g->n, sizeof *live);
+  live[g->loss] = true;
+  if (g->predict >= 0) live[g->predict] = true;
+  for (int i = g->n - 1; i >= 0; i--) {
+    const Node *n = &g->nodes[i];
+    if (n->grad_of_param >= 0) live[i] = true;
+    if (!live[i]) continue;
+    for (int k = 0; k < n->nin; k++) live[n->in[k]] = true;
+  }
+  return live;
+}
+
+static void order_steps(Program *p, const bool *live) {
+  const Graph *g = p->g;
+  for (int i = 0; i < g->n; i++) {
+    if (!live[i] || is_leaf(&g->nodes[i])) continue;
+    if (i < g->n_forward) p->forward[p->n_forward++] = i;
+    else p->backward[p->n_backward++] = i;
+  }
+}
+
+static void place_leaves(Program *p) {
+  const Graph *g = p->g;
+  uint64_t at = 0;
+  p->param_offset = 0;
+  for (int i = 0; i < g->n_params; i++) {
+    p->offset[g->params[i]] = at;
+    at += align_up(node_bytes(&g->nodes[g->params[i]]));
+  }
+  p->param_bytes = at;
+  p->grad_offset = at;
+  at += p->param_bytes;
+  p->input_offset = at;
+  for (int i = 0; i < g->n_inputs; i++) {
+    p->offset[g->inputs[i]] = at;
+    at += align_up(node_bytes(&g->nodes[g->inputs[i]]));
+  }
+  p->input_bytes = at - p->input_offset;
+  p->seed_offset = at;
+  if (g->loss_seed >= 0) p->offset[g->loss_seed] = at;
+  p->activation_offset = at + ARENA_ALIGN;
+}
+
+typedef struct {
+  int node;
+  int start, end;        /* first and last step (inclusive) */
+  uint64_t offset, size; /* relative to the activation region */
+} Interval;
+
+/* Lifetimes over the step sequence forward ++ backward. */
+static Interval *lifetimes(const Program *p, int *count) {
+  const Graph *g = p->g;
+  int steps = p->n_forward + p->n_backward;
+  int *pos = xmalloc((size_t)g->n * sizeof *pos);
+  for (int i = 0; i < g->n; i++) pos[i] = -1;
+  for (int s = 0; s < steps; s++) pos[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]] = s;
+  Interval *iv = xcalloc((size_t)steps + 1, sizeof *iv);
+  int *slot = xmalloc((size_t)g->n * sizeof *slot);
+  int n = 0;
+  for (int s = 0; s < steps; s++) {
+    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    slot[id] = -1;
+    if (g->nodes[id].grad_of_param >= 0) continue; /* lives in its gradient slot */
+    slot[id] = n;
+    iv[n++] = (Interval){.node = id, .start = s, .end = s, .size = align_up(node_bytes(&g->nodes[id]))};
+  }
+  for (int s = 0; s < steps; s++) {
+    const Node *nd = &g->nodes[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]];
+    for (int k = 0; k < nd->nin; k++)
+      if (pos[nd->in[k]] >= 0 && slot[nd->in[k]] >= 0) iv[slot[nd->in[k]]].end = s;
+  }
+  int outputs[2] = {g->loss, g->predict};
+  for (int k = 0; k < 2; k++)
+    if (outputs[k] >= 0 && pos[outputs[k]] >= 0 && slot[outputs[k]] >= 0) iv[slot[outputs[k]]].end = steps;
+  free(pos);
+  free(slot);
+  *count = n;
+  return iv;
+}
+
+/* First fit: the lowest offset that overlaps no placed interval alive at the
+ * same time. Placed intervals are kept sorted by offset. */
+static uint64_t place_intervals(Interval *iv, int n) {
+  Interval **placed = xmalloc((size_t)(n + 1) * sizeof *placed);
+  int np = 0;
+  uint64_t peak = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t at = 0;
+    for (int j = 0; j < np; j++) {
+      const Interval *o = placed[j];
+      if (o->end < iv[i].start || o->start > iv[i].end) continue;
+      if (o->offset >= at + iv[i].size) break;
+      if (o->offset + o->size > at) at = o->offset + o->size;
+    }
+    iv[i].offset = at;
+    int j = np++;
+    while (j > 0 && placed[j - 1]->offset > at) placed[j] = placed[j - 1], j--;
+    placed[j] = &iv[i];
+    if (at + iv[i].size > peak) peak = at + iv[i].size;
+  }
+  free(placed);
+  return peak;
+}
+
+static void lower_kernels(Program *p) {
+  const Graph *g = p->g;
+  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
+    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    const OpInfo *info = op_info(g->nodes[id].op);
+    if (info->kernel) p->kernels[id] = info->kernel(g, &g->nodes[id]);
+  }
+}
+
+Program *program_build(Graph *g) {
+  Program *p = xcalloc(1, sizeof *p);
+  p->g = g;
+  p->forward = xmalloc((size_t)g->n * sizeof(int));
+  p->backward = xmalloc((size_t)g->n * sizeof(int));
+  p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
+  p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
+  bool *live = live_nodes(g);
+  order_steps(p, live);
+  free(live);
+  place_leaves(p);
+  int n;
+  Interval *iv = lifetimes(p, &n);
+  p->activation_bytes = place_intervals(iv, n);
+  for (int i = 0; i < n; i++) p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
+  free(iv);
+  for (int i = 0; i < g->n; i++)
+    if (g->nodes[i].grad_of_param >= 0) p->offset[i] = program_grad_offset(p, g->nodes[i].grad_of_param);
+  p->arena_bytes = p->activation_offset + p->activation_bytes;
+  lower_kernels(p);
+  return p;
+}
+
+uint64_t program_grad_offset(const Program *p, int param) {
+  return p->offset[param] - p->param_offset + p->grad_offset;
+}
+
+void program_free(Program *p) {
+  if (!p) return;
+  for (int i = 0; i < p->g->n; i++) kernel_free(p->kernels[i]);
+  free(p->kernels);
+  free(p->offset);
+  free(p->forward);
+  free(p->backward);
+  free(p);
+}
