@@ -1,0 +1,327 @@
+/* c_backend.c — prints a Program as one readable C file.
+ *
+ * Layout of the output, top to bottom: a header comment, the arena offsets of
+ * the model's named values, one static function per kernel (loop nests as the
+ * op table built them; GEMMs as cblas_sgemm calls), forward() and backward() as
+ * flat call lists, the parameter and input tables, the trc_model descriptor
+ * and main(). Buffers are never aliased within a kernel (the memory plan gives
+ * values that are alive together disjoint ranges), hence `restrict`. */
+#include "codegen.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *c_type(DType t) {
+  switch (t) {
+  case DT_F32: return "float";
+  case DT_I32: return "int32_t";
+  case DT_U8: return "uint8_t";
+  }
+  return "float";
+}
+
+/* A float literal C reads back to the same float. */
+static void print_float(FILE *out, double v) {
+  if (isinf(v)) {
+    fputs(v < 0 ? "(-INFINITY)" : "INFINITY", out);
+    return;
+  }
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.9g", v);
+  bool has_point = strpbrk(buf, ".e") != NULL;
+  fprintf(out, v < 0 ? "(%s%sf)" : "%s%sf", buf, has_point ? "" : ".0");
+}
+
+static void print_expr(FILE *out, const KExpr *e) {
+  static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
+                                   [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
+  static const char *binary_op[] = {[KB_ADD] = "+", [KB_SUB] = "-", [KB_MUL] = "*", [KB_DIV] = "/"};
+  switch (e->kind) {
+  case KE_CONST: print_float(out, e->f); break;
+  case KE_ICONST: fprintf(out, "%lld", (long long)e->i); break;
+  case KE_INDEX: fprintf(out, "i%d", e->var); break;
+  case KE_LOCAL: fprintf(out, "t%d", e->var); break;
+  case KE_LOAD:
+    fprintf(out, e->is_int ? "(int64_t)b%d[" : "b%d[", e->buf);
+    print_expr(out, e->a);
+    fputc(']', out);
+    break;
+  case KE_UNARY:
+    fprintf(out, "%s(", unary_fn[e->op]);
+    print_expr(out, e->a);
+    fputc(')', out);
+    break;
+  case KE_BINARY:
+    if (e->op == KB_MAX || e->op == KB_MIN) {
+      fputs(e->op == KB_MAX ? "fmaxf(" : "fminf(", out);
+      print_expr(out, e->a);
+      fputs(", ", out);
+      print_expr(out, e->b);
+      fputc(')', out);
+      break;
+    }
+    fputc('(', out);
+    print_expr(out, e->a);
+    fprintf(out, " %s ", binary_op[e->op]);
+    print_expr(out, e->b);
+    fputc(')', out);
+    break;
+  case KE_SELECT:
+    fputc('(', out);
+    print_expr(out, e->a);
+    fputs(" > 0.0f ? ", out);
+    print_expr(out, e->b);
+    fputs(" : ", out);
+    print_expr(out, e->c);
+    fputc(')', out);
+    break;
+  case KE_EQ:
+    fputs("((", out);
+    print_expr(out, e->a);
+    fputs(") == (", out);
+    print_expr(out, e->b);
+    fputs(") ? 1.0f : 0.0f)", out);
+    break;
+  case KE_TO_FLOAT:
+    fputs("(float)(", out);
+    print_expr(out, e->a);
+    fputc(')', out);
+    break;
+  }
+}
+
+static void indent(FILE *out, int depth) {
+  for (int i = 0; i < depth; i++) fputs("  ", out);
+}
+
+static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    indent(out, depth);
+    switch (s->kind) {
+    case KS_FOR:
+      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
+      print_stmts(out, s->body, s->nbody, depth + 1);
+      indent(out, depth);
+      fputs("}\n", out);
+      break;
+    case KS_LOCAL:
+    case KS_SET:
+      fprintf(out, s->kind == KS_LOCAL ? "float t%d = " : "t%d = ", s->var);
+      print_expr(out, s->value);
+      fputs(";\n", out);
+      break;
+    case KS_STORE:
+      fprintf(out, "b%d[", s->buf);
+      print_expr(out, s->index);
+      fputs(s->accumulate ? "] += " : "] = ", out);
+      print_expr(out, s->value);
+      fputs(";\n", out);
+      break;
+    }
+  }
+}
+
+/* ---- which buffers a kernel touches ---- */
+
+static void mark_expr(const KExpr *e, bool *used) {
+  if (!e) return;
+  if (e->kind == KE_LOAD) used[e->buf] = true;
+  mark_expr(e->a, used);
+  mark_expr(e->b, used);
+  mark_expr(e->c, used);
+}
+
+static void mark_stmts(KStmt **body, int n, bool *used) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
+    if (s->kind == KS_STORE) used[s->buf] = true;
+    mark_expr(s->index, used);
+    mark_expr(s->value, used);
+  }
+}
+
+static void print_node_comment(FILE *out, const Program *p, int id) {
+  const Node *n = &p->g->nodes[id];
+  char sb[128];
+  fprintf(out, "/* %%%d = %s", id, op_info(n->op)->name);
+  for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
+  fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
+  if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
+  if (n->name) fprintf(out, " -- %s", n->name);
+  if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
+  fputs(" */\n", out);
+}
+
+static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  const Graph *g = p->g;
+  bool *used = xcalloc((size_t)g->n, sizeof *used);
+  mark_stmts(k->body, k->nbody, used);
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  for (int b = 0; b < g->n; b++) {
+    if (!used[b]) continue;
+    const char *qual = b == id ? "" : "const ";
+    fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
+            c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
+  }
+  print_stmts(out, k->body, k->nbody, 1);
+  fputs("}\n\n", out);
+  free(used);
+}
+
+/* C = op(A) op(B), each operand viewed as [rows, last dim]; see OP_MATMUL. */
+static void print_gemm(FILE *out, const Program *p, int id) {
+  const Node *n = &p->g->nodes[id];
+  const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
+  bool ta = n->attr.i[0], tb = n->attr.i[1];
+  int64_t a_cols = a->dim[a->rank - 1], a_rows = shape_numel(a) / a_cols;
+  int64_t b_cols = b->dim[b->rank - 1], b_rows = shape_numel(b) / b_cols;
+  int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, cols = tb ? b_rows : b_cols;
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  fprintf(out, "  cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", ta ? "CblasTrans" : "CblasNoTrans",
+          tb ? "CblasTrans" : "CblasNoTrans", (long long)m, (long long)cols, (long long)k);
+  fprintf(out, "              (const float *)(A + %llu), %lld, (const float *)(A + %llu), %lld,\n",
+          (unsigned long long)p->offset[n->in[0]], (long long)a_cols, (unsigned long long)p->offset[n->in[1]],
+          (long long)b_cols);
+  fprintf(out, "              %s, (float *)(A + %llu), %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
+          (unsigned long long)p->offset[id], (long long)cols);
+}
+
+static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
+  for (int i = 0; i < n; i++) {
+    print_node_comment(out, p, ids[i]);
+    if (p->kernels[ids[i]])
+      print_loop_kernel(out, p, ids[i], p->kernels[ids[i]]);
+    else
+      print_gemm(out, p, ids[i]);
+  }
+}
+
+static void print_call_list(FILE *out, const Program *p, const char *name, const int *ids, int n) {
+  fprintf(out, "static void %s(char *A) {\n", name);
+  for (int i = 0; i < n; i++) {
+    const Node *nd = &p->g->nodes[ids[i]];
+    fprintf(out, "  k%d(A); /* line %d: %s%s%s */\n", ids[i], nd->loc.line, op_info(nd->op)->name,
+            nd->name ? " -> " : "", nd->name ? nd->name : "");
+  }
+  fputs("}\n\n", out);
+}
+
+/* ---- tables for the runtime ---- */
+
+static void print_dims(FILE *out, const Shape *s) {
+  fputc('{', out);
+  for (int i = 0; i < s->rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
+  fputc('}', out);
+}
+
+static void print_params(FILE *out, const Program *p) {
+  static const char *init_enum[] = {"TRC_INIT_ZEROS", "TRC_INIT_ONES", "TRC_INIT_NORMAL",
+                                    "TRC_INIT_UNIFORM", "TRC_INIT_XAVIER", "TRC_INIT_HE"};
+  const Graph *g = p->g;
+  fputs("static const trc_param params[] = {\n", out);
+  for (int i = 0; i < g->n_params; i++) {
+    const Node *n = &g->nodes[g->params[i]];
+    fprintf(out, "    {\"%s\", %d, ", n->name, n->shape.rank);
+    print_dims(out, &n->shape);
+    fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id], (long long)shape_numel(&n->shape),
+            init_enum[n->init.kind]);
+    print_float(out, n->init.a);
+    fputs(", ", out);
+    print_float(out, n->init.b);
+    fprintf(out, ", %lld, %lld, %d},\n", (long long)n->init.fan_in, (long long)n->init.fan_out, n->decay);
+  }
+  fputs("};\n\n", out);
+}
+
+static void print_inputs(FILE *out, const Program *p) {
+  static const char *dtype_enum[] = {[DT_F32] = "TRC_F32", [DT_I32] = "TRC_I32", [DT_U8] = "TRC_U8"};
+  const Graph *g = p->g;
+  fputs("static const trc_input inputs[] = {\n", out);
+  for (int i = 0; i < g->n_inputs; i++) {
+    const Node *n = &g->nodes[g->inputs[i]];
+    uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[n->dtype], n->shape.rank);
+    print_dims(out, &n->shape);
+    fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id], (unsigned long long)example,
+            (long long)n->index_limit);
+  }
+  fputs("};\n\n", out);
+}
+
+static int input_index(const Graph *g, int node) {
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i] == node) return i;
+  return -1;
+}
+
+static void print_defaults(FILE *out, const TrainConfig *t) {
+  static const char *opt[] = {"TRC_SGD", "TRC_ADAMW"};
+  static const char *sched[] = {"TRC_SCHED_CONSTANT", "TRC_SCHED_LINEAR", "TRC_SCHED_COSINE"};
+  fprintf(out, "    .defaults = {\n");
+  fprintf(out, "        .accumulate = %lld, .epochs = %lld, .steps = %lld,\n", (long long)t->accumulate,
+          (long long)t->epochs, (long long)t->steps);
+  fprintf(out, "        .optimizer = %s, .lr = %.17g, .momentum = %.17g, .weight_decay = %.17g,\n", opt[t->optimizer],
+          t->lr, t->momentum, t->weight_decay);
+  fprintf(out, "        .beta1 = %.17g, .beta2 = %.17g, .eps = %.17g, .nesterov = %d,\n", t->beta1, t->beta2, t->eps,
+          t->nesterov);
+  fprintf(out, "        .schedule = %s, .warmup = %lld, .min_lr = %.17g, .clip_norm = %.17g,\n", sched[t->schedule],
+          (long long)t->warmup, t->min_lr, t->clip_norm);
+  fprintf(out, "        .seed = %lluu, .eval_every_epoch = %d, .eval_every_steps = %lld, .metrics = %uu,\n",
+          (unsigned long long)t->seed, t->eval_every_epoch, (long long)t->eval_every_steps, t->metrics);
+  fprintf(out, "        .log_every = %lld, .val_split = %.17g,\n    },\n", (long long)t->log_every, t->val_split);
+}
+
+/* The source path is user text: keep only characters that cannot end a
+ * string or a comment. */
+static void print_safe_path(FILE *out, const char *path) {
+  for (const char *c = path; *c; c++)
+    fputc(isalnum((unsigned char)*c) || strchr("._-/", *c) ? *c : '?', out);
+}
+
+static void print_model(FILE *out, const Program *p) {
+  static const char *loss_enum[] = {"TRC_LOSS_CROSS_ENTROPY", "TRC_LOSS_MSE", "TRC_LOSS_OTHER"};
+  const Graph *g = p->g;
+  fputs("static const trc_model model = {\n", out);
+  fprintf(out, "    .name = \"%s\",\n    .source = \"", g->model_name);
+  print_safe_path(out, g->source_path);
+  fprintf(out, "\",\n    .batch = %lld,\n    .arena_bytes = %llu,\n", (long long)g->train.batch,
+          (unsigned long long)p->arena_bytes);
+  fprintf(out, "    .param_offset = %llu, .param_count = %llu, .grad_offset = %llu,\n",
+          (unsigned long long)p->param_offset, (unsigned long long)(p->param_bytes / 4),
+          (unsigned long long)p->grad_offset);
+  fprintf(out, "    .n_params = %d, .params = params,\n    .n_inputs = %d, .inputs = inputs,\n", g->n_params,
+          g->n_inputs);
+  fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",
+          (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset, loss_enum[g->loss_kind]);
+  if (g->predict >= 0)
+    fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld,\n",
+            (unsigned long long)p->offset[g->predict], (long long)g->nodes[g->predict].shape.dim[1]);
+  fprintf(out, "    .label_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1);
+  fputs("    .forward = forward,\n    .backward = backward,\n", out);
+  print_defaults(out, &g->train);
+  fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
+}
+
+void emit_c(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  char b1[32], b2[32];
+  fprintf(out, "/* Generated by trainc from ");
+  print_safe_path(out, g->source_path);
+  fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
+  fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
+          format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <cblas.h>\n#include \"trainc_rt.h\"\n\n", out);
+  fputs("/* ---- forward kernels ---- */\n\n", out);
+  print_kernels(out, p, p->forward, p->n_forward);
+  fputs("/* ---- backward kernels ---- */\n\n", out);
+  print_kernels(out, p, p->backward, p->n_backward);
+  print_call_list(out, p, "forward", p->forward, p->n_forward);
+  print_call_list(out, p, "backward", p->backward, p->n_backward);
+  print_params(out, p);
+  print_inputs(out, p);
+  print_model(out, p);
+}

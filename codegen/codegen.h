@@ -1,0 +1,32 @@
+/* codegen.h — backends over the scheduled Program.
+ *
+ * The whole interface of the codegen stage. Each backend prints (or builds)
+ * the very loop nests the op table produced; none invents kernels of its own.
+ * Today: the C backend. Nothing from the model file reaches generated code
+ * except identifiers (which the scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
+ * and numbers; the source path is written only after sanitizing. */
+#ifndef TRAINC_CODEGEN_H
+#define TRAINC_CODEGEN_H
+
+#include "passes.h"
+
+/* Writes one self-contained C file: the arena layout as constants, one static
+ * function per kernel, forward() and backward() as flat lists of calls (each
+ * commented with its model-file line), and the trc_model descriptor and main()
+ * for the runtime (runtime/trainc_rt.h). */
+void emit_c(FILE *out, const Program *p);
+
+typedef struct {
+  const char *cc;        /* C compiler; NULL: $CC, else "cc" */
+  const char *cflags;    /* e.g. "-O3 -march=native" */
+  const char *rt_include;/* folder of trainc_rt.h */
+  const char *rt_lib;    /* libtrainc_rt.a */
+  const char *blas_lib;  /* BLAS to link, e.g. "-lopenblas" or a path */
+  bool verbose;          /* print the compiler command */
+} BuildOptions;
+
+/* Compiles a C file written by emit_c into an executable. Returns true on
+ * success; on failure the compiler's own messages have been shown. */
+bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt);
+
+#endif

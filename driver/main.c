@@ -1,0 +1,176 @@
+/* main.c — the trainc command line. A thin shell over the stages: every
+ * decision lives in frontend/, ir/, passes/ and codegen/, so tests call those
+ * directly; this file only parses flags and runs the pipeline. */
+#include "codegen.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef TRAINC_VERSION
+#define TRAINC_VERSION "0.0.0"
+#endif
+
+static const char *usage_text =
+    "usage: trainc <command> FILE.nn [options]\n"
+    "\n"
+    "Compiles a model file (network + training policy) into a training program.\n"
+    "\n"
+    "commands:\n"
+    "  check FILE.nn            parse and type-check; print nothing but errors\n"
+    "  emit  FILE.nn -o OUT     write the trainer's C source (OUT: a .c file or a folder)\n"
+    "  build FILE.nn -o BIN     compile a native trainer executable\n"
+    "\n"
+    "options:\n"
+    "  --model NAME             the model to compile when the file holds several\n"
+    "  --dump=ast|ir|grad       print the parsed file, the forward graph, or the\n"
+    "                           graph with its backward pass (check only)\n"
+    "  -o, --output PATH        where emit/build write\n"
+    "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
+    "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
+    "  --keep-c FILE            build: also keep the generated C source in FILE\n"
+    "  -v, --verbose            show the compiler command\n"
+    "  -h, --help               this help\n"
+    "      --version            the version\n"
+    "\n"
+    "The generated trainer has its own --help (data, epochs, saving, logs).\n"
+    "Docs: docs/language.md (model files), docs/trainer.md (trainers).\n";
+
+typedef struct {
+  const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
+  bool verbose;
+} Options;
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "trainc: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see trainc --help)\n");
+  return 2;
+}
+
+/* Takes the value of --flag VALUE or --flag=VALUE; NULL when absent. */
+static const char *flag_value(int argc, char **argv, int *i, const char *name) {
+  size_t len = strlen(name);
+  if (strncmp(argv[*i], name, len) != 0) return NULL;
+  if (argv[*i][len] == '=') return argv[*i] + len + 1;
+  if (argv[*i][len] != '\0') return NULL;
+  if (*i + 1 >= argc) return "";
+  return argv[++*i];
+}
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, Options *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--version")) {
+      printf("trainc %s\n", TRAINC_VERSION);
+      return 0;
+    }
+    if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = true;
+    else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
+    else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
+    else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
+    else if ((v = flag_value(argc, argv, &i, "--cc"))) o->cc = v;
+    else if ((v = flag_value(argc, argv, &i, "--cflags"))) o->cflags = v;
+    else if ((v = flag_value(argc, argv, &i, "--keep-c"))) o->keep_c = v;
+    else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
+    else if (!o->command) o->command = a;
+    else if (!o->file) o->file = a;
+    else return usage_error("unexpected argument '%s'", a);
+  }
+  if (!o->command) return usage_error("%s", "no command given");
+  if (strcmp(o->command, "check") && strcmp(o->command, "emit") && strcmp(o->command, "build"))
+    return usage_error("unknown command '%s'", o->command);
+  if (!o->file) return usage_error("%s: no model file given", o->command);
+  if (o->dump && strcmp(o->dump, "ast") && strcmp(o->dump, "ir") && strcmp(o->dump, "grad"))
+    return usage_error("--dump takes ast, ir or grad, not '%s'", o->dump);
+  if (strcmp(o->command, "check") && (!o->output || !*o->output))
+    return usage_error("%s needs -o PATH", o->command);
+  return -1;
+}
+
+static bool is_directory(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool write_c(const Program *p, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
+    return false;
+  }
+  emit_c(f, p);
+  bool ok = fflush(f) == 0 && !ferror(f);
+  ok = fclose(f) == 0 && ok;
+  if (!ok) fprintf(stderr, "trainc: error: cannot write %s\n", path);
+  return ok;
+}
+
+static int emit(const Program *p, const char *output) {
+  char *path = is_directory(output) ? xsprintf("%s/%s.c", output, p->g->model_name) : xstrdup(output);
+  bool ok = write_c(p, path);
+  if (ok) printf("wrote %s\n", path);
+  free(path);
+  return ok ? 0 : 1;
+}
+
+static int build(const Program *p, const Options *o) {
+  char tmp[] = "/tmp/trainc-XXXXXX";
+  if (!mkdtemp(tmp)) {
+    fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
+    return 1;
+  }
+  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
+  BuildOptions bo = {.cc = o->cc, .cflags = o->cflags ? o->cflags : TRAINC_DEFAULT_CFLAGS, .rt_include = TRAINC_RT_INCLUDE,
+                     .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS, .verbose = o->verbose};
+  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo);
+  if (!o->keep_c) unlink(c_path);
+  rmdir(tmp);
+  free(c_path);
+  if (ok) {
+    char b[32];
+    printf("built %s (model %s, arena %s)\n", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
+  }
+  return ok ? 0 : 1;
+}
+
+/* Runs the pipeline up to the stage the command needs. */
+static int compile(const Options *o) {
+  SourceFile *src = source_read(o->file);
+  if (!src) return 1;
+  Diag diag;
+  diag_init(&diag, stderr);
+  int rc = 1;
+  Ast *ast = parse_source(src, &diag);
+  Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
+  if (o->dump && !strcmp(o->dump, "ast") && ast) ast_print(stdout, ast);
+  if (g) {
+    if (!o->dump || strcmp(o->dump, "ir")) autodiff(g);
+    if (o->dump && strcmp(o->dump, "ast")) graph_print(stdout, g);
+    if (!strcmp(o->command, "check")) {
+      rc = 0;
+    } else {
+      Program *p = program_build(g);
+      rc = !strcmp(o->command, "emit") ? emit(p, o->output) : build(p, o);
+      program_free(p);
+    }
+  }
+  graph_free(g);
+  ast_free(ast);
+  source_free(src);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  Options o = {0};
+  int rc = parse_options(argc, argv, &o);
+  if (rc >= 0) return rc;
+  return compile(&o);
+}
