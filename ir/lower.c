@@ -156,6 +156,9 @@ static int add_scalar_op(Lower *L, OpKind op, int x, double c, SrcLoc loc) {
 
 /* ------------------------------------------------------------- expressions */
 
+static const Shape *shape_of(Lower *L, int node) { return &L->g->nodes[node].shape; }
+
+
 static Value eval(Lower *L, Scope *s, const Expr *e);
 
 static const char *value_kind_name(Value v) { return v.kind == V_NUM ? "a number" : "a tensor"; }
@@ -241,6 +244,12 @@ static Value eval_binary(Lower *L, Scope *s, const Expr *e) {
   if (a.kind == V_NUM) return eval_scalar_binary(L, e->op, b.node, a.num, true, e->loc);
   static const struct { int op; OpKind kind; } ops[] = {
       {'+', OP_ADD}, {'-', OP_SUB}, {'*', OP_MUL}, {'/', OP_DIV}, {'@', OP_MATMUL}};
+  if (e->op == '@' && shape_of(L, b.node)->rank != 2) {
+    char sa[128], sb[128];
+    diag_error(L->diag, e->loc, "'@' needs a matrix on the right: %s @ %s", shape_str(shape_of(L, a.node), sa),
+               shape_str(shape_of(L, b.node), sb));
+    return error_value;
+  }
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (ops[i].op == e->op) return tensor_value(add_node(L, ops[i].kind, a.node, b.node, e->loc));
   return error_value;
@@ -322,7 +331,6 @@ static bool want_number(Lower *L, Value v, SrcLoc loc, const char *what) {
 
 typedef Value (*BuiltinFn)(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs);
 
-static const Shape *shape_of(Lower *L, int node) { return &L->g->nodes[node].shape; }
 
 /* The integer input behind an index argument (labels, token ids): its values
  * are checked by the trainer against `limit` before any kernel reads them. */

@@ -87,25 +87,27 @@ static bool infer_broadcast(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-/* op(a) is a viewed as a matrix [rows, last dim], transposed when attr.i[0]. */
+/* Both operands are viewed as matrices [rows, last dim] (rows: the product of
+ * the leading dims); op(x) transposes when attr.i[0] (a) / attr.i[1] (b).
+ * The result keeps a's leading dims unless a is transposed. */
 static bool infer_matmul(const Graph *g, Node *n, Diag *diag) {
   if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
   const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
   bool ta = n->attr.i[0], tb = n->attr.i[1];
   char sa[128], sb[128];
-  if (a->rank < 1 || b->rank != 2) {
-    diag_error(diag, n->loc, "matmul needs a matrix on the right: %s @ %s", shape_str(a, sa),
+  if (a->rank < 1 || b->rank < 1) {
+    diag_error(diag, n->loc, "matmul needs tensors with at least one axis: %s @ %s", shape_str(a, sa),
                shape_str(b, sb));
     return false;
   }
   int64_t k_a = ta ? rows_of(a) : last_dim(a);
-  int64_t k_b = tb ? b->dim[1] : b->dim[0];
+  int64_t k_b = tb ? last_dim(b) : rows_of(b);
   if (k_a != k_b) {
     diag_error(diag, n->loc, "matmul shapes do not fit: %s @ %s (inner dimensions %lld and %lld)",
                shape_str(a, sa), shape_str(b, sb), (long long)k_a, (long long)k_b);
     return false;
   }
-  int64_t cols = tb ? b->dim[0] : b->dim[1];
+  int64_t cols = tb ? rows_of(b) : last_dim(b);
   if (ta) {
     n->shape = (Shape){.rank = 2, .dim = {last_dim(a), cols}};
   } else {
@@ -202,7 +204,7 @@ static double flops_20(const Graph *g, const Node *n) { return flops_per_element
 
 static double flops_matmul(const Graph *g, const Node *n) {
   const Shape *b = &in_node(g, n, 1)->shape;
-  int64_t k = n->attr.i[1] ? b->dim[1] : b->dim[0];
+  int64_t k = n->attr.i[1] ? last_dim(b) : rows_of(b);
   return 2.0 * (double)shape_numel(&n->shape) * (double)k;
 }
 
