@@ -45,6 +45,7 @@ struct Expr {
 };
 
 typedef enum { DT_F32, DT_I32, DT_U8 } DType;
+const char *dtype_name(DType t); /* "f32", "i32", "u8" */
 
 /* A tensor type as written: `u8[B, 784]`. Dims are integer expressions over
  * constants, def parameters and the batch symbol B; rank 0 is a scalar `f32[]`. */

@@ -27,15 +27,6 @@ const char *shape_str(const Shape *s, char buf[128]) {
 
 int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
 
-const char *dtype_name(DType t) {
-  switch (t) {
-  case DT_F32: return "f32";
-  case DT_I32: return "i32";
-  case DT_U8: return "u8";
-  }
-  return "?";
-}
-
 Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
   g->loss = g->predict = g->labels = g->loss_seed = -1;

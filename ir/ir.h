@@ -143,7 +143,6 @@ int graph_expand_to(Graph *g, int x, int like);
 int graph_sum_to(Graph *g, int x, int like);
 /* Number of bytes of one element of a dtype. */
 int dtype_size(DType t);
-const char *dtype_name(DType t);
 
 /* Prints the graph as text, one node a line (`--dump=ir`; golden tests). */
 void graph_print(FILE *out, const Graph *g);

@@ -161,8 +161,6 @@ static const Shape *shape_of(Lower *L, int node) { return &L->g->nodes[node].sha
 
 static Value eval(Lower *L, Scope *s, const Expr *e);
 
-static const char *value_kind_name(Value v) { return v.kind == V_NUM ? "a number" : "a tensor"; }
-
 static bool want_tensor(Lower *L, Value v, SrcLoc loc, const char *what) {
   if (v.kind == V_TENSOR) return true;
   if (v.kind == V_NUM) diag_error(L->diag, loc, "%s must be a tensor, not a number", what);
@@ -974,9 +972,13 @@ static void finish_model(Lower *L, Scope *s, const Model *m) {
     if (p->rank != 2 || p->dim[0] != g->train.batch) {
       char sb[128];
       diag_error(L->diag, g->nodes[g->predict].loc, "predict must be [B, classes], got %s", shape_str(p, sb));
-    } else if (g->labels >= 0 && g->nodes[g->labels].index_limit != p->dim[1]) {
-      g->labels = -1; /* the labels index something else than predict's classes */
     }
+  }
+  /* Accuracy compares predict's rows with one class label per example. */
+  if (g->labels >= 0) {
+    const Node *y = &g->nodes[g->labels];
+    bool fits = g->predict >= 0 && y->shape.rank == 1 && y->index_limit == g->nodes[g->predict].shape.dim[1];
+    if (!fits) g->labels = -1;
   }
 }
 
