@@ -751,7 +751,7 @@ static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret) {
     case ST_ASSIGN: {
       Value v = eval(L, s, st->value);
       name_node(L, v, st->name);
-      if (v.kind != V_ERROR) bind(L, s, st->name, B_VAR, v, st->loc);
+      bind(L, s, st->name, B_VAR, v, st->loc); /* errors too: later uses stay quiet */
       break;
     }
     case ST_PREDICT: {
