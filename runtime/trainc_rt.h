@@ -22,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TRC_MAX_RANK 8
 
@@ -113,7 +114,225 @@ typedef struct trc_model {
 } trc_model;
 
 /* Runs the trainer's command line: parses flags, loads data, initializes or
- * loads weights, trains, evaluates, saves. Returns the process exit status. */
+ * loads weights, trains, evaluates, saves. Returns the process exit status:
+ * 0 success, 1 runtime failure (bad data, NaN loss, failed gradcheck, I/O),
+ * 2 bad command line. Never calls exit(); everything it allocates is freed. */
 int trc_main(const trc_model *model, int argc, char **argv);
+
+/* ======================================================================
+ * The pieces trc_main is made of. Tests (and future backends) call them
+ * directly. Functions returning int return 0 on success and -1 on failure,
+ * with the reason in a trc_error.
+ * ====================================================================== */
+
+#define TRC_RUNTIME_VERSION "0.1.0"
+
+/* `where` names the file (or flag) the message is about, empty when none;
+ * the trainer prints "<where or 'trainer'>: error: <msg>". */
+typedef struct {
+  char where[512];
+  char msg[1024];
+} trc_error;
+
+const char *trc_dtype_name(trc_dtype dtype);   /* "f32" "i32" "u8" */
+size_t trc_dtype_size(trc_dtype dtype);
+
+/* Checks a descriptor's internal consistency (every region inside the arena,
+ * parameters inside the parameter region, counts matching dims, ...). */
+int trc_model_check(const trc_model *model, trc_error *err);
+
+/* ---- arena ---- */
+/* 64-byte aligned (2 MiB aligned when >= 2 MiB, with MADV_HUGEPAGE), every
+ * page touched and zeroed. Free with trc_arena_free. */
+char *trc_arena_alloc(uint64_t bytes, trc_error *err);
+void trc_arena_free(char *arena);
+
+/* ---- array files: .npy and IDX, parsed from memory ---- */
+typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;
+
+typedef struct {
+  trc_elem_type elem;
+  int big_endian;          /* IDX stores big-endian, .npy here little-endian */
+  char type_name[24];      /* as the file spells it: "<f4", "idx ubyte" */
+  int rank;
+  int64_t dims[TRC_MAX_RANK];
+  uint64_t count;          /* product of dims */
+  uint64_t data_offset;    /* where the elements start in the buffer */
+  uint64_t data_bytes;     /* count * element size; equals len - data_offset */
+} trc_array_header;
+
+/* Both check the header completely against `len`: after success,
+ * [data_offset, data_offset + data_bytes) lies inside the buffer. */
+int trc_npy_parse(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+int trc_idx_parse(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+
+/* Reads a whole file; a name ending in ".gz" is inflated with zlib. */
+int trc_read_file(const char *path, unsigned char **data, size_t *len, trc_error *err);
+
+/* ---- datasets ---- */
+typedef struct {
+  unsigned char *data;     /* n * example_bytes, in the input's dtype */
+  uint64_t example_bytes;
+} trc_column;
+
+typedef struct {
+  int64_t n;               /* examples */
+  int n_columns;           /* == model->n_inputs, same order */
+  trc_column *columns;
+  int owns_data;           /* 0 for views made by trc_dataset_view */
+} trc_dataset;
+
+/* Reads one input's file (.npy, .idx, .idx.gz by name) and converts it to the
+ * input's dtype: u8 <- |u1; i32 <- <i4, <i8 or |u1 (range checked);
+ * f32 <- <f4. Checks the per-example shape and the input's index_limit.
+ * *data is malloc'ed, rows * example_bytes. */
+int trc_input_load_file(const char *path, const trc_input *input, unsigned char **data,
+                        int64_t *rows, trc_error *err);
+/* The same for a file already in memory; `path` picks the format (".npy"
+ * or IDX) and names the file in messages. */
+int trc_input_parse(const char *path, const unsigned char *buf, size_t len,
+                    const trc_input *input, unsigned char **data, int64_t *rows, trc_error *err);
+/* Loads every input of the model from DIR/NAME.{npy,idx,idx.gz}. */
+int trc_dataset_load(const trc_model *model, const char *dir, trc_dataset *ds, trc_error *err);
+/* Rows [first, first+count) of src, sharing its memory. */
+int trc_dataset_view(const trc_dataset *src, int64_t first, int64_t count, trc_dataset *view,
+                     trc_error *err);
+void trc_dataset_free(trc_dataset *ds);
+/* Copies rows[0..count) of every column into the inputs' arena slots. */
+void trc_dataset_gather(const trc_dataset *ds, const trc_model *model, const int64_t *rows,
+                        int64_t count, char *arena);
+
+/* ---- counter-based random numbers ---- */
+/* The value at `counter` of the stream `key`: no state, any order. */
+uint64_t trc_rng_key(uint64_t seed, uint64_t stream, uint64_t substream);
+uint64_t trc_rng_u64(uint64_t key, uint64_t counter);
+double trc_rng_uniform(uint64_t key, uint64_t counter);  /* [0, 1) */
+double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
+/* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
+void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
+
+/* ---- parameter init ---- */
+/* Param `index` of a model, keyed by (seed, index, element). */
+void trc_init_param(const trc_param *param, int index, uint64_t seed, float *dst);
+void trc_init_params(const trc_model *model, char *arena, uint64_t seed);
+
+/* ---- optimizers (PyTorch semantics) ---- */
+/* Hyperparameters as written (double); each update rounds its per-step
+ * scalars to float once, as PyTorch does with Python floats. */
+typedef struct {
+  double lr, momentum, weight_decay;
+  int nesterov;
+} trc_sgd_hparams;
+
+typedef struct {
+  double lr, beta1, beta2, eps, weight_decay;
+  int64_t step;            /* 1 for the first update (bias correction) */
+} trc_adamw_hparams;
+
+/* One update of n elements. SGD: `buf` is the momentum buffer (unused, may be
+ * NULL, when momentum == 0), L2 decay added to the gradient. AdamW: decoupled
+ * decay p -= lr*wd*p, bias-corrected moments m, v. */
+void trc_sgd_update(float *p, const float *g, float *buf, uint64_t n, const trc_sgd_hparams *h);
+void trc_adamw_update(float *p, const float *g, float *m, float *v, uint64_t n,
+                      const trc_adamw_hparams *h);
+
+typedef struct {
+  trc_optimizer_kind kind;
+  uint64_t count;          /* parameters (f32) */
+  float *m, *v;            /* SGD: momentum in m; AdamW: moments; allocated once */
+  int64_t step;            /* updates done */
+} trc_optimizer;
+
+int trc_optimizer_init(trc_optimizer *opt, const trc_train_config *cfg, uint64_t count,
+                       trc_error *err);
+void trc_optimizer_free(trc_optimizer *opt);
+/* Updates every parameter from its gradient; weight decay only where
+ * param->decay is 1. */
+void trc_optimizer_step(trc_optimizer *opt, const trc_model *model, const trc_train_config *cfg,
+                        char *arena, double lr);
+/* Scales g so that its L2 norm is at most max_norm (PyTorch clip_grad_norm_);
+ * returns the norm before clipping. */
+double trc_clip_grad_norm(float *g, uint64_t n, double max_norm);
+
+/* LR of optimizer step `step` (0-based) of `total` (Hugging Face schedules). */
+double trc_schedule_lr(const trc_train_config *cfg, int64_t step, int64_t total);
+
+/* ---- evaluation metrics ---- */
+typedef struct {
+  int64_t classes;
+  int64_t examples, correct;
+  int64_t *true_pos, *false_pos, *false_neg;   /* per class, allocated once */
+  double ce_sum;                               /* sum of per-example cross-entropy */
+} trc_metrics;
+
+int trc_metrics_init(trc_metrics *mt, int64_t classes, trc_error *err);
+void trc_metrics_reset(trc_metrics *mt);
+void trc_metrics_free(trc_metrics *mt);
+/* Adds `rows` predictions (f32 logits [rows, classes]) against labels in
+ * [0, classes), stored as `label_dtype` (i32 or u8). */
+void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
+                     trc_dtype label_dtype, int64_t rows);
+double trc_metrics_accuracy(const trc_metrics *mt);
+/* Mean F1 over the classes that occur in labels or predictions. */
+double trc_metrics_macro_f1(const trc_metrics *mt);
+double trc_metrics_cross_entropy(const trc_metrics *mt);   /* mean per example */
+
+/* ---- weights: .safetensors ---- */
+typedef struct {
+  const char *name;
+  int rank;
+  const int64_t *dims;
+  const float *data;
+} trc_tensor;
+
+/* Writes F32 tensors in order, atomically (temp file, fsync, rename, fsync
+ * of the directory): `path` is either untouched or complete. */
+int trc_safetensors_write(const char *path, const char *model_name, const trc_tensor *tensors,
+                          int n, trc_error *err);
+
+typedef struct {
+  char *name;
+  char dtype[16];
+  int rank;
+  int64_t dims[TRC_MAX_RANK];
+  uint64_t begin, end;     /* byte offsets into the data section */
+} trc_st_entry;
+
+typedef struct {
+  int n;
+  trc_st_entry *entries;   /* in file order */
+  uint64_t data_start;     /* data section offset in the file: 8 + header length */
+  char *model_name;        /* __metadata__.trainc_model, or NULL */
+} trc_st_header;
+
+/* Strict parse of a whole safetensors file held in memory: JSON syntax,
+ * known dtypes, shapes matching byte ranges, ranges contiguous and covering
+ * exactly the data section. */
+int trc_safetensors_parse(const void *buf, size_t len, trc_st_header *hdr, trc_error *err);
+void trc_st_header_free(trc_st_header *hdr);
+
+int trc_save_weights(const trc_model *model, const char *arena, const char *path, trc_error *err);
+/* Every parameter must be present as F32 with its exact shape; missing and
+ * unexpected names are listed in the error. */
+int trc_load_weights(const trc_model *model, char *arena, const char *path, trc_error *err);
+
+/* ---- command line ---- */
+typedef struct {
+  const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
+  trc_train_config cfg;    /* model->defaults with the flags applied */
+  int steps_given;         /* --steps was on the command line */
+  int quiet, gradcheck, help, version;
+} trc_options;
+
+int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,
+                   trc_error *err);
+void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
+
+/* ---- gradient check ---- */
+/* Fills the inputs with seeded random data and compares backward() with
+ * central differences of forward() for up to 24 elements of every parameter,
+ * whose values must already be in the arena. Prints a table to `out`.
+ * Returns 0 when every checked element agrees, 1 when one does not. */
+int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out, trc_error *err);
 
 #endif

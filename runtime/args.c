@@ -1,0 +1,176 @@
+/* args.c — the trainer's command line: one table of flags, each accepted as
+ * `--flag VALUE` or `--flag=VALUE`, values checked strictly. */
+#include "rt_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { FLAG_PATH, FLAG_COUNT, FLAG_SEED, FLAG_RATE, FLAG_SWITCH } flag_kind;
+
+typedef struct {
+  const char *name;
+  flag_kind kind;
+  size_t field; /* offsetof into trc_options */
+  int64_t min;  /* FLAG_COUNT: smallest value allowed */
+  const char *metavar, *help;
+} flag;
+
+#define OPT(member) offsetof(trc_options, member)
+
+static const flag flags[] = {
+    {"data", FLAG_PATH, OPT(data_dir), 0, "DIR",
+     "training data: one NAME.npy / NAME.idx[.gz] per input"},
+    {"eval-data", FLAG_PATH, OPT(eval_dir), 0, "DIR",
+     "evaluation data (default: the val_split tail of --data)"},
+    {"epochs", FLAG_COUNT, OPT(cfg.epochs), 1, "N", "passes over the data"},
+    {"steps", FLAG_COUNT, OPT(cfg.steps), 0, "N",
+     "optimizer steps (overrides --epochs); 0: no training"},
+    {"lr", FLAG_RATE, OPT(cfg.lr), 0, "X", "peak learning rate"},
+    {"seed", FLAG_SEED, OPT(cfg.seed), 0, "N", "seed of init, shuffling and gradcheck data"},
+    {"init", FLAG_PATH, OPT(init_path), 0, "FILE", "start from these weights (.safetensors)"},
+    {"save", FLAG_PATH, OPT(save_path), 0, "FILE", "save the weights at the end (.safetensors)"},
+    {"log", FLAG_PATH, OPT(log_path), 0, "FILE", "JSON Lines log of steps and evaluations"},
+    {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, "N", "optimizer steps between log lines"},
+    {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
+    {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, NULL,
+     "check backward against finite differences, then exit"},
+    {"help", FLAG_SWITCH, OPT(help), 0, NULL, "this help"},
+    {"version", FLAG_SWITCH, OPT(version), 0, NULL, "the runtime's version"},
+};
+
+static const flag *find_flag(const char *name, size_t len) {
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+    if (strlen(flags[i].name) == len && strncmp(flags[i].name, name, len) == 0) return &flags[i];
+  return NULL;
+}
+
+static int parse_integer(const flag *f, const char *text, trc_options *o, trc_error *err) {
+  char *end;
+  errno = 0;
+  if (f->kind == FLAG_SEED) {
+    if (text[0] == '-')
+      return trc_fail(err, "--%s: expected a non-negative integer, got '%s'", f->name, text);
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || *end)
+      return trc_fail(err, "--%s: expected an integer, got '%s'", f->name, text);
+    *(uint64_t *)((char *)o + f->field) = v;
+    return 0;
+  }
+  long long v = strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < f->min)
+    return trc_fail(err, "--%s: expected an integer >= %lld, got '%s'", f->name, (long long)f->min,
+                    text);
+  *(int64_t *)((char *)o + f->field) = v;
+  return 0;
+}
+
+static int parse_value(const flag *f, const char *text, trc_options *o, trc_error *err) {
+  char *end;
+  switch (f->kind) {
+  case FLAG_PATH:
+    if (!text[0])
+      return trc_fail(err, "--%s: expected %s, got an empty value", f->name, f->metavar);
+    *(const char **)((char *)o + f->field) = text;
+    return 0;
+  case FLAG_COUNT:
+  case FLAG_SEED: return parse_integer(f, text, o, err);
+  case FLAG_RATE: {
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno || end == text || *end || !isfinite(v) || v < 0)
+      return trc_fail(err, "--%s: expected a finite number >= 0, got '%s'", f->name, text);
+    *(double *)((char *)o + f->field) = v;
+    return 0;
+  }
+  case FLAG_SWITCH: *(int *)((char *)o + f->field) = 1; return 0;
+  }
+  return 0;
+}
+
+/* argv[*i] is "--name" or "--name=value"; consumes the value argument. */
+static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *err) {
+  const char *arg = argv[*i];
+  if (strcmp(arg, "-h") == 0) arg = "--help";
+  if (strncmp(arg, "--", 2) != 0 || !arg[2]) return trc_fail(err, "unexpected argument '%s'", arg);
+  const char *name = arg + 2, *eq = strchr(name, '=');
+  const flag *f = find_flag(name, eq ? (size_t)(eq - name) : strlen(name));
+  if (!f) return trc_fail(err, "unknown flag '%.*s'", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+  if (f->kind == FLAG_SWITCH) {
+    if (eq) return trc_fail(err, "--%s takes no value", f->name);
+    return parse_value(f, "", o, err);
+  }
+  if (eq) return parse_value(f, eq + 1, o, err);
+  if (*i + 1 >= argc) return trc_fail(err, "--%s needs a value (%s)", f->name, f->metavar);
+  return parse_value(f, argv[++*i], o, err);
+}
+
+int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, trc_error *err) {
+  memset(o, 0, sizeof *o);
+  o->cfg = m->defaults;
+  int epochs_given = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *arg = argv[i];
+    if (parse_flag(argc, argv, &i, o, err)) return -1;
+    o->steps_given |= strncmp(arg, "--steps", 7) == 0;
+    epochs_given |= strncmp(arg, "--epochs", 8) == 0;
+  }
+  if (epochs_given && !o->steps_given)
+    o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
+  if (o->help || o->version || o->gradcheck) return 0;
+  if (!o->data_dir && !(o->steps_given && o->cfg.steps == 0))
+    return trc_fail(err, "--data DIR is required");
+  return 0;
+}
+
+static void print_input(const trc_input *in, FILE *out) {
+  char shape[256];
+  size_t n = (size_t)snprintf(shape, sizeof shape, "%s[B", trc_dtype_name(in->dtype));
+  for (int d = 1; d < in->rank && n < sizeof shape; d++)
+    n += (size_t)snprintf(shape + n, sizeof shape - n, ", %lld", (long long)in->dims[d]);
+  if (n < sizeof shape) snprintf(shape + n, sizeof shape - n, "]");
+  if (in->index_limit > 0)
+    fprintf(out, "  %-16s %-20s values in [0, %lld)\n", in->name, shape,
+            (long long)in->index_limit);
+  else
+    fprintf(out, "  %-16s %s\n", in->name, shape);
+}
+
+static void print_defaults(const trc_model *m, FILE *out) {
+  const trc_train_config *c = &m->defaults;
+  static const char *const schedules[] = {"constant", "linear", "cosine"};
+  fprintf(out, "\ncompiled defaults:\n  batch %lld, accumulate %lld, ", (long long)m->batch,
+          (long long)c->accumulate);
+  if (c->steps > 0)
+    fprintf(out, "steps %lld\n", (long long)c->steps);
+  else
+    fprintf(out, "epochs %lld\n", (long long)c->epochs);
+  if (c->optimizer == TRC_ADAMW)
+    fprintf(out, "  adamw(lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g)\n", c->lr, c->beta1,
+            c->beta2, c->eps, c->weight_decay);
+  else
+    fprintf(out, "  sgd(lr=%g, momentum=%g, nesterov=%d, weight_decay=%g)\n", c->lr, c->momentum,
+            c->nesterov, c->weight_decay);
+  fprintf(out, "  schedule %s(warmup=%lld, min_lr=%g), clip_norm %g, seed %llu, log every %lld\n",
+          schedules[c->schedule], (long long)c->warmup, c->min_lr, c->clip_norm,
+          (unsigned long long)c->seed, (long long)c->log_every);
+}
+
+void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
+  fprintf(out, "usage: %s --data DIR [options]\n\n", prog);
+  fprintf(out, "Trains model '%s'%s%s.\n", m->name, m->source ? " compiled from " : "",
+          m->source ? m->source : "");
+  fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",
+          (long long)m->batch);
+  for (int i = 0; i < m->n_inputs; i++) print_input(&m->inputs[i], out);
+  fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
+  for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+    char left[48];
+    snprintf(left, sizeof left, "--%s%s%s", flags[i].name, flags[i].metavar ? " " : "",
+             flags[i].metavar ? flags[i].metavar : "");
+    fprintf(out, "  %-20s %s\n", left, flags[i].help);
+  }
+  print_defaults(m, out);
+}

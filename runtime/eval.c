@@ -1,0 +1,89 @@
+/* eval.c — evaluation passes: forward() over a dataset in full batches, the
+ * last one padded by repeating the set's first rows, counting valid rows only.
+ *
+ * With predictions and labels, eval_loss is the mean per-example
+ * cross-entropy of the predict logits (exact even for the padded batch);
+ * otherwise it is the mean of the `loss` of the full batches. */
+#include "rt_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int trc_evaluator_init(trc_evaluator *ev, const trc_model *m, trc_error *err) {
+  memset(ev, 0, sizeof *ev);
+  ev->classify = m->has_predict && m->label_input >= 0;
+  ev->rows = malloc((size_t)m->batch * sizeof *ev->rows);
+  if (!ev->rows) return trc_fail(err, "out of memory (evaluation)");
+  if (ev->classify && trc_metrics_init(&ev->metrics, m->predict_classes, err)) {
+    free(ev->rows);
+    return -1;
+  }
+  return 0;
+}
+
+void trc_evaluator_free(trc_evaluator *ev) {
+  free(ev->rows);
+  if (ev->classify) trc_metrics_free(&ev->metrics);
+  memset(ev, 0, sizeof *ev);
+}
+
+int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what, trc_error *err) {
+  if (!(m->has_predict && m->label_input >= 0)) return 0;
+  const trc_input *in = &m->inputs[m->label_input];
+  const unsigned char *col = ds->columns[m->label_input].data;
+  for (int64_t r = 0; r < ds->n; r++) {
+    int32_t y = 0;
+    if (in->dtype == TRC_U8)
+      y = col[r];
+    else
+      memcpy(&y, col + 4 * r, 4);
+    if (y < 0 || y >= m->predict_classes)
+      return trc_fail_at(err, what,
+                         "label '%s' of row %lld is %d, outside the model's %lld classes", in->name,
+                         (long long)r, (int)y, (long long)m->predict_classes);
+  }
+  return 0;
+}
+
+/* Rows first..first+B of ds, wrapping to the start past its end. */
+static void batch_rows(int64_t *rows, int64_t batch, int64_t first, int64_t n) {
+  for (int64_t r = 0; r < batch; r++) rows[r] = first + r < n ? first + r : (first + r - n) % n;
+}
+
+void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config *cfg, char *arena,
+                  const trc_dataset *ds, trc_eval_result *out) {
+  const int64_t B = m->batch;
+  double loss_sum = 0.0;
+  int64_t full_batches = 0;
+  memset(out, 0, sizeof *out);
+  if (ev->classify) trc_metrics_reset(&ev->metrics);
+  for (int64_t first = 0; first < ds->n; first += B) {
+    int64_t valid = ds->n - first < B ? ds->n - first : B;
+    batch_rows(ev->rows, B, first, ds->n);
+    trc_dataset_gather(ds, m, ev->rows, B, arena);
+    m->forward(arena);
+    if (valid == B) {
+      float loss;
+      memcpy(&loss, arena + m->loss_offset, sizeof loss);
+      loss_sum += loss;
+      full_batches++;
+    }
+    if (ev->classify)
+      trc_metrics_add(&ev->metrics, (const float *)(arena + m->predict_offset),
+                      arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
+                      valid);
+  }
+  out->examples = ds->n;
+  if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {
+    out->loss = trc_metrics_cross_entropy(&ev->metrics);
+    out->has_loss = 1;
+  } else if (full_batches > 0) {
+    out->loss = loss_sum / (double)full_batches;
+    out->has_loss = 1;
+  }
+  out->has_accuracy = ev->classify && (cfg->metrics & TRC_METRIC_ACCURACY);
+  out->has_f1 = ev->classify && (cfg->metrics & TRC_METRIC_F1);
+  if (out->has_accuracy) out->accuracy = trc_metrics_accuracy(&ev->metrics);
+  if (out->has_f1) out->f1 = trc_metrics_macro_f1(&ev->metrics);
+}

@@ -1,0 +1,101 @@
+/* metrics.c — classification metrics over an evaluation pass: accuracy,
+ * macro-F1 (sklearn's f1_score(average="macro") over the classes present in
+ * labels or predictions) and mean cross-entropy from the logits. */
+#include "rt_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int trc_metrics_init(trc_metrics *mt, int64_t classes, trc_error *err) {
+  memset(mt, 0, sizeof *mt);
+  mt->classes = classes;
+  size_t n = (size_t)(classes > 0 ? classes : 1);
+  mt->true_pos = calloc(n, sizeof(int64_t));
+  mt->false_pos = calloc(n, sizeof(int64_t));
+  mt->false_neg = calloc(n, sizeof(int64_t));
+  if (!mt->true_pos || !mt->false_pos || !mt->false_neg) {
+    trc_metrics_free(mt);
+    return trc_fail(err, "out of memory (metrics)");
+  }
+  return 0;
+}
+
+void trc_metrics_reset(trc_metrics *mt) {
+  size_t bytes = (size_t)mt->classes * sizeof(int64_t);
+  memset(mt->true_pos, 0, bytes);
+  memset(mt->false_pos, 0, bytes);
+  memset(mt->false_neg, 0, bytes);
+  mt->examples = mt->correct = 0;
+  mt->ce_sum = 0.0;
+}
+
+void trc_metrics_free(trc_metrics *mt) {
+  free(mt->true_pos);
+  free(mt->false_pos);
+  free(mt->false_neg);
+  memset(mt, 0, sizeof *mt);
+}
+
+static int64_t label_at(const void *labels, trc_dtype dtype, int64_t r) {
+  if (dtype == TRC_U8) return ((const uint8_t *)labels)[r];
+  int32_t v;
+  memcpy(&v, (const char *)labels + 4 * r, 4);
+  return v;
+}
+
+/* Index of the largest logit (the first on ties, as argmax does). */
+static int64_t argmax(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > x[best]) best = c;
+  return best;
+}
+
+/* -log softmax(x)[label], by the stable log-sum-exp. */
+static double cross_entropy(const float *x, int64_t n, int64_t label) {
+  double max = x[0], sum = 0.0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > max) max = x[c];
+  for (int64_t c = 0; c < n; c++) sum += exp((double)x[c] - max);
+  return max + log(sum) - x[label];
+}
+
+void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
+                     trc_dtype label_dtype, int64_t rows) {
+  const int64_t k = mt->classes;
+  for (int64_t r = 0; r < rows; r++) {
+    const float *x = logits + r * k;
+    int64_t y = label_at(labels, label_dtype, r), pred = argmax(x, k);
+    if (y < 0 || y >= k) continue; /* loading checked labels against index_limit */
+    mt->examples++;
+    mt->ce_sum += cross_entropy(x, k, y);
+    if (pred == y) {
+      mt->correct++;
+      mt->true_pos[y]++;
+    } else {
+      mt->false_pos[pred]++;
+      mt->false_neg[y]++;
+    }
+  }
+}
+
+double trc_metrics_accuracy(const trc_metrics *mt) {
+  return mt->examples ? (double)mt->correct / (double)mt->examples : NAN;
+}
+
+double trc_metrics_macro_f1(const trc_metrics *mt) {
+  double sum = 0.0;
+  int64_t present = 0;
+  for (int64_t c = 0; c < mt->classes; c++) {
+    int64_t tp = mt->true_pos[c], denom = 2 * tp + mt->false_pos[c] + mt->false_neg[c];
+    if (denom == 0) continue;
+    sum += 2.0 * (double)tp / (double)denom;
+    present++;
+  }
+  return present ? sum / (double)present : NAN;
+}
+
+double trc_metrics_cross_entropy(const trc_metrics *mt) {
+  return mt->examples ? mt->ce_sum / (double)mt->examples : NAN;
+}

@@ -1,0 +1,115 @@
+/* test_args.c — the trainer's flags: both spellings, defaults from the
+ * model, --epochs/--steps precedence, and every kind of bad value; the
+ * usage text lists the inputs. */
+#include "test_util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+static const trc_input inputs[] = {
+    {"image", TRC_U8, 2, {128, 784}, 0, 784, 0},
+    {"label", TRC_I32, 1, {128}, 128 * 784, 4, 10},
+};
+static trc_model model = {.name = "fashion_mlp",
+                          .source = "examples/fashion_mlp.nn",
+                          .batch = 128,
+                          .n_inputs = 2,
+                          .inputs = inputs};
+
+/* parse(o, err, "--flag", ..., NULL) */
+static int parse(trc_options *o, trc_error *err, ...) {
+  char *argv[32] = {"trainer"};
+  int argc = 1;
+  va_list ap;
+  va_start(ap, err);
+  while (argc < 31 && (argv[argc] = va_arg(ap, char *))) argc++;
+  va_end(ap);
+  return trc_parse_args(&model, argc, argv, o, err);
+}
+
+static void test_good(void) {
+  trc_options o;
+  trc_error err;
+  CHECK(parse(&o, &err, "--data", "d", NULL) == 0);
+  CHECK(strcmp(o.data_dir, "d") == 0 && o.cfg.epochs == 10 && o.cfg.lr == 1e-3 && !o.steps_given);
+  CHECK(parse(&o, &err, "--data=d", "--eval-data", "e", "--lr=0.5", "--seed",
+              "18446744073709551615", "--log=l.jsonl", "--log-every", "7", "--quiet", "--save=w",
+              NULL) == 0);
+  CHECK(strcmp(o.eval_dir, "e") == 0 && o.cfg.lr == 0.5 && o.cfg.seed == UINT64_MAX);
+  CHECK(strcmp(o.log_path, "l.jsonl") == 0 && o.cfg.log_every == 7 && o.quiet);
+  CHECK(strcmp(o.save_path, "w") == 0);
+  CHECK(parse(&o, &err, "--steps", "0", NULL) == 0 && o.steps_given && o.cfg.steps == 0);
+  CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
+  CHECK(parse(&o, &err, "-h", NULL) == 0 && o.help);
+  CHECK(parse(&o, &err, "--version", NULL) == 0 && o.version);
+  /* --epochs beats a compiled-in step count; --steps beats --epochs */
+  model.defaults.steps = 500;
+  CHECK(parse(&o, &err, "--data", "d", "--epochs", "2", NULL) == 0 && o.cfg.steps == 0 &&
+        o.cfg.epochs == 2);
+  CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.cfg.steps == 500);
+  CHECK(parse(&o, &err, "--steps=3", "--data", "d", "--epochs", "2", NULL) == 0 &&
+        o.cfg.steps == 3);
+  model.defaults.steps = 0;
+}
+
+static void test_bad(void) {
+  trc_options o;
+  trc_error err;
+  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR is required");
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR is required");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
+                   "--lr: expected a finite number");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr", "abc", NULL), err, "got 'abc'");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr", "inf", NULL), err, "finite");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr", "-1", NULL), err, ">= 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--epochs", "0", NULL), err, "integer >= 1");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--steps", "-1", NULL), err, "integer >= 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--steps", "1x", NULL), err, "got '1x'");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--steps", "99999999999999999999", NULL), err,
+                   "expected an integer");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--seed", "-3", NULL), err, "non-negative");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--log-every", "0", NULL), err, ">= 1");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--quiet=1", NULL), err,
+                   "--quiet takes no value");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", NULL), err, "--data needs a value (DIR)");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data=", NULL), err, "empty value");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "extra", NULL), err,
+                   "unexpected argument 'extra'");
+  CHECK_FAILS_WITH(parse(&o, &err, "-x", NULL), err, "unexpected argument '-x'");
+}
+
+static void test_usage(void) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  trc_print_usage(&model, "fashion", f);
+  fclose(f);
+  CHECK(strstr(text, "usage: fashion --data DIR") != NULL);
+  CHECK(strstr(text, "examples/fashion_mlp.nn") != NULL);
+  CHECK(strstr(text, "image") && strstr(text, "u8[B, 784]"));
+  CHECK(strstr(text, "label") && strstr(text, "i32[B]") && strstr(text, "values in [0, 10)"));
+  CHECK(strstr(text, "B = 128") != NULL);
+  CHECK(strstr(text, "--gradcheck") && strstr(text, "--log-every N"));
+  CHECK(strstr(text, "adamw(lr=0.001") != NULL);
+  free(text);
+}
+
+int main(void) {
+  model.defaults = (trc_train_config){.accumulate = 4,
+                                      .epochs = 10,
+                                      .optimizer = TRC_ADAMW,
+                                      .lr = 1e-3,
+                                      .beta1 = 0.9,
+                                      .beta2 = 0.999,
+                                      .eps = 1e-8,
+                                      .weight_decay = 0.01,
+                                      .schedule = TRC_SCHED_COSINE,
+                                      .warmup = 200,
+                                      .seed = 42,
+                                      .log_every = 50};
+  test_good();
+  test_bad();
+  test_usage();
+  return test_finish("test_args");
+}
