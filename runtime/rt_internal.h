@@ -8,58 +8,6 @@
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the runtime writes f32 tensors as they lie in memory: little-endian hosts only"
-/* ---- pieces of trc_main (train.c) ---- */
-
-typedef struct {
-  double loss, accuracy, f1;
-  int has_loss, has_accuracy, has_f1;
-  int64_t examples;
-} trc_eval_result;
-
-/* Evaluation state, allocated once: a row list for one batch and metrics. */
-typedef struct {
-  int64_t *rows;
-  int classify; /* predict + labels exist: accuracy, F1, CE loss */
-  trc_metrics metrics;
-} trc_evaluator;
-
-int trc_evaluator_init(trc_evaluator *ev, const trc_model *model, trc_error *err);
-void trc_evaluator_free(trc_evaluator *ev);
-/* forward() over ds in batches (the last one padded); labels must be in
- * [0, predict_classes) (see trc_check_labels). */
-void trc_evaluate(trc_evaluator *ev, const trc_model *model, const trc_train_config *cfg,
-                  char *arena, const trc_dataset *ds, trc_eval_result *out);
-int trc_check_labels(const trc_model *model, const trc_dataset *ds, const char *what,
-                     trc_error *err);
-
-typedef struct {
-  int64_t step; /* optimizer steps done */
-  double epoch, loss, lr, examples_per_s, seconds;
-} trc_step_record;
-
-typedef struct {
-  FILE *f; /* NULL: no log */
-} trc_log;
-
-int trc_log_open(trc_log *log, const char *path, trc_error *err);
-void trc_log_close(trc_log *log);
-void trc_log_step(trc_log *log, const trc_step_record *r);
-void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);
-
-typedef struct {
-  int64_t total;
-  int quiet, tty, drawn;
-  double last_draw;
-} trc_progress;
-
-void trc_progress_init(trc_progress *p, int64_t total, int quiet);
-/* `done` steps of total; log_point: this step is logged (non-terminal output
- * prints only then). */
-void trc_progress_update(trc_progress *p, int64_t done, double loss, double per_s, double eta,
-                         int log_point);
-/* Ends a redrawn line before other output. */
-void trc_progress_break(trc_progress *p);
-
 #endif
 
 /* Sets err->msg (err->where untouched) and returns -1. */
