@@ -19,6 +19,7 @@
 
 #define MAX_DEF_DEPTH 32
 #define MAX_REPEAT 10000
+#define MAX_NODES 1000000 /* forward nodes: keeps nested repeats from exhausting memory */
 #define MAX_NUMEL ((int64_t)1 << 40)
 
 typedef enum { V_ERROR, V_NUM, V_TENSOR } ValueKind;
@@ -520,6 +521,10 @@ static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret);
  * prefixed by `prefix`. */
 static Value inline_def(Lower *L, Scope *caller, const Def *d, const Value *args, const char *prefix,
                         SrcLoc loc) {
+  if (L->g->n > MAX_NODES) {
+    diag_error(L->diag, loc, "the model grows past %d operations here (nested repeats?)", MAX_NODES);
+    return error_value;
+  }
   if (caller->depth >= MAX_DEF_DEPTH) {
     diag_error(L->diag, loc, "calls nest deeper than %d (does '%s' call itself?)", MAX_DEF_DEPTH, d->name);
     return error_value;
