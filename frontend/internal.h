@@ -22,7 +22,6 @@ typedef struct {
 void vec_push(Pool *pool, Vec *vec, void *item);
 
 Expr *ast_new_expr(Pool *pool, ExprKind kind, SrcLoc loc);
-const char *dtype_name(DType dtype); /* "f32", "i32", "u8" */
 
 #define MAX_IDENT_LEN 64
 

@@ -530,7 +530,14 @@ static Value inline_def(Lower *L, Scope *caller, const Def *d, const Value *args
     return error_value;
   }
   Scope s = {.prefix = xstrdup(prefix), .depth = caller->depth + 1};
-  for (int i = 0; i < d->nparams; i++) bind(L, &s, d->params[i], B_VAR, args[i], d->param_locs[i]);
+  for (int i = 0; i < d->nparams; i++) {
+    if (lookup_in(&s, d->params[i])) {
+      diag_error(L->diag, d->param_locs[i], "def '%s' has two parameters named '%s'", d->name, d->params[i]);
+      scope_free(&s);
+      return error_value;
+    }
+    bind(L, &s, d->params[i], B_VAR, args[i], d->param_locs[i]);
+  }
   Value ret = error_value;
   bool returned = lower_stmts(L, &s, d->body, &ret);
   if (!returned && diag_count(L->diag) == 0)
