@@ -469,10 +469,15 @@ typedef struct {
   int64_t cols;
 } RowLoop;
 
-static RowLoop row_loop(const Graph *g, const Node *n, const Shape *shape) {
-  RowLoop rl = {.k = kernel_new(n->id), .cols = last_dim(shape)};
-  rl.row = k_for(rl.k, NULL, rows_of(shape), &rl.r);
+/* Appends to k a loop over the rows of `shape`. */
+static RowLoop row_loop_in(Kernel *k, const Shape *shape) {
+  RowLoop rl = {.k = k, .cols = last_dim(shape)};
+  rl.row = k_for(k, NULL, rows_of(shape), &rl.r);
   return rl;
+}
+
+static RowLoop row_loop(const Graph *g, const Node *n, const Shape *shape) {
+  return row_loop_in(kernel_new(n->id), shape);
 }
 
 static KExpr *row_elem(RowLoop *rl, int buf, int c) {
@@ -543,8 +548,7 @@ typedef struct {
 
 static KExpr *f_softmax(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
-  Kernel *k = rl->k;
-  return k_unary(k, KU_EXP, k_binary(k, KB_SUB, row_elem(rl, s->x, c), k_localv(k, s->lse)));
+  return f_exp_shifted(rl, c, &(RowCtx){.buf = s->x, .shift_local = s->lse});
 }
 static KExpr *f_log_softmax(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
@@ -605,8 +609,7 @@ static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
   int total;
   k_local(k, NULL, k_const(k, 0), &total);
-  RowLoop rl = {.k = k, .cols = last_dim(xs)};
-  rl.row = k_for(k, NULL, rows_of(xs), &rl.r);
+  RowLoop rl = row_loop_in(k, xs);
   int m, lse;
   row_logsumexp(&rl, n->in[0], &m, &lse);
   KExpr *at_label = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, rl.r), rl.cols), row_label(&rl, n->in[1])), false);
@@ -708,8 +711,7 @@ static Kernel *kernel_layernorm_grad_gamma(const Graph *g, const Node *n) {
   const Shape *xs = &in_node(g, n, 0)->shape;
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  RowLoop rl = {.k = k, .cols = last_dim(xs)};
-  rl.row = k_for(k, NULL, rows_of(xs), &rl.r);
+  RowLoop rl = row_loop_in(k, xs);
   NormCtx s = {.x = n->in[0], .dy = n->in[1]};
   row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
   int c;
@@ -736,8 +738,7 @@ static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   const Shape *dys = &in_node(g, n, 1)->shape;
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  RowLoop rl = {.k = k, .cols = last_dim(dys)};
-  rl.row = k_for(k, NULL, rows_of(dys), &rl.r);
+  RowLoop rl = row_loop_in(k, dys);
   int d;
   KStmt *loop = k_for(k, rl.row, rl.cols, &d);
   KExpr *row = k_load(k, n->in[0], k_index(k, rl.r), true);
