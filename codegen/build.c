@@ -1,9 +1,11 @@
-/* build.c — compiles an emitted C file into a trainer executable.
- * The compiler runs through execvp with an argument vector (no shell), so
+/* build.c — compiles an emitted C file into a trainer executable, and builds
+ * and runs the calibration program behind `trainc calibrate`.
+ * Programs run through execvp with an argument vector (no shell), so
  * nothing in a path or in --cflags is ever interpreted as a command. */
 #include "codegen.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -27,7 +29,8 @@ static void push_words(Argv *a, const char *flags) {
   }
 }
 
-static int run(Argv *a, bool verbose) {
+/* Runs argv; its stdout goes to out_path when given. Returns its exit status. */
+static int run(Argv *a, bool verbose, const char *out_path) {
   if (verbose) {
     for (int i = 0; i < a->n; i++) fprintf(stderr, "%s%s", i ? " " : "", a->items[i]);
     fputc('\n', stderr);
@@ -36,6 +39,8 @@ static int run(Argv *a, bool verbose) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
+    int fd = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
+    if (out_path && (fd < 0 || dup2(fd, 1) < 0)) _exit(127);
     execvp(a->items[0], a->items);
     fprintf(stderr, "trainc: error: cannot run the C compiler '%s': %s\n", a->items[0], strerror(errno));
     _exit(127);
@@ -61,9 +66,67 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt) 
   push_words(&a, opt->blas_lib);
   push(&a, "-lz");
   push(&a, "-lm");
-  int rc = run(&a, opt->verbose);
+  int rc = run(&a, opt->verbose, NULL);
   for (int i = 0; i < a.n; i++) free(a.items[i]);
   free(a.items);
   if (rc != 0) fprintf(stderr, "trainc: error: the C compiler failed (exit %d) on %s\n", rc, c_path);
   return rc == 0;
+}
+
+/* The calibration program: each figure is the best of several timed runs,
+ * printed as a profile (passes.h). The loop kernel has the shape of the code
+ * the C backend prints: a float loop the compiler may vectorize. */
+static const char calibration_source[] =
+    "#define _POSIX_C_SOURCE 199309L\n"
+    "#include <cblas.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+    "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
+    "static void touch(float *x, long n) { for (long i = 0; i < n; i++) x[i] = (float)(i % 7) * 0.25f; }\n"
+    "__attribute__((noinline)) static void poly(float *restrict y, const float *restrict x, long n) {\n"
+    "  for (long i = 0; i < n; i++) { float v = x[i], r = 0.5f;\n"
+    "    for (int k = 0; k < 16; k++) r = r * v + 0.25f; y[i] = r; } }\n"
+    "__attribute__((noinline)) static void add(float *restrict c, const float *restrict a, const float *restrict b, long n) {\n"
+    "  for (long i = 0; i < n; i++) c[i] = a[i] + b[i]; }\n"
+    "__attribute__((noinline)) static void tiny(float *restrict x) { x[0] += 1.0f; }\n"
+    "int main(void) {\n"
+    "  const int n = 1024; const long big = 1L << 24, small = 1L << 12;\n"
+    "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
+    "  float *x = malloc(4 * big), *y = malloc(4 * big), *z = malloc(4 * big);\n"
+    "  if (!a || !b || !c || !x || !y || !z) return 1;\n"
+    "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch(x, big); touch(y, big); touch(z, big);\n"
+    "  double gemm = 1e30, loop = 1e30, bw = 1e30, call = 1e30;\n"
+    "  for (int r = 0; r < 5; r++) {\n"
+    "    double t = now(); cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);\n"
+    "    t = now() - t; if (t < gemm) gemm = t;\n"
+    "    t = now(); for (int k = 0; k < 256; k++) poly(y, x, small); t = now() - t; if (t < loop) loop = t;\n"
+    "    t = now(); add(z, x, y, big); t = now() - t; if (t < bw) bw = t;\n"
+    "    t = now(); for (int k = 0; k < 100000; k++) tiny(z); t = now() - t; if (t < call) call = t;\n"
+    "  }\n"
+    "  printf(\"gemm_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\nkernel_overhead = %g\\n\",\n"
+    "         2.0 * n * n * n / gemm, 256.0 * small * 32 / loop, 12.0 * big / bw, call / 100000 + 1e-9);\n"
+    "  return 0;\n}\n";
+
+bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile) {
+  char dir[] = "/tmp/trainc-calibrate-XXXXXX";
+  if (!mkdtemp(dir)) {
+    fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
+    return false;
+  }
+  char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
+  FILE *f = fopen(src, "w");
+  bool ok = f && fputs(calibration_source, f) >= 0;
+  ok = f && fclose(f) == 0 && ok;
+  ok = ok && build_c(src, exe, opt);
+  if (ok) {
+    Argv a = {0};
+    push(&a, exe);
+    ok = run(&a, opt->verbose, out) == 0;
+    for (int i = 0; i < a.n; i++) free(a.items[i]);
+    free(a.items);
+    char err[256];
+    if (!ok) fprintf(stderr, "trainc: error: the calibration program failed\n");
+    else if (!(ok = profile_read(out, profile, err))) fprintf(stderr, "trainc: error: %s\n", err);
+  }
+  unlink(src), unlink(exe), unlink(out), rmdir(dir);
+  free(src), free(exe), free(out);
+  return ok;
 }

@@ -151,6 +151,7 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
   for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
+  if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
   if (n->name) fprintf(out, " -- %s", n->name);
   if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
@@ -204,8 +205,8 @@ static void print_call_list(FILE *out, const Program *p, const char *name, const
   fprintf(out, "static void %s(char *A) {\n", name);
   for (int i = 0; i < n; i++) {
     const Node *nd = &p->g->nodes[ids[i]];
-    fprintf(out, "  k%d(A); /* line %d: %s%s%s */\n", ids[i], nd->loc.line, op_info(nd->op)->name,
-            nd->name ? " -> " : "", nd->name ? nd->name : "");
+    fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", ids[i], nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
+            op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
   }
   fputs("}\n\n", out);
 }
@@ -301,7 +302,9 @@ static void print_model(FILE *out, const Program *p) {
     fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld,\n",
             (unsigned long long)p->offset[g->predict], (long long)g->nodes[g->predict].shape.dim[1]);
   fprintf(out, "    .label_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1);
-  fputs("    .forward = forward,\n    .backward = backward,\n", out);
+  char spec[64];
+  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .checkpoint = \"%s\",\n",
+          checkpoint_spec_str(&g->train.checkpoint, spec));
   print_defaults(out, &g->train);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
 }

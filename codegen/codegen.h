@@ -29,4 +29,9 @@ typedef struct {
  * success; on failure the compiler's own messages have been shown. */
 bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt);
 
+/* `trainc calibrate`: builds a small benchmark with the same compiler, flags
+ * and BLAS as trainers, runs it and reads back the machine profile it
+ * measures (GEMM FLOP/s, loop FLOP/s, memory bandwidth, call overhead). */
+bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile);
+
 #endif

@@ -56,6 +56,7 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   n.attr.i[1] = i1;
   n.loc = loc;
   n.grad_of_param = -1;
+  n.recompute_of = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
   if (info->infer && !info->infer(g, &n, diag)) {
@@ -67,6 +68,26 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   }
   VEC_PUSH(g->nodes, g->n, g->cap, n);
   return n.id;
+}
+
+Graph *graph_copy_header(const Graph *g) {
+  Graph *c = graph_new();
+  c->model_name = xstrdup(g->model_name);
+  c->source_path = xstrdup(g->source_path);
+  c->loss = g->loss, c->predict = g->predict, c->labels = g->labels, c->loss_seed = g->loss_seed;
+  c->loss_kind = g->loss_kind;
+  c->train = g->train;
+  for (int i = 0; i < g->n_params; i++) VEC_PUSH(c->params, c->n_params, c->cap_params, g->params[i]);
+  for (int i = 0; i < g->n_inputs; i++) VEC_PUSH(c->inputs, c->n_inputs, c->cap_inputs, g->inputs[i]);
+  return c;
+}
+
+int graph_push(Graph *g, const Node *n) {
+  Node copy = *n;
+  copy.id = g->n;
+  copy.name = n->name ? xstrdup(n->name) : NULL;
+  VEC_PUSH(g->nodes, g->n, g->cap, copy);
+  return copy.id;
 }
 
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag) {

@@ -47,6 +47,9 @@ typedef struct {
   int64_t fan_in, fan_out;
 } Init;
 
+/* A model file may pin a value's checkpoint decision: store(x), recompute(x). */
+typedef enum { PIN_NONE, PIN_STORE, PIN_RECOMPUTE } PinKind;
+
 typedef struct {
   int id;
   OpKind op;
@@ -66,6 +69,9 @@ typedef struct {
   int64_t index_limit;     /* OP_INPUT: values must be < this (0: not an index) */
   int grad_of_param;       /* >= 0: this node ADDS its value into that param's
                               gradient slot instead of owning a buffer */
+  int recompute_of;        /* >= 0: a backward-time recomputation of that
+                              forward node (same op, same inputs' values) */
+  PinKind pin;             /* the model file's store()/recompute() annotation */
 } Node;
 
 /* ---- the train block, given meaning ---- */
@@ -73,6 +79,14 @@ typedef enum { OPT_SGD, OPT_ADAMW } OptimizerKind;
 typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } ScheduleKind;
 typedef enum { LOSS_CROSS_ENTROPY, LOSS_MSE, LOSS_OTHER } LossKind;
 enum { METRIC_LOSS = 1, METRIC_ACCURACY = 2, METRIC_F1 = 4 };
+
+/* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (passes.h). */
+typedef enum { CKPT_OFF, CKPT_ALL, CKPT_SQRT, CKPT_EVERY, CKPT_BUDGET, CKPT_AUTO } CheckpointPolicy;
+typedef struct {
+  CheckpointPolicy policy;
+  int64_t every;   /* CKPT_EVERY: store every N-th stage boundary */
+  uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in */
+} CheckpointSpec;
 
 typedef struct {
   int64_t batch, accumulate, epochs, steps;
@@ -88,6 +102,7 @@ typedef struct {
   unsigned metrics;
   int64_t log_every;
   double val_split;
+  CheckpointSpec checkpoint;
 } TrainConfig;
 
 typedef struct {
@@ -143,6 +158,12 @@ int graph_expand_to(Graph *g, int x, int like);
 int graph_sum_to(Graph *g, int x, int like);
 /* Number of bytes of one element of a dtype. */
 int dtype_size(DType t);
+
+/* A graph with g's model, train block, parameters and inputs but no nodes;
+ * nodes are then added back with graph_push (passes that rebuild a graph). */
+Graph *graph_copy_header(const Graph *g);
+/* Appends a copy of n (name duplicated) as the next node; returns its id. */
+int graph_push(Graph *g, const Node *n);
 
 /* Prints the graph as text, one node a line (`--dump=ir`; golden tests). */
 void graph_print(FILE *out, const Graph *g);

@@ -460,6 +460,18 @@ static Value builtin_cast(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc
   return tensor_value(add_node(L, OP_CAST, v[0].node, -1, call->loc));
 }
 
+/* store(x) / recompute(x): pin the checkpoint planner's decision for x. */
+static Value builtin_pin(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  if (!want_tensor(L, v[0], locs[0], "the argument")) return error_value;
+  Node *n = &L->g->nodes[v[0].node];
+  if (n->op == OP_INPUT || n->op == OP_PARAM) {
+    diag_error(L->diag, locs[0], "%s() applies to computed values, not to inputs or parameters", call->name);
+    return error_value;
+  }
+  n->pin = strcmp(call->name, "store") == 0 ? PIN_STORE : PIN_RECOMPUTE;
+  return v[0];
+}
+
 /* Builtins that are one op applied to one tensor. */
 static const struct {
   const char *name;
@@ -494,6 +506,8 @@ static const Builtin builtins[] = {
     {"f32", builtin_cast, {{"x"}, 1, 1, {0}}},
     {"i32", builtin_cast, {{"x"}, 1, 1, {0}}},
     {"u8", builtin_cast, {{"x"}, 1, 1, {0}}},
+    {"store", builtin_pin, {{"x"}, 1, 1, {0}}},
+    {"recompute", builtin_pin, {{"x"}, 1, 1, {0}}},
 #define UNARY(name) {name, builtin_unary, {{"x"}, 1, 1, {0}}}
     UNARY("relu"), UNARY("gelu"), UNARY("tanh"), UNARY("sigmoid"), UNARY("exp"),
     UNARY("log"),  UNARY("sum"),  UNARY("softmax"), UNARY("log_softmax"),
@@ -904,6 +918,30 @@ static void lower_eval(Lower *L, const Setting *st, TrainConfig *t) {
   }
 }
 
+/* `checkpoint off | all | sqrt | auto | every N | budget SIZE`. */
+static void lower_checkpoint(Lower *L, const Setting *st, CheckpointSpec *c) {
+  static const struct { const char *word; CheckpointPolicy policy; } words[] = {
+      {"off", CKPT_OFF}, {"all", CKPT_ALL}, {"sqrt", CKPT_SQRT}, {"auto", CKPT_AUTO}};
+  const Expr *e = st->nitems >= 1 ? st->items[0] : NULL;
+  if (e && st->nitems == 1 && !st->has_colon)
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+      if (is_word(e, words[i].word)) {
+        *c = (CheckpointSpec){.policy = words[i].policy};
+        return;
+      }
+  int64_t n;
+  if (e && st->nitems == 2 && !st->has_colon && (is_word(e, "every") || is_word(e, "budget"))) {
+    bool every = is_word(e, "every");
+    if (!want_int_value(L, eval(L, &L->globals, st->items[1]), st->items[1]->loc, every ? "the period" : "the budget",
+                        1, INT64_C(1) << 53, &n))
+      return;
+    *c = every ? (CheckpointSpec){.policy = CKPT_EVERY, .every = n}
+               : (CheckpointSpec){.policy = CKPT_BUDGET, .budget = (uint64_t)n};
+    return;
+  }
+  diag_error(L->diag, st->loc, "checkpoint is off, all, sqrt, auto, every N or budget SIZE");
+}
+
 /* Policies a later trainc will honour. Accepting them silently would be a lie,
  * so anything beyond the default is an error that says so. */
 static void lower_not_yet(Lower *L, const Setting *st, const char *default_word, int64_t default_int) {
@@ -932,7 +970,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *t) {
   else if (!strcmp(k, "optimizer")) lower_optimizer(L, st, t);
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
-  else if (!strcmp(k, "checkpoint")) lower_not_yet(L, st, "off", 0);
+  else if (!strcmp(k, "checkpoint")) lower_checkpoint(L, st, &t->checkpoint);
   else if (!strcmp(k, "local_sgd")) lower_not_yet(L, st, NULL, 1);
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
 }

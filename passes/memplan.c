@@ -10,21 +10,12 @@
  * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
  * may share. Placement is greedy first-fit in order of definition, so the
  * workspace peak is known exactly at compile time. */
-#include "passes.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
-
-static uint64_t node_bytes(const Node *n) {
-  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
-}
-
-static bool is_leaf(const Node *n) { return n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_LOSS_SEED; }
-
-/* live[i]: node i must be computed (or is a leaf that is read). */
-static bool *live_nodes(const Graph *g) {
+bool *live_nodes(const Graph *g) {
   bool *live = xcalloc((size_t)g->n, sizeof *live);
   live[g->loss] = true;
   if (g->predict >= 0) live[g->predict] = true;
@@ -131,6 +122,7 @@ static uint64_t place_intervals(Interval *iv, int n) {
 
 static void lower_kernels(Program *p) {
   const Graph *g = p->g;
+  p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     const OpInfo *info = op_info(g->nodes[id].op);
@@ -138,13 +130,20 @@ static void lower_kernels(Program *p) {
   }
 }
 
-Program *program_build(Graph *g) {
+/* Forward values still alive when backward() starts: what forward stores. */
+static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
+  uint64_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    if (iv[i].start < n_forward && iv[i].end >= n_forward) bytes += iv[i].size;
+  return bytes;
+}
+
+Program *program_schedule(const Graph *g) {
   Program *p = xcalloc(1, sizeof *p);
   p->g = g;
   p->forward = xmalloc((size_t)g->n * sizeof(int));
   p->backward = xmalloc((size_t)g->n * sizeof(int));
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
-  p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
   bool *live = live_nodes(g);
   order_steps(p, live);
   free(live);
@@ -152,11 +151,17 @@ Program *program_build(Graph *g) {
   int n;
   Interval *iv = lifetimes(p, &n);
   p->activation_bytes = place_intervals(iv, n);
+  p->stored_bytes = stored_bytes(iv, n, p->n_forward);
   for (int i = 0; i < n; i++) p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
   free(iv);
   for (int i = 0; i < g->n; i++)
     if (g->nodes[i].grad_of_param >= 0) p->offset[i] = program_grad_offset(p, g->nodes[i].grad_of_param);
   p->arena_bytes = p->activation_offset + p->activation_bytes;
+  return p;
+}
+
+Program *program_build(const Graph *g) {
+  Program *p = program_schedule(g);
   lower_kernels(p);
   return p;
 }
@@ -167,7 +172,7 @@ uint64_t program_grad_offset(const Program *p, int param) {
 
 void program_free(Program *p) {
   if (!p) return;
-  for (int i = 0; i < p->g->n; i++) kernel_free(p->kernels[i]);
+  for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
   free(p->kernels);
   free(p->offset);
   free(p->forward);

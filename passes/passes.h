@@ -1,9 +1,10 @@
 /* passes.h — the passes over the tensor graph: autodiff, then the schedule and
  * the memory plan that turn it into a Program every backend prints or builds.
  *
- * The whole interface of the passes stage. Later issues add the checkpoint
- * planner between autodiff and the schedule (it decides which forward values
- * the Program keeps and which it recomputes). */
+ * The whole interface of the passes stage, in pipeline order: autodiff, the
+ * cost model, the checkpoint planner (which forward values the program keeps
+ * and which it recomputes in the backward pass), the schedule and memory plan.
+ * docs/planner.md explains the planner's model and policies. */
 #ifndef TRAINC_PASSES_H
 #define TRAINC_PASSES_H
 
@@ -21,7 +22,7 @@ void autodiff(Graph *g);
  * activations]. Parameters and gradients are each one contiguous f32 block so
  * that optimizers and all-reduces are single flat loops. */
 typedef struct {
-  Graph *g;
+  const Graph *g;
   int *forward, n_forward;   /* node ids computed by forward(), in order */
   int *backward, n_backward; /* node ids computed by backward(), in order */
   uint64_t *offset;          /* per node id: byte offset of its value */
@@ -31,15 +32,107 @@ typedef struct {
   uint64_t input_offset, input_bytes;
   uint64_t seed_offset;
   uint64_t activation_offset, activation_bytes; /* peak of the planned workspace */
-  uint64_t arena_bytes;
+  uint64_t stored_bytes;     /* activations forward() leaves alive for backward() */
+  uint64_t arena_bytes;      /* the planned peak: the arena's high-water mark */
 } Program;
 
-/* Orders the graph's live nodes into forward and backward, lowers every kernel
- * to its loop nest and gives every value an arena offset from liveness. */
-Program *program_build(Graph *g);
+/* Orders the graph's live nodes into forward and backward and gives every
+ * value an arena offset from liveness (kernels stays NULL). */
+Program *program_schedule(const Graph *g);
+/* program_schedule, then every kernel lowered to its loop nest. */
+Program *program_build(const Graph *g);
 void program_free(Program *p);
 
 /* Byte offset of the gradient slot of parameter node `param`. */
 uint64_t program_grad_offset(const Program *p, int param);
+
+/* ---- cost model: FLOPs and bytes per op, turned into seconds ---- */
+typedef struct {
+  double gemm_flops;      /* FLOP/s of the BLAS's GEMMs */
+  double loop_flops;      /* FLOP/s of generated loop nests */
+  double bandwidth;       /* bytes/s of memory traffic */
+  double kernel_overhead; /* seconds per kernel call */
+} MachineProfile;
+
+/* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
+MachineProfile profile_default(void);
+/* Reads a profile written by `trainc calibrate` (lines `key = value`);
+ * on failure writes the reason to err and returns false. */
+bool profile_read(const char *path, MachineProfile *p, char err[256]);
+void profile_write(FILE *out, const MachineProfile *p);
+/* Predicted seconds of one node's kernel: the slower of its FLOPs and its
+ * memory traffic, plus the per-call overhead. */
+double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
+
+/* ---- the checkpoint planner ----
+ * The forward graph is cut into stages at single-tensor boundaries (each
+ * stage closed after a compute-heavy piece, so cheap pointwise tails are
+ * recomputed from the stored GEMM output). Each stage is KEEP (its values
+ * stored), CKPT (only its boundary stored, the rest recomputed) or DROP
+ * (nothing stored). Recomputation happens just in time in the backward pass:
+ * a recomputed value is rebuilt right before its first backward use, from the
+ * nearest stored values, once. */
+typedef enum { STAGE_KEEP, STAGE_CKPT, STAGE_DROP } StageMode;
+
+/* The per-stage figures the budget search optimizes over (its memory model). */
+typedef struct {
+  int n;                   /* stages 1..n; index 0 stands for the inputs */
+  uint64_t *keep_bytes;    /* stored when KEEP */
+  uint64_t *boundary_bytes;/* stored when CKPT */
+  uint64_t *work_bytes;    /* alive at once when the stage is recomputed */
+  uint64_t *grad_bytes;    /* gradient transient of the stage's backward */
+  double *interior_seconds;/* recompute time of the stage minus its boundary */
+  double *boundary_seconds;
+  uint64_t fixed_bytes;    /* parameters, gradients, inputs, optimizer state, outputs */
+} StageModel;
+
+/* The model's peak and recompute time for modes[1..n] (see docs/planner.md). */
+uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes);
+double stage_model_seconds(const StageModel *sm, const StageMode *modes);
+/* The modes of least model time whose model peak fits in budget (an exact
+ * dynamic program over segments); false when none fits. */
+bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes);
+
+typedef struct {
+  CheckpointSpec spec;
+  int n_forward;           /* forward ids are [0, n_forward) in graph and source */
+  bool *recompute;         /* per forward id: RECOMPUTE (else STORE) */
+  int *stage;              /* per forward id: its stage (1..), 0 for leaves and dead values */
+  bool *boundary;          /* per forward id: the value that ends its stage */
+  StageModel model;
+  StageMode *modes;        /* per stage, 1..model.n */
+  Graph *graph;            /* the source graph with recompute nodes woven into backward */
+  Program *program;        /* its schedule and memory plan (kernels lowered) */
+  MachineProfile profile;
+  double forward_seconds, backward_seconds, recompute_seconds;
+  double forward_flops, backward_flops, recompute_flops;
+  uint64_t optimizer_bytes;/* optimizer state, outside the arena */
+  uint64_t peak_bytes;     /* arena + optimizer state: what the budget bounds */
+} Plan;
+
+/* Plans g (after autodiff) under spec. Returns NULL and writes a message to
+ * err (e.g. an impossible budget, naming the smallest feasible one). g is
+ * only read; the plan owns its rewritten graph and program. */
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]);
+void plan_free(Plan *p);
+typedef enum { PLAN_TABLE, PLAN_JSON, PLAN_DOT } PlanFormat;
+/* Per forward value: stage, name, op, line, shape, bytes, STORE / RECOMPUTE /
+ * transient; then the peak by category and the predicted times. */
+void plan_print(FILE *out, const Plan *pl, PlanFormat format);
+
+/* The trade-off curve: budgets from the least peak to `off`'s. */
+typedef struct {
+  uint64_t budget, peak;
+  double overhead; /* predicted recompute time / (forward + backward) */
+  bool fits;
+} SweepPoint;
+SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count);
+void sweep_print(FILE *out, const SweepPoint *pts, int n);
+void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
+
+/* "off", "all", "sqrt", "auto", "every 4", "budget 64MiB" → spec. */
+bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
+/* Writes the spec back in that form. */
+const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 
 #endif

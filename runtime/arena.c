@@ -30,3 +30,27 @@ char *trc_arena_alloc(uint64_t bytes, trc_error *err) {
 void trc_arena_free(char *arena) {
   free(arena);
 }
+
+#define CANARY 0xA5
+#define ARENA_ALIGN 64
+
+uint64_t trc_workspace_offset(const trc_model *m) {
+  uint64_t top = m->grad_offset + 4 * m->param_count;
+  for (int i = 0; i < m->n_inputs; i++) {
+    uint64_t end = m->inputs[i].offset + (uint64_t)m->batch * m->inputs[i].example_bytes;
+    if (end > top) top = end;
+  }
+  if (m->loss_seed_offset + 4 > top) top = m->loss_seed_offset + 4;
+  return top < m->arena_bytes ? top : m->arena_bytes;
+}
+
+void trc_arena_poison(const trc_model *m, char *arena) {
+  uint64_t from = trc_workspace_offset(m);
+  memset(arena + from, CANARY, (size_t)(m->arena_bytes - from));
+}
+
+uint64_t trc_arena_high_water(const trc_model *m, const char *arena) {
+  uint64_t from = trc_workspace_offset(m), top = m->arena_bytes;
+  while (top > from && (unsigned char)arena[top - 1] == CANARY) top--;
+  return (top + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+}

@@ -51,3 +51,10 @@ void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_resul
   if (r->has_f1) field(log->f, "eval_f1", r->f1);
   end(log->f);
 }
+
+void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water) {
+  if (!log->f) return;
+  fprintf(log->f, "{\"step\":%lld,\"arena_planned\":%llu,\"arena_high_water\":%llu", (long long)step,
+          (unsigned long long)planned, (unsigned long long)high_water);
+  end(log->f);
+}

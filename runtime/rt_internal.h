@@ -107,6 +107,7 @@ int trc_log_open(trc_log *log, const char *path, trc_error *err);
 void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);
+void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water);
 
 typedef struct {
   int64_t total;

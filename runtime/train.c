@@ -225,6 +225,19 @@ static int save_weights(trainer *t, trc_error *err) {
   return 0;
 }
 
+static void report_planned_memory(const trc_model *m) {
+  fprintf(stderr, "memory: arena %.1f MiB planned (%llu bytes, checkpoint %s)\n", (double)m->arena_bytes / 1048576.0,
+          (unsigned long long)m->arena_bytes, m->checkpoint ? m->checkpoint : "off");
+}
+
+static void report_high_water(trainer *t) {
+  uint64_t measured = trc_arena_high_water(t->m, t->arena);
+  trc_log_memory(&t->log, t->total_steps, t->m->arena_bytes, measured);
+  if (!t->opt.quiet)
+    fprintf(stderr, "memory: arena high-water mark %llu bytes, planned %llu%s\n", (unsigned long long)measured,
+            (unsigned long long)t->m->arena_bytes, measured == t->m->arena_bytes ? "" : " (differs from the plan!)");
+}
+
 /* Everything after the flags; returns an exit status. */
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
@@ -239,7 +252,10 @@ static int run(trainer *t, trc_error *err) {
       trc_evaluator_init(&t->evaluator, m, err) || trc_log_open(&t->log, t->opt.log_path, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
+  trc_arena_poison(m, t->arena);
+  if (!t->opt.quiet) report_planned_memory(m);
   if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
+  if (training) report_high_water(t);
   if (!training && t->has_eval) evaluate(t, 0);
   return save_weights(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -201,3 +201,20 @@ const char *format_bytes(uint64_t bytes, char buf[32]) {
   snprintf(buf, 32, "%.1f %s", v, units[u]);
   return buf;
 }
+
+bool parse_size(const char *text, uint64_t *bytes) {
+  static const struct { const char *name; double scale; } units[] = {
+      {"", 1},          {"B", 1},         {"KB", 1e3},      {"MB", 1e6},       {"GB", 1e9},
+      {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  char *end;
+  if (!text || !(*text >= '0' && *text <= '9')) return false;
+  double v = strtod(text, &end);
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (strcmp(end, units[i].name) != 0) continue;
+    double b = v * units[i].scale;
+    if (!(b < 9007199254740992.0) || b != (double)(uint64_t)b) return false;
+    *bytes = (uint64_t)b;
+    return true;
+  }
+  return false;
+}

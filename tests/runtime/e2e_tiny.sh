@@ -61,16 +61,21 @@ expect train err "saved weights to"
 if "$PY" -c 'import json' 2>/dev/null; then
   "$PY" - "$WORK/run.jsonl" <<'EOF' || fail "log: not valid JSON Lines with the documented keys"
 import json, sys
-steps = evals = 0
+steps = evals = memory = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "loss" in r:
         assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds"}, r
         steps += 1
+    elif "arena_high_water" in r:
+        assert set(r) == {"step", "arena_planned", "arena_high_water"}, r
+        assert r["arena_planned"] == r["arena_high_water"] and r["step"] == 186, r
+        memory += 1
     else:
         assert set(r) == {"step", "epoch", "eval_loss", "eval_accuracy", "eval_f1"}, r
+        last_eval = r
         evals += 1
-assert steps == 19 and evals == 6 and r["step"] == 186 and r["epoch"] == 6
+assert steps == 19 and evals == 6 and memory == 1 and last_eval["step"] == 186 and last_eval["epoch"] == 6
 EOF
 fi
 

@@ -1,0 +1,478 @@
+/* checkpoint.c — the checkpoint planner: which forward values the trainer
+ * stores for the backward pass and which it recomputes there.
+ *
+ * 1. Stages. A forward value is a cut when no edge of the forward graph jumps
+ *    over it (everything after it depends on what came before only through
+ *    it). Cuts split the forward graph into pieces; a stage is a run of pieces
+ *    closed by one holding a compute-heavy op (a GEMM), so a stage is
+ *    "cheap tail of the previous layer + one heavy op" and its boundary is the
+ *    heavy op's output. Recomputing a stage from a stored boundary then costs
+ *    pointwise work plus at most one GEMM.
+ * 2. Modes. Each stage is KEEP, CKPT or DROP (passes.h); policies pick modes
+ *    (`all`: every stage CKPT; `every N`/`sqrt`: CKPT every N-th, DROP the
+ *    rest; `budget`: an exact dynamic program over the stage model, checked
+ *    against the true arena peak). Modes become one STORE/RECOMPUTE bit per
+ *    forward value; store()/recompute() pins in the model file override it.
+ * 3. Weaving. The backward graph is rebuilt with a clone of every recomputed
+ *    value placed right before its first backward reader (recursively
+ *    cloning recomputed inputs). Clones run the very same kernels on the same
+ *    values, so any plan trains to bitwise the same weights as `off`. The
+ *    memory plan of the woven graph is the planned peak. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ stages */
+
+/* A GEMM (handed to the BLAS) or another op with many FLOPs per element it
+ * touches: worth storing its output rather than recomputing it. */
+static bool is_heavy(const Graph *g, const Node *n) {
+  if (op_info(n->op)->kernel == NULL) return true;
+  double elements = (double)shape_numel(&n->shape);
+  for (int k = 0; k < n->nin; k++) elements += (double)shape_numel(&g->nodes[n->in[k]].shape);
+  return op_info(n->op)->flops(g, n) >= 64 * elements;
+}
+
+static bool computed(const Graph *g, const bool *live, int v) { return live[v] && !is_leaf(&g->nodes[v]); }
+
+/* cut[v]: no forward edge u -> w with u < v < w among computed values. */
+static bool *find_cuts(const Graph *g, const bool *live) {
+  int nf = g->n_forward;
+  int *last_use = xmalloc((size_t)nf * sizeof *last_use);
+  for (int v = 0; v < nf; v++) last_use[v] = v;
+  for (int w = 0; w < nf; w++) {
+    if (!computed(g, live, w)) continue;
+    for (int k = 0; k < g->nodes[w].nin; k++) last_use[g->nodes[w].in[k]] = w;
+  }
+  bool *cut = xcalloc((size_t)nf, sizeof *cut);
+  int reach = -1; /* the furthest forward reader of any computed value before v */
+  for (int v = 0; v < nf; v++) {
+    if (!computed(g, live, v)) continue;
+    cut[v] = reach <= v;
+    if (last_use[v] > reach) reach = last_use[v];
+  }
+  free(last_use);
+  return cut;
+}
+
+/* Fills pl->stage and pl->boundary; returns the number of stages. */
+static int assign_stages(Plan *pl, const Graph *g, const bool *live) {
+  bool *cut = find_cuts(g, live);
+  int closed = 0, last = -1;
+  bool heavy = false;
+  for (int v = 0; v < g->n_forward; v++) {
+    if (!computed(g, live, v)) continue;
+    last = v;
+    pl->stage[v] = closed + 1;
+    heavy |= is_heavy(g, &g->nodes[v]);
+    if (cut[v] && heavy) { /* close the stage at this piece's end */
+      pl->boundary[v] = true;
+      closed++;
+      heavy = false;
+    }
+  }
+  free(cut);
+  /* What follows the last heavy piece is the last stage; the last computed
+   * value is always a cut. */
+  if (last >= 0 && !pl->boundary[last]) pl->boundary[last] = true, closed++;
+  return closed;
+}
+
+/* ----------------------------------------------------------- stage model */
+
+static bool *read_by_backward(const Graph *g) {
+  bool *read = xcalloc((size_t)g->n_forward, sizeof *read);
+  for (int b = g->n_forward; b < g->n; b++)
+    for (int k = 0; k < g->nodes[b].nin; k++)
+      if (g->nodes[b].in[k] < g->n_forward) read[g->nodes[b].in[k]] = true;
+  return read;
+}
+
+static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fixed) {
+  StageModel *sm = &pl->model;
+  int n = sm->n;
+  sm->keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->work_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->grad_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  sm->boundary_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  sm->fixed_bytes = fixed;
+  bool *read = read_by_backward(g);
+  for (int v = 0; v < g->n_forward; v++) {
+    if (!computed(g, live, v)) continue;
+    int s = pl->stage[v];
+    uint64_t bytes = align_up(node_bytes(&g->nodes[v]));
+    double secs = node_seconds(g, &g->nodes[v], &pl->profile);
+    sm->work_bytes[s] += bytes;
+    if (read[v] || pl->boundary[v]) sm->keep_bytes[s] += bytes;
+    if (2 * bytes > sm->grad_bytes[s]) sm->grad_bytes[s] = 2 * bytes;
+    if (pl->boundary[v]) {
+      sm->boundary_bytes[s] = bytes;
+      sm->boundary_seconds[s] = secs;
+    } else {
+      sm->interior_seconds[s] += secs;
+    }
+  }
+  free(read);
+}
+
+static uint64_t stored_by(const StageModel *sm, int s, StageMode m) {
+  return m == STAGE_KEEP ? sm->keep_bytes[s] : m == STAGE_CKPT ? sm->boundary_bytes[s] : 0;
+}
+
+/* Model peak of the backward of segment (k, j]: stages k+1..j-1 DROP, stage j
+ * KEEP or CKPT, with `prefix` bytes stored by stages 1..k. */
+static uint64_t segment_peak(const StageModel *sm, int k, int j, StageMode mj, uint64_t prefix) {
+  uint64_t work = 0, grad = 0;
+  for (int s = k + 1; s <= j; s++) {
+    if (s < j || mj == STAGE_CKPT) work += sm->work_bytes[s];
+    if (sm->grad_bytes[s] > grad) grad = sm->grad_bytes[s];
+  }
+  if (mj == STAGE_CKPT) work -= sm->boundary_bytes[j]; /* stored, counted in the prefix */
+  return sm->fixed_bytes + prefix + stored_by(sm, j, mj) + work + grad;
+}
+
+static double segment_seconds(const StageModel *sm, int k, int j, StageMode mj) {
+  double t = mj == STAGE_CKPT ? sm->interior_seconds[j] : 0;
+  for (int s = k + 1; s < j; s++) t += sm->interior_seconds[s] + sm->boundary_seconds[s];
+  return t;
+}
+
+uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes) {
+  uint64_t prefix = 0, peak = 0;
+  int k = 0;
+  for (int j = 1; j <= sm->n; j++) {
+    if (modes[j] == STAGE_DROP && j < sm->n) continue;
+    StageMode mj = modes[j] == STAGE_DROP ? STAGE_CKPT : modes[j]; /* a dropped last stage is rebuilt at once */
+    uint64_t p = segment_peak(sm, k, j, mj, prefix);
+    if (p > peak) peak = p;
+    prefix += stored_by(sm, j, modes[j]);
+    k = j;
+  }
+  if (sm->fixed_bytes + prefix > peak) peak = sm->fixed_bytes + prefix; /* the end of forward */
+  return peak;
+}
+
+double stage_model_seconds(const StageModel *sm, const StageMode *modes) {
+  double t = 0;
+  for (int s = 1; s <= sm->n; s++) {
+    if (modes[s] == STAGE_CKPT) t += sm->interior_seconds[s];
+    if (modes[s] == STAGE_DROP) t += sm->interior_seconds[s] + sm->boundary_seconds[s];
+  }
+  return t;
+}
+
+/* One partial solution of the dynamic program: stages 1..at decided, `at`
+ * KEEP or CKPT (or 0, the inputs). */
+typedef struct {
+  int at, parent;
+  StageMode mode;
+  uint64_t prefix, peak;
+  double seconds;
+} DPState;
+
+static bool dominated(const DPState *s, int from, int to, const DPState *c) {
+  for (int i = from; i < to; i++)
+    if (s[i].prefix <= c->prefix && s[i].seconds <= c->seconds && s[i].peak <= c->peak) return true;
+  return false;
+}
+
+/* Exact over the model: states at each stored boundary are kept while no
+ * other state there stores less, peaks lower and costs less (Pareto front);
+ * a segment's cost and peak depend only on its ends and the prefix. */
+bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
+  int n = sm->n;
+  DPState *st = NULL;
+  int nst = 0, cap = 0;
+  int *first = xmalloc((size_t)(n + 2) * sizeof *first);
+  VEC_PUSH(st, nst, cap, ((DPState){.at = 0, .parent = -1, .peak = sm->fixed_bytes}));
+  first[0] = 0;
+  for (int j = 1; j <= n; j++) {
+    first[j] = nst;
+    for (int i = 0; i < first[j]; i++) {
+      DPState from = st[i];
+      for (int m = STAGE_KEEP; m <= STAGE_CKPT; m++) {
+        uint64_t p = segment_peak(sm, from.at, j, (StageMode)m, from.prefix);
+        DPState c = {.at = j, .parent = i, .mode = (StageMode)m, .prefix = from.prefix + stored_by(sm, j, (StageMode)m),
+                     .seconds = from.seconds + segment_seconds(sm, from.at, j, (StageMode)m)};
+        c.peak = p > from.peak ? p : from.peak;
+        if (sm->fixed_bytes + c.prefix > c.peak) c.peak = sm->fixed_bytes + c.prefix;
+        if (c.peak > budget || dominated(st, first[j], nst, &c)) continue;
+        VEC_PUSH(st, nst, cap, c);
+      }
+    }
+  }
+  int best = -1;
+  for (int i = first[n]; i < nst; i++)
+    if (st[i].at == n && (best < 0 || st[i].seconds < st[best].seconds)) best = i;
+  if (best >= 0) {
+    for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
+    for (int i = best; i > 0; i = st[i].parent) modes[st[i].at] = st[i].mode;
+  }
+  free(first);
+  free(st);
+  return best >= 0;
+}
+
+/* --------------------------------------------------------------- policies */
+
+static void modes_every(StageMode *modes, int n, int64_t every) {
+  for (int s = 1; s <= n; s++) modes[s] = s % every == 0 ? STAGE_CKPT : STAGE_DROP;
+  modes[n] = STAGE_KEEP;
+}
+
+/* Chen et al.: segments of about sqrt(n) stages, only their ends stored. */
+static int64_t sqrt_period(int n) {
+  int64_t k = (int64_t)llround(sqrt((double)n));
+  return k < 1 ? 1 : k;
+}
+
+/* ---------------------------------------------------------------- weaving */
+
+typedef struct {
+  const Graph *g;
+  Graph *out;
+  const bool *recompute;
+  int *clone; /* per forward id: its recomputed copy in `out`, -1 */
+} Weaver;
+
+/* The id in `out` a backward node reads for forward value x. */
+static int forward_value(Weaver *w, int x) {
+  if (!w->recompute[x]) return x;
+  if (w->clone[x] >= 0) return w->clone[x];
+  Node c = w->g->nodes[x];
+  for (int k = 0; k < c.nin; k++) c.in[k] = forward_value(w, c.in[k]);
+  c.recompute_of = x;
+  c.pin = PIN_NONE;
+  return w->clone[x] = graph_push(w->out, &c);
+}
+
+static Graph *weave_recompute(const Graph *g, const bool *recompute) {
+  Weaver w = {.g = g, .out = graph_copy_header(g), .recompute = recompute};
+  w.clone = xmalloc((size_t)g->n_forward * sizeof *w.clone);
+  int *map = xmalloc((size_t)g->n * sizeof *map);
+  for (int v = 0; v < g->n_forward; v++) {
+    w.clone[v] = -1;
+    map[v] = graph_push(w.out, &g->nodes[v]);
+  }
+  w.out->n_forward = g->n_forward;
+  for (int b = g->n_forward; b < g->n; b++) {
+    Node nb = g->nodes[b];
+    for (int k = 0; k < nb.nin; k++) nb.in[k] = nb.in[k] < g->n_forward ? forward_value(&w, nb.in[k]) : map[nb.in[k]];
+    map[b] = graph_push(w.out, &nb);
+  }
+  if (g->loss_seed >= 0) w.out->loss_seed = map[g->loss_seed];
+  free(map);
+  free(w.clone);
+  return w.out;
+}
+
+/* ------------------------------------------------------------------- plans */
+
+static uint64_t optimizer_state_bytes(const Graph *g, uint64_t param_bytes) {
+  if (g->train.optimizer == OPT_ADAMW) return 2 * param_bytes;
+  return g->train.momentum > 0 ? param_bytes : 0;
+}
+
+/* STORE/RECOMPUTE per forward value from the stage modes and the pins. */
+static void decide(Plan *pl, const Graph *g, const bool *live) {
+  for (int v = 0; v < g->n_forward; v++) {
+    const Node *n = &g->nodes[v];
+    bool rec = false;
+    if (computed(g, live, v)) {
+      StageMode m = pl->modes[pl->stage[v]];
+      rec = m == STAGE_DROP || (m == STAGE_CKPT && !pl->boundary[v]);
+      if (n->pin != PIN_NONE) rec = n->pin == PIN_RECOMPUTE;
+      if (v == g->loss || v == g->predict) rec = false; /* the runtime reads them after forward() */
+    }
+    pl->recompute[v] = rec;
+  }
+}
+
+/* Weaves the decisions into a graph and plans its memory (no kernels yet). */
+static void realize(Plan *pl, const Graph *g) {
+  program_free(pl->program);
+  graph_free(pl->graph);
+  pl->graph = weave_recompute(g, pl->recompute);
+  pl->graph->train.checkpoint = pl->spec;
+  pl->program = program_schedule(pl->graph);
+  pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
+  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
+}
+
+static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
+  memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
+  decide(pl, g, live);
+  realize(pl, g);
+}
+
+static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t every, StageMode *modes) {
+  int n = pl->model.n;
+  for (int s = 1; s <= n; s++) modes[s] = STAGE_KEEP;
+  if (policy == CKPT_ALL) modes_every(modes, n, 1);
+  if (policy == CKPT_EVERY) modes_every(modes, n, every);
+  if (policy == CKPT_SQRT) modes_every(modes, n, sqrt_period(n));
+}
+
+/* Total memory of the machine that is free now, for `auto`. */
+static uint64_t available_memory(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  unsigned long long kib = 0;
+  char line[256];
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  if (f) fclose(f);
+  return kib ? (uint64_t)kib * 1024 : UINT64_MAX;
+}
+
+typedef struct {
+  StageMode *modes;
+  uint64_t peak;
+  double seconds;
+} Candidate;
+
+/* The least-recompute plan whose true peak fits: the model's optimum, its
+ * budget tightened by the overshoot while the arena's real placement exceeds
+ * the budget; the fixed policies compete as well. Leaves the best (or, when
+ * nothing fits, the smallest) in pl and returns whether it fits. */
+static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t budget) {
+  int n = pl->model.n;
+  Candidate best = {.modes = xmalloc((size_t)(n + 1) * sizeof(StageMode)), .peak = UINT64_MAX};
+  bool best_fits = false;
+  StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
+  uint64_t model_budget = budget;
+  CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_SQRT, CKPT_ALL};
+  for (int attempt = 0; attempt < 16 + 3; attempt++) {
+    if (attempt < 3) modes_for_policy(pl, fixed[attempt], 0, modes);
+    else if (!stage_model_solve(&pl->model, model_budget, modes)) break;
+    apply_modes(pl, g, live, modes);
+    bool fits = pl->peak_bytes <= budget;
+    bool better = fits ? !best_fits || pl->recompute_seconds < best.seconds : !best_fits && pl->peak_bytes < best.peak;
+    if (better) {
+      memcpy(best.modes, modes, (size_t)(n + 1) * sizeof *modes);
+      best = (Candidate){best.modes, pl->peak_bytes, pl->recompute_seconds};
+      best_fits = fits;
+    }
+    if (attempt >= 3) {
+      if (fits) break;
+      uint64_t over = pl->peak_bytes - budget;
+      if (over >= model_budget) break;
+      model_budget -= over;
+    }
+  }
+  apply_modes(pl, g, live, best.modes);
+  free(modes);
+  free(best.modes);
+  return best_fits;
+}
+
+static void predict_times(Plan *pl) {
+  const Graph *w = pl->graph;
+  const Program *p = pl->program;
+  pl->forward_seconds = pl->backward_seconds = pl->recompute_seconds = 0;
+  pl->forward_flops = pl->backward_flops = pl->recompute_flops = 0;
+  for (int i = 0; i < p->n_forward; i++) {
+    const Node *n = &w->nodes[p->forward[i]];
+    pl->forward_seconds += node_seconds(w, n, &pl->profile);
+    pl->forward_flops += op_info(n->op)->flops(w, n);
+  }
+  for (int i = 0; i < p->n_backward; i++) {
+    const Node *n = &w->nodes[p->backward[i]];
+    double secs = node_seconds(w, n, &pl->profile), flops = op_info(n->op)->flops(w, n);
+    if (n->recompute_of >= 0) pl->recompute_seconds += secs, pl->recompute_flops += flops;
+    else pl->backward_seconds += secs, pl->backward_flops += flops;
+  }
+}
+
+static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile *m) {
+  Plan *pl = xcalloc(1, sizeof *pl);
+  pl->spec = spec;
+  pl->profile = *m;
+  pl->n_forward = g->n_forward;
+  pl->recompute = xcalloc((size_t)g->n_forward, sizeof *pl->recompute);
+  pl->stage = xcalloc((size_t)g->n_forward, sizeof *pl->stage);
+  pl->boundary = xcalloc((size_t)g->n_forward, sizeof *pl->boundary);
+  return pl;
+}
+
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]) {
+  Plan *pl = plan_new(g, spec, m);
+  bool *live = live_nodes(g);
+  pl->model.n = assign_stages(pl, g, live);
+  pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
+  /* The fixed part of the peak: everything but the activations. */
+  Program *bare = program_schedule(g);
+  build_model(pl, g, live, bare->activation_offset + optimizer_state_bytes(g, bare->param_bytes));
+  program_free(bare);
+  bool ok = true;
+  if (spec.policy == CKPT_BUDGET || spec.policy == CKPT_AUTO) {
+    uint64_t budget = spec.policy == CKPT_AUTO ? available_memory() : spec.budget;
+    ok = search_budget(pl, g, live, budget);
+    if (!ok) {
+      char b1[32], b2[32];
+      snprintf(err, 512, "budget %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
+               format_bytes(budget, b1), format_bytes(pl->peak_bytes, b2), (unsigned long long)pl->peak_bytes);
+    }
+  } else {
+    StageMode *modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *modes);
+    modes_for_policy(pl, spec.policy, spec.every, modes);
+    apply_modes(pl, g, live, modes);
+    free(modes);
+  }
+  free(live);
+  if (!ok) {
+    plan_free(pl);
+    return NULL;
+  }
+  predict_times(pl);
+  program_free(pl->program);
+  pl->program = program_build(pl->graph);
+  return pl;
+}
+
+void plan_free(Plan *pl) {
+  if (!pl) return;
+  program_free(pl->program);
+  graph_free(pl->graph);
+  StageModel *sm = &pl->model;
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->work_bytes), free(sm->grad_bytes);
+  free(sm->interior_seconds), free(sm->boundary_seconds);
+  free(pl->modes);
+  free(pl->recompute);
+  free(pl->stage);
+  free(pl->boundary);
+  free(pl);
+}
+
+/* ------------------------------------------------------------ spec text */
+
+bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec) {
+  static const struct { const char *word; CheckpointPolicy policy; } words[] = {
+      {"off", CKPT_OFF}, {"all", CKPT_ALL}, {"sqrt", CKPT_SQRT}, {"auto", CKPT_AUTO}};
+  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+    if (strcmp(text, words[i].word) == 0) {
+      *spec = (CheckpointSpec){.policy = words[i].policy};
+      return true;
+    }
+  uint64_t n;
+  if (strncmp(text, "every ", 6) == 0 && parse_size(text + 6, &n) && n >= 1 && strspn(text + 6, "0123456789") == strlen(text + 6)) {
+    *spec = (CheckpointSpec){.policy = CKPT_EVERY, .every = (int64_t)n};
+    return true;
+  }
+  if (strncmp(text, "budget ", 7) == 0 && parse_size(text + 7, &n) && n >= 1) {
+    *spec = (CheckpointSpec){.policy = CKPT_BUDGET, .budget = n};
+    return true;
+  }
+  return false;
+}
+
+const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]) {
+  static const char *names[] = {"off", "all", "sqrt", "every", "budget", "auto"};
+  if (spec->policy == CKPT_EVERY) snprintf(buf, 64, "every %lld", (long long)spec->every);
+  else if (spec->policy == CKPT_BUDGET) snprintf(buf, 64, "budget %lluB", (unsigned long long)spec->budget);
+  else snprintf(buf, 64, "%s", names[spec->policy]);
+  return buf;
+}

@@ -1,0 +1,93 @@
+/* cost.c — the cost model: an op's FLOPs (from the op table) and the bytes it
+ * moves, turned into seconds by a machine profile. GEMMs run at the BLAS's
+ * rate; loop nests at the slower of their arithmetic and their memory
+ * traffic (pointwise chains are bandwidth-bound here: DESIGN.md). */
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+MachineProfile profile_default(void) {
+  /* Measured on the 2-core AVX-512 machine this project is developed on, with
+   * the machine's own OpenBLAS settings (docs/planner.md); `trainc calibrate`
+   * measures yours. */
+  return (MachineProfile){.gemm_flops = 150e9, .loop_flops = 8e9, .bandwidth = 20e9, .kernel_overhead = 2e-6};
+}
+
+static const struct {
+  const char *key;
+  size_t offset;
+} profile_keys[] = {
+    {"gemm_flops", offsetof(MachineProfile, gemm_flops)},
+    {"loop_flops", offsetof(MachineProfile, loop_flops)},
+    {"bandwidth", offsetof(MachineProfile, bandwidth)},
+    {"kernel_overhead", offsetof(MachineProfile, kernel_overhead)},
+};
+enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0] };
+
+void profile_write(FILE *out, const MachineProfile *p) {
+  fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
+  for (int i = 0; i < N_PROFILE_KEYS; i++)
+    fprintf(out, "%s = %.6g\n", profile_keys[i].key, *(const double *)((const char *)p + profile_keys[i].offset));
+}
+
+static bool profile_line(char *line, MachineProfile *p, bool *seen) {
+  char key[64];
+  double v;
+  int used = 0;
+  if (sscanf(line, " %63[a-z_] = %lf %n", key, &v, &used) != 2 || line[used] != '\0') return false;
+  for (int i = 0; i < N_PROFILE_KEYS; i++) {
+    if (strcmp(key, profile_keys[i].key) != 0) continue;
+    if (!(v > 0 && v < 1e30) || seen[i]) return false;
+    *(double *)((char *)p + profile_keys[i].offset) = v;
+    seen[i] = true;
+    return true;
+  }
+  return false;
+}
+
+bool profile_read(const char *path, MachineProfile *p, char err[256]) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    snprintf(err, 256, "%s: %s", path, strerror(errno));
+    return false;
+  }
+  bool seen[N_PROFILE_KEYS] = {false};
+  char line[256];
+  int lineno = 0;
+  bool ok = true;
+  while (ok && fgets(line, sizeof line, f)) {
+    lineno++;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == '\0') continue;
+    if (!profile_line(line, p, seen)) {
+      snprintf(err, 256, "%s:%d: expected `key = positive number` with a key of gemm_flops, loop_flops, bandwidth, "
+               "kernel_overhead (each once)", path, lineno);
+      ok = false;
+    }
+  }
+  fclose(f);
+  for (int i = 0; ok && i < N_PROFILE_KEYS; i++)
+    if (!seen[i]) {
+      snprintf(err, 256, "%s: missing `%s = ...`", path, profile_keys[i].key);
+      ok = false;
+    }
+  return ok;
+}
+
+/* Bytes a kernel reads and writes. */
+static double bytes_moved(const Graph *g, const Node *n) {
+  double bytes = (double)node_bytes(n);
+  for (int k = 0; k < n->nin; k++) bytes += (double)node_bytes(&g->nodes[n->in[k]]);
+  return bytes;
+}
+
+static bool is_gemm(const Node *n) { return !is_leaf(n) && op_info(n->op)->kernel == NULL; }
+
+double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+  if (is_leaf(n)) return 0;
+  double flops = op_info(n->op)->flops(g, n);
+  double compute = flops / (is_gemm(n) ? m->gemm_flops : m->loop_flops);
+  double memory = bytes_moved(g, n) / m->bandwidth;
+  return (compute > memory ? compute : memory) + m->kernel_overhead;
+}

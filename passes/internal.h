@@ -1,0 +1,22 @@
+/* internal.h — helpers shared by the files of the passes stage (not part of
+ * its interface, which is passes.h). */
+#ifndef TRAINC_PASSES_INTERNAL_H
+#define TRAINC_PASSES_INTERNAL_H
+
+#include "passes.h"
+
+static inline uint64_t align_up(uint64_t x) { return (x + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
+
+static inline uint64_t node_bytes(const Node *n) {
+  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
+}
+
+static inline bool is_leaf(const Node *n) {
+  return n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_LOSS_SEED;
+}
+
+/* live[i]: node i must be computed (or is a leaf that is read): it reaches
+ * the loss, the prediction or a parameter's gradient. Caller frees. */
+bool *live_nodes(const Graph *g);
+
+#endif

@@ -1,0 +1,238 @@
+/* plan_print.c — a plan as people and tools read it: a table, JSON (schema in
+ * docs/planner.md), Graphviz DOT, and the budget sweep as a table or an SVG
+ * plot. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { VALUE_TRANSIENT, VALUE_STORE, VALUE_RECOMPUTE } ValueFate;
+static const char *fate_name[] = {"transient", "STORE", "RECOMPUTE"};
+
+/* STORE: forward() leaves it for backward(); RECOMPUTE: backward() rebuilds
+ * it; transient: nothing after forward() reads it. */
+static ValueFate *value_fates(const Plan *pl) {
+  const Graph *w = pl->graph;
+  ValueFate *fate = xcalloc((size_t)pl->n_forward, sizeof *fate);
+  for (int b = w->n_forward; b < w->n; b++) {
+    const Node *n = &w->nodes[b];
+    if (n->recompute_of >= 0) fate[n->recompute_of] = VALUE_RECOMPUTE;
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k] < w->n_forward && fate[n->in[k]] == VALUE_TRANSIENT) fate[n->in[k]] = VALUE_STORE;
+  }
+  if (w->loss >= 0) fate[w->loss] = VALUE_STORE;
+  if (w->predict >= 0) fate[w->predict] = VALUE_STORE;
+  return fate;
+}
+
+static bool listed(const Plan *pl, int v) {
+  const Node *n = &pl->graph->nodes[v];
+  return !is_leaf(n) && pl->stage[v] > 0;
+}
+
+typedef struct {
+  uint64_t params, grads, inputs, stored, workspace, optimizer, arena, total;
+} PeakParts;
+
+static PeakParts peak_parts(const Plan *pl) {
+  const Program *p = pl->program;
+  return (PeakParts){
+      .params = p->param_bytes,
+      .grads = p->param_bytes,
+      .inputs = p->activation_offset - p->input_offset, /* inputs and the loss-seed slot */
+      .stored = p->stored_bytes,
+      .workspace = p->activation_bytes - p->stored_bytes,
+      .optimizer = pl->optimizer_bytes,
+      .arena = p->arena_bytes,
+      .total = pl->peak_bytes,
+  };
+}
+
+static double step_flops(const Plan *pl) { return pl->forward_flops + pl->backward_flops + pl->recompute_flops; }
+static double step_seconds(const Plan *pl) { return pl->forward_seconds + pl->backward_seconds + pl->recompute_seconds; }
+static double overhead(const Plan *pl) {
+  double base = pl->forward_seconds + pl->backward_seconds;
+  return base > 0 ? pl->recompute_seconds / base : 0;
+}
+
+static void print_table(FILE *out, const Plan *pl) {
+  const Graph *w = pl->graph;
+  ValueFate *fate = value_fates(pl);
+  char spec[64], sb[128], b[32];
+  fprintf(out, "model %s, batch %lld, checkpoint %s: %d stages\n\n", w->model_name, (long long)w->train.batch,
+          checkpoint_spec_str(&pl->spec, spec), pl->model.n);
+  fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s  %s\n", "stage", "value", "op", "line", "shape", "bytes", "decision");
+  for (int v = 0; v < pl->n_forward; v++) {
+    if (!listed(pl, v)) continue;
+    const Node *n = &w->nodes[v];
+    char name[32];
+    snprintf(name, sizeof name, "%%%d%s%.20s", v, n->name ? " " : "", n->name ? n->name : "");
+    fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu  %s%s\n", pl->stage[v], name, op_info(n->op)->name, n->loc.line,
+            shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), fate_name[fate[v]],
+            pl->boundary[v] ? " (boundary)" : "");
+  }
+  free(fate);
+  PeakParts pp = peak_parts(pl);
+  fprintf(out, "\npeak memory (planned; the trainer reports its measured high-water mark):\n");
+  const struct { const char *what; uint64_t bytes; } rows[] = {
+      {"parameters", pp.params},       {"gradients", pp.grads},
+      {"inputs", pp.inputs},           {"stored activations", pp.stored},
+      {"backward workspace", pp.workspace}, {"arena (high-water mark)", pp.arena},
+      {"optimizer state", pp.optimizer}, {"total peak", pp.total},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
+  double total = step_flops(pl);
+  fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
+          total > 0 ? 100 * pl->recompute_flops / total : 0, total);
+  fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f; +%.1f%%)\n",
+          1e3 * step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds, 1e3 * pl->recompute_seconds,
+          100 * overhead(pl));
+}
+
+static void json_string(FILE *out, const char *s) {
+  fputc('"', out);
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(out, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(out, "\\u%04x", *s);
+    else fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void print_json(FILE *out, const Plan *pl) {
+  const Graph *w = pl->graph;
+  ValueFate *fate = value_fates(pl);
+  char spec[64];
+  fputs("{\"schema\": \"trainc-plan/1\", \"model\": ", out);
+  json_string(out, w->model_name);
+  fprintf(out, ", \"batch\": %lld, \"policy\": ", (long long)w->train.batch);
+  json_string(out, checkpoint_spec_str(&pl->spec, spec));
+  fprintf(out, ", \"stages\": %d,\n \"values\": [", pl->model.n);
+  bool first = true;
+  for (int v = 0; v < pl->n_forward; v++) {
+    if (!listed(pl, v)) continue;
+    const Node *n = &w->nodes[v];
+    fprintf(out, "%s\n  {\"id\": %d, \"name\": ", first ? "" : ",", v);
+    json_string(out, n->name);
+    fputs(", \"op\": ", out);
+    json_string(out, op_info(n->op)->name);
+    fprintf(out, ", \"line\": %d, \"shape\": [", n->loc.line);
+    for (int i = 0; i < n->shape.rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)n->shape.dim[i]);
+    fprintf(out, "], \"bytes\": %llu, \"stage\": %d, \"boundary\": %s, \"decision\": \"%s\"}",
+            (unsigned long long)node_bytes(n), pl->stage[v], pl->boundary[v] ? "true" : "false", fate_name[fate[v]]);
+    first = false;
+  }
+  free(fate);
+  PeakParts pp = peak_parts(pl);
+  fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "
+          "\"backward_workspace\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"total\": %llu},\n",
+          (unsigned long long)pp.params, (unsigned long long)pp.grads, (unsigned long long)pp.inputs,
+          (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.arena,
+          (unsigned long long)pp.optimizer, (unsigned long long)pp.total);
+  fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
+          pl->backward_flops, pl->recompute_flops);
+  fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"step\": %.6g}}\n",
+          pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, step_seconds(pl));
+}
+
+static void print_dot(FILE *out, const Plan *pl) {
+  const Graph *w = pl->graph;
+  ValueFate *fate = value_fates(pl);
+  static const char *color[] = {"white", "palegreen", "lightsalmon"};
+  char sb[128];
+  fputs("digraph plan {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n", out);
+  for (int v = 0; v < pl->n_forward; v++) {
+    if (!listed(pl, v)) continue;
+    const Node *n = &w->nodes[v];
+    fprintf(out, "  n%d [label=\"%%%d %s%s%s\\n%s %s\", fillcolor=%s%s];\n", v, v, op_info(n->op)->name,
+            n->name ? " " : "", n->name ? n->name : "", shape_str(&n->shape, sb), fate_name[fate[v]], color[fate[v]],
+            pl->boundary[v] ? ", penwidth=3" : "");
+    for (int k = 0; k < n->nin; k++)
+      if (listed(pl, n->in[k])) fprintf(out, "  n%d -> n%d;\n", n->in[k], v);
+  }
+  fputs("}\n", out);
+  free(fate);
+}
+
+void plan_print(FILE *out, const Plan *pl, PlanFormat format) {
+  switch (format) {
+  case PLAN_TABLE: print_table(out, pl); break;
+  case PLAN_JSON: print_json(out, pl); break;
+  case PLAN_DOT: print_dot(out, pl); break;
+  }
+}
+
+/* ------------------------------------------------------------------ sweep */
+
+SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count) {
+  char err[512];
+  Plan *lo = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_ALL}, m, err);
+  Plan *hi = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_OFF}, m, err);
+  uint64_t min = lo->peak_bytes < hi->peak_bytes ? lo->peak_bytes : hi->peak_bytes, max = hi->peak_bytes;
+  plan_free(lo);
+  plan_free(hi);
+  enum { STEPS = 16 };
+  SweepPoint *pts = xcalloc(STEPS + 1, sizeof *pts);
+  int n = 0;
+  for (int i = 0; i <= STEPS; i++) {
+    uint64_t budget = min + (max - min) * (uint64_t)i / STEPS;
+    Plan *pl = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget}, m, err);
+    pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
+    if (pl) pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl);
+    n++;
+    plan_free(pl);
+  }
+  *count = n;
+  return pts;
+}
+
+void sweep_print(FILE *out, const SweepPoint *pts, int n) {
+  char b1[32], b2[32];
+  fprintf(out, "%-14s %-14s %s\n", "budget", "planned peak", "predicted recompute overhead");
+  for (int i = 0; i < n; i++) {
+    if (!pts[i].fits) {
+      fprintf(out, "%-14s %-14s infeasible\n", format_bytes(pts[i].budget, b1), "-");
+      continue;
+    }
+    fprintf(out, "%-14s %-14s +%.1f%%\n", format_bytes(pts[i].budget, b1), format_bytes(pts[i].peak, b2),
+            100 * pts[i].overhead);
+  }
+}
+
+/* Planned peak (x, MiB) against predicted overhead (y, %), one dot a budget. */
+void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title) {
+  const double W = 640, H = 400, L = 70, R = 20, T = 40, B = 50;
+  double xmax = 0, ymax = 0;
+  for (int i = 0; i < n; i++)
+    if (pts[i].fits) {
+      if (pts[i].peak / 1048576.0 > xmax) xmax = pts[i].peak / 1048576.0;
+      if (100 * pts[i].overhead > ymax) ymax = 100 * pts[i].overhead;
+    }
+  if (xmax <= 0) xmax = 1;
+  if (ymax <= 0) ymax = 1;
+  fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%g\" height=\"%g\" font-family=\"sans-serif\" "
+          "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", W, H);
+  fputs("<text x=\"70\" y=\"24\" font-size=\"14\">", out);
+  for (const char *c = title; *c; c++) /* identifiers only reach here, but escape anyway */
+    if (*c == '<' || *c == '>' || *c == '&') fputc('?', out);
+    else fputc(*c, out);
+  fputs(": planned peak vs predicted recompute overhead</text>\n", out);
+  fprintf(out, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", L, H - B, W - R, H - B);
+  fprintf(out, "<line x1=\"%g\" y1=\"%g\" x2=\"%g\" y2=\"%g\" stroke=\"black\"/>\n", L, T, L, H - B);
+  fprintf(out, "<text x=\"%g\" y=\"%g\" text-anchor=\"middle\">planned peak (MiB; 0 to %.1f)</text>\n", (L + W - R) / 2,
+          H - 15, xmax);
+  fprintf(out, "<text x=\"15\" y=\"%g\" transform=\"rotate(-90 15 %g)\" text-anchor=\"middle\">recompute overhead "
+          "(%%; 0 to %.1f)</text>\n", (T + H - B) / 2, (T + H - B) / 2, ymax);
+  fputs("<polyline fill=\"none\" stroke=\"steelblue\" stroke-width=\"2\" points=\"", out);
+  for (int i = 0; i < n; i++)
+    if (pts[i].fits)
+      fprintf(out, "%.1f,%.1f ", L + (W - L - R) * pts[i].peak / 1048576.0 / xmax,
+              H - B - (H - T - B) * 100 * pts[i].overhead / ymax);
+  fputs("\"/>\n", out);
+  for (int i = 0; i < n; i++)
+    if (pts[i].fits)
+      fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"steelblue\"/>\n",
+              L + (W - L - R) * pts[i].peak / 1048576.0 / xmax, H - B - (H - T - B) * 100 * pts[i].overhead / ymax);
+  fputs("</svg>\n", out);
+}
