@@ -101,13 +101,14 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
   sm->boundary_seconds = xcalloc((size_t)n + 1, sizeof(double));
   sm->fixed_bytes = fixed;
   bool *read = read_by_backward(g);
+  uint64_t *transient = xcalloc((size_t)n + 1, sizeof *transient);
   for (int v = 0; v < g->n_forward; v++) {
     if (!computed(g, live, v)) continue;
     int s = pl->stage[v];
     uint64_t bytes = align_up(node_bytes(&g->nodes[v]));
     double secs = node_seconds(g, &g->nodes[v], &pl->profile);
-    sm->work_bytes[s] += bytes;
-    if (read[v] || pl->boundary[v]) sm->keep_bytes[s] += bytes;
+    if (read[v] || pl->boundary[v]) sm->keep_bytes[s] += bytes, sm->work_bytes[s] += bytes;
+    else if (bytes > transient[s]) transient[s] = bytes;
     if (2 * bytes > sm->grad_bytes[s]) sm->grad_bytes[s] = 2 * bytes;
     if (pl->boundary[v]) {
       sm->boundary_bytes[s] = bytes;
@@ -116,6 +117,10 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
       sm->interior_seconds[s] += secs;
     }
   }
+  /* A recompute chain's values that backward does not read die as soon as
+   * the next is made: at most the largest is alive beside the kept ones. */
+  for (int s = 1; s <= n; s++) sm->work_bytes[s] += transient[s];
+  free(transient);
   free(read);
 }
 
@@ -292,6 +297,24 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
   }
 }
 
+static void predict_times(Plan *pl) {
+  const Graph *w = pl->graph;
+  const Program *p = pl->program;
+  pl->forward_seconds = pl->backward_seconds = pl->recompute_seconds = 0;
+  pl->forward_flops = pl->backward_flops = pl->recompute_flops = 0;
+  for (int i = 0; i < p->n_forward; i++) {
+    const Node *n = &w->nodes[p->forward[i]];
+    pl->forward_seconds += node_seconds(w, n, &pl->profile);
+    pl->forward_flops += op_info(n->op)->flops(w, n);
+  }
+  for (int i = 0; i < p->n_backward; i++) {
+    const Node *n = &w->nodes[p->backward[i]];
+    double secs = node_seconds(w, n, &pl->profile), flops = op_info(n->op)->flops(w, n);
+    if (n->recompute_of >= 0) pl->recompute_seconds += secs, pl->recompute_flops += flops;
+    else pl->backward_seconds += secs, pl->backward_flops += flops;
+  }
+}
+
 /* Weaves the decisions into a graph and plans its memory (no kernels yet). */
 static void realize(Plan *pl, const Graph *g) {
   program_free(pl->program);
@@ -301,6 +324,7 @@ static void realize(Plan *pl, const Graph *g) {
   pl->program = program_schedule(pl->graph);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
+  predict_times(pl);
 }
 
 static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
@@ -369,24 +393,6 @@ static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t b
   return best_fits;
 }
 
-static void predict_times(Plan *pl) {
-  const Graph *w = pl->graph;
-  const Program *p = pl->program;
-  pl->forward_seconds = pl->backward_seconds = pl->recompute_seconds = 0;
-  pl->forward_flops = pl->backward_flops = pl->recompute_flops = 0;
-  for (int i = 0; i < p->n_forward; i++) {
-    const Node *n = &w->nodes[p->forward[i]];
-    pl->forward_seconds += node_seconds(w, n, &pl->profile);
-    pl->forward_flops += op_info(n->op)->flops(w, n);
-  }
-  for (int i = 0; i < p->n_backward; i++) {
-    const Node *n = &w->nodes[p->backward[i]];
-    double secs = node_seconds(w, n, &pl->profile), flops = op_info(n->op)->flops(w, n);
-    if (n->recompute_of >= 0) pl->recompute_seconds += secs, pl->recompute_flops += flops;
-    else pl->backward_seconds += secs, pl->backward_flops += flops;
-  }
-}
-
 static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile *m) {
   Plan *pl = xcalloc(1, sizeof *pl);
   pl->spec = spec;
@@ -398,23 +404,39 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   return pl;
 }
 
-Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]) {
+/* Stages and the stage model of g; modes not chosen yet. */
+static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProfile *m, bool **live) {
   Plan *pl = plan_new(g, spec, m);
-  bool *live = live_nodes(g);
-  pl->model.n = assign_stages(pl, g, live);
+  *live = live_nodes(g);
+  pl->model.n = assign_stages(pl, g, *live);
   pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
   /* The fixed part of the peak: everything but the activations. */
   Program *bare = program_schedule(g);
-  build_model(pl, g, live, bare->activation_offset + optimizer_state_bytes(g, bare->param_bytes));
+  build_model(pl, g, *live, bare->activation_offset + optimizer_state_bytes(g, bare->param_bytes));
   program_free(bare);
-  bool ok = true;
+  return pl;
+}
+
+/* The chosen plan's program, now with its kernels. */
+static Plan *plan_finish(Plan *pl, bool *live) {
+  free(live);
+  program_free(pl->program);
+  pl->program = program_build(pl->graph);
+  return pl;
+}
+
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]) {
+  bool *live;
+  Plan *pl = plan_prepare(g, spec, m, &live);
   if (spec.policy == CKPT_BUDGET || spec.policy == CKPT_AUTO) {
     uint64_t budget = spec.policy == CKPT_AUTO ? available_memory() : spec.budget;
-    ok = search_budget(pl, g, live, budget);
-    if (!ok) {
+    if (!search_budget(pl, g, live, budget)) {
       char b1[32], b2[32];
       snprintf(err, 512, "budget %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
                format_bytes(budget, b1), format_bytes(pl->peak_bytes, b2), (unsigned long long)pl->peak_bytes);
+      free(live);
+      plan_free(pl);
+      return NULL;
     }
   } else {
     StageMode *modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *modes);
@@ -422,15 +444,14 @@ Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile
     apply_modes(pl, g, live, modes);
     free(modes);
   }
-  free(live);
-  if (!ok) {
-    plan_free(pl);
-    return NULL;
-  }
-  predict_times(pl);
-  program_free(pl->program);
-  pl->program = program_build(pl->graph);
-  return pl;
+  return plan_finish(pl, live);
+}
+
+Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m) {
+  bool *live;
+  Plan *pl = plan_prepare(g, (CheckpointSpec){.policy = CKPT_OFF}, m, &live);
+  apply_modes(pl, g, live, modes);
+  return plan_finish(pl, live);
 }
 
 void plan_free(Plan *pl) {

@@ -115,6 +115,9 @@ typedef struct {
  * only read; the plan owns its rewritten graph and program. */
 Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]);
 void plan_free(Plan *p);
+/* The plan with the given stage modes, 1..n, n from a plan of the same graph
+ * (exhaustive searches in tests compare against the planner with it). */
+Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m);
 typedef enum { PLAN_TABLE, PLAN_JSON, PLAN_DOT } PlanFormat;
 /* Per forward value: stage, name, op, line, shape, bytes, STORE / RECOMPUTE /
  * transient; then the peak by category and the predicted times. */

@@ -1,6 +1,7 @@
 /* fuzz_compiler.c — libFuzzer harness for the whole compiler: any bytes that
- * parse go through lowering, autodiff, the memory plan and the C backend
- * (printed to /dev/null). No input may crash, leak or trip a sanitizer. */
+ * parse go through lowering, autodiff, the checkpoint planner (with the
+ * file's own `checkpoint` policy), the memory plan and the C backend (printed
+ * to /dev/null). No input may crash, leak or trip a sanitizer. */
 #include "codegen.h"
 
 #include <stdlib.h>
@@ -18,9 +19,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   Graph *g = ast ? lower_ast(ast, NULL, &diag) : NULL;
   if (g) {
     autodiff(g);
-    Program *p = program_build(g);
-    emit_c(sink, p);
-    program_free(p);
+    MachineProfile m = profile_default();
+    char err[512];
+    Plan *pl = plan_checkpoints(g, g->train.checkpoint, &m, err);
+    if (pl) emit_c(sink, pl->program);
+    plan_free(pl);
     graph_free(g);
   }
   ast_free(ast);

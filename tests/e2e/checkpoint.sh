@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The checkpoint planner keeps its two promises, checked on real training:
+#  - every policy trains to bitwise the same weights as `checkpoint off`
+#    (recomputation runs the same kernels on the same values);
+#  - the trainer's measured arena high-water mark equals the planned peak.
+# Policies: off, all, sqrt, every 2, every 3, and a budget halfway between
+# the least peak (all) and off's. An impossible budget is an error naming the
+# smallest feasible one.
+# usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn...
+set -euo pipefail
+trainc=$1 src=$2 work=$3
+shift 3
+mkdir -p "$work"
+"$src/scripts/fetch-fashion-mnist" "$work/data" >/dev/null
+PY=/usr/bin/python3
+fail=0
+
+total_peak() { "$trainc" plan "$1" --policy "$2" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["peak"]["total"])'; }
+
+for model in "$@"; do
+  name=$(basename "$model" .nn)
+  lo=$(total_peak "$model" all) hi=$(total_peak "$model" off)
+  policies=(off all sqrt "every 2" "every 3" "budget $(((lo + hi) / 2))")
+  for policy in "${policies[@]}"; do
+    tag=${policy// /_}
+    bin=$work/${name}_$tag
+    "$trainc" build "$model" --policy "$policy" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+    "$bin" --data "$work/data/train" --steps 20 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
+    if ! cmp -s "$work/${name}_off.safetensors" "$bin.safetensors"; then
+      echo "FAIL: $name: policy '$policy' trains to different weights than off"
+      fail=1
+    fi
+    read -r planned measured < <("$PY" -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
+print(r["arena_planned"], r["arena_high_water"])' "$bin.jsonl")
+    if [[ "$planned" != "$measured" ]]; then
+      echo "FAIL: $name: policy '$policy' planned $planned bytes, measured high-water mark $measured"
+      fail=1
+    fi
+    echo "$name, checkpoint $policy: weights as off, arena planned = measured = $planned bytes"
+  done
+  # An impossible budget names the smallest feasible one.
+  if "$trainc" plan "$model" --budget 1KiB >"$work/impossible.out" 2>&1; then
+    echo "FAIL: $name: a 1 KiB budget was accepted"
+    fail=1
+  fi
+  grep -q "error: budget 1.0 KiB is below the smallest peak trainc can plan for this model: .* ([0-9]* bytes)" "$work/impossible.out" ||
+    { echo "FAIL: $name: unexpected message for an impossible budget:"; cat "$work/impossible.out"; fail=1; }
+done
+exit $fail
