@@ -266,8 +266,10 @@ static void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
   }
 }
 
+/* From the output (y > 0 exactly where x > 0), as PyTorch: the input need
+ * not be kept for the backward pass, and the output usually is anyway. */
 static void bwd_relu(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_RELU_GRAD, g->nodes[n].in[0], dy);
+  dx[0] = add2(g, OP_RELU_GRAD, n, dy);
 }
 static void bwd_gelu(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add2(g, OP_GELU_GRAD, g->nodes[n].in[0], dy);

@@ -171,54 +171,60 @@ double stage_model_seconds(const StageModel *sm, const StageMode *modes) {
 }
 
 /* One partial solution of the dynamic program: stages 1..at decided, `at`
- * KEEP or CKPT (or 0, the inputs). */
+ * KEEP or CKPT (or 0, the inputs), every segment so far within the budget. */
 typedef struct {
   int at, parent;
   StageMode mode;
-  uint64_t prefix, peak;
+  uint64_t prefix; /* bytes stored by stages 1..at */
   double seconds;
 } DPState;
 
-static bool dominated(const DPState *s, int from, int to, const DPState *c) {
-  for (int i = from; i < to; i++)
-    if (s[i].prefix <= c->prefix && s[i].seconds <= c->seconds && s[i].peak <= c->peak) return true;
+/* Exact over the model. What is left to decide after `at` depends on the
+ * past only through the stored prefix, so at each position a state that
+ * stores no less and costs no less than another is dropped (a Pareto front,
+ * kept sorted by prefix with seconds strictly falling). */
+static bool dominated(const DPState *front, int n, const DPState *c) {
+  for (int i = 0; i < n; i++)
+    if (front[i].prefix <= c->prefix && front[i].seconds <= c->seconds) return true;
   return false;
 }
 
-/* Exact over the model: states at each stored boundary are kept while no
- * other state there stores less, peaks lower and costs less (Pareto front);
- * a segment's cost and peak depend only on its ends and the prefix. */
+static void front_insert(DPState **front, int *n, int *cap, DPState c) {
+  int w = 0;
+  for (int i = 0; i < *n; i++) /* drop what c dominates */
+    if (!(c.prefix <= (*front)[i].prefix && c.seconds <= (*front)[i].seconds)) (*front)[w++] = (*front)[i];
+  *n = w;
+  VEC_PUSH(*front, *n, *cap, c);
+}
+
 bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n;
-  DPState *st = NULL;
-  int nst = 0, cap = 0;
-  int *first = xmalloc((size_t)(n + 2) * sizeof *first);
-  VEC_PUSH(st, nst, cap, ((DPState){.at = 0, .parent = -1, .peak = sm->fixed_bytes}));
-  first[0] = 0;
+  DPState *all = NULL, *front = NULL; /* all: every state kept, in order of position */
+  int nall = 0, capall = 0, nfront = 0, capfront = 0;
+  VEC_PUSH(all, nall, capall, ((DPState){.at = 0, .parent = -1}));
   for (int j = 1; j <= n; j++) {
-    first[j] = nst;
-    for (int i = 0; i < first[j]; i++) {
-      DPState from = st[i];
+    nfront = 0;
+    for (int i = 0, before = nall; i < before; i++) { /* every state at a position < j */
       for (int m = STAGE_KEEP; m <= STAGE_CKPT; m++) {
-        uint64_t p = segment_peak(sm, from.at, j, (StageMode)m, from.prefix);
-        DPState c = {.at = j, .parent = i, .mode = (StageMode)m, .prefix = from.prefix + stored_by(sm, j, (StageMode)m),
-                     .seconds = from.seconds + segment_seconds(sm, from.at, j, (StageMode)m)};
-        c.peak = p > from.peak ? p : from.peak;
-        if (sm->fixed_bytes + c.prefix > c.peak) c.peak = sm->fixed_bytes + c.prefix;
-        if (c.peak > budget || dominated(st, first[j], nst, &c)) continue;
-        VEC_PUSH(st, nst, cap, c);
+        const DPState *from = &all[i];
+        if (segment_peak(sm, from->at, j, (StageMode)m, from->prefix) > budget) continue;
+        DPState c = {.at = j, .parent = i, .mode = (StageMode)m, .prefix = from->prefix + stored_by(sm, j, (StageMode)m),
+                     .seconds = from->seconds + segment_seconds(sm, from->at, j, (StageMode)m)};
+        if (sm->fixed_bytes + c.prefix > budget || dominated(front, nfront, &c)) continue;
+        front_insert(&front, &nfront, &capfront, c);
       }
     }
+    for (int i = 0; i < nfront; i++) VEC_PUSH(all, nall, capall, front[i]);
   }
-  int best = -1;
-  for (int i = first[n]; i < nst; i++)
-    if (st[i].at == n && (best < 0 || st[i].seconds < st[best].seconds)) best = i;
+  free(front);
+  int best = n == 0 ? 0 : -1;
+  for (int i = 0; i < nall; i++)
+    if (all[i].at == n && n > 0 && (best < 0 || all[i].seconds < all[best].seconds)) best = i;
   if (best >= 0) {
     for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
-    for (int i = best; i > 0; i = st[i].parent) modes[st[i].at] = st[i].mode;
+    for (int i = best; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
   }
-  free(first);
-  free(st);
+  free(all);
   return best >= 0;
 }
 
