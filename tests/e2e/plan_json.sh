@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# `trainc plan --format json` against its documented schema (docs/planner.md,
+# "trainc-plan/1"): every key, every type, and the sums the doc promises
+# (total = arena + optimizer state; arena = the categories below it).
+# usage: plan_json.sh TRAINC MODEL.nn...
+set -euo pipefail
+trainc=$1
+shift
+for model in "$@"; do
+  for policy in off all sqrt "every 2"; do
+    "$trainc" plan "$model" --policy "$policy" --format json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+def want(obj, key, types):
+    assert key in obj, f"missing key {key!r}"
+    assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
+assert d["schema"] == "trainc-plan/1"
+assert set(d) == {"schema", "model", "batch", "policy", "stages", "values", "peak", "flops", "seconds"}, sorted(d)
+want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "stages", int)
+assert d["policy"] == sys.argv[1], d["policy"]
+for v in d["values"]:
+    assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "boundary", "decision"}, sorted(v)
+    for k in ("id", "line", "bytes", "stage"): want(v, k, int)
+    assert v["name"] is None or isinstance(v["name"], str)
+    assert isinstance(v["boundary"], bool) and isinstance(v["op"], str)
+    assert all(isinstance(x, int) for x in v["shape"])
+    assert v["decision"] in ("STORE", "RECOMPUTE", "transient"), v
+    assert 1 <= v["stage"] <= d["stages"]
+p = d["peak"]
+assert set(p) == {"parameters", "gradients", "inputs", "stored_activations", "backward_workspace", "arena",
+                  "optimizer_state", "total"}, sorted(p)
+assert all(isinstance(x, int) and x >= 0 for x in p.values())
+assert p["total"] == p["arena"] + p["optimizer_state"]
+assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
+assert set(d["flops"]) == {"forward", "backward", "recompute"} and set(d["seconds"]) == {"forward", "backward", "recompute", "step"}
+assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])
+' "$policy" || { echo "FAIL: $model, policy $policy"; exit 1; }
+  done
+  echo "ok: $model"
+done
