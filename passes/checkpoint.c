@@ -140,12 +140,6 @@ static uint64_t segment_peak(const StageModel *sm, int k, int j, StageMode mj, u
   return sm->fixed_bytes + prefix + stored_by(sm, j, mj) + work + grad;
 }
 
-static double segment_seconds(const StageModel *sm, int k, int j, StageMode mj) {
-  double t = mj == STAGE_CKPT ? sm->interior_seconds[j] : 0;
-  for (int s = k + 1; s < j; s++) t += sm->interior_seconds[s] + sm->boundary_seconds[s];
-  return t;
-}
-
 uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes) {
   uint64_t prefix = 0, peak = 0;
   int k = 0;
@@ -183,49 +177,96 @@ typedef struct {
  * past only through the stored prefix, so at each position a state that
  * stores no less and costs no less than another is dropped (a Pareto front,
  * kept sorted by prefix with seconds strictly falling). */
+/* front[] is sorted by prefix, seconds strictly falling: c is dominated when
+ * the last state storing no more than c costs no more. */
+static int front_upper(const DPState *front, int n, uint64_t prefix) {
+  int lo = 0, hi = n; /* first index with front[i].prefix > prefix */
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (front[mid].prefix <= prefix) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 static bool dominated(const DPState *front, int n, const DPState *c) {
-  for (int i = 0; i < n; i++)
-    if (front[i].prefix <= c->prefix && front[i].seconds <= c->seconds) return true;
-  return false;
+  int i = front_upper(front, n, c->prefix);
+  return i > 0 && front[i - 1].seconds <= c->seconds;
 }
 
+/* Inserts c (not dominated) and drops the states it dominates: those after
+ * it (more prefix) that cost no less. */
 static void front_insert(DPState **front, int *n, int *cap, DPState c) {
-  int w = 0;
-  for (int i = 0; i < *n; i++) /* drop what c dominates */
-    if (!(c.prefix <= (*front)[i].prefix && c.seconds <= (*front)[i].seconds)) (*front)[w++] = (*front)[i];
-  *n = w;
-  VEC_PUSH(*front, *n, *cap, c);
+  int at = front_upper(*front, *n, c.prefix);
+  if (at > 0 && (*front)[at - 1].prefix == c.prefix) at--; /* same prefix, c is cheaper: replace */
+  int end = at;
+  while (end < *n && (*front)[end].seconds >= c.seconds) end++;
+  VEC_PUSH(*front, *n, *cap, c); /* grow by one; the tail is rewritten below */
+  (*n)--;
+  memmove(*front + at + 1, *front + end, (size_t)(*n - end) * sizeof **front);
+  (*front)[at] = c;
+  *n = at + 1 + (*n - end);
 }
 
+typedef struct {
+  DPState *s;
+  int n, cap;
+} Front;
+
+/* Offers the segment (k, j] after state `from` (index `parent` in all[]), with
+ * stage j in mode m, to j's front. */
+static void offer(const StageModel *sm, uint64_t budget, Front *fj, const DPState *from, int parent, int j, StageMode m,
+                  uint64_t seg_peak, double seg_seconds) {
+  if (seg_peak + from->prefix > budget) return;
+  DPState c = {.at = j, .parent = parent, .mode = m, .prefix = from->prefix + stored_by(sm, j, m),
+               .seconds = from->seconds + seg_seconds};
+  if (sm->fixed_bytes + c.prefix > budget || dominated(fj->s, fj->n, &c)) return;
+  front_insert(&fj->s, &fj->n, &fj->cap, c);
+}
+
+/* Positions in increasing order: when position k is reached, its front is
+ * final; each of its states is extended by segments (k, j] for growing j,
+ * their sums built incrementally, until the dropped stages alone overflow
+ * the budget (they only grow with j). */
 bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n;
-  DPState *all = NULL, *front = NULL; /* all: every state kept, in order of position */
-  int nall = 0, capall = 0, nfront = 0, capfront = 0;
-  VEC_PUSH(all, nall, capall, ((DPState){.at = 0, .parent = -1}));
-  for (int j = 1; j <= n; j++) {
-    nfront = 0;
-    for (int i = 0, before = nall; i < before; i++) { /* every state at a position < j */
-      for (int m = STAGE_KEEP; m <= STAGE_CKPT; m++) {
-        const DPState *from = &all[i];
-        if (segment_peak(sm, from->at, j, (StageMode)m, from->prefix) > budget) continue;
-        DPState c = {.at = j, .parent = i, .mode = (StageMode)m, .prefix = from->prefix + stored_by(sm, j, (StageMode)m),
-                     .seconds = from->seconds + segment_seconds(sm, from->at, j, (StageMode)m)};
-        if (sm->fixed_bytes + c.prefix > budget || dominated(front, nfront, &c)) continue;
-        front_insert(&front, &nfront, &capfront, c);
+  Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
+  DPState *all = NULL; /* the states of positions already final; parents index it */
+  int nall = 0, capall = 0;
+  VEC_PUSH(fronts[0].s, fronts[0].n, fronts[0].cap, ((DPState){.at = 0, .parent = -1}));
+  for (int k = 0; k < n; k++) {
+    int base = nall;
+    for (int i = 0; i < fronts[k].n; i++) VEC_PUSH(all, nall, capall, fronts[k].s[i]);
+    for (int i = base; i < nall; i++) {
+      DPState from = all[i];
+      uint64_t dropped = 0, grad = 0; /* over stages k+1..j-1 */
+      double dropped_seconds = 0;
+      for (int j = k + 1; j <= n; j++) {
+        uint64_t g = sm->grad_bytes[j] > grad ? sm->grad_bytes[j] : grad;
+        uint64_t base_peak = sm->fixed_bytes + dropped + g;
+        if (base_peak + from.prefix > budget) break;
+        offer(sm, budget, &fronts[j], &from, i, j, STAGE_KEEP, base_peak + sm->keep_bytes[j], dropped_seconds);
+        offer(sm, budget, &fronts[j], &from, i, j, STAGE_CKPT, base_peak + sm->work_bytes[j],
+              dropped_seconds + sm->interior_seconds[j]);
+        dropped += sm->work_bytes[j];
+        dropped_seconds += sm->interior_seconds[j] + sm->boundary_seconds[j];
+        grad = g;
       }
     }
-    for (int i = 0; i < nfront; i++) VEC_PUSH(all, nall, capall, front[i]);
   }
-  free(front);
   int best = n == 0 ? 0 : -1;
-  for (int i = 0; i < nall; i++)
-    if (all[i].at == n && n > 0 && (best < 0 || all[i].seconds < all[best].seconds)) best = i;
-  if (best >= 0) {
+  for (int i = 0; i < fronts[n].n; i++)
+    if (n > 0 && (best < 0 || fronts[n].s[i].seconds < fronts[n].s[best].seconds)) best = i;
+  bool found = best >= 0;
+  if (found && n > 0) {
     for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
-    for (int i = best; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
+    modes[n] = fronts[n].s[best].mode;
+    for (int i = fronts[n].s[best].parent; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
   }
+  for (int j = 0; j <= n; j++) free(fronts[j].s);
+  free(fronts);
   free(all);
-  return best >= 0;
+  return found;
 }
 
 /* --------------------------------------------------------------- policies */
@@ -358,45 +399,74 @@ static uint64_t available_memory(void) {
   return kib ? (uint64_t)kib * 1024 : UINT64_MAX;
 }
 
+/* A plan the budget search may pick: stage modes and their true figures. */
 typedef struct {
   StageMode *modes;
   uint64_t peak;
   double seconds;
 } Candidate;
 
-/* The least-recompute plan whose true peak fits: the model's optimum, its
- * budget tightened by the overshoot while the arena's real placement exceeds
- * the budget; the fixed policies compete as well. Leaves the best (or, when
- * nothing fits, the smallest) in pl and returns whether it fits. */
-static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t budget) {
+enum { LADDER = 24 };
+
+static void add_candidate(Plan *pl, const Graph *g, const bool *live, const StageMode *modes, Candidate *c, int *n) {
+  apply_modes(pl, g, live, modes);
+  size_t bytes = (size_t)(pl->model.n + 1) * sizeof *modes;
+  c[*n] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .peak = pl->peak_bytes,
+                      .seconds = pl->recompute_seconds};
+  (*n)++;
+}
+
+/* The candidates do not depend on the budget, so a larger budget never gets
+ * a worse plan: the fixed policies and the model's optima along a ladder of
+ * model budgets, each woven and memory-planned for real. */
+static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate best = {.modes = xmalloc((size_t)(n + 1) * sizeof(StageMode)), .peak = UINT64_MAX};
-  bool best_fits = false;
+  Candidate *c = xcalloc(LADDER + 8, sizeof *c);
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
-  uint64_t model_budget = budget;
-  CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_SQRT, CKPT_ALL};
-  for (int attempt = 0; attempt < 16 + 3; attempt++) {
-    if (attempt < 3) modes_for_policy(pl, fixed[attempt], 0, modes);
-    else if (!stage_model_solve(&pl->model, model_budget, modes)) break;
-    apply_modes(pl, g, live, modes);
-    bool fits = pl->peak_bytes <= budget;
-    bool better = fits ? !best_fits || pl->recompute_seconds < best.seconds : !best_fits && pl->peak_bytes < best.peak;
-    if (better) {
-      memcpy(best.modes, modes, (size_t)(n + 1) * sizeof *modes);
-      best = (Candidate){best.modes, pl->peak_bytes, pl->recompute_seconds};
-      best_fits = fits;
-    }
-    if (attempt >= 3) {
-      if (fits) break;
-      uint64_t over = pl->peak_bytes - budget;
-      if (over >= model_budget) break;
-      model_budget -= over;
-    }
+  CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
+  *count = 0;
+  for (int i = 0; i < 3; i++) {
+    modes_for_policy(pl, fixed[i], 0, modes);
+    add_candidate(pl, g, live, modes, c, count);
   }
-  apply_modes(pl, g, live, best.modes);
+  for (int64_t every = 2; every <= 4; every++) {
+    modes_for_policy(pl, CKPT_EVERY, every, modes);
+    add_candidate(pl, g, live, modes, c, count);
+  }
+  /* The model's optimum at budgets spread from the least model peak of the
+   * fixed policies to off's. */
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < *count; i++) {
+    uint64_t p = stage_model_peak(&pl->model, c[i].modes);
+    if (p < lo) lo = p;
+    if (p > hi) hi = p;
+  }
+  for (int i = 0; i <= LADDER; i++)
+    if (stage_model_solve(&pl->model, lo + (hi - lo) / LADDER * (uint64_t)i, modes))
+      add_candidate(pl, g, live, modes, c, count);
   free(modes);
-  free(best.modes);
-  return best_fits;
+  return c;
+}
+
+/* The candidate of least predicted recompute time whose true peak fits;
+ * when none fits, the one of least peak (for the error message). Leaves it
+ * planned in pl and returns whether it fits. */
+static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t budget) {
+  int n;
+  Candidate *c = budget_candidates(pl, g, live, &n);
+  int best = 0;
+  for (int i = 1; i < n; i++) {
+    bool fits = c[i].peak <= budget, best_fits = c[best].peak <= budget;
+    if (fits != best_fits ? fits
+                          : fits ? c[i].seconds < c[best].seconds || (c[i].seconds == c[best].seconds && c[i].peak < c[best].peak)
+                                 : c[i].peak < c[best].peak)
+      best = i;
+  }
+  bool ok = c[best].peak <= budget;
+  apply_modes(pl, g, live, c[best].modes);
+  for (int i = 0; i < n; i++) free(c[i].modes);
+  free(c);
+  return ok;
 }
 
 static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile *m) {
