@@ -44,19 +44,18 @@ void autodiff(Graph *g) {
   grad[g->loss] = g->loss_seed;
 
   for (int i = g->n_forward - 1; i >= 0; i--) {
-    const Node *n = &g->nodes[i];
-    if (!needs[i] || grad[i] < 0 || n->op == OP_PARAM) continue;
+    const Node n = g->nodes[i]; /* a copy: adding nodes may move the array */
+    if (!needs[i] || grad[i] < 0 || n.op == OP_PARAM) continue;
     bool want[IR_MAX_IN] = {false};
     int dx[IR_MAX_IN] = {-1, -1, -1};
-    for (int k = 0; k < n->nin; k++) want[k] = needs[n->in[k]];
+    for (int k = 0; k < n.nin; k++) want[k] = needs[n.in[k]];
     int first_new = g->n;
-    op_info(n->op)->backward(g, i, grad[i], want, dx);
-    n = &g->nodes[i]; /* the node array may have moved */
-    for (int k = 0; k < n->nin; k++) {
-      int x = n->in[k], d = dx[k];
+    op_info(n.op)->backward(g, i, grad[i], want, dx);
+    for (int k = 0; k < n.nin; k++) {
+      int x = n.in[k], d = dx[k];
       if (d < 0) continue;
       if (g->nodes[x].op == OP_PARAM)
-        add_to_param(g, x, d, d >= first_new && !used_twice(dx, n->nin, d));
+        add_to_param(g, x, d, d >= first_new && !used_twice(dx, n.nin, d));
       else if (grad[x] < 0)
         grad[x] = d;
       else {
