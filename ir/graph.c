@@ -57,6 +57,7 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   n.loc = loc;
   n.grad_of_param = -1;
   n.recompute_of = -1;
+  n.origin = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
   if (info->infer && !info->infer(g, &n, diag)) {

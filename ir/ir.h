@@ -71,6 +71,8 @@ typedef struct {
                               gradient slot instead of owning a buffer */
   int recompute_of;        /* >= 0: a backward-time recomputation of that
                               forward node (same op, same inputs' values) */
+  int origin;              /* backward nodes: the forward node whose backward
+                              rule made them; -1 otherwise */
   PinKind pin;             /* the model file's store()/recompute() annotation */
 } Node;
 

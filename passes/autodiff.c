@@ -63,6 +63,7 @@ void autodiff(Graph *g) {
         grad[x] = graph_add(g, OP_ADD, in, 2, g->nodes[x].loc, NULL);
       }
     }
+    for (int b = first_new; b < g->n; b++) g->nodes[b].origin = i;
   }
   free(grad);
   free(needs);

@@ -90,26 +90,72 @@ static bool *read_by_backward(const Graph *g) {
   return read;
 }
 
+/* inner_bytes of every stage, from the liveness of the program without
+ * recompute: at each backward step (numbered from 0), the bytes of the
+ * stage's kept values still to be read plus every gradient alive then. A
+ * stage's backward steps are contiguous (autodiff emits them together). */
+static void measure_inner(Plan *pl, const Graph *g, const bool *live, const bool *kept) {
+  int steps = 0, nf = g->n_forward;
+  int *step_of = xmalloc((size_t)g->n * sizeof *step_of), *last = xmalloc((size_t)g->n * sizeof *last);
+  for (int v = 0; v < g->n; v++) step_of[v] = -1, last[v] = -1;
+  for (int b = nf; b < g->n; b++)
+    if (live[b] && !is_leaf(&g->nodes[b])) step_of[b] = steps++;
+  for (int b = nf; b < g->n; b++)
+    for (int k = 0; step_of[b] >= 0 && k < g->nodes[b].nin; k++) last[g->nodes[b].in[k]] = step_of[b];
+  int n = pl->model.n;
+  int *first_step = xmalloc((size_t)(n + 1) * sizeof *first_step), *last_step = xcalloc((size_t)n + 1, sizeof(int));
+  for (int s = 0; s <= n; s++) first_step[s] = steps;
+  for (int b = nf; b < g->n; b++) {
+    if (step_of[b] < 0 || g->nodes[b].origin < 0) continue;
+    int s = pl->stage[g->nodes[b].origin];
+    if (step_of[b] < first_step[s]) first_step[s] = step_of[b];
+    if (step_of[b] > last_step[s]) last_step[s] = step_of[b];
+  }
+  int64_t *alive = xcalloc((size_t)steps + 1, sizeof *alive); /* a difference array */
+  for (int b = nf; b < g->n; b++) /* gradients in flight */
+    if (step_of[b] >= 0 && g->nodes[b].grad_of_param < 0) {
+      int64_t bytes = (int64_t)align_up(node_bytes(&g->nodes[b]));
+      alive[step_of[b]] += bytes;
+      alive[(last[b] > step_of[b] ? last[b] : step_of[b]) + 1] -= bytes;
+    }
+  for (int v = 0; v < nf; v++) { /* kept values, over their own stage's steps */
+    int s = pl->stage[v];
+    if (!kept[v] || s == 0 || first_step[s] >= steps) continue;
+    int end = last[v] < last_step[s] ? last[v] : last_step[s];
+    if (end < first_step[s]) continue;
+    int64_t bytes = (int64_t)align_up(node_bytes(&g->nodes[v]));
+    alive[first_step[s]] += bytes;
+    alive[end + 1] -= bytes;
+  }
+  int64_t now = 0;
+  for (int t = 0, s = n; t < steps; t++) {
+    now += alive[t];
+    while (s > 1 && t > last_step[s] && first_step[s - 1] <= t) s--; /* stages run n..1 */
+    if (t >= first_step[s] && t <= last_step[s] && (uint64_t)now > pl->model.inner_bytes[s])
+      pl->model.inner_bytes[s] = (uint64_t)now;
+  }
+  free(alive), free(first_step), free(last_step), free(step_of), free(last);
+}
+
 static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fixed) {
   StageModel *sm = &pl->model;
   int n = sm->n;
   sm->keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
-  sm->work_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
-  sm->grad_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
   sm->boundary_seconds = xcalloc((size_t)n + 1, sizeof(double));
   sm->fixed_bytes = fixed;
-  bool *read = read_by_backward(g);
-  uint64_t *transient = xcalloc((size_t)n + 1, sizeof *transient);
+  bool *kept = read_by_backward(g);
   for (int v = 0; v < g->n_forward; v++) {
     if (!computed(g, live, v)) continue;
     int s = pl->stage[v];
     uint64_t bytes = align_up(node_bytes(&g->nodes[v]));
     double secs = node_seconds(g, &g->nodes[v], &pl->profile);
-    if (read[v] || pl->boundary[v]) sm->keep_bytes[s] += bytes, sm->work_bytes[s] += bytes;
-    else if (bytes > transient[s]) transient[s] = bytes;
-    if (2 * bytes > sm->grad_bytes[s]) sm->grad_bytes[s] = 2 * bytes;
+    kept[v] |= pl->boundary[v];
+    if (kept[v]) sm->keep_bytes[s] += bytes;
+    else if (bytes > sm->transient_bytes[s]) sm->transient_bytes[s] = bytes;
     if (pl->boundary[v]) {
       sm->boundary_bytes[s] = bytes;
       sm->boundary_seconds[s] = secs;
@@ -117,11 +163,10 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
       sm->interior_seconds[s] += secs;
     }
   }
-  /* A recompute chain's values that backward does not read die as soon as
-   * the next is made: at most the largest is alive beside the kept ones. */
-  for (int s = 1; s <= n; s++) sm->work_bytes[s] += transient[s];
-  free(transient);
-  free(read);
+  measure_inner(pl, g, live, kept);
+  for (int s = 1; s <= n; s++) /* at least its kept values, in case its backward reads none */
+    if (sm->inner_bytes[s] < sm->keep_bytes[s]) sm->inner_bytes[s] = sm->keep_bytes[s];
+  free(kept);
 }
 
 static uint64_t stored_by(const StageModel *sm, int s, StageMode m) {
@@ -129,15 +174,20 @@ static uint64_t stored_by(const StageModel *sm, int s, StageMode m) {
 }
 
 /* Model peak of the backward of segment (k, j]: stages k+1..j-1 DROP, stage j
- * KEEP or CKPT, with `prefix` bytes stored by stages 1..k. */
+ * KEEP or CKPT, with `prefix` bytes stored by stages 1..k. During stage s's
+ * backward the kept values of the dropped stages before it are alive (rebuilt,
+ * waiting for their own backward) beside its own inner peak; when the segment
+ * recomputes, all its kept values and a transient are alive at once as
+ * stage j's backward starts. */
 static uint64_t segment_peak(const StageModel *sm, int k, int j, StageMode mj, uint64_t prefix) {
-  uint64_t work = 0, grad = 0;
+  uint64_t peak = 0, before = 0, transient = 0;
   for (int s = k + 1; s <= j; s++) {
-    if (s < j || mj == STAGE_CKPT) work += sm->work_bytes[s];
-    if (sm->grad_bytes[s] > grad) grad = sm->grad_bytes[s];
+    if (before + sm->inner_bytes[s] > peak) peak = before + sm->inner_bytes[s];
+    before += sm->keep_bytes[s];
+    if (sm->transient_bytes[s] > transient) transient = sm->transient_bytes[s];
   }
-  if (mj == STAGE_CKPT) work -= sm->boundary_bytes[j]; /* stored, counted in the prefix */
-  return sm->fixed_bytes + prefix + stored_by(sm, j, mj) + work + grad;
+  if ((j > k + 1 || mj == STAGE_CKPT) && before + transient > peak) peak = before + transient;
+  return sm->fixed_bytes + prefix + peak;
 }
 
 uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes) {
@@ -239,18 +289,19 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
     for (int i = 0; i < fronts[k].n; i++) VEC_PUSH(all, nall, capall, fronts[k].s[i]);
     for (int i = base; i < nall; i++) {
       DPState from = all[i];
-      uint64_t dropped = 0, grad = 0; /* over stages k+1..j-1 */
+      uint64_t before = 0, peak = 0, transient = 0; /* segment_peak's sums over stages k+1..j-1 */
       double dropped_seconds = 0;
       for (int j = k + 1; j <= n; j++) {
-        uint64_t g = sm->grad_bytes[j] > grad ? sm->grad_bytes[j] : grad;
-        uint64_t base_peak = sm->fixed_bytes + dropped + g;
-        if (base_peak + from.prefix > budget) break;
-        offer(sm, budget, &fronts[j], &from, i, j, STAGE_KEEP, base_peak + sm->keep_bytes[j], dropped_seconds);
-        offer(sm, budget, &fronts[j], &from, i, j, STAGE_CKPT, base_peak + sm->work_bytes[j],
+        if (sm->fixed_bytes + from.prefix + peak > budget) break; /* only grows with j */
+        uint64_t p = before + sm->inner_bytes[j] > peak ? before + sm->inner_bytes[j] : peak;
+        uint64_t t = sm->transient_bytes[j] > transient ? sm->transient_bytes[j] : transient;
+        uint64_t rebuilt = before + sm->keep_bytes[j] + t > p ? before + sm->keep_bytes[j] + t : p;
+        offer(sm, budget, &fronts[j], &from, i, j, STAGE_KEEP, sm->fixed_bytes + (j > k + 1 ? rebuilt : p),
+              dropped_seconds);
+        offer(sm, budget, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
               dropped_seconds + sm->interior_seconds[j]);
-        dropped += sm->work_bytes[j];
+        before += sm->keep_bytes[j], peak = p, transient = t;
         dropped_seconds += sm->interior_seconds[j] + sm->boundary_seconds[j];
-        grad = g;
       }
     }
   }
@@ -406,7 +457,7 @@ typedef struct {
   double seconds;
 } Candidate;
 
-enum { LADDER = 24 };
+enum { LADDER = 12 };
 
 static void add_candidate(Plan *pl, const Graph *g, const bool *live, const StageMode *modes, Candidate *c, int *n) {
   apply_modes(pl, g, live, modes);
@@ -433,8 +484,8 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
     modes_for_policy(pl, CKPT_EVERY, every, modes);
     add_candidate(pl, g, live, modes, c, count);
   }
-  /* The model's optimum at budgets spread from the least model peak of the
-   * fixed policies to off's. */
+  /* The model's optimum at LADDER + 1 budgets spread from the least model
+   * peak of the fixed policies to off's. */
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < *count; i++) {
     uint64_t p = stage_model_peak(&pl->model, c[i].modes);
@@ -535,7 +586,7 @@ void plan_free(Plan *pl) {
   program_free(pl->program);
   graph_free(pl->graph);
   StageModel *sm = &pl->model;
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->work_bytes), free(sm->grad_bytes);
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
   free(sm->interior_seconds), free(sm->boundary_seconds);
   free(pl->modes);
   free(pl->recompute);

@@ -77,10 +77,12 @@ typedef enum { STAGE_KEEP, STAGE_CKPT, STAGE_DROP } StageMode;
 /* The per-stage figures the budget search optimizes over (its memory model). */
 typedef struct {
   int n;                   /* stages 1..n; index 0 stands for the inputs */
-  uint64_t *keep_bytes;    /* stored when KEEP */
+  uint64_t *keep_bytes;    /* what its backward reads: stored when KEEP, rebuilt when dropped */
   uint64_t *boundary_bytes;/* stored when CKPT */
-  uint64_t *work_bytes;    /* alive at once when the stage is recomputed */
-  uint64_t *grad_bytes;    /* gradient transient of the stage's backward */
+  uint64_t *inner_bytes;   /* peak of its own backward: its kept values still needed
+                              plus gradients in flight (measured without recompute) */
+  uint64_t *transient_bytes; /* its largest value the backward does not read,
+                              alive for a moment while a recompute passes */
   double *interior_seconds;/* recompute time of the stage minus its boundary */
   double *boundary_seconds;
   uint64_t fixed_bytes;    /* parameters, gradients, inputs, optimizer state, outputs */

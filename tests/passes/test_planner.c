@@ -58,23 +58,23 @@ static void random_model(StageModel *sm, int n) {
   sm->n = n;
   sm->keep_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->boundary_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
-  sm->work_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
-  sm->grad_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
+  sm->inner_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
+  sm->transient_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->interior_seconds = calloc((size_t)n + 1, sizeof(double));
   sm->boundary_seconds = calloc((size_t)n + 1, sizeof(double));
   sm->fixed_bytes = (uint64_t)rand_in(0, 1000);
   for (int s = 1; s <= n; s++) {
     sm->boundary_bytes[s] = (uint64_t)rand_in(1, 100);
     sm->keep_bytes[s] = sm->boundary_bytes[s] + (uint64_t)rand_in(0, 300);
-    sm->work_bytes[s] = sm->keep_bytes[s] + (uint64_t)rand_in(0, 300);
-    sm->grad_bytes[s] = (uint64_t)rand_in(0, 200);
+    sm->inner_bytes[s] = sm->keep_bytes[s] + (uint64_t)rand_in(0, 300);
+    sm->transient_bytes[s] = (uint64_t)rand_in(0, 200);
     sm->interior_seconds[s] = (double)rand_in(0, 1000) / 7.0;
     sm->boundary_seconds[s] = (double)rand_in(0, 1000) / 7.0;
   }
 }
 
 static void free_model(StageModel *sm) {
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->work_bytes), free(sm->grad_bytes);
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
   free(sm->interior_seconds), free(sm->boundary_seconds);
 }
 
