@@ -32,6 +32,11 @@ static const flag flags[] = {
     {"seed", FLAG_SEED, OPT(cfg.seed), 0, "N", "seed of init, shuffling and gradcheck data"},
     {"init", FLAG_PATH, OPT(init_path), 0, "FILE", "start from these weights (.safetensors)"},
     {"save", FLAG_PATH, OPT(save_path), 0, "FILE", "save the weights at the end (.safetensors)"},
+    {"save-state", FLAG_PATH, OPT(state_dir), 0, "DIR",
+     "save resumable training state in DIR (see --save-every)"},
+    {"save-every", FLAG_COUNT, OPT(save_every), 1, "N",
+     "optimizer steps between state saves (default 100; and the last step)"},
+    {"resume", FLAG_PATH, OPT(resume_dir), 0, "DIR", "continue from the newest state in DIR"},
     {"log", FLAG_PATH, OPT(log_path), 0, "FILE", "JSON Lines log of steps and evaluations"},
     {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, "N", "optimizer steps between log lines"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
@@ -110,6 +115,7 @@ static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *
 int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, trc_error *err) {
   memset(o, 0, sizeof *o);
   o->cfg = m->defaults;
+  o->save_every = 100;
   int epochs_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];

@@ -65,7 +65,9 @@ steps = evals = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "loss" in r:
-        assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds"}, r
+        assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds",
+                          "syncs", "comm_bytes", "comm_seconds"}, r
+        assert r["syncs"] == 0 and r["comm_bytes"] == 0, r  # one process sends nothing
         steps += 1
     else:
         assert set(r) == {"step", "epoch", "eval_loss", "eval_accuracy", "eval_f1"}, r
