@@ -171,6 +171,9 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
   fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",
           (long long)m->batch);
   for (int i = 0; i < m->n_inputs; i++) print_input(&m->inputs[i], out);
+  uint64_t block = m->param_count * sizeof(float);
+  fprintf(out, "\nparameters: %d tensors in one block of %llu bytes (what one sync sends)\n",
+          m->n_params, (unsigned long long)block);
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     char left[48];

@@ -138,6 +138,9 @@ typedef struct {
   const char *fingerprint; /* what shapes the run; a state saved by another run is refused */
 } trc_run_state;
 
+/* Makes DIR if missing (its parent must exist) and checks it is writable:
+ * before training, not at the first save. */
+int trc_state_prepare(const char *dir, trc_error *err);
 /* Writes DIR/state-STEP.rank-R.safetensors atomically, then (after every
  * rank has) removes this rank's older ones. Collective: every rank calls it. */
 int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 enum { N_COUNTERS = 6, MAX_STATE_ARRAYS = 4 };
@@ -60,6 +61,14 @@ static void remove_state(const char *dir, int64_t step, int rank) {
   char path[4096];
   state_path(path, sizeof path, dir, step, rank);
   unlink(path);
+}
+
+int trc_state_prepare(const char *dir, trc_error *err) {
+  char probe[4096];
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return trc_fail_at(err, dir, "cannot make the state folder: %s", strerror(errno));
+  snprintf(probe, sizeof probe, "%s/state", dir);
+  return trc_check_can_create(probe, err);
 }
 
 /* ---- what is saved ---- */

@@ -318,7 +318,7 @@ static int run(trainer *t, trc_error *err) {
   }
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
   if ((t->rank == 0 && t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) ||
-      load_data(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
+      (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);

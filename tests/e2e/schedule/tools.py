@@ -7,6 +7,7 @@ usage: tools.py COMMAND ARGS...  (exit 0: check passed, 1: failed)
   init OUT SEED                   weights for `logits = linear(x, 4)`
   close A B RTOL                  max|a-b| <= RTOL * max|b| for every parameter
   same A B                        the parameters are bitwise equal
+  same-state A B                  every tensor (optimizer state too) is bitwise equal
   differ A B                      some parameter differs
   reference DATA INIT ORDER B ACC EPOCHS LR MOMENTUM OUT
                                   NumPy (float64) training, windows as in docs/trainer.md
@@ -133,6 +134,9 @@ def main(argv):
         return 0 if d <= float(args[2]) else 1
     elif cmd == "same":
         return 0 if same(*args) else 1
+    elif cmd == "same-state":
+        a, b = read_st(args[0]), read_st(args[1])
+        return 0 if a.keys() == b.keys() and all(a[k].tobytes() == b[k].tobytes() for k in a) else 1
     elif cmd == "differ":
         return 1 if same(*args) else 0
     elif cmd == "reference":
