@@ -10,15 +10,19 @@
 # trained weights do not depend on the run, timings do) and final accuracy.
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (see
 # DESIGN.md); each rank runs OpenBLAS on one thread (2 ranks, 2 cores).
-# usage: bench/localsgd.sh [BUILD_DIR] [EPOCHS] [REPS]   (default: build 4 3)
+# usage: bench/localsgd.sh [BUILD_DIR] [EPOCHS] [REPS]   (default: build 3 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build} epochs=${2:-4} reps=${3:-3}
+build=${1:-build} epochs=${2:-3} reps=${3:-3}
 work=$build/bench_localsgd
 mkdir -p "$work"
 scripts/fetch-fashion-mnist >/dev/null
+# mpi_yield_when_idle: a rank waiting in an all-reduce yields its core instead
+# of spinning; on this shared 2-core machine spinning made a 2 MB all-reduce
+# take ~200 ms (waiting on a descheduled peer) instead of ~14 ms.
 mpi=(mpirun --oversubscribe -np 2 --bind-to none --mca btl self,vader
-     --mca btl_vader_single_copy_mechanism none -x OPENBLAS_NUM_THREADS=1)
+     --mca btl_vader_single_copy_mechanism none --mca mpi_yield_when_idle 1
+     -x OPENBLAS_NUM_THREADS=1)
 [[ $(id -u) -ne 0 ]] || mpi+=(--allow-run-as-root)
 
 configs=("sync gradients" "local_sgd 1" "local_sgd 4" "local_sgd 8" "local_sgd 32")
@@ -27,7 +31,7 @@ for i in "${!configs[@]}"; do
   sed -e '/^  eval every/d' -e "s/^  epochs .*/  epochs $epochs/" \
       -e "s/^  seed 42/  seed 42\n  ${configs[$i]}\n  log_every 1000000/" \
       examples/fashion_mlp.nn >"$work/c$i.nn"
-  "$build/driver/trainc" build "$work/c$i.nn" -o "$work/c$i" >/dev/null
+  "$build/driver/trainc" build --mpi "$work/c$i.nn" -o "$work/c$i" >/dev/null
 done
 
 for r in $(seq "$reps"); do
