@@ -20,7 +20,8 @@ command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77;
 $PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
-MPIRUN=(mpirun --oversubscribe -np 2 --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
+MPIRUN=(mpirun --oversubscribe -np 2 --mca btl self,vader --mca btl_vader_single_copy_mechanism none
+        --mca mpi_yield_when_idle 1)
 rm -rf "$work" && mkdir -p "$work/train" "$work/test"
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }

@@ -93,7 +93,8 @@ if command -v mpirun >/dev/null; then
   echo "3. two ranks (LocalSGD, outer optimizer), a rank killed at random points"
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0
-  MPIRUN=(mpirun --oversubscribe -np 2 --mca btl self,vader --mca btl_vader_single_copy_mechanism none)
+  MPIRUN=(mpirun --oversubscribe -np 2 --mca btl self,vader --mca btl_vader_single_copy_mechanism none
+          --mca mpi_yield_when_idle 1)
   model two "steps 90" "local_sgd 4" "outer_optimizer nesterov(lr = 0.7, momentum = 0.9)"
   "${MPIRUN[@]}" ./two --data train --save full2.safetensors --quiet >/dev/null
   interrupted 90 stm "${MPIRUN[@]}" ./two --data train --save-state stm --save-every 1 --save resumed2.safetensors --quiet
