@@ -116,16 +116,18 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   memset(o, 0, sizeof *o);
   o->cfg = m->defaults;
   o->save_every = 100;
-  int epochs_given = 0;
+  int epochs_given = 0, save_every_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (parse_flag(argc, argv, &i, o, err)) return -1;
     o->steps_given |= strncmp(arg, "--steps", 7) == 0;
     epochs_given |= strncmp(arg, "--epochs", 8) == 0;
+    save_every_given |= strncmp(arg, "--save-every", 12) == 0;
   }
   if (epochs_given && !o->steps_given)
     o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
   if (o->help || o->version || o->gradcheck) return 0;
+  if (save_every_given && !o->state_dir) return trc_fail(err, "--save-every needs --save-state DIR");
   if (!o->data_dir && !(o->steps_given && o->cfg.steps == 0))
     return trc_fail(err, "--data DIR is required");
   return 0;
@@ -162,6 +164,13 @@ static void print_defaults(const trc_model *m, FILE *out) {
   fprintf(out, "  schedule %s(warmup=%lld, min_lr=%g), clip_norm %g, seed %llu, log every %lld\n",
           schedules[c->schedule], (long long)c->warmup, c->min_lr, c->clip_norm,
           (unsigned long long)c->seed, (long long)c->log_every);
+  fprintf(out, "  under MPI: local_sgd %lld, sync %s%s, local_sgd_warmup %lld, ",
+          (long long)c->local_sgd, c->sync_gradients ? "gradients" : "parameters",
+          c->sync_optimizer_state ? " optimizer_state" : "", (long long)c->local_sgd_warmup);
+  if (c->outer_optimizer)
+    fprintf(out, "outer_optimizer nesterov(lr=%g, momentum=%g)\n", c->outer_lr, c->outer_momentum);
+  else
+    fprintf(out, "outer_optimizer none\n");
 }
 
 void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {

@@ -230,7 +230,6 @@ static int setup_training(trainer *t, trc_error *err) {
   if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
       trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err))
     return -1;
-  t->in_sync = 1; /* same seed or --init file on every rank */
   make_fingerprint(t);
   if (t->opt.resume_dir && resume(t, err)) return -1;
   trc_progress_init(&t->progress, t->plan.total_steps, t->opt.quiet || t->rank != 0);
@@ -381,6 +380,7 @@ int trc_main(const trc_model *m, int argc, char **argv) {
   }
   t.rank = trc_comm_rank();
   t.ranks = trc_comm_size();
+  t.in_sync = 1; /* every rank starts from the same seed or --init file */
   int rc = trainer_main(&t, argc, argv, &err);
   trc_comm_finalize(rc);
   return rc;
