@@ -10,10 +10,12 @@
 # trained weights do not depend on the run, timings do) and final accuracy.
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (see
 # DESIGN.md); each rank runs OpenBLAS on one thread (2 ranks, 2 cores).
-# usage: bench/localsgd.sh [BUILD_DIR] [EPOCHS] [REPS]   (default: build 3 3)
+# Syncs, bytes and seconds come from the trainer's closing summary (they
+# include the sync at the end of training, after the last logged step).
+# usage: bench/localsgd.sh [BUILD_DIR] [EPOCHS] [REPS]   (default: build 4 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build} epochs=${2:-3} reps=${3:-3}
+build=${1:-build} epochs=${2:-4} reps=${3:-3}
 work=$build/bench_localsgd
 mkdir -p "$work"
 scripts/fetch-fashion-mnist >/dev/null
@@ -37,25 +39,26 @@ done
 for r in $(seq "$reps"); do
   for i in "${!configs[@]}"; do
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "${mpi[@]}" \
-      "$work/c$i" --data data/fashion/train --eval-data data/fashion/test --quiet \
-      --log "$work/c$i.r$r.jsonl" >/dev/null
+      "$work/c$i" --data data/fashion/train --eval-data data/fashion/test \
+      --log "$work/c$i.r$r.jsonl" >/dev/null 2>"$work/c$i.r$r.err" </dev/null
   done
 done
 
 /usr/bin/python3 - "$work" "$reps" "${configs[@]}" <<'PY'
-import json, statistics, sys
+import json, re, statistics, sys
 work, reps, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+summary = re.compile(r"trained (\d+) steps .* in ([0-9.]+) s on 2 ranks, (\d+) syncs, ([0-9.]+) MB in ([0-9.]+) s")
 print("| configuration | syncs | MB all-reduced per rank | s in all-reduce | ms per step | test accuracy |")
 print("|---|---|---|---|---|---|")
-rows = []
 for i, name in enumerate(configs):
-    runs = [[json.loads(l) for l in open(f"{work}/c{i}.r{r}.jsonl")] for r in range(1, reps + 1)]
-    last = [[x for x in run if "loss" in x][-1] for run in runs]
-    evals = [[x for x in run if "eval_accuracy" in x][-1] for run in runs]
-    accs = {e["eval_accuracy"] for e in evals}
+    runs = range(1, reps + 1)
+    sums = [summary.search(open(f"{work}/c{i}.r{r}.err").read()).groups() for r in runs]
+    accs = {[json.loads(l) for l in open(f"{work}/c{i}.r{r}.jsonl") if "eval_accuracy" in l][-1]
+            ["eval_accuracy"] for r in runs}
     assert len(accs) == 1, f"{name}: runs disagree on accuracy {accs}"
-    comm = statistics.median(x["comm_seconds"] for x in last)
-    step_ms = statistics.median(1e3 * x["seconds"] / x["step"] for x in last)
-    print(f"| `{name}` | {last[0]['syncs']} | {last[0]['comm_bytes'] / 1e6:.1f} | {comm:.2f} | "
-          f"{step_ms:.2f} | {accs.pop():.4f} |")
+    assert len({s[2:4] for s in sums}) == 1, f"{name}: runs disagree on syncs or bytes"
+    steps, syncs, mb = int(sums[0][0]), sums[0][2], sums[0][3]
+    comm = statistics.median(float(s[4]) for s in sums)
+    step_ms = statistics.median(1e3 * float(s[1]) / steps for s in sums)
+    print(f"| `{name}` | {syncs} | {mb} | {comm:.2f} | {step_ms:.2f} | {accs.pop():.4f} |")
 PY
