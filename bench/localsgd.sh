@@ -47,7 +47,7 @@ done
 /usr/bin/python3 - "$work" "$reps" "${configs[@]}" <<'PY'
 import json, re, statistics, sys
 work, reps, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
-summary = re.compile(r"trained (\d+) steps .* in ([0-9.]+) s on 2 ranks, (\d+) syncs, ([0-9.]+) MB in ([0-9.]+) s")
+summary = re.compile(r"trained (\d+) steps .* in ([0-9.]+) s, \d+ examples/s on 2 ranks, (\d+) syncs, ([0-9.]+) MB in ([0-9.]+) s")
 print("| configuration | syncs | MB all-reduced per rank | s in all-reduce | ms per step | test accuracy |")
 print("|---|---|---|---|---|---|")
 for i, name in enumerate(configs):

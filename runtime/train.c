@@ -40,8 +40,9 @@ typedef struct {
   char fingerprint[1024];      /* see state.c */
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
-  int64_t window_steps;        /* steps since then */
+  double window_examples;      /* examples trained on since then (all ranks) */
   int64_t steps_run;           /* steps done by this process (not before a resume) */
+  double run_examples;         /* and their examples (all ranks) */
 } trainer;
 
 enum { EXIT_USAGE = 2 }; /* EXIT_SUCCESS 0, EXIT_FAILURE 1 */
@@ -112,10 +113,6 @@ static void evaluate(trainer *t) {
   trc_log_eval(&t->log, t->step, epochs_done(t), &r);
 }
 
-static double examples_per_step(const trainer *t) {
-  return (double)t->m->batch * (double)t->opt.cfg.accumulate * (double)t->ranks;
-}
-
 static trc_step_record step_record(const trainer *t, double loss, double lr, double per_s) {
   return (trc_step_record){t->step,      epochs_done(t),   loss,           lr,
                            per_s,        trc_now() - t->start, t->sync.syncs, t->sync.bytes,
@@ -127,18 +124,16 @@ static void report_step(trainer *t, double loss, double lr) {
   int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps;
   if (log_point && t->ranks > 1) loss = mean_over_ranks(loss, t->ranks);
   if (t->rank != 0) return;
-  double rate = t->train_seconds > 0
-                    ? (double)t->steps_run * examples_per_step(t) / t->train_seconds
-                    : 0.0;
-  double eta = rate > 0 ? (double)(t->plan.total_steps - done) * examples_per_step(t) / rate : 0.0;
+  double rate = t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0;
+  double eta = (double)(t->plan.total_steps - done) * t->train_seconds / (double)t->steps_run;
   trc_progress_update(&t->progress, done, loss, rate, eta, log_point);
   if (!log_point) return;
   double window = t->train_seconds - t->window_start;
   trc_step_record rec = step_record(
-      t, loss, lr, window > 0 ? (double)t->window_steps * examples_per_step(t) / window : 0.0);
+      t, loss, lr, window > 0 ? t->window_examples / window : 0.0);
   trc_log_step(&t->log, &rec);
   t->window_start = t->train_seconds;
-  t->window_steps = 0;
+  t->window_examples = 0;
 }
 
 /* ---- training ---- */
@@ -260,8 +255,9 @@ static int scheduled_eval(trainer *t) {
 static void print_summary(const trainer *t) {
   if (t->opt.quiet || t->rank != 0) return;
   double seconds = trc_now() - t->start;
-  fprintf(stderr, "trained %lld steps (%.2f epochs) in %.1f s", (long long)t->plan.total_steps,
-          epochs_done(t), seconds);
+  fprintf(stderr, "trained %lld steps (%.2f epochs) in %.1f s, %.0f examples/s",
+          (long long)t->plan.total_steps, epochs_done(t), seconds,
+          t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0);
   if (t->ranks > 1)
     fprintf(stderr, " on %d ranks, %lld syncs, %.1f MB in %.2f s", t->ranks,
             (long long)t->sync.syncs, (double)t->sync.bytes / 1e6, t->sync.seconds);
@@ -274,9 +270,11 @@ static int train(trainer *t, trc_error *err) {
   int evaluated_last = 0;
   while (t->step < total) {
     double lr = trc_schedule_lr(c, t->step, total);
+    double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
     double t0 = trc_now(), loss = train_step(t, lr);
     t->train_seconds += trc_now() - t0;
-    t->window_steps++;
+    t->window_examples += examples;
+    t->run_examples += examples;
     t->steps_run++;
     if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, err);
     report_step(t, loss, lr);
