@@ -11,7 +11,10 @@
 #  5. evaluation across ranks (an odd-sized set, split unevenly) equals one
 #     process evaluating the same weights;
 #  6. a rank killed with SIGKILL ends the job with a non-zero status within
-#     seconds (a watchdog fails the test on a hang).
+#     seconds (a watchdog fails the test on a hang);
+#  7. a trainer whose train block asks for no distribution does not link
+#     libmpi; `trainc build --mpi` links it, and then averages the ranks'
+#     parameters every step.
 # usage: localsgd.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -40,6 +43,12 @@ model() {
   "$trainc" build "$name.nn" -o "$name" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
 }
 
+printf 'model p {\n  input x : f32[B, 4]\n  loss = mean(x)\n}\n' >probe.nn
+if ! "$trainc" build --mpi probe.nn -o probe 2>probe.err >/dev/null; then
+  grep -q "built without" probe.err && { echo "SKIP: this trainc was built without MPI"; exit 77; }
+  cat probe.err
+  fail "cannot build a trainer with --mpi"
+fi
 $PY "$tools" data train 256 1
 $PY "$tools" data test 65 2
 
@@ -136,4 +145,11 @@ set -e
 [ "$status" -ne 124 ] || fail "the job still ran 60 s after a rank died"
 [ "$status" -ne 0 ] || fail "the job exited 0 after a rank died"
 echo "   the job ended with status $status"
+echo "7. MPI is linked only when asked for"
+model plain 8 "steps 6"
+ldd ./plain | grep -q libmpi && fail "a trainer without distribution links libmpi"
+ldd ./k4 | grep -q libmpi || fail "a LocalSGD trainer does not link libmpi"
+"$trainc" build --mpi plain.nn -o plain_mpi --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
+"${MPIRUN[@]}" ./plain_mpi --data train --log plain_mpi.jsonl --quiet
+[ "$($PY "$tools" log syncs 6 plain_mpi.jsonl)" -eq 6 ] || fail "--mpi with local_sgd 1: expected a sync every step"
 echo "ok"
