@@ -4,6 +4,8 @@
 #     bitwise-equal parameters; between syncs (steps 3, 7) they differ; the
 #     log's syncs and comm_bytes follow the schedule (parameter bytes x syncs);
 #  2. `sync parameters optimizer_state` also makes the optimizer state equal;
+#     `local_sgd_warmup 3` averages gradients for 3 steps (ranks equal), then
+#     runs rounds of 4 local steps counted from there;
 #  3. outer_optimizer nesterov(lr = 1, momentum = 0) equals plain LocalSGD bit
 #     for bit; lr 0.7, momentum 0.9 does not;
 #  4. `sync gradients` on 2 ranks x batch 8 (accumulate 2) matches one process
@@ -61,6 +63,11 @@ done
 block=$(./k4 --help | sed -n 's/^parameters: .* block of \([0-9]*\) bytes.*/\1/p')
 model k4s 8 "local_sgd 4" "sync parameters optimizer_state"
 "${MPIRUN[@]}" ./k4s --data train --steps 8 --save-state sts --log k4s.jsonl --quiet
+model warm 8 "local_sgd 4" "local_sgd_warmup 3"
+for s in 3 5; do
+  "${MPIRUN[@]}" ./warm --data train --steps "$s" --save-state "stw$s" --log "warm_$s.jsonl" --quiet
+done
+"${MPIRUN[@]}" ./warm --data train --steps 8 --log warm_8.jsonl --quiet
 model outer1 8 "local_sgd 4" "outer_optimizer nesterov(lr = 1, momentum = 0)"
 model outer7 8 "local_sgd 4" "outer_optimizer nesterov(lr = 0.7, momentum = 0.9)"
 for m in k4 outer1 outer7; do "${MPIRUN[@]}" ./$m --data train --steps 14 --save $m.safetensors --quiet; done
@@ -106,6 +113,11 @@ print("2. sync parameters optimizer_state")
 check(same(state("sts", 8, 0), state("sts", 8, 1), False), "the optimizer state is equal after a sync")
 check(t.log_value("comm_bytes", 8, "k4s.jsonl") == 2 * 2 * block,
       "each sync sends the parameters and the momentum in one block")
+
+check(same(state("stw3", 3, 0), state("stw3", 3, 1), False), "warm-up: equal after 3 synchronous steps")
+check(not same(state("stw5", 5, 0), state("stw5", 5, 1)), "warm-up: local steps after it")
+syncs = [t.log_value("syncs", s, "warm_8.jsonl") for s in range(1, 9)]
+check(syncs == [1, 2, 3, 3, 3, 3, 4, 4], f"warm-up 3 then rounds of 4: syncs per step {syncs}")
 
 print("3. outer optimizer")
 check(open("k4.safetensors", "rb").read() == open("outer1.safetensors", "rb").read(),
