@@ -64,6 +64,7 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt) 
   push(&a, exe_path);
   push(&a, opt->rt_lib);
   push_words(&a, opt->blas_lib);
+  if (opt->mpi_libs) push_words(&a, opt->mpi_libs);
   push(&a, "-lz");
   push(&a, "-lm");
   int rc = run(&a, opt->verbose, NULL);

@@ -273,7 +273,11 @@ static void print_defaults(FILE *out, const TrainConfig *t) {
           (long long)t->warmup, t->min_lr, t->clip_norm);
   fprintf(out, "        .seed = %lluu, .eval_every_epoch = %d, .eval_every_steps = %lld, .metrics = %uu,\n",
           (unsigned long long)t->seed, t->eval_every_epoch, (long long)t->eval_every_steps, t->metrics);
-  fprintf(out, "        .log_every = %lld, .val_split = %.17g,\n    },\n", (long long)t->log_every, t->val_split);
+  fprintf(out, "        .log_every = %lld, .val_split = %.17g,\n", (long long)t->log_every, t->val_split);
+  fprintf(out, "        .local_sgd = %lld, .local_sgd_warmup = %lld, .sync_gradients = %d, .sync_optimizer_state = %d,\n",
+          (long long)t->local_sgd, (long long)t->local_sgd_warmup, t->sync_gradients, t->sync_optimizer_state);
+  fprintf(out, "        .outer_optimizer = %d, .outer_lr = %.17g, .outer_momentum = %.17g,\n    },\n", t->outer_optimizer,
+          t->outer_lr, t->outer_momentum);
 }
 
 /* The source path is user text: keep only characters that cannot end a

@@ -42,6 +42,8 @@ static const char *usage_text =
     "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE            build: also keep the generated C source in FILE\n"
+    "  --mpi                    build: link MPI (automatic when the train block\n"
+    "                           asks for local_sgd > 1 or sync gradients)\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -52,7 +54,7 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg;
-  bool verbose, sweep;
+  bool verbose, sweep, mpi;
 } Options;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -85,6 +87,7 @@ static int parse_options(int argc, char **argv, Options *o) {
       return 0;
     }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = true;
+    else if (!strcmp(a, "--mpi")) o->mpi = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -169,6 +172,12 @@ static int calibrate(const Options *o) {
 }
 
 static int build(const Program *p, const Options *o) {
+  bool mpi = o->mpi || train_is_distributed(&p->g->train);
+  if (mpi && !*TRAINC_RT_MPI_LIB) {
+    fprintf(stderr, "trainc: error: %s needs MPI, and this trainc was built without it (install "
+                    "libopenmpi-dev and rebuild trainc)\n", o->mpi ? "--mpi" : "the train block's distribution");
+    return 1;
+  }
   char tmp[] = "/tmp/trainc-XXXXXX";
   if (!mkdtemp(tmp)) {
     fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
@@ -176,13 +185,15 @@ static int build(const Program *p, const Options *o) {
   }
   char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
   BuildOptions bo = build_options(o);
+  if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
   bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo);
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
   if (ok) {
     char b[32];
-    printf("built %s (model %s, arena %s)\n", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
+    printf("built %s (model %s, arena %s%s)\n", o->output, p->g->model_name, format_bytes(p->arena_bytes, b),
+           mpi ? ", MPI" : "");
   }
   return ok ? 0 : 1;
 }

@@ -105,7 +105,18 @@ typedef struct {
   int64_t log_every;
   double val_split;
   CheckpointSpec checkpoint;
+  /* distribution (docs/ops.md, the train block) */
+  int64_t local_sgd;       /* optimizer steps between parameter averages */
+  int64_t local_sgd_warmup;/* synchronous (gradient all-reduce) steps first */
+  bool sync_gradients;     /* `sync gradients`: all-reduce gradients every step */
+  bool sync_optimizer_state; /* `sync parameters optimizer_state` */
+  bool outer_optimizer;    /* `outer_optimizer nesterov(lr, momentum)` (DiLoCo) */
+  double outer_lr, outer_momentum;
 } TrainConfig;
+
+/* True when the train block asks for more than one process (LocalSGD, data
+ * parallelism): `trainc build` then links MPI. */
+bool train_is_distributed(const TrainConfig *t);
 
 typedef struct {
   const char *model_name;

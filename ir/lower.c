@@ -808,6 +808,7 @@ static TrainConfig default_train(void) {
       .batch = 32, .accumulate = 1, .epochs = 1, .optimizer = OPT_ADAMW, .lr = 1e-3, .momentum = 0,
       .weight_decay = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .schedule = SCHED_CONSTANT,
       .seed = 42, .metrics = METRIC_LOSS | METRIC_ACCURACY, .log_every = 50,
+      .local_sgd = 1, .outer_lr = 1, .outer_momentum = 0,
   };
 }
 
@@ -942,16 +943,67 @@ static void lower_checkpoint(Lower *L, const Setting *st, CheckpointSpec *c) {
   diag_error(L->diag, st->loc, "checkpoint is off, all, sqrt, auto, every N or budget SIZE");
 }
 
-/* Policies a later trainc will honour. Accepting them silently would be a lie,
- * so anything beyond the default is an error that says so. */
-static void lower_not_yet(Lower *L, const Setting *st, const char *default_word, int64_t default_int) {
-  if (st->nitems == 1 && !st->has_colon) {
-    const Expr *e = st->items[0];
-    if (default_word && is_word(e, default_word)) return;
-    if (!default_word && e->kind == EX_NUM && e->is_int && (int64_t)e->num == default_int) return;
+/* `sync parameters`, `sync parameters optimizer_state` or `sync gradients`. */
+static void lower_sync(Lower *L, const Setting *st, TrainConfig *t) {
+  const Expr *const *it = (const Expr *const *)st->items;
+  bool params = st->nitems >= 1 && is_word(it[0], "parameters");
+  bool grads = st->nitems == 1 && is_word(it[0], "gradients");
+  bool state = params && st->nitems == 2 && is_word(it[1], "optimizer_state");
+  if (st->has_colon || !(grads || (params && st->nitems == 1) || state)) {
+    diag_error(L->diag, st->loc, "expected `sync parameters`, `sync parameters optimizer_state` or `sync gradients`");
+    return;
   }
-  diag_error(L->diag, st->loc, "'%s' policies are not supported by this version of trainc (only `%s %s`)",
-             st->key, st->key, default_word ? default_word : "1");
+  t->sync_gradients = grads;
+  t->sync_optimizer_state = state;
+}
+
+/* `outer_optimizer none` or `outer_optimizer nesterov(lr = 0.7, momentum = 0.9)`. */
+static void lower_outer_optimizer(Lower *L, const Setting *st, TrainConfig *t) {
+  static const Signature sig = {{"lr", "momentum"}, 2, 0, {0.7, 0.9}};
+  if (!setting_arity(L, st, 1)) return;
+  const Expr *c = st->items[0];
+  if (is_word(c, "none")) {
+    t->outer_optimizer = false, t->outer_lr = 1, t->outer_momentum = 0;
+    return;
+  }
+  if (!((c->kind == EX_IDENT || c->kind == EX_CALL) && strcmp(c->name, "nesterov") == 0)) {
+    diag_error(L->diag, c->loc, "outer_optimizer is none or nesterov(lr, momentum)");
+    return;
+  }
+  Value v[MAX_PARAMS];
+  SrcLoc locs[MAX_PARAMS];
+  Expr none = {.kind = EX_CALL, .name = c->name, .loc = c->loc};
+  double lr, momentum;
+  if (!bind_args(L, &L->globals, c->kind == EX_CALL ? c : &none, &sig, v, locs) ||
+      !number_in(L, v[0], locs[0], "the outer lr", 0, 10, &lr) ||
+      !number_in(L, v[1], locs[1], "the outer momentum", 0, 0.999, &momentum))
+    return;
+  t->outer_optimizer = true, t->outer_lr = lr, t->outer_momentum = momentum;
+}
+
+static const Setting *find_setting(const TrainBlock *tb, const char *key) {
+  const Setting *found = NULL;
+  for (const Setting *st = tb->settings; st; st = st->next)
+    if (!strcmp(st->key, key)) found = st;
+  return found;
+}
+
+/* Combinations that mean nothing: gradient averaging keeps every rank's
+ * parameters and optimizer state equal, so it has no rounds to shape. */
+static void check_distribution(Lower *L, const TrainBlock *tb, const TrainConfig *t) {
+  if (!t->sync_gradients) return;
+  const Setting *sync = find_setting(tb, "sync");
+  if (t->local_sgd > 1)
+    diag_error(L->diag, sync->loc, "`sync gradients` averages every step: it needs `local_sgd 1` (LocalSGD averages parameters: `sync parameters`)");
+  static const char *const local_only[] = {"outer_optimizer", "local_sgd_warmup"};
+  for (int i = 0; i < 2; i++) {
+    const Setting *st = find_setting(tb, local_only[i]);
+    if (st) diag_error(L->diag, st->loc, "'%s' shapes parameter averaging; it does not apply with `sync gradients`", local_only[i]);
+  }
+}
+
+bool train_is_distributed(const TrainConfig *t) {
+  return t->local_sgd > 1 || t->sync_gradients || t->local_sgd_warmup > 0 || t->outer_optimizer;
 }
 
 static void lower_setting(Lower *L, const Setting *st, TrainConfig *t) {
@@ -971,7 +1023,10 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *t) {
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
   else if (!strcmp(k, "checkpoint")) lower_checkpoint(L, st, &t->checkpoint);
-  else if (!strcmp(k, "local_sgd")) lower_not_yet(L, st, NULL, 1);
+  else if (!strcmp(k, "local_sgd")) setting_int(L, st, 1, big, &t->local_sgd);
+  else if (!strcmp(k, "local_sgd_warmup")) setting_int(L, st, 0, big, &t->local_sgd_warmup);
+  else if (!strcmp(k, "sync")) lower_sync(L, st, t);
+  else if (!strcmp(k, "outer_optimizer")) lower_outer_optimizer(L, st, t);
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
 }
 
@@ -980,6 +1035,7 @@ static void lower_train(Lower *L, const TrainBlock *tb) {
   if (!tb) return;
   if (tb->next) diag_error(L->diag, tb->next->loc, "a file has at most one train block");
   for (const Setting *st = tb->settings; st; st = st->next) lower_setting(L, st, &L->g->train);
+  check_distribution(L, tb, &L->g->train);
 }
 
 /* ------------------------------------------------------------------- model */

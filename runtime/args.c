@@ -32,6 +32,11 @@ static const flag flags[] = {
     {"seed", FLAG_SEED, OPT(cfg.seed), 0, "N", "seed of init, shuffling and gradcheck data"},
     {"init", FLAG_PATH, OPT(init_path), 0, "FILE", "start from these weights (.safetensors)"},
     {"save", FLAG_PATH, OPT(save_path), 0, "FILE", "save the weights at the end (.safetensors)"},
+    {"save-state", FLAG_PATH, OPT(state_dir), 0, "DIR",
+     "save resumable training state in DIR (see --save-every)"},
+    {"save-every", FLAG_COUNT, OPT(save_every), 1, "N",
+     "optimizer steps between state saves (default 100; and the last step)"},
+    {"resume", FLAG_PATH, OPT(resume_dir), 0, "DIR", "continue from the newest state in DIR"},
     {"log", FLAG_PATH, OPT(log_path), 0, "FILE", "JSON Lines log of steps and evaluations"},
     {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, "N", "optimizer steps between log lines"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
@@ -110,16 +115,19 @@ static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *
 int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, trc_error *err) {
   memset(o, 0, sizeof *o);
   o->cfg = m->defaults;
-  int epochs_given = 0;
+  o->save_every = 100;
+  int epochs_given = 0, save_every_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (parse_flag(argc, argv, &i, o, err)) return -1;
     o->steps_given |= strncmp(arg, "--steps", 7) == 0;
     epochs_given |= strncmp(arg, "--epochs", 8) == 0;
+    save_every_given |= strncmp(arg, "--save-every", 12) == 0;
   }
   if (epochs_given && !o->steps_given)
     o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
   if (o->help || o->version || o->gradcheck) return 0;
+  if (save_every_given && !o->state_dir) return trc_fail(err, "--save-every needs --save-state DIR");
   if (!o->data_dir && !(o->steps_given && o->cfg.steps == 0))
     return trc_fail(err, "--data DIR is required");
   return 0;
@@ -156,6 +164,13 @@ static void print_defaults(const trc_model *m, FILE *out) {
   fprintf(out, "  schedule %s(warmup=%lld, min_lr=%g), clip_norm %g, seed %llu, log every %lld\n",
           schedules[c->schedule], (long long)c->warmup, c->min_lr, c->clip_norm,
           (unsigned long long)c->seed, (long long)c->log_every);
+  fprintf(out, "  under MPI: local_sgd %lld, sync %s%s, local_sgd_warmup %lld, ",
+          (long long)c->local_sgd, c->sync_gradients ? "gradients" : "parameters",
+          c->sync_optimizer_state ? " optimizer_state" : "", (long long)c->local_sgd_warmup);
+  if (c->outer_optimizer)
+    fprintf(out, "outer_optimizer nesterov(lr=%g, momentum=%g)\n", c->outer_lr, c->outer_momentum);
+  else
+    fprintf(out, "outer_optimizer none\n");
 }
 
 void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
@@ -165,6 +180,9 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
   fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",
           (long long)m->batch);
   for (int i = 0; i < m->n_inputs; i++) print_input(&m->inputs[i], out);
+  uint64_t block = m->param_count * sizeof(float);
+  fprintf(out, "\nparameters: %d tensors in one block of %llu bytes (what one sync sends)\n",
+          m->n_params, (unsigned long long)block);
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
     char left[48];

@@ -3,7 +3,11 @@
  *
  * With predictions and labels, eval_loss is the mean per-example
  * cross-entropy of the predict logits (exact even for the padded batch);
- * otherwise it is the mean of the `loss` of the full batches. */
+ * otherwise it is the mean of the `loss` of the full batches.
+ *
+ * Under MPI each rank evaluates its own slice of the set, and the sums behind
+ * the metrics (confusion counts, loss sums, example counts) are added across
+ * ranks before any ratio is taken: one all-reduce of a buffer allocated once. */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -14,9 +18,15 @@ int trc_evaluator_init(trc_evaluator *ev, const trc_model *m, trc_error *err) {
   memset(ev, 0, sizeof *ev);
   ev->classify = m->has_predict && m->label_input >= 0;
   ev->rows = malloc((size_t)m->batch * sizeof *ev->rows);
-  if (!ev->rows) return trc_fail(err, "out of memory (evaluation)");
+  ev->sums = malloc((size_t)(EVAL_SUMS + 3 * (m->has_predict ? m->predict_classes : 0)) *
+                    sizeof *ev->sums);
+  if (!ev->rows || !ev->sums) {
+    trc_evaluator_free(ev);
+    return trc_fail(err, "out of memory (evaluation)");
+  }
   if (ev->classify && trc_metrics_init(&ev->metrics, m->predict_classes, err)) {
     free(ev->rows);
+    free(ev->sums);
     return -1;
   }
   return 0;
@@ -24,7 +34,8 @@ int trc_evaluator_init(trc_evaluator *ev, const trc_model *m, trc_error *err) {
 
 void trc_evaluator_free(trc_evaluator *ev) {
   free(ev->rows);
-  if (ev->classify) trc_metrics_free(&ev->metrics);
+  free(ev->sums);
+  if (ev->classify && ev->metrics.true_pos) trc_metrics_free(&ev->metrics);
   memset(ev, 0, sizeof *ev);
 }
 
@@ -51,6 +62,33 @@ static void batch_rows(int64_t *rows, int64_t batch, int64_t first, int64_t n) {
   for (int64_t r = 0; r < batch; r++) rows[r] = first + r < n ? first + r : (first + r - n) % n;
 }
 
+/* Adds every rank's counts into every rank's: [examples, correct, ce_sum,
+ * loss_sum, full_batches, then true_pos, false_pos, false_neg per class]. */
+static void reduce_over_ranks(trc_evaluator *ev, int64_t *examples, double *loss_sum,
+                              int64_t *full_batches) {
+  trc_metrics *mt = &ev->metrics;
+  const int64_t c = ev->classify ? mt->classes : 0;
+  int64_t *per_class[3] = {mt->true_pos, mt->false_pos, mt->false_neg};
+  double *s = ev->sums;
+  s[0] = (double)*examples;
+  s[1] = (double)mt->correct;
+  s[2] = mt->ce_sum;
+  s[3] = *loss_sum;
+  s[4] = (double)*full_batches;
+  for (int a = 0; a < 3; a++)
+    for (int64_t k = 0; k < c; k++) s[EVAL_SUMS + a * c + k] = (double)per_class[a][k];
+  trc_comm_allreduce_f64(s, (uint64_t)(EVAL_SUMS + 3 * c));
+  *examples = (int64_t)s[0];
+  *loss_sum = s[3];
+  *full_batches = (int64_t)s[4];
+  if (!ev->classify) return;
+  mt->examples = *examples;
+  mt->correct = (int64_t)s[1];
+  mt->ce_sum = s[2];
+  for (int a = 0; a < 3; a++)
+    for (int64_t k = 0; k < c; k++) per_class[a][k] = (int64_t)s[EVAL_SUMS + a * c + k];
+}
+
 void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config *cfg, char *arena,
                   const trc_dataset *ds, trc_eval_result *out) {
   const int64_t B = m->batch;
@@ -74,7 +112,9 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
                       arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
                       valid);
   }
-  out->examples = ds->n;
+  int64_t examples = ds->n;
+  reduce_over_ranks(ev, &examples, &loss_sum, &full_batches);
+  out->examples = examples;
   if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {
     out->loss = trc_metrics_cross_entropy(&ev->metrics);
     out->has_loss = 1;

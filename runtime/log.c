@@ -6,10 +6,10 @@
 #include <errno.h>
 #include <string.h>
 
-int trc_log_open(trc_log *log, const char *path, trc_error *err) {
+int trc_log_open(trc_log *log, const char *path, int append, trc_error *err) {
   log->f = NULL;
   if (!path) return 0;
-  log->f = fopen(path, "w");
+  log->f = fopen(path, append ? "a" : "w");
   return log->f ? 0 : trc_fail_at(err, path, "cannot create the log: %s", strerror(errno));
 }
 
@@ -40,6 +40,9 @@ void trc_log_step(trc_log *log, const trc_step_record *r) {
   field(log->f, "lr", r->lr);
   field(log->f, "examples_per_s", r->examples_per_s);
   field(log->f, "seconds", r->seconds);
+  fprintf(log->f, ",\"syncs\":%lld,\"comm_bytes\":%llu", (long long)r->syncs,
+          (unsigned long long)r->comm_bytes);
+  field(log->f, "comm_seconds", r->comm_seconds);
   end(log->f);
 }
 

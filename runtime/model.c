@@ -88,6 +88,10 @@ static int check_config(const trc_train_config *c, trc_error *err) {
     return trc_fail(err,
                     "defaults: need steps >= 1 or epochs >= 1, and warmup, eval_every_steps >= 0");
   if (c->log_every < 1) return trc_fail(err, "defaults: log_every must be >= 1");
+  if (c->local_sgd < 1 || c->local_sgd_warmup < 0)
+    return trc_fail(err, "defaults: local_sgd must be >= 1 and local_sgd_warmup >= 0");
+  if (!(c->outer_lr >= 0 && c->outer_momentum >= 0 && c->outer_momentum < 1))
+    return trc_fail(err, "defaults: outer lr must be >= 0 and outer momentum in [0, 1)");
   if (!(c->val_split >= 0 && c->val_split < 1))
     return trc_fail(err, "defaults: val_split must be in [0, 1)");
   if (!isfinite(c->lr) || c->lr < 0) return trc_fail(err, "defaults: lr must be finite and >= 0");

@@ -70,6 +70,83 @@ int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err);
 int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 
+/* ---- the step schedule (steps.c) ---- */
+
+typedef struct {
+  int64_t examples, batch, accumulate; /* training rows (the same on every rank) */
+  int rank, ranks;
+  uint64_t seed;
+  int64_t steps, epochs; /* steps > 0 wins; else epochs */
+} trc_step_plan_spec;
+
+typedef struct {
+  int64_t batch, n, accumulate;
+  int rank, ranks;
+  uint64_t seed;
+  int64_t batches_per_epoch; /* micro-batches of each rank: floor(n / (ranks * batch)) */
+  int64_t steps_per_epoch;   /* ceil(batches_per_epoch / accumulate) */
+  int64_t total_steps;
+  int64_t *perm, perm_epoch; /* the order of epoch perm_epoch, computed on demand */
+} trc_step_plan;
+
+int trc_step_plan_init(trc_step_plan *p, const trc_step_plan_spec *s, trc_error *err);
+void trc_step_plan_free(trc_step_plan *p);
+/* Micro-batches of optimizer step `step` (0-based): accumulate, or fewer in
+ * the last window of an epoch. */
+int64_t trc_step_window(const trc_step_plan *p, int64_t step);
+/* This rank's `batch` rows of micro-batch k of step `step`. */
+const int64_t *trc_step_rows(trc_step_plan *p, int64_t step, int64_t k);
+double trc_step_epochs(const trc_step_plan *p, int64_t steps_done);
+int trc_step_ends_epoch(const trc_step_plan *p, int64_t steps_done);
+
+/* ---- synchronization across ranks (sync.c) ---- */
+
+typedef struct {
+  int ranks;
+  uint64_t count;           /* parameters (f32) */
+  float *anchor, *momentum; /* outer optimizer: parameters after the last sync, Nesterov buffer */
+  float *staging;           /* [parameters | optimizer state] when the state is averaged */
+  int64_t syncs;            /* all-reduces of parameters or gradients (none with one rank) */
+  uint64_t bytes;           /* their payload */
+  double seconds;           /* time inside them */
+} trc_sync;
+
+int trc_sync_init(trc_sync *s, const trc_train_config *c, const trc_model *m, const char *arena,
+                  const trc_optimizer *opt, trc_error *err);
+void trc_sync_free(trc_sync *s);
+/* 1 when step `step` (0-based) averages gradients (sync gradients, or within
+ * local_sgd_warmup); its loss seed is then divided by the number of ranks. */
+int trc_sync_gradient_step(const trc_train_config *c, int64_t step);
+/* 1 when the parameters are averaged after `done` steps (every local_sgd
+ * steps after the warm-up). */
+int trc_sync_due(const trc_train_config *c, int64_t done);
+void trc_sync_gradients(trc_sync *s, float *grad);
+void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
+                         trc_optimizer *opt);
+/* The outer optimizer's anchor becomes `params` (after synchronous steps). */
+void trc_sync_restart_outer(trc_sync *s, const float *params);
+
+/* ---- resumable state (state.c) ---- */
+
+typedef struct {
+  const trc_model *model;
+  char *arena;
+  trc_optimizer *opt;
+  trc_sync *sync;
+  int64_t step;            /* optimizer steps done */
+  int in_sync;             /* the ranks hold the same parameters */
+  const char *fingerprint; /* what shapes the run; a state saved by another run is refused */
+} trc_run_state;
+
+/* Makes DIR if missing (its parent must exist) and checks it is writable:
+ * before training, not at the first save. */
+int trc_state_prepare(const char *dir, trc_error *err);
+/* Writes DIR/state-STEP.rank-R.safetensors atomically, then (after every
+ * rank has) removes this rank's older ones. Collective: every rank calls it. */
+int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
+/* Loads the newest step saved by every rank. Collective. */
+int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
+
 /* ---- pieces of trc_main (train.c) ---- */
 
 typedef struct {
@@ -78,16 +155,20 @@ typedef struct {
   int64_t examples;
 } trc_eval_result;
 
-/* Evaluation state, allocated once: a row list for one batch and metrics. */
+/* Evaluation state, allocated once: a row list for one batch, metrics, and
+ * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class). */
+enum { EVAL_SUMS = 5 };
 typedef struct {
   int64_t *rows;
+  double *sums;
   int classify; /* predict + labels exist: accuracy, F1, CE loss */
   trc_metrics metrics;
 } trc_evaluator;
 
 int trc_evaluator_init(trc_evaluator *ev, const trc_model *model, trc_error *err);
 void trc_evaluator_free(trc_evaluator *ev);
-/* forward() over ds in batches (the last one padded); labels must be in
+/* forward() over ds in batches (the last one padded), the counts summed
+ * over all ranks (each passes its own slice); labels must be in
  * [0, predict_classes) (see trc_check_labels). */
 void trc_evaluate(trc_evaluator *ev, const trc_model *model, const trc_train_config *cfg,
                   char *arena, const trc_dataset *ds, trc_eval_result *out);
@@ -97,13 +178,17 @@ int trc_check_labels(const trc_model *model, const trc_dataset *ds, const char *
 typedef struct {
   int64_t step; /* optimizer steps done */
   double epoch, loss, lr, examples_per_s, seconds;
+  int64_t syncs;      /* cumulative, see trc_sync */
+  uint64_t comm_bytes;
+  double comm_seconds;
 } trc_step_record;
 
 typedef struct {
   FILE *f; /* NULL: no log */
 } trc_log;
 
-int trc_log_open(trc_log *log, const char *path, trc_error *err);
+/* append: continue a resumed run's log instead of truncating it. */
+int trc_log_open(trc_log *log, const char *path, int append, trc_error *err);
 void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);

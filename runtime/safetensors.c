@@ -30,6 +30,8 @@ void trc_st_header_free(trc_st_header *h) {
   for (int i = 0; i < h->n; i++) free(h->entries[i].name);
   free(h->entries);
   free(h->model_name);
+  for (int i = 0; i < 2 * h->n_meta; i++) free(h->meta[i]);
+  free(h->meta);
   memset(h, 0, sizeof *h);
 }
 
@@ -101,20 +103,43 @@ static int parse_tensor(trc_json *j, trc_st_entry *e, trc_error *err) {
   return 0;
 }
 
-/* "__metadata__": a flat object of strings; keeps trainc_model. */
+/* Keeps one metadata pair (takes ownership of both strings). */
+static int add_meta(trc_st_header *h, char *key, char *value, int *cap, trc_error *err) {
+  if (h->n_meta == *cap) {
+    int bigger = *cap ? 2 * *cap : 8;
+    char **m = realloc(h->meta, (size_t)bigger * 2 * sizeof *m);
+    if (!m) {
+      free(key);
+      free(value);
+      return trc_fail(err, "out of memory");
+    }
+    h->meta = m;
+    *cap = bigger;
+  }
+  h->meta[2 * h->n_meta] = key;
+  h->meta[2 * h->n_meta++ + 1] = value;
+  return 0;
+}
+
+/* "__metadata__": a flat object of strings; all kept, trainc_model also
+ * as model_name. */
 static int parse_metadata(trc_json *j, trc_st_header *h, trc_error *err) {
+  int cap = 0;
   if (trc_json_expect(j, '{', err)) return -1;
   if (trc_json_accept(j, '}')) return 0;
   do {
     char *key, *value;
     if (trc_json_string(j, &key, err)) return -1;
-    int rc = trc_json_expect(j, ':', err) || trc_json_string(j, &value, err) ? -1 : 0;
-    if (rc == 0 && strcmp(key, "trainc_model") == 0 && !h->model_name)
-      h->model_name = value;
-    else if (rc == 0)
+    if (trc_json_expect(j, ':', err) || trc_json_string(j, &value, err)) {
+      free(key);
+      return -1;
+    }
+    if (strcmp(key, "trainc_model") == 0 && !h->model_name && !(h->model_name = strdup(value))) {
+      free(key);
       free(value);
-    free(key);
-    if (rc) return -1;
+      return trc_fail(err, "out of memory");
+    }
+    if (add_meta(h, key, value, &cap, err)) return -1;
   } while (trc_json_accept(j, ','));
   return trc_json_expect(j, '}', err);
 }
@@ -238,6 +263,8 @@ int trc_safetensors_parse(const void *buf, size_t len, trc_st_header *h, trc_err
 
 typedef struct {
   const char *model_name;
+  const char *const *meta; /* n_meta (key, value) pairs */
+  int n_meta;
   const trc_tensor *tensors;
   int n;
 } st_file;
@@ -264,6 +291,12 @@ static void write_header_json(FILE *f, const st_file *s) {
   }
   fputs("\"__metadata__\":{\"format\":\"pt\",\"trainc_model\":", f);
   trc_json_write_string(f, s->model_name);
+  for (int i = 0; i < s->n_meta; i++) {
+    fputc(',', f);
+    trc_json_write_string(f, s->meta[2 * i]);
+    fputc(':', f);
+    trc_json_write_string(f, s->meta[2 * i + 1]);
+  }
   fputs("}}", f);
 }
 
@@ -290,10 +323,15 @@ static int write_file(FILE *f, const void *ctx, trc_error *err) {
   return ferror(f) ? trc_fail(err, "write failed") : 0;
 }
 
+int trc_safetensors_write_meta(const char *path, const char *model_name, const char *const *meta,
+                               int n_meta, const trc_tensor *tensors, int n, trc_error *err) {
+  st_file s = {model_name, meta, n_meta, tensors, n};
+  return trc_write_atomic(path, write_file, &s, err);
+}
+
 int trc_safetensors_write(const char *path, const char *model_name, const trc_tensor *tensors,
                           int n, trc_error *err) {
-  st_file s = {model_name, tensors, n};
-  return trc_write_atomic(path, write_file, &s, err);
+  return trc_safetensors_write_meta(path, model_name, NULL, 0, tensors, n, err);
 }
 
 /* ---- a model's parameters ---- */

@@ -1,14 +1,21 @@
 /* train.c — trc_main: a trainer's whole life. Flags, arena, weights, data,
- * then optimizer steps of `accumulate` micro-batches each, with evaluation,
- * logging and progress at their schedule points, and the weights saved last.
+ * then optimizer steps (steps.c decides which examples each one trains on),
+ * with synchronization across ranks (sync.c), evaluation, logging, progress
+ * and resumable state (state.c) at their schedule points, and the weights
+ * saved last.
  *
- * Batching: each epoch visits the training examples in a fresh order that
- * depends only on (seed, epoch); an epoch is floor(N / batch) micro-batches
- * (the last partial batch is dropped); an optimizer step's window of
- * micro-batches may run across an epoch boundary. With --epochs, the run is
- * floor(epochs * batches_per_epoch / accumulate) steps (at least 1). */
+ * One optimizer step: zero the gradients; for each of the window's w
+ * micro-batches, forward() then backward() with loss seed 1/w (1/(w*ranks)
+ * when gradients are averaged, which sums them over the ranks), so the
+ * gradient is that of the mean loss over every example of the window; then
+ * the gradient all-reduce (if this step averages gradients), clipping, the
+ * optimizer, and the parameter average when LocalSGD's round ends.
+ *
+ * Under MPI, rank 0 alone prints, logs and saves weights; every rank saves
+ * its own resumable state. */
 #include "rt_internal.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,43 +26,70 @@ typedef struct {
   const char *prog;
   char *arena;
   trc_dataset data, eval_file; /* owners: --data, --eval-data */
-  trc_dataset train, eval;     /* what is trained on and evaluated on */
-  int has_eval;
+  trc_dataset train, eval;     /* what is trained on; this rank's slice of the evaluation set */
+  int has_eval;                /* the evaluation set (of all ranks) is not empty */
+  int rank, ranks;
   trc_optimizer optim;
+  trc_sync sync;
+  trc_step_plan plan;
   trc_evaluator evaluator;
   trc_log log;
   trc_progress progress;
-  int64_t *perm; /* this epoch's order of the training rows */
-  int64_t batches_per_epoch, total_steps;
-  int64_t epoch, batch_in_epoch; /* where the next micro-batch comes from */
-  double start, train_seconds;   /* wall clock at the start; time inside steps */
-  double window_start;           /* train_seconds at the last log record */
-  int64_t window_steps;          /* steps since then */
+  int64_t step;                /* optimizer steps done */
+  int in_sync;                 /* every rank holds the same parameters */
+  char fingerprint[1024];      /* see state.c */
+  double start, train_seconds; /* wall clock at the start; time inside steps */
+  double window_start;         /* train_seconds at the last log record */
+  double window_examples;      /* examples trained on since then (all ranks) */
+  int64_t steps_run;           /* steps done by this process (not before a resume) */
+  double run_examples;         /* and their examples (all ranks) */
 } trainer;
 
 enum { EXIT_USAGE = 2 }; /* EXIT_SUCCESS 0, EXIT_FAILURE 1 */
 
 static double epochs_done(const trainer *t) {
-  if (t->batches_per_epoch == 0) return 0.0; /* not training: --steps 0 */
-  return (double)t->epoch + (double)t->batch_in_epoch / (double)t->batches_per_epoch;
+  if (!t->plan.perm) return 0.0; /* not training: --steps 0 */
+  return trc_step_epochs(&t->plan, t->step);
 }
+
+static float *params(const trainer *t) { return (float *)(t->arena + t->m->param_offset); }
 
 /* ---- data ---- */
 
 /* Training rows: --data less its val_split tail when there is no --eval-data;
- * evaluation rows: --eval-data, else that tail. */
+ * evaluation rows: --eval-data, else that tail; this rank's share of them. */
 static int load_data(trainer *t, trc_error *err) {
   const char *data = t->opt.data_dir, *eval = t->opt.eval_dir;
   if ((data && trc_dataset_load(t->m, data, &t->data, err)) ||
       (eval && trc_dataset_load(t->m, eval, &t->eval_file, err)))
     return -1;
   int64_t n = t->data.n, n_val = eval ? 0 : (int64_t)((double)n * t->opt.cfg.val_split);
+  int64_t val_first = eval ? 0 : n - n_val, val_n = eval ? t->eval_file.n : n_val;
+  int64_t lo = val_n * t->rank / t->ranks, hi = val_n * (t->rank + 1) / t->ranks;
   if (trc_dataset_view(&t->data, 0, n - n_val, &t->train, err) ||
-      trc_dataset_view(eval ? &t->eval_file : &t->data, eval ? 0 : n - n_val,
-                       eval ? t->eval_file.n : n_val, &t->eval, err))
+      trc_dataset_view(eval ? &t->eval_file : &t->data, val_first + lo, hi - lo, &t->eval, err))
     return -1;
-  t->has_eval = t->eval.n > 0;
+  t->has_eval = val_n > 0;
   return t->has_eval ? trc_check_labels(t->m, &t->eval, eval ? eval : data, err) : 0;
+}
+
+/* ---- synchronization ---- */
+
+static void sync_parameters(trainer *t) {
+  trc_sync_parameters(&t->sync, &t->opt.cfg, params(t), &t->optim);
+  t->in_sync = 1;
+}
+
+/* Evaluation, the end of training and the saved weights see averaged
+ * parameters. */
+static void ensure_in_sync(trainer *t) {
+  if (!t->in_sync) sync_parameters(t);
+}
+
+/* The mean over the ranks (for the logged loss). */
+static double mean_over_ranks(double x, int ranks) {
+  trc_comm_allreduce_f64(&x, 1);
+  return x / ranks;
 }
 
 /* ---- evaluation and logging ---- */
@@ -69,56 +103,51 @@ static void print_eval(const trainer *t, const trc_eval_result *r) {
   fflush(stdout);
 }
 
-static void evaluate(trainer *t, int64_t step) {
+static void evaluate(trainer *t) {
   trc_eval_result r;
+  ensure_in_sync(t);
   trc_evaluate(&t->evaluator, t->m, &t->opt.cfg, t->arena, &t->eval, &r);
+  if (t->rank != 0) return;
   trc_progress_break(&t->progress);
   print_eval(t, &r);
-  trc_log_eval(&t->log, step, epochs_done(t), &r);
+  trc_log_eval(&t->log, t->step, epochs_done(t), &r);
 }
 
-static void report_step(trainer *t, int64_t done, double loss, double lr) {
-  const trc_train_config *c = &t->opt.cfg;
-  const double step_examples = (double)t->m->batch * (double)c->accumulate;
-  int log_point = done % c->log_every == 0 || done == t->total_steps;
-  double rate = t->train_seconds > 0 ? done * step_examples / t->train_seconds : 0.0;
-  double eta = rate > 0 ? (double)(t->total_steps - done) * step_examples / rate : 0.0;
+static trc_step_record step_record(const trainer *t, double loss, double lr, double per_s) {
+  return (trc_step_record){t->step,      epochs_done(t),   loss,           lr,
+                           per_s,        trc_now() - t->start, t->sync.syncs, t->sync.bytes,
+                           t->sync.seconds};
+}
+
+static void report_step(trainer *t, double loss, double lr) {
+  const int64_t done = t->step;
+  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps;
+  if (log_point && t->ranks > 1) loss = mean_over_ranks(loss, t->ranks);
+  if (t->rank != 0) return;
+  double rate = t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0;
+  double eta = (double)(t->plan.total_steps - done) * t->train_seconds / (double)t->steps_run;
   trc_progress_update(&t->progress, done, loss, rate, eta, log_point);
   if (!log_point) return;
   double window = t->train_seconds - t->window_start;
-  trc_step_record rec = {done,
-                         epochs_done(t),
-                         loss,
-                         lr,
-                         window > 0 ? (double)t->window_steps * step_examples / window : 0.0,
-                         trc_now() - t->start};
+  trc_step_record rec = step_record(
+      t, loss, lr, window > 0 ? t->window_examples / window : 0.0);
   trc_log_step(&t->log, &rec);
   t->window_start = t->train_seconds;
-  t->window_steps = 0;
+  t->window_examples = 0;
 }
 
 /* ---- training ---- */
 
-/* Rows of the next micro-batch, starting a new shuffled epoch when needed. */
-static const int64_t *next_batch(trainer *t) {
-  if (t->batch_in_epoch == t->batches_per_epoch) {
-    t->epoch++;
-    t->batch_in_epoch = 0;
-    trc_shuffle(t->perm, t->train.n, t->opt.cfg.seed, (uint64_t)t->epoch);
-  }
-  return t->perm + t->batch_in_epoch++ * t->m->batch;
-}
-
-/* One optimizer step; returns the mean of its micro-batch losses. */
-static double train_step(trainer *t, double lr) {
+/* Forward and backward over the window's micro-batches; returns the mean of
+ * their losses. */
+static double accumulate_window(trainer *t, int average_gradients) {
   const trc_model *m = t->m;
-  const trc_train_config *c = &t->opt.cfg;
-  const float seed = 1.0f / (float)c->accumulate;
-  float *grad = (float *)(t->arena + m->grad_offset);
+  const int64_t window = trc_step_window(&t->plan, t->step);
+  const float seed = 1.0f / (float)(window * (average_gradients ? t->ranks : 1));
   double loss_sum = 0.0;
-  memset(grad, 0, m->param_count * sizeof(float));
-  for (int64_t k = 0; k < c->accumulate; k++) {
-    trc_dataset_gather(&t->train, m, next_batch(t), m->batch, t->arena);
+  memset(t->arena + m->grad_offset, 0, m->param_count * sizeof(float));
+  for (int64_t k = 0; k < window; k++) {
+    trc_dataset_gather(&t->train, m, trc_step_rows(&t->plan, t->step, k), m->batch, t->arena);
     memcpy(t->arena + m->loss_seed_offset, &seed, sizeof seed);
     float loss;
     m->forward(t->arena);
@@ -126,87 +155,136 @@ static double train_step(trainer *t, double lr) {
     loss_sum += loss;
     m->backward(t->arena);
   }
-  double loss = loss_sum / (double)c->accumulate;
+  return loss_sum / (double)window;
+}
+
+/* One optimizer step; returns the mean of its micro-batch losses. */
+static double train_step(trainer *t, double lr) {
+  const trc_train_config *c = &t->opt.cfg;
+  float *grad = (float *)(t->arena + t->m->grad_offset);
+  int average_gradients = trc_sync_gradient_step(c, t->step);
+  double loss = accumulate_window(t, average_gradients);
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
-  if (c->clip_norm > 0) trc_clip_grad_norm(grad, m->param_count, c->clip_norm);
-  trc_optimizer_step(&t->optim, m, c, t->arena, lr);
+  if (average_gradients) trc_sync_gradients(&t->sync, grad);
+  if (c->clip_norm > 0) trc_clip_grad_norm(grad, t->m->param_count, c->clip_norm);
+  trc_optimizer_step(&t->optim, t->m, c, t->arena, lr);
+  t->step++;
+  if (average_gradients) { /* the ranks took the same step */
+    t->in_sync = 1;
+    trc_sync_restart_outer(&t->sync, params(t));
+  } else {
+    t->in_sync = 0;
+    if (trc_sync_due(c, t->step)) sync_parameters(t);
+  }
   return loss;
 }
 
-static int plan_steps(trainer *t, trc_error *err) {
+/* Everything a saved state must agree with to continue this run exactly. */
+static void make_fingerprint(trainer *t) {
   const trc_train_config *c = &t->opt.cfg;
-  if (t->train.n < t->m->batch)
-    return trc_fail_at(err, t->opt.data_dir, "%lld training examples, fewer than one batch of %lld",
-                       (long long)t->train.n, (long long)t->m->batch);
-  t->batches_per_epoch = t->train.n / t->m->batch;
-  if (c->steps > 0) {
-    t->total_steps = c->steps;
-  } else {
-    uint64_t batches;
-    if (!trc_mul_ok((uint64_t)c->epochs, (uint64_t)t->batches_per_epoch, &batches) ||
-        batches / (uint64_t)c->accumulate > INT64_MAX)
-      return trc_fail(err, "--epochs %lld is too many", (long long)c->epochs);
-    t->total_steps = (int64_t)(batches / (uint64_t)c->accumulate);
-    if (t->total_steps < 1) t->total_steps = 1;
-  }
+  snprintf(t->fingerprint, sizeof t->fingerprint,
+           "model %s params %" PRIu64 " ranks %d rank %d batch %" PRId64 " accumulate %" PRId64
+           " examples %" PRId64 " steps %" PRId64 " seed %" PRIu64
+           " optimizer %d lr %.17g momentum %.17g nesterov %d weight_decay %.17g betas %.17g "
+           "%.17g eps %.17g schedule %d warmup %" PRId64 " min_lr %.17g clip %.17g local_sgd %" PRId64
+           " warmup %" PRId64 " sync_gradients %d sync_state %d outer %d %.17g %.17g",
+           t->m->name, t->m->param_count, t->ranks, t->rank, t->m->batch, c->accumulate,
+           t->train.n, t->plan.total_steps, c->seed, (int)c->optimizer, c->lr, c->momentum,
+           c->nesterov, c->weight_decay, c->beta1, c->beta2, c->eps, (int)c->schedule, c->warmup,
+           c->min_lr, c->clip_norm, c->local_sgd, c->local_sgd_warmup, c->sync_gradients,
+           c->sync_optimizer_state, c->outer_optimizer, c->outer_lr, c->outer_momentum);
+}
+
+static trc_run_state run_state(trainer *t) {
+  return (trc_run_state){t->m, t->arena, &t->optim, &t->sync, t->step, t->in_sync, t->fingerprint};
+}
+
+static int resume(trainer *t, trc_error *err) {
+  trc_run_state st = run_state(t);
+  if (trc_state_load(t->opt.resume_dir, &st, err)) return -1;
+  t->step = st.step;
+  t->in_sync = st.in_sync;
+  if (t->rank == 0 && !t->opt.quiet)
+    fprintf(stderr, "resumed from %s at step %" PRId64 "\n", t->opt.resume_dir, t->step);
   return 0;
 }
 
+static int save_state_if_due(trainer *t, trc_error *err) {
+  if (!t->opt.state_dir ||
+      !(t->step % t->opt.save_every == 0 || t->step == t->plan.total_steps))
+    return 0;
+  trc_run_state st = run_state(t);
+  return trc_state_save(t->opt.state_dir, &st, err);
+}
+
 static int setup_training(trainer *t, trc_error *err) {
-  if (plan_steps(t, err) || trc_optimizer_init(&t->optim, &t->opt.cfg, t->m->param_count, err))
+  const trc_train_config *c = &t->opt.cfg;
+  trc_step_plan_spec spec = {t->train.n, t->m->batch, c->accumulate, t->rank, t->ranks,
+                             c->seed,    c->steps,    c->epochs};
+  if (trc_step_plan_init(&t->plan, &spec, err)) return trc_set_where(err, t->opt.data_dir);
+  if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
+      trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err))
     return -1;
-  t->perm = malloc((size_t)t->train.n * sizeof *t->perm);
-  if (!t->perm) return trc_fail(err, "out of memory (%lld examples)", (long long)t->train.n);
-  trc_shuffle(t->perm, t->train.n, t->opt.cfg.seed, 0);
-  trc_progress_init(&t->progress, t->total_steps, t->opt.quiet);
+  make_fingerprint(t);
+  if (t->opt.resume_dir && resume(t, err)) return -1;
+  trc_progress_init(&t->progress, t->plan.total_steps, t->opt.quiet || t->rank != 0);
   t->start = trc_now();
   return 0;
 }
 
-static int stop_on_bad_loss(trainer *t, int64_t step, double loss, trc_error *err) {
+static int stop_on_bad_loss(trainer *t, double loss, double lr, trc_error *err) {
+  trc_step_record rec = step_record(t, loss, lr, 0.0);
+  trc_log_step(&t->log, &rec);
   trc_progress_break(&t->progress);
   return trc_fail(err,
                   "the training loss is %s at step %lld (epoch %.2f); stopping without "
                   "saving. A lower --lr or gradient clipping may help",
-                  isnan(loss) ? "nan" : "infinite", (long long)step, epochs_done(t));
+                  isnan(loss) ? "nan" : "infinite", (long long)t->step + 1, epochs_done(t));
 }
 
-/* Evaluations due after step `done`: every epoch finished during it, every
+/* Evaluations due after the step just done: at the end of every epoch, every
  * eval_every_steps. Returns 1 when one ran. */
-static int scheduled_eval(trainer *t, int64_t done, int64_t *epochs_seen) {
+static int scheduled_eval(trainer *t) {
   const trc_train_config *c = &t->opt.cfg;
-  int64_t finished = t->epoch + (t->batch_in_epoch == t->batches_per_epoch);
-  int due = (c->eval_every_epoch && finished > *epochs_seen) ||
-            (c->eval_every_steps > 0 && done % c->eval_every_steps == 0);
-  *epochs_seen = finished;
-  if (due && t->has_eval) evaluate(t, done);
+  int due = (c->eval_every_epoch && trc_step_ends_epoch(&t->plan, t->step)) ||
+            (c->eval_every_steps > 0 && t->step % c->eval_every_steps == 0);
+  if (due && t->has_eval) evaluate(t);
   return due && t->has_eval;
+}
+
+static void print_summary(const trainer *t) {
+  if (t->opt.quiet || t->rank != 0) return;
+  double seconds = trc_now() - t->start;
+  fprintf(stderr, "trained %lld steps (%.2f epochs) in %.1f s, %.0f examples/s",
+          (long long)t->plan.total_steps, epochs_done(t), seconds,
+          t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0);
+  if (t->ranks > 1)
+    fprintf(stderr, " on %d ranks, %lld syncs, %.1f MB in %.2f s", t->ranks,
+            (long long)t->sync.syncs, (double)t->sync.bytes / 1e6, t->sync.seconds);
+  fputc('\n', stderr);
 }
 
 static int train(trainer *t, trc_error *err) {
   const trc_train_config *c = &t->opt.cfg;
-  int64_t epochs_seen = 0, last_eval = -1;
-  for (int64_t step = 0; step < t->total_steps; step++) {
-    double lr = trc_schedule_lr(c, step, t->total_steps);
+  const int64_t total = t->plan.total_steps;
+  int evaluated_last = 0;
+  while (t->step < total) {
+    double lr = trc_schedule_lr(c, t->step, total);
+    double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
     double t0 = trc_now(), loss = train_step(t, lr);
     t->train_seconds += trc_now() - t0;
-    t->window_steps++;
-    if (!isfinite(loss)) {
-      trc_step_record rec = {step + 1, epochs_done(t), loss, lr, 0.0, trc_now() - t->start};
-      trc_log_step(&t->log, &rec);
-      return stop_on_bad_loss(t, step + 1, loss, err);
-    }
-    report_step(t, step + 1, loss, lr);
-    if (scheduled_eval(t, step + 1, &epochs_seen)) last_eval = step + 1;
+    t->window_examples += examples;
+    t->run_examples += examples;
+    t->steps_run++;
+    if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, err);
+    report_step(t, loss, lr);
+    evaluated_last = scheduled_eval(t);
+    if (save_state_if_due(t, err)) return -1;
   }
-  if (t->has_eval && last_eval != t->total_steps) evaluate(t, t->total_steps);
+  ensure_in_sync(t);
+  if (t->has_eval && !evaluated_last) evaluate(t);
   trc_progress_break(&t->progress);
-  if (!t->opt.quiet)
-    fprintf(stderr, "trained %lld steps (%.2f epochs) in %.1f s, %.0f examples/s\n",
-            (long long)t->total_steps, epochs_done(t), trc_now() - t->start,
-            t->train_seconds > 0 ? (double)t->total_steps * (double)t->m->batch *
-                                       (double)c->accumulate / t->train_seconds
-                                 : 0.0);
+  print_summary(t);
   return 0;
 }
 
@@ -232,7 +310,7 @@ static void report_planned_memory(const trc_model *m) {
 
 static void report_high_water(trainer *t) {
   uint64_t measured = trc_arena_high_water(t->m, t->arena);
-  trc_log_memory(&t->log, t->total_steps, t->m->arena_bytes, measured);
+  trc_log_memory(&t->log, t->step, t->m->arena_bytes, measured);
   if (!t->opt.quiet)
     fprintf(stderr, "memory: arena high-water mark %llu bytes, planned %llu%s\n", (unsigned long long)measured,
             (unsigned long long)t->m->arena_bytes, measured == t->m->arena_bytes ? "" : " (differs from the plan!)");
@@ -248,22 +326,25 @@ static int run(trainer *t, trc_error *err) {
     int rc = trc_gradcheck(m, t->arena, t->opt.cfg.seed, stdout, err);
     return rc < 0 ? EXIT_FAILURE : rc;
   }
-  if ((t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) || load_data(t, err) ||
-      trc_evaluator_init(&t->evaluator, m, err) || trc_log_open(&t->log, t->opt.log_path, err))
+  const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
+  if ((t->rank == 0 && t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) ||
+      (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
+      trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
   trc_arena_poison(m, t->arena);
-  if (!t->opt.quiet) report_planned_memory(m);
+  if (!t->opt.quiet && t->rank == 0) report_planned_memory(m);
   if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
-  if (training) report_high_water(t);
-  if (!training && t->has_eval) evaluate(t, 0);
-  return save_weights(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
+  if (training && t->rank == 0) report_high_water(t);
+  if (!training && t->has_eval) evaluate(t);
+  return t->rank == 0 && save_weights(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static void teardown(trainer *t) {
-  free(t->perm);
+  trc_step_plan_free(&t->plan);
   trc_log_close(&t->log);
   trc_evaluator_free(&t->evaluator);
+  trc_sync_free(&t->sync);
   trc_optimizer_free(&t->optim);
   trc_dataset_free(&t->train);
   trc_dataset_free(&t->eval);
@@ -277,6 +358,29 @@ static const char *program_name(const char *argv0) {
   return slash ? slash + 1 : argv0 ? argv0 : "trainer";
 }
 
+/* After the communication is up; returns an exit status. */
+static int trainer_main(trainer *t, int argc, char **argv, trc_error *err) {
+  if (trc_parse_args(t->m, argc, argv, &t->opt, err)) {
+    trc_report(err);
+    fprintf(stderr, "try '%s --help'\n", t->prog);
+    return EXIT_USAGE;
+  }
+  if (t->opt.help) {
+    trc_print_usage(t->m, t->prog, stdout);
+    return EXIT_SUCCESS;
+  }
+  if (t->opt.version) {
+    printf("%s: trainer for model '%s', trainc runtime %s\n", t->prog, t->m->name,
+           TRC_RUNTIME_VERSION);
+    return EXIT_SUCCESS;
+  }
+  if (t->rank != 0) t->opt.quiet = 1;
+  int rc = run(t, err);
+  if (rc != EXIT_SUCCESS && err->msg[0]) trc_report(err);
+  teardown(t);
+  return rc;
+}
+
 int trc_main(const trc_model *m, int argc, char **argv) {
   trainer t;
   trc_error err;
@@ -284,21 +388,14 @@ int trc_main(const trc_model *m, int argc, char **argv) {
   trc_error_clear(&err);
   t.m = m;
   t.prog = program_name(argc > 0 ? argv[0] : NULL);
-  if (trc_parse_args(m, argc, argv, &t.opt, &err)) {
+  if (trc_comm_init(&argc, &argv, &err)) {
     trc_report(&err);
-    fprintf(stderr, "try '%s --help'\n", t.prog);
-    return EXIT_USAGE;
+    return EXIT_FAILURE;
   }
-  if (t.opt.help) {
-    trc_print_usage(m, t.prog, stdout);
-    return EXIT_SUCCESS;
-  }
-  if (t.opt.version) {
-    printf("%s: trainer for model '%s', trainc runtime %s\n", t.prog, m->name, TRC_RUNTIME_VERSION);
-    return EXIT_SUCCESS;
-  }
-  int rc = run(&t, &err);
-  if (rc != EXIT_SUCCESS && err.msg[0]) trc_report(&err);
-  teardown(&t);
+  t.rank = trc_comm_rank();
+  t.ranks = trc_comm_size();
+  t.in_sync = 1; /* every rank starts from the same seed or --init file */
+  int rc = trainer_main(&t, argc, argv, &err);
+  trc_comm_finalize(rc);
   return rc;
 }

@@ -89,6 +89,13 @@ typedef struct {
   unsigned metrics;          /* TRC_METRIC_* bits */
   int64_t log_every;         /* optimizer steps between log lines (>= 1) */
   double val_split;          /* fraction of --data held out when no --eval-data */
+  /* Distribution over MPI ranks (a trainer built without MPI is one rank). */
+  int64_t local_sgd;         /* optimizer steps between parameter averages (>= 1) */
+  int64_t local_sgd_warmup;  /* first steps synchronous (gradients averaged) */
+  int sync_gradients;        /* 1: average gradients every step (data parallel) */
+  int sync_optimizer_state;  /* 1: average the optimizer state at each sync too */
+  int outer_optimizer;       /* 1: Nesterov outer step at each sync (DiLoCo) */
+  double outer_lr, outer_momentum;
 } trc_train_config;
 
 typedef struct trc_model {
@@ -299,6 +306,9 @@ typedef struct {
  * of the directory): `path` is either untouched or complete. */
 int trc_safetensors_write(const char *path, const char *model_name, const trc_tensor *tensors,
                           int n, trc_error *err);
+/* The same with more __metadata__: n_meta (key, value) string pairs. */
+int trc_safetensors_write_meta(const char *path, const char *model_name, const char *const *meta,
+                               int n_meta, const trc_tensor *tensors, int n, trc_error *err);
 
 typedef struct {
   char *name;
@@ -313,6 +323,8 @@ typedef struct {
   trc_st_entry *entries;   /* in file order */
   uint64_t data_start;     /* data section offset in the file: 8 + header length */
   char *model_name;        /* __metadata__.trainc_model, or NULL */
+  int n_meta;
+  char **meta;             /* every __metadata__ pair: key, value, key, value, ... */
 } trc_st_header;
 
 /* Strict parse of a whole safetensors file held in memory: JSON syntax,
@@ -326,9 +338,26 @@ int trc_save_weights(const trc_model *model, const char *arena, const char *path
  * unexpected names are listed in the error. */
 int trc_load_weights(const trc_model *model, char *arena, const char *path, trc_error *err);
 
+/* ---- communication between ranks ----
+ * Two implementations with one interface: comm.c (libtrainc_rt.a: one
+ * process, rank 0 of 1, every reduction the identity) and comm_mpi.c
+ * (libtrainc_rt_mpi.a: MPI_COMM_WORLD). trc_main calls init and finalize. */
+int trc_comm_init(int *argc, char ***argv, trc_error *err);
+int trc_comm_rank(void);
+int trc_comm_size(void);
+/* In-place sums over all ranks; every rank gets the same bits. */
+void trc_comm_allreduce_f32(float *buf, uint64_t n);
+void trc_comm_allreduce_f64(double *buf, uint64_t n);
+void trc_comm_barrier(void);
+/* Ends communication. A status other than 0 aborts every rank of the job
+ * (MPI_Abort), so that no rank waits forever on one that failed. */
+void trc_comm_finalize(int status);
+
 /* ---- command line ---- */
 typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
+  const char *state_dir, *resume_dir; /* --save-state, --resume */
+  int64_t save_every;      /* optimizer steps between state saves */
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;

@@ -45,6 +45,8 @@ expect bogus err "trainer: error: unknown flag '--bogus'"
 expect bogus err "--help"
 run nodata 2 "$TRAINER"
 expect nodata err "--data DIR is required"
+run saveevery 2 "$TRAINER" --data "$WORK/train" --save-every 3
+expect saveevery err "--save-every needs --save-state DIR"
 run badvalue 2 "$TRAINER" --data="$WORK/train" --epochs=zero
 expect badvalue err "--epochs: expected an integer >= 1, got 'zero'"
 
@@ -65,7 +67,9 @@ steps = evals = memory = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "loss" in r:
-        assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds"}, r
+        assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds",
+                          "syncs", "comm_bytes", "comm_seconds"}, r
+        assert r["syncs"] == 0 and r["comm_bytes"] == 0, r  # one process sends nothing
         steps += 1
     elif "arena_high_water" in r:
         assert set(r) == {"step", "arena_planned", "arena_high_water"}, r

@@ -107,7 +107,8 @@ int main(void) {
                                       .schedule = TRC_SCHED_COSINE,
                                       .warmup = 200,
                                       .seed = 42,
-                                      .log_every = 50};
+                                      .log_every = 50,
+                                      .local_sgd = 1};
   test_good();
   test_bad();
   test_usage();

@@ -35,7 +35,7 @@ static void reset(void) {
                       .label_input = 1,
                       .forward = nothing,
                       .backward = nothing,
-                      .defaults = {.accumulate = 1, .epochs = 1, .log_every = 1}};
+                      .defaults = {.accumulate = 1, .epochs = 1, .log_every = 1, .local_sgd = 1}};
 }
 
 static void test_check(void) {

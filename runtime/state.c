@@ -1,0 +1,243 @@
+/* state.c — resumable training state (--save-state DIR, --resume DIR).
+ *
+ * Each rank writes its own file DIR/state-STEP.rank-R.safetensors: the
+ * parameters under their names, the optimizer's moment arrays and the outer
+ * optimizer's anchor and momentum as flat F32 tensors, and in __metadata__ the
+ * counters (steps done, optimizer steps, syncs, bytes and seconds of
+ * communication) and a fingerprint of everything that shapes the run (ranks,
+ * batch, schedule, seed, ...). The data order and every random number are
+ * functions of (seed, step), so the step number restores them.
+ *
+ * A file is written atomically (temp file, fsync, rename, fsync of DIR).
+ * Saving is: write the new file, wait for every rank (barrier), then delete
+ * this rank's older files. So at any instant some step has a complete file on
+ * every rank, and --resume takes the newest such step. */
+#include "rt_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { N_COUNTERS = 6, MAX_STATE_ARRAYS = 4 };
+static const char *const counter_names[N_COUNTERS] = {"step",       "optimizer_step", "in_sync",
+                                                      "syncs",      "comm_bytes",     "comm_seconds"};
+
+static void state_path(char *out, size_t cap, const char *dir, int64_t step, int rank) {
+  snprintf(out, cap, "%s/state-%" PRId64 ".rank-%d.safetensors", dir, step, rank);
+}
+
+/* The step of a file name of this rank's, or -1. */
+static int64_t step_of(const char *name, int rank) {
+  long long step;
+  int r, end = 0;
+  if (sscanf(name, "state-%lld.rank-%d.safetensors%n", &step, &r, &end) != 2 || name[end] ||
+      r != rank || step < 0)
+    return -1;
+  return (int64_t)step;
+}
+
+/* Calls fn for every state file of this rank in dir; returns the newest step
+ * (-1 when none), or -2 when dir cannot be read. */
+static int64_t scan_states(const char *dir, int rank, int64_t below,
+                           void (*fn)(const char *dir, int64_t step, int rank)) {
+  DIR *d = opendir(dir);
+  if (!d) return -2;
+  int64_t newest = -1;
+  for (struct dirent *e; (e = readdir(d));) {
+    int64_t step = step_of(e->d_name, rank);
+    if (step > newest) newest = step;
+    if (fn && step >= 0 && step < below) fn(dir, step, rank);
+  }
+  closedir(d);
+  return newest;
+}
+
+static void remove_state(const char *dir, int64_t step, int rank) {
+  char path[4096];
+  state_path(path, sizeof path, dir, step, rank);
+  unlink(path);
+}
+
+int trc_state_prepare(const char *dir, trc_error *err) {
+  char probe[4096];
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return trc_fail_at(err, dir, "cannot make the state folder: %s", strerror(errno));
+  snprintf(probe, sizeof probe, "%s/state", dir);
+  return trc_check_can_create(probe, err);
+}
+
+/* ---- what is saved ---- */
+
+typedef struct {
+  const char *name;
+  float *data;
+} state_array;
+
+static int state_arrays(const trc_run_state *st, state_array *out) {
+  int n = 0;
+  if (st->opt->m) out[n++] = (state_array){"trainc.optimizer.m", st->opt->m};
+  if (st->opt->v) out[n++] = (state_array){"trainc.optimizer.v", st->opt->v};
+  if (st->sync->anchor) out[n++] = (state_array){"trainc.outer.anchor", st->sync->anchor};
+  if (st->sync->momentum) out[n++] = (state_array){"trainc.outer.momentum", st->sync->momentum};
+  return n;
+}
+
+static void format_counters(const trc_run_state *st, char values[N_COUNTERS][32]) {
+  snprintf(values[0], 32, "%" PRId64, st->step);
+  snprintf(values[1], 32, "%" PRId64, st->opt->step);
+  snprintf(values[2], 32, "%d", st->in_sync);
+  snprintf(values[3], 32, "%" PRId64, st->sync->syncs);
+  snprintf(values[4], 32, "%" PRIu64, st->sync->bytes);
+  snprintf(values[5], 32, "%.17g", st->sync->seconds);
+}
+
+int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
+  const trc_model *m = st->model;
+  state_array arrays[MAX_STATE_ARRAYS];
+  int n_arrays = state_arrays(st, arrays);
+  trc_tensor *t = calloc((size_t)(m->n_params + n_arrays), sizeof *t);
+  if (!t) return trc_fail_at(err, dir, "out of memory");
+  for (int i = 0; i < m->n_params; i++) {
+    const trc_param *p = &m->params[i];
+    t[i] = (trc_tensor){p->name, p->rank, p->dims, (const float *)(st->arena + p->offset)};
+  }
+  const int64_t count = (int64_t)m->param_count;
+  for (int i = 0; i < n_arrays; i++)
+    t[m->n_params + i] = (trc_tensor){arrays[i].name, 1, &count, arrays[i].data};
+  char values[N_COUNTERS][32], path[4096];
+  const char *meta[2 * (N_COUNTERS + 1)];
+  format_counters(st, values);
+  for (int i = 0; i < N_COUNTERS; i++) meta[2 * i] = counter_names[i], meta[2 * i + 1] = values[i];
+  meta[2 * N_COUNTERS] = "fingerprint", meta[2 * N_COUNTERS + 1] = st->fingerprint;
+  int rank = trc_comm_rank();
+  state_path(path, sizeof path, dir, st->step, rank);
+  int rc = trc_safetensors_write_meta(path, m->name, meta, N_COUNTERS + 1, t,
+                                      m->n_params + n_arrays, err);
+  free(t);
+  if (rc) return trc_set_where(err, path);
+  trc_comm_barrier(); /* every rank has this step before any older one goes */
+  scan_states(dir, rank, st->step, remove_state);
+  return 0;
+}
+
+/* ---- loading ---- */
+
+static const char *meta_value(const trc_st_header *h, const char *key) {
+  for (int i = 0; i < h->n_meta; i++)
+    if (strcmp(h->meta[2 * i], key) == 0) return h->meta[2 * i + 1];
+  return NULL;
+}
+
+static int parse_counters(const trc_st_header *h, trc_run_state *st, trc_error *err) {
+  double v[N_COUNTERS];
+  for (int i = 0; i < N_COUNTERS; i++) {
+    const char *text = meta_value(h, counter_names[i]);
+    char *end;
+    errno = 0;
+    v[i] = text ? strtod(text, &end) : -1;
+    if (!text || errno || end == text || *end || !(v[i] >= 0))
+      return trc_fail(err, "not a trainc state file: counter '%s' missing or bad",
+                      counter_names[i]);
+  }
+  st->step = (int64_t)v[0];
+  st->opt->step = (int64_t)v[1];
+  st->in_sync = v[2] != 0;
+  st->sync->syncs = (int64_t)v[3];
+  st->sync->bytes = (uint64_t)v[4];
+  st->sync->seconds = v[5];
+  return 0;
+}
+
+static int check_fingerprint(const trc_st_header *h, const trc_run_state *st, trc_error *err) {
+  const char *saved = meta_value(h, "fingerprint");
+  if (!saved) return trc_fail(err, "not a trainc state file (no fingerprint)");
+  if (strcmp(saved, st->fingerprint) != 0)
+    return trc_fail(err,
+                    "saved by a different run: it has [%s], this run is [%s]; resume with the "
+                    "same model, flags and number of ranks",
+                    saved, st->fingerprint);
+  return 0;
+}
+
+static const trc_st_entry *find_tensor(const trc_st_header *h, const char *name) {
+  for (int i = 0; i < h->n; i++)
+    if (strcmp(h->entries[i].name, name) == 0) return &h->entries[i];
+  return NULL;
+}
+
+/* Copies tensor `name` of `count` floats into dst. */
+static int copy_tensor(const trc_st_header *h, const unsigned char *buf, const char *name,
+                       uint64_t count, void *dst, trc_error *err) {
+  const trc_st_entry *e = find_tensor(h, name);
+  if (!e || strcmp(e->dtype, "F32") || e->end - e->begin != count * sizeof(float))
+    return trc_fail(err, "tensor '%s' is missing or has the wrong size", name);
+  memcpy(dst, buf + h->data_start + e->begin, e->end - e->begin);
+  return 0;
+}
+
+static int copy_tensors(const trc_st_header *h, const unsigned char *buf, trc_run_state *st,
+                        trc_error *err) {
+  const trc_model *m = st->model;
+  state_array arrays[MAX_STATE_ARRAYS];
+  int n_arrays = state_arrays(st, arrays);
+  if (h->n != m->n_params + n_arrays)
+    return trc_fail(err, "holds %d tensors; this run saves %d", h->n, m->n_params + n_arrays);
+  for (int i = 0; i < m->n_params; i++)
+    if (copy_tensor(h, buf, m->params[i].name, m->params[i].count, st->arena + m->params[i].offset,
+                    err))
+      return -1;
+  for (int i = 0; i < n_arrays; i++)
+    if (copy_tensor(h, buf, arrays[i].name, m->param_count, arrays[i].data, err)) return -1;
+  return 0;
+}
+
+static int load_file(const char *path, trc_run_state *st, trc_error *err) {
+  unsigned char *buf;
+  size_t len;
+  trc_st_header h;
+  if (trc_read_file(path, &buf, &len, err)) return -1;
+  if (trc_safetensors_parse(buf, len, &h, err)) {
+    free(buf);
+    return trc_set_where(err, path);
+  }
+  int rc = check_fingerprint(&h, st, err) || parse_counters(&h, st, err) ||
+                   copy_tensors(&h, buf, st, err)
+               ? -1
+               : 0;
+  trc_st_header_free(&h);
+  free(buf);
+  return rc ? trc_set_where(err, path) : 0;
+}
+
+/* The newest step that every rank has saved: each rank's newest, gathered
+ * by a sum of one-hot vectors, then the minimum; -1 when a rank has none. */
+static int newest_common_step(int64_t mine, int64_t *common, trc_error *err) {
+  int ranks = trc_comm_size();
+  double *all = calloc((size_t)ranks, sizeof *all);
+  *common = mine;
+  if (!all) return trc_fail(err, "out of memory");
+  all[trc_comm_rank()] = (double)mine;
+  trc_comm_allreduce_f64(all, (uint64_t)ranks);
+  for (int r = 0; r < ranks; r++)
+    if ((int64_t)all[r] < *common) *common = (int64_t)all[r];
+  free(all);
+  return 0;
+}
+
+int trc_state_load(const char *dir, trc_run_state *st, trc_error *err) {
+  int rank = trc_comm_rank();
+  int64_t newest = scan_states(dir, rank, 0, NULL), common;
+  if (newest == -2) return trc_fail_at(err, dir, "cannot read the state folder: %s", strerror(errno));
+  if (newest_common_step(newest, &common, err)) return -1;
+  if (common < 0)
+    return trc_fail_at(err, dir, "no saved state%s (files state-STEP.rank-%d.safetensors)",
+                       trc_comm_size() > 1 ? " for every rank" : "", rank);
+  char path[4096];
+  state_path(path, sizeof path, dir, common, rank);
+  return load_file(path, st, err);
+}

@@ -1,0 +1,117 @@
+/* sync.c — keeping the ranks together: gradient averaging (synchronous data
+ * parallelism), parameter averaging every `local_sgd` steps (LocalSGD), the
+ * optional Nesterov outer step on the averaged delta (DiLoCo), and the
+ * counters the log reports.
+ *
+ * Every average is ONE all-reduce over one contiguous block: the arena's
+ * parameter (or gradient) region itself, or, when the optimizer state is
+ * averaged too, a staging buffer [parameters | state...] allocated once. */
+#include "rt_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int alloc_floats(float **p, uint64_t n, trc_error *err) {
+  *p = calloc((size_t)(n ? n : 1), sizeof(float));
+  return *p ? 0 : trc_fail(err, "out of memory (synchronization buffers)");
+}
+
+/* The optimizer state arrays averaged with the parameters (m, then v). */
+static int state_arrays(const trc_optimizer *opt, float **arrays) {
+  int n = 0;
+  if (opt->m) arrays[n++] = opt->m;
+  if (opt->v) arrays[n++] = opt->v;
+  return n;
+}
+
+int trc_sync_init(trc_sync *s, const trc_train_config *c, const trc_model *m, const char *arena,
+                  const trc_optimizer *opt, trc_error *err) {
+  memset(s, 0, sizeof *s);
+  s->ranks = trc_comm_size();
+  s->count = m->param_count;
+  float *arrays[2];
+  uint64_t staged =
+      c->sync_optimizer_state && s->ranks > 1 ? (uint64_t)(1 + state_arrays(opt, arrays)) : 0;
+  if ((c->outer_optimizer && (alloc_floats(&s->anchor, s->count, err) ||
+                              alloc_floats(&s->momentum, s->count, err))) ||
+      (staged > 1 && alloc_floats(&s->staging, staged * s->count, err)))
+    return -1;
+  if (s->anchor) memcpy(s->anchor, arena + m->param_offset, s->count * sizeof(float));
+  return 0;
+}
+
+void trc_sync_free(trc_sync *s) {
+  free(s->anchor);
+  free(s->momentum);
+  free(s->staging);
+  s->anchor = s->momentum = s->staging = NULL;
+}
+
+int trc_sync_gradient_step(const trc_train_config *c, int64_t step) {
+  return c->sync_gradients || step < c->local_sgd_warmup;
+}
+
+int trc_sync_due(const trc_train_config *c, int64_t done) {
+  return !trc_sync_gradient_step(c, done - 1) && (done - c->local_sgd_warmup) % c->local_sgd == 0;
+}
+
+/* Sums `n` floats over the ranks, counting the traffic. */
+static void allreduce_counted(trc_sync *s, float *buf, uint64_t n) {
+  double t0 = trc_now();
+  trc_comm_allreduce_f32(buf, n);
+  s->seconds += trc_now() - t0;
+  s->syncs++;
+  s->bytes += n * sizeof(float);
+}
+
+static void divide(float *x, uint64_t n, int ranks) {
+  const float r = (float)ranks;
+  for (uint64_t i = 0; i < n; i++) x[i] /= r;
+}
+
+void trc_sync_gradients(trc_sync *s, float *grad) {
+  if (s->ranks > 1) allreduce_counted(s, grad, s->count);
+}
+
+/* DiLoCo's outer step on the average x: delta = anchor - x is the outer
+ * gradient, u = mu*u + delta, and the Nesterov step from the anchor,
+ * anchor - lr*(delta + mu*u), written as x + ((1-lr)*delta - lr*mu*u) so that
+ * lr = 1, mu = 0 leaves x untouched bit for bit (adding a zero is skipped: it
+ * would turn -0 into +0). */
+static void outer_step(trc_sync *s, const trc_train_config *c, float *x) {
+  const float mu = (float)c->outer_momentum, keep = (float)(1.0 - c->outer_lr),
+              push = (float)(c->outer_lr * c->outer_momentum);
+  for (uint64_t i = 0; i < s->count; i++) {
+    float delta = s->anchor[i] - x[i];
+    s->momentum[i] = mu * s->momentum[i] + delta;
+    float t = keep * delta - push * s->momentum[i];
+    if (t != 0.0f) x[i] += t;
+    s->anchor[i] = x[i];
+  }
+}
+
+static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {
+  float *arrays[3] = {params};
+  int n = 1 + state_arrays(opt, arrays + 1);
+  for (int a = 0; a < n; a++) memcpy(s->staging + a * s->count, arrays[a], s->count * sizeof(float));
+  allreduce_counted(s, s->staging, (uint64_t)n * s->count);
+  divide(s->staging, (uint64_t)n * s->count, s->ranks);
+  for (int a = 0; a < n; a++) memcpy(arrays[a], s->staging + a * s->count, s->count * sizeof(float));
+}
+
+/* With one rank the average is the rank's own values: only the outer step
+ * remains. */
+void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
+                         trc_optimizer *opt) {
+  if (s->staging) {
+    average_with_state(s, params, opt);
+  } else if (s->ranks > 1) {
+    allreduce_counted(s, params, s->count);
+    divide(params, s->count, s->ranks);
+  }
+  if (s->anchor) outer_step(s, c, params);
+}
+
+void trc_sync_restart_outer(trc_sync *s, const float *params) {
+  if (s->anchor) memcpy(s->anchor, params, s->count * sizeof(float));
+}
