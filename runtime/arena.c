@@ -1,7 +1,8 @@
-/* arena.c — the one block of memory a trainer computes in. Allocated once,
- * asked for huge pages, and touched page by page before training starts: a
- * fresh page costs ~12 us here on first touch, which would otherwise land in
- * the first steps (see DESIGN.md, performance facts). */
+/* arena.c — the one block of memory a trainer computes in (and the
+ * optimizer state, allocated the same way). Allocated once, asked for huge
+ * pages, and touched page by page before training starts: a fresh page costs
+ * ~12 us here on first touch, which would otherwise land in the first steps
+ * (see DESIGN.md, performance facts). */
 #define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "rt_internal.h"
 
@@ -19,7 +20,7 @@ char *trc_arena_alloc(uint64_t bytes, trc_error *err) {
   if (size == 0) size = align;
   void *p = NULL;
   if (posix_memalign(&p, (size_t)align, (size_t)size) != 0)
-    return trc_fail(err, "cannot allocate the arena (%llu bytes)", (unsigned long long)size), NULL;
+    return trc_fail(err, "cannot allocate %llu bytes", (unsigned long long)size), NULL;
 #ifdef MADV_HUGEPAGE
   if (align == HUGE_PAGE) (void)madvise(p, (size_t)size, MADV_HUGEPAGE); /* advice only */
 #endif
