@@ -1279,7 +1279,7 @@ static const Model *pick_model(Lower *L, const char *name) {
  * one embedded input of shape `rows` [B, T] (not the labels); else -1. */
 static int token_input(const Graph *g, const Shape *rows) {
   int found = -1;
-  for (int i = 0; i < g->n_forward; i++) {
+  for (int i = 0; i < g->n; i++) {
     const Node *e = &g->nodes[i];
     if (e->op != OP_EMBEDDING || e->in[1] == g->labels || !shape_equal(&g->nodes[e->in[1]].shape, rows)) continue;
     if (found >= 0 && found != e->in[1]) return -1; /* two candidates: which one to feed? */
