@@ -73,7 +73,12 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   return graph_add_op(g, op, in, nin, &attr, loc, diag);
 }
 
-bool node_is_view(const Node *n) { return n->op == OP_RESHAPE && n->grad_of_param < 0; }
+bool node_is_view(const Node *n) { return (n->op == OP_RESHAPE && n->grad_of_param < 0) || n->op == OP_SLICE; }
+
+uint64_t view_offset(const Graph *g, const Node *n) {
+  if (n->op != OP_SLICE) return 0;
+  return (uint64_t)n->attr.i[0] * (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+}
 
 int graph_storage_root(const Graph *g, int n) {
   while (node_is_view(&g->nodes[n])) n = g->nodes[n].in[0];
@@ -118,6 +123,8 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   case OP_CAUSAL_MASK:
   case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
   case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
+  case OP_SLICE:
+  case OP_SLICE_GRAD: fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); break;
   case OP_PAD:
   case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
   case OP_IM2COL:

@@ -252,6 +252,9 @@ static Value eval_binary(Lower *L, Scope *s, const Expr *e) {
   if (a.kind == V_NUM) return eval_scalar_binary(L, e->op, b.node, a.num, true, e->loc);
   static const struct { int op; OpKind kind; } ops[] = {
       {'+', OP_ADD}, {'-', OP_SUB}, {'*', OP_MUL}, {'/', OP_DIV}, {'@', OP_MATMUL}};
+  const Node *bn = &L->g->nodes[b.node];
+  if (e->op == '@' && bn->op == OP_PERMUTE && bn->shape.rank == 2 && bn->attr.i[0] == 1) /* x @ transpose(w): no copy */
+    return tensor_value(graph_add_attr(L->g, OP_MATMUL, (int[2]){a.node, bn->in[0]}, 2, 0, 0, 1, e->loc, L->diag));
   if (e->op == '@' && shape_of(L, b.node)->rank >= 3) /* batches of matrices */
     return tensor_value(graph_add_attr(L->g, OP_BMM, (int[2]){a.node, b.node}, 2, 0, 0, 0, e->loc, L->diag));
   if (e->op == '@' && shape_of(L, b.node)->rank != 2) {
@@ -415,10 +418,25 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 3, v[1].num, 0, 0, call->loc, L->diag));
 }
 
+/* embedding(ids, vocab, dim) declares its table [vocab, dim];
+ * embedding(ids, table) looks rows up in a given [vocab, dim] tensor (a
+ * param the model also uses elsewhere, e.g. a tied output layer). */
 static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  if (!want_tensor(L, v[0], locs[0], "embedding's ids")) return error_value;
+  if (v[1].kind == V_TENSOR) {
+    const Shape *t = shape_of(L, v[1].node);
+    if (v[2].num != 0) {
+      diag_error(L->diag, locs[2], "embedding(ids, table) takes its size from the table");
+      return error_value;
+    }
+    if (t->rank != 2 || !mark_index_input(L, v[0], locs[0], t->dim[0], "embedding's ids")) {
+      if (t->rank != 2) diag_error(L->diag, locs[1], "embedding needs a [vocab, dim] table");
+      return error_value;
+    }
+    return tensor_value(add_node(L, OP_EMBEDDING, v[1].node, v[0].node, call->loc));
+  }
   int64_t vocab, dim;
-  if (!want_tensor(L, v[0], locs[0], "embedding's ids") ||
-      !want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
+  if (!want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
       !want_int_value(L, v[2], locs[2], "embedding size", 1, MAX_NUMEL, &dim) ||
       !mark_index_input(L, v[0], locs[0], vocab, "embedding's ids"))
     return error_value;
@@ -542,6 +560,21 @@ static Value builtin_reshape(Lower *L, Scope *s, const Expr *call, Value *v, Src
     return error_value;
   }
   return tensor_value(reshape_node(L, v[0].node, to, call->loc));
+}
+
+/* narrow(x, 0, start, length): rows [start, start + length) of x, a view
+ * (only the first axis, whose slices are contiguous). */
+static Value builtin_narrow(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  int64_t axis, start, length;
+  if (!want_tensor(L, v[0], locs[0], "narrow's input") ||
+      !want_rank(L, v[0].node, 1, locs[0], "narrow needs at least one axis") ||
+      !want_int_value(L, v[1], locs[1], "narrow's axis (only the first axis, 0, is supported)", 0, 0, &axis) ||
+      !want_int_value(L, v[2], locs[2], "the start", 0, MAX_NUMEL, &start) ||
+      !want_int_value(L, v[3], locs[3], "the length", 1, MAX_NUMEL, &length))
+    return error_value;
+  Attr a = {.i = {start}, .shape = *shape_of(L, v[0].node)};
+  a.shape.dim[0] = length;
+  return tensor_value(graph_add_op(L->g, OP_SLICE, &v[0].node, 1, &a, call->loc, L->diag));
 }
 
 /* flatten(x): [N, ...] → [N, product of the rest] (torch.flatten(x, 1)). */
@@ -788,7 +821,7 @@ typedef struct {
 static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
-    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 3, {0}}},
+    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 2, {0, 0, 0}}},
     {"cross_entropy", builtin_cross_entropy, {{"logits", "labels"}, 2, 2, {0}}},
     {"mse", builtin_mse, {{"prediction", "target"}, 2, 2, {0}}},
     {"mean", builtin_mean, {{"x"}, 1, 1, {0}}},
@@ -803,6 +836,7 @@ static const Builtin builtins[] = {
     {"log_softmax", builtin_softmax, {{"x", "axis"}, 2, 1, {0, -1}}},
     {"reshape", builtin_reshape, {{"x", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}, 9, 1, {0}}},
     {"flatten", builtin_flatten, {{"x"}, 1, 1, {0}}},
+    {"narrow", builtin_narrow, {{"x", "axis", "start", "length"}, 4, 4, {0}}},
     {"transpose", builtin_transpose, {{"x", "a", "b"}, 3, 1, {0, -2, -1}}},
     {"permute", builtin_permute, {{"x", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"}, 9, 1, {0}}},
     {"causal_mask", builtin_causal_mask, {{"x", "scale"}, 2, 1, {0, 1}}},
