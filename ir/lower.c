@@ -568,10 +568,15 @@ static Value builtin_narrow(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
   int64_t axis, start, length;
   if (!want_tensor(L, v[0], locs[0], "narrow's input") ||
       !want_rank(L, v[0].node, 1, locs[0], "narrow needs at least one axis") ||
-      !want_int_value(L, v[1], locs[1], "narrow's axis (only the first axis, 0, is supported)", 0, 0, &axis) ||
+      !want_int_value(L, v[1], locs[1], "narrow's axis", -IR_MAX_RANK, IR_MAX_RANK, &axis) ||
       !want_int_value(L, v[2], locs[2], "the start", 0, MAX_NUMEL, &start) ||
       !want_int_value(L, v[3], locs[3], "the length", 1, MAX_NUMEL, &length))
     return error_value;
+  if (axis != 0) {
+    diag_error(L->diag, locs[1], "narrow supports only axis 0 (whose slices are contiguous), got %lld",
+               (long long)axis);
+    return error_value;
+  }
   Attr a = {.i = {start}, .shape = *shape_of(L, v[0].node)};
   a.shape.dim[0] = length;
   return tensor_value(graph_add_op(L->g, OP_SLICE, &v[0].node, 1, &a, call->loc, L->diag));
