@@ -1056,7 +1056,7 @@ static void set_fans(Init *init, const Shape *sh) {
 static bool eval_init(Lower *L, Scope *s, const Expr *call, const Shape *sh, Init *init) {
   for (size_t i = 0; i < sizeof inits / sizeof inits[0]; i++) {
     if (strcmp(inits[i].name, call->name) != 0) continue;
-    Value v[MAX_PARAMS];
+    Value v[MAX_PARAMS] = {{0}}; /* zeros() and ones() take no arguments: a, b stay 0 */
     SrcLoc locs[MAX_PARAMS];
     if (!bind_args(L, s, call, &inits[i].sig, v, locs)) return false;
     for (int a = 0; a < inits[i].sig.count; a++)
