@@ -222,6 +222,11 @@ double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
 
+/* fmaxf and fminf (a NaN operand yields the other one), for generated
+ * kernels: the C library's are calls that GCC does not inline or vectorize. */
+static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
+static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+
 /* splitmix64's output function. */
 static inline uint64_t trc_mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
