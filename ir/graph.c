@@ -44,6 +44,18 @@ void graph_free(Graph *g) {
   free(g);
 }
 
+/* A result must have at most 2^40 elements (as declared tensors: lower.c),
+ * so that every byte count fits 64 bits with room to spare. */
+static bool size_fits(const Node *n, Diag *diag) {
+  int64_t total = 1;
+  for (int i = 0; i < n->shape.rank; i++)
+    if (__builtin_mul_overflow(total, n->shape.dim[i], &total) || total > ((int64_t)1 << 40)) {
+      diag_error(diag, n->loc, "the result of %s would have more than 2^40 elements", op_info(n->op)->name);
+      return false;
+    }
+  return true;
+}
+
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag) {
   Node n = {0};
@@ -56,7 +68,7 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.grad_of_param = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (info->infer && !info->infer(g, &n, diag)) {
+  if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
     if (!diag) {
       fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
       abort();

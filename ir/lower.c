@@ -549,7 +549,10 @@ static Value builtin_reshape(Lower *L, Scope *s, const Expr *call, Value *v, Src
       return error_value;
     }
     if (to.dim[d] == -1) infer = d;
-    else known *= to.dim[d];
+    else if (known > MAX_NUMEL / to.dim[d]) {
+      diag_error(L->diag, locs[1 + d], "reshape: more than 2^40 elements");
+      return error_value;
+    } else known *= to.dim[d];
   }
   int64_t total = shape_numel(shape_of(L, v[0].node));
   if (infer >= 0) to.dim[infer] = total % known == 0 ? total / known : 0;
@@ -681,12 +684,31 @@ static Value builtin_dropout(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(dropout_node(L, v[0].node, p, call->loc));
 }
 
-/* [B, T, C] → [B, H, T, C/H]. */
-static int split_heads(Lower *L, int x, int64_t heads, SrcLoc loc) {
+/* linear(x, C) named <prefix><part>., split into heads: [B, T, C] →
+ * [B, H, T, C/H]. -1 on error. */
+static int head_projection(Lower *L, int x, int64_t heads, const char *prefix, const char *part, SrcLoc loc) {
   const Shape *xs = shape_of(L, x);
+  char *sub = xsprintf("%s%s.", prefix, part);
+  int y = linear_layer(L, x, xs->dim[2], true, sub, loc);
+  free(sub);
+  if (y < 0) return -1;
   Shape split = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], heads, xs->dim[2] / heads}};
   int perm[4] = {0, 2, 1, 3};
-  return permute_node(L, reshape_node(L, x, split, loc), perm, loc);
+  return permute_node(L, reshape_node(L, y, split, loc), perm, loc);
+}
+
+/* softmax(causal_mask(q k^T, scale)) (dropout) v on [B, H, T, D], heads
+ * merged back into [B, T, H*D]. -1 on error (scores too large). */
+static int attend(Lower *L, const int qkv[3], double scale, double p, SrcLoc loc) {
+  int in[2] = {qkv[0], qkv[1]};
+  int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, loc, L->diag); /* [B, H, T, T] */
+  if (scores < 0) return -1;
+  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, causal_mask_node(L, scores, scale, loc), -1, loc), p, loc);
+  int out[2] = {probs, qkv[2]};
+  int perm[4] = {0, 2, 1, 3};
+  int y = permute_node(L, graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, loc, L->diag), perm, loc);
+  const Shape *ys = shape_of(L, y);
+  return reshape_node(L, y, (Shape){.rank = 3, .dim = {ys->dim[0], ys->dim[1], ys->dim[2] * ys->dim[3]}}, loc);
 }
 
 /* causal_self_attention(x, heads, dropout = 0) on x [B, T, C], as GPT-2:
@@ -701,30 +723,19 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
       !want_probability(L, v[2], locs[2], &p))
     return error_value;
   const Shape xs = *shape_of(L, v[0].node);
-  char sb[128];
   if (xs.rank != 3 || xs.dim[2] % heads != 0) {
+    char sb[128];
     diag_error(L->diag, locs[0], "causal_self_attention needs [B, T, C] with C divisible by the %lld heads, got %s",
                (long long)heads, shape_str(&xs, sb));
     return error_value;
   }
   char *prefix = param_prefix(s, "causal_self_attention");
   static const char *parts[] = {"q", "k", "v"};
-  int qkv[3];
-  for (int i = 0; i < 3; i++) {
-    char *sub = xsprintf("%s%s.", prefix, parts[i]);
-    qkv[i] = split_heads(L, linear_layer(L, v[0].node, xs.dim[2], true, sub, call->loc), heads, call->loc);
-    free(sub);
-  }
-  int in[2] = {qkv[0], qkv[1]};
-  int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, call->loc, L->diag);
-  scores = causal_mask_node(L, scores, 1.0 / sqrt((double)(xs.dim[2] / heads)), call->loc);
-  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, scores, -1, call->loc), p, call->loc);
-  int out[2] = {probs, qkv[2]};
-  int y = graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, call->loc, L->diag);
-  int perm[4] = {0, 2, 1, 3};
-  y = reshape_node(L, permute_node(L, y, perm, call->loc), xs, call->loc);
+  int qkv[3], y = 0;
+  for (int i = 0; i < 3 && y >= 0; i++) y = qkv[i] = head_projection(L, v[0].node, heads, prefix, parts[i], call->loc);
+  if (y >= 0) y = attend(L, qkv, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
-  y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
+  if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
   free(proj), free(prefix);
   return tensor_value(y);
 }
@@ -758,6 +769,11 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
                (long long)pad);
     return error_value;
   }
+  int64_t oh = (xs.dim[2] + 2 * pad - k) / stride + 1, ow = (xs.dim[3] + 2 * pad - k) / stride + 1;
+  if ((double)xs.dim[0] * (double)(oh * ow) * (double)xs.dim[1] * (double)(k * k) > (double)MAX_NUMEL) {
+    diag_error(L->diag, call->loc, "conv2d: the unfolded input (im2col) would have more than 2^40 elements");
+    return error_value;
+  }
   int x = v[0].node;
   if (pad > 0) {
     Attr a = {.i = {pad}};
@@ -765,7 +781,6 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
   }
   Attr win = {.i = {k, stride}};
   int cols = graph_add_op(L->g, OP_IM2COL, &x, 1, &win, call->loc, L->diag);
-  int64_t oh = (xs.dim[2] + 2 * pad - k) / stride + 1, ow = (xs.dim[3] + 2 * pad - k) / stride + 1;
   char *prefix = param_prefix(s, "conv2d");
   char *wname = xsprintf("%sweight", prefix), *bname = xsprintf("%sbias", prefix);
   Init init = torch_linear_init(xs.dim[1] * k * k);
