@@ -29,7 +29,7 @@ int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
 
 Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
-  g->loss = g->predict = g->labels = g->loss_seed = -1;
+  g->loss = g->predict = g->labels = g->tokens = g->loss_seed = g->rng_key = g->training = -1;
   return g;
 }
 
@@ -44,23 +44,33 @@ void graph_free(Graph *g) {
   free(g);
 }
 
-int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
-                   int64_t i1, SrcLoc loc, Diag *diag) {
+/* A result must have at most 2^40 elements (as declared tensors: lower.c),
+ * so that every byte count fits 64 bits with room to spare. */
+static bool size_fits(const Node *n, Diag *diag) {
+  int64_t total = 1;
+  for (int i = 0; i < n->shape.rank; i++)
+    if (__builtin_mul_overflow(total, n->shape.dim[i], &total) || total > ((int64_t)1 << 40)) {
+      diag_error(diag, n->loc, "the result of %s would have more than 2^40 elements", op_info(n->op)->name);
+      return false;
+    }
+  return true;
+}
+
+int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
+                 Diag *diag) {
   Node n = {0};
   n.id = g->n;
   n.op = op;
   n.nin = nin;
   for (int i = 0; i < nin; i++) n.in[i] = in[i];
-  n.attr.f[0] = f0;
-  n.attr.i[0] = i0;
-  n.attr.i[1] = i1;
+  n.attr = *attr;
   n.loc = loc;
   n.grad_of_param = -1;
   n.recompute_of = -1;
   n.origin = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (info->infer && !info->infer(g, &n, diag)) {
+  if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
     if (!diag) {
       fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
       abort();
@@ -75,7 +85,8 @@ Graph *graph_copy_header(const Graph *g) {
   Graph *c = graph_new();
   c->model_name = xstrdup(g->model_name);
   c->source_path = xstrdup(g->source_path);
-  c->loss = g->loss, c->predict = g->predict, c->labels = g->labels, c->loss_seed = g->loss_seed;
+  c->loss = g->loss, c->predict = g->predict, c->labels = g->labels, c->tokens = g->tokens;
+  c->loss_seed = g->loss_seed, c->rng_key = g->rng_key, c->training = g->training, c->n_dropout = g->n_dropout;
   c->loss_kind = g->loss_kind;
   c->train = g->train;
   for (int i = 0; i < g->n_params; i++) VEC_PUSH(c->params, c->n_params, c->cap_params, g->params[i]);
@@ -89,6 +100,24 @@ int graph_push(Graph *g, const Node *n) {
   copy.name = n->name ? xstrdup(n->name) : NULL;
   VEC_PUSH(g->nodes, g->n, g->cap, copy);
   return copy.id;
+}
+
+int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
+                   int64_t i1, SrcLoc loc, Diag *diag) {
+  Attr attr = {.f = {f0}, .i = {i0, i1}};
+  return graph_add_op(g, op, in, nin, &attr, loc, diag);
+}
+
+bool node_is_view(const Node *n) { return (n->op == OP_RESHAPE && n->grad_of_param < 0) || n->op == OP_SLICE; }
+
+uint64_t view_offset(const Graph *g, const Node *n) {
+  if (n->op != OP_SLICE) return 0;
+  return (uint64_t)n->attr.i[0] * (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+}
+
+int graph_storage_root(const Graph *g, int n) {
+  while (node_is_view(&g->nodes[n])) n = g->nodes[n].in[0];
+  return n;
 }
 
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag) {
@@ -119,8 +148,28 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   case OP_ADD_SCALAR:
   case OP_MUL_SCALAR:
   case OP_LAYERNORM: fprintf(out, " {%g}", n->attr.f[0]); break;
-  case OP_MATMUL: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
+  case OP_MATMUL:
+  case OP_BMM: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
   case OP_SUM: fprintf(out, " {axis=%lld}", (long long)n->attr.i[0]); break;
+  case OP_PERMUTE:
+    for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
+    fputc('}', out);
+    break;
+  case OP_CAUSAL_MASK:
+  case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
+  case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
+  case OP_SLICE:
+  case OP_SLICE_GRAD: fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); break;
+  case OP_PAD:
+  case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
+  case OP_IM2COL:
+  case OP_COL2IM:
+  case OP_MAXPOOL:
+  case OP_MAXPOOL_GRAD:
+  case OP_AVGPOOL:
+  case OP_AVGPOOL_GRAD:
+    fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+    break;
   case OP_PARAM:
     fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_name(n->init.kind), n->init.a, n->init.b,
             n->decay ? ", decay" : "");
@@ -147,5 +196,6 @@ void graph_print(FILE *out, const Graph *g) {
   fprintf(out, "loss %%%d", g->loss);
   if (g->predict >= 0) fprintf(out, ", predict %%%d", g->predict);
   if (g->labels >= 0) fprintf(out, ", labels %%%d", g->labels);
+  if (g->tokens >= 0) fprintf(out, ", tokens %%%d", g->tokens);
   fputc('\n', out);
 }

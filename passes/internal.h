@@ -11,9 +11,9 @@ static inline uint64_t node_bytes(const Node *n) {
   return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
 }
 
-static inline bool is_leaf(const Node *n) {
-  return n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_LOSS_SEED;
-}
+/* Set by the runtime, never computed (inputs, parameters, the loss seed,
+ * the dropout key and training flag). */
+static inline bool is_leaf(const Node *n) { return op_info(n->op)->arity == 0; }
 
 /* live[i]: node i must be computed (or is a leaf that is read): it reaches
  * the loss, the prediction or a parameter's gradient. Caller frees. */

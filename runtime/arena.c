@@ -41,7 +41,9 @@ uint64_t trc_workspace_offset(const trc_model *m) {
     uint64_t end = m->inputs[i].offset + (uint64_t)m->batch * m->inputs[i].example_bytes;
     if (end > top) top = end;
   }
-  if (m->loss_seed_offset + 4 > top) top = m->loss_seed_offset + 4;
+  uint64_t slots[][2] = {{m->loss_seed_offset, 4}, {m->rng_key_offset, 8}, {m->training_offset, 4}};
+  for (int i = 0; i < 3; i++)
+    if (slots[i][0] + slots[i][1] > top) top = slots[i][0] + slots[i][1];
   return top < m->arena_bytes ? top : m->arena_bytes;
 }
 

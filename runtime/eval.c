@@ -43,7 +43,7 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
   if (!(m->has_predict && m->label_input >= 0)) return 0;
   const trc_input *in = &m->inputs[m->label_input];
   const unsigned char *col = ds->columns[m->label_input].data;
-  for (int64_t r = 0; r < ds->n; r++) {
+  for (int64_t r = 0; r < ds->n * m->predict_rows; r++) {
     int32_t y = 0;
     if (in->dtype == TRC_U8)
       y = col[r];
@@ -52,7 +52,7 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
     if (y < 0 || y >= m->predict_classes)
       return trc_fail_at(err, what,
                          "label '%s' of row %lld is %d, outside the model's %lld classes", in->name,
-                         (long long)r, (int)y, (long long)m->predict_classes);
+                         (long long)(r / m->predict_rows), (int)y, (long long)m->predict_classes);
   }
   return 0;
 }
@@ -63,8 +63,9 @@ static void batch_rows(int64_t *rows, int64_t batch, int64_t first, int64_t n) {
 }
 
 /* Adds every rank's counts into every rank's: [examples, correct, ce_sum,
- * loss_sum, full_batches, then true_pos, false_pos, false_neg per class]. */
-static void reduce_over_ranks(trc_evaluator *ev, int64_t *examples, double *loss_sum,
+ * loss_sum, full_batches, then true_pos, false_pos, false_neg per class].
+ * The metrics count predictions: `rows` per example (tokens of a sequence). */
+static void reduce_over_ranks(trc_evaluator *ev, int64_t rows, int64_t *examples, double *loss_sum,
                               int64_t *full_batches) {
   trc_metrics *mt = &ev->metrics;
   const int64_t c = ev->classify ? mt->classes : 0;
@@ -82,7 +83,7 @@ static void reduce_over_ranks(trc_evaluator *ev, int64_t *examples, double *loss
   *loss_sum = s[3];
   *full_batches = (int64_t)s[4];
   if (!ev->classify) return;
-  mt->examples = *examples;
+  mt->examples = *examples * rows;
   mt->correct = (int64_t)s[1];
   mt->ce_sum = s[2];
   for (int a = 0; a < 3; a++)
@@ -96,6 +97,7 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
   int64_t full_batches = 0;
   memset(out, 0, sizeof *out);
   if (ev->classify) trc_metrics_reset(&ev->metrics);
+  trc_set_mode(m, arena, 0, 0);
   for (int64_t first = 0; first < ds->n; first += B) {
     int64_t valid = ds->n - first < B ? ds->n - first : B;
     batch_rows(ev->rows, B, first, ds->n);
@@ -110,10 +112,10 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
     if (ev->classify)
       trc_metrics_add(&ev->metrics, (const float *)(arena + m->predict_offset),
                       arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
-                      valid);
+                      valid * m->predict_rows);
   }
   int64_t examples = ds->n;
-  reduce_over_ranks(ev, &examples, &loss_sum, &full_batches);
+  reduce_over_ranks(ev, m->predict_rows, &examples, &loss_sum, &full_batches);
   out->examples = examples;
   if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {
     out->loss = trc_metrics_cross_entropy(&ev->metrics);

@@ -147,6 +147,12 @@ static double accumulate_window(trainer *t, int average_gradients) {
   double loss_sum = 0.0;
   memset(t->arena + m->grad_offset, 0, m->param_count * sizeof(float));
   for (int64_t k = 0; k < window; k++) {
+    /* Dropout masks are keyed by (step, micro-batch, rank): the same on a
+     * resumed run, distinct across ranks. */
+    const trc_train_config *c = &t->opt.cfg;
+    uint64_t micro_batch =
+        ((uint64_t)t->step * (uint64_t)c->accumulate + (uint64_t)k) * (uint64_t)t->ranks + (uint64_t)t->rank;
+    trc_set_mode(m, t->arena, trc_rng_key(c->seed, TRC_STREAM_DROPOUT, micro_batch), 1);
     trc_dataset_gather(&t->train, m, trc_step_rows(&t->plan, t->step, k), m->batch, t->arena);
     memcpy(t->arena + m->loss_seed_offset, &seed, sizeof seed);
     float loss;
@@ -316,6 +322,14 @@ static void report_high_water(trainer *t) {
             (unsigned long long)t->m->arena_bytes, measured == t->m->arena_bytes ? "" : " (differs from the plan!)");
 }
 
+/* --sample: generated text on stdout, after the prompt. */
+static int sample(trainer *t, trc_error *err) {
+  if (t->opt.sample == 0) return 0;
+  const char *prompt = t->opt.prompt && t->opt.prompt[0] ? t->opt.prompt : "\n";
+  return trc_sample(t->m, t->arena, (const unsigned char *)prompt, strlen(prompt), t->opt.sample,
+                    t->opt.temperature, t->opt.cfg.seed, stdout, err);
+}
+
 /* Everything after the flags; returns an exit status. */
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
@@ -337,7 +351,8 @@ static int run(trainer *t, trc_error *err) {
   if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
   if (training && t->rank == 0) report_high_water(t);
   if (!training && t->has_eval) evaluate(t);
-  return t->rank == 0 && save_weights(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
+  if (t->rank == 0 && save_weights(t, err)) return EXIT_FAILURE;
+  return t->rank == 0 && sample(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static void teardown(trainer *t) {

@@ -16,7 +16,12 @@
  *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param) into
  *     the gradient region, where loss_seed is the f32 the runtime stores at
  *     loss_seed_offset before each micro-batch (1/accumulate for plain means).
- *     The runtime zeroes the gradients at the start of each optimizer step. */
+ *     The runtime zeroes the gradients at the start of each optimizer step.
+ *   - dropout reads a u64 key at rng_key_offset and an f32 flag at
+ *     training_offset: the runtime sets the key before each training
+ *     micro-batch (from seed and the micro-batch's index) and the flag to 1
+ *     while training, 0 in evaluation and sampling, so a kernel that is run
+ *     again (recompute, backward) regenerates the same mask. */
 #ifndef TRAINC_RT_H
 #define TRAINC_RT_H
 
@@ -111,10 +116,16 @@ typedef struct trc_model {
   uint64_t loss_offset;      /* f32 scalar written by forward() */
   uint64_t loss_seed_offset; /* f32 scalar read by backward() */
   trc_loss_kind loss_kind;
-  int has_predict;           /* predict_offset holds f32[B, predict_classes] */
+  int has_predict;           /* predict_offset holds f32[B, predict_rows, predict_classes] */
   uint64_t predict_offset;
   int64_t predict_classes;
-  int label_input;           /* index into inputs of the class labels, -1 if none */
+  int64_t predict_rows;      /* rows of scores per example: 1, or T of a sequence model */
+  int label_input;           /* index into inputs of the class labels (predict_rows
+                                per example), -1 if none */
+  int token_input;           /* sequence models: the i32 input [B, predict_rows] of
+                                token ids that sampling feeds a context, -1 if none */
+  uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
+  uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
   void (*forward)(char *arena);
   void (*backward)(char *arena);
   const char *checkpoint;    /* the checkpoint policy it was planned with */
@@ -156,7 +167,7 @@ char *trc_arena_alloc(uint64_t bytes, trc_error *err);
 void trc_arena_free(char *arena);
 
 /* The plan's promise, checked: the workspace (everything above parameters,
- * gradients, inputs and the loss seed) is filled with a canary byte before
+ * gradients, inputs and the loss seed, dropout key and training flag) is filled with a canary byte before
  * training; afterwards the highest byte no longer equal to it, rounded up to
  * the arena's 64-byte alignment, is the measured high-water mark, which must
  * equal arena_bytes (the planned peak). */
@@ -227,6 +238,31 @@ double trc_rng_uniform(uint64_t key, uint64_t counter);  /* [0, 1) */
 double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
+
+/* fmaxf and fminf (a NaN operand yields the other one), for generated
+ * kernels: the C library's are calls that GCC does not inline or vectorize. */
+static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
+static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+
+/* splitmix64's output function. */
+static inline uint64_t trc_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Dropout's random numbers, called by generated kernels: uniform in [0, 1)
+ * (24 bits), a pure function of the u64 key stored at `key` (the arena's
+ * rng_key slot), the op's stream and the element's index. */
+static inline float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
+  uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
+  uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
+                         0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
+  return (float)(z >> 40) * 0x1.0p-24f;
+}
+
+/* Sets the dropout key and the training flag in an arena. */
+void trc_set_mode(const trc_model *model, char *arena, uint64_t rng_key, int training);
 
 /* ---- parameter init ---- */
 /* Param `index` of a model, keyed by (seed, index, element). */
@@ -361,11 +397,26 @@ typedef struct {
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
+  int64_t sample;          /* bytes to generate after training (0: none) */
+  const char *prompt;      /* their context (NULL: a newline) */
+  double temperature;      /* 0: greedy; default 1 */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,
                    trc_error *err);
 void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
+
+/* ---- sampling from a byte-level sequence model ---- */
+/* Generates `count` tokens after `prompt` (len bytes, each a token below the
+ * token input's limit): each step runs forward() in evaluation mode on the
+ * last T tokens (row 0 of the batch, zero-padded after them; causal models
+ * ignore the padding) and draws the next token from softmax(logits /
+ * temperature) at the last position (the arg-max when temperature is 0),
+ * with random numbers keyed by seed. Writes the prompt and the tokens, as
+ * bytes, to out. Needs trc_can_sample(model) and len >= 1. */
+int trc_can_sample(const trc_model *model); /* token_input >= 0, predict_classes <= 256 */
+int trc_sample(const trc_model *model, char *arena, const unsigned char *prompt, size_t len,
+               int64_t count, double temperature, uint64_t seed, FILE *out, trc_error *err);
 
 /* ---- gradient check ---- */
 /* Fills the inputs with seeded random data and compares backward() with
