@@ -319,6 +319,7 @@ int trc_load_weights(const trc_model *model, char *arena, const char *path, trc_
 /* ---- command line ---- */
 typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
+  const char *dump_path;   /* --dump-step FILE */
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
@@ -334,5 +335,13 @@ void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
  * whose values must already be in the arena. Prints a table to `out`.
  * Returns 0 when every checked element agrees, 1 when one does not. */
 int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out, trc_error *err);
+
+/* ---- one step, dumped (--dump-step) ---- */
+/* Loads data_dir, runs forward and backward (loss seed 1, gradients zeroed
+ * first) on its rows 0..B-1 in file order, and writes a .safetensors file
+ * with "loss" (f32[]), "predict" (f32[B, classes], when the model has one)
+ * and "grad.<param>" for every parameter, in parameter order. */
+int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, const char *path,
+                  trc_error *err);
 
 #endif

@@ -1,0 +1,184 @@
+"""Compares a trainc trainer with the same model written in PyTorch
+(models.py), on the same weights and the same data.
+
+  parity.py data    MODEL WEIGHTS OUTDIR N SEED   random inputs for MODEL as .npy
+  parity.py step    MODEL WEIGHTS DUMP DATADIR    one step: loss, predict, every gradient
+  parity.py train   MODEL HELP W0 W_FINAL LOG DATADIR
+                                                  AdamW steps: every step's loss, final weights
+
+DUMP is the trainer's `--dump-step` file (loss, predict, grad.<param>); the
+data directory holds exactly one batch. The tensors checked are those of the
+files: every parameter in WEIGHTS must have a gradient in DUMP and in torch,
+and every tensor in DUMP must be one that is checked.
+
+Error of a tensor a against the reference b: ||a - b|| / max(||b||, TINY)
+(Frobenius norms in float64), required below TOL = 1e-4. Exit 0 when all
+agree, 3 when one does not (a table names it); 1 is an error (a bad file, a
+model that does not load)."""
+import json
+import math
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+import safetensors_np
+from models import MODELS
+
+TOL = 1e-4
+TINY = 1e-30  # only guards the division: a zero reference needs an exact zero
+EXIT_MISMATCH = 3
+
+
+def rel_err(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return math.inf
+    return float(np.linalg.norm((a - b).ravel()) / max(np.linalg.norm(b.ravel()), TINY))
+
+
+class Report:
+    def __init__(self):
+        self.failed = 0
+
+    def row(self, name, shape, err, note=""):
+        ok = err < TOL
+        self.failed += not ok
+        print(f"  {name:40s} {str(list(shape)):18s} rel err {err:.2e}  {'ok' if ok else 'FAIL'}"
+              f"{'  ' + note if note else ''}")
+
+    def missing(self, name, where):
+        self.failed += 1
+        print(f"  {name:40s} FAIL: {where}")
+
+    def exit(self, what):
+        print(f"{what}: {'FAIL' if self.failed else 'ok'} ({self.failed} failed, TOL {TOL:g})")
+        sys.exit(EXIT_MISMATCH if self.failed else 0)
+
+
+def load_model(name, weights_path):
+    weights, _ = safetensors_np.read(weights_path)
+    model = MODELS[name](weights)
+    model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
+    return model, weights
+
+
+def load_batch(model, data_dir):
+    """Every input the model reads, from DATADIR/<input>.npy, as tensors."""
+    names = model.make_data(np.random.default_rng(0), 1).keys()
+    return {k: torch.from_numpy(np.load(os.path.join(data_dir, k + ".npy"))) for k in names}
+
+
+def cmd_data(name, weights_path, out_dir, n, seed):
+    model, _ = load_model(name, weights_path)
+    os.makedirs(out_dir, exist_ok=True)
+    for k, v in model.make_data(np.random.default_rng(int(seed)), int(n)).items():
+        np.save(os.path.join(out_dir, k + ".npy"), v)
+
+
+def cmd_step(name, weights_path, dump_path, data_dir):
+    model, weights = load_model(name, weights_path)
+    dump, _ = safetensors_np.read(dump_path)
+    loss, predict = model(load_batch(model, data_dir))
+    loss.backward()
+    torch_params = dict(model.named_parameters())
+    r = Report()
+    print(f"{name}: one step, trainc (--dump-step) vs PyTorch {torch.__version__}")
+    checked = {"loss", "predict"}
+    r.row("loss", [], rel_err(dump["loss"], loss.item()))
+    if "predict" in dump:
+        r.row("predict", dump["predict"].shape, rel_err(dump["predict"], predict.detach()))
+    else:
+        r.missing("predict", "not in the dump")
+    for pname in weights:  # every parameter of the weights file
+        gname = "grad." + pname
+        checked.add(gname)
+        tgrad = torch_params[pname].grad
+        if gname not in dump:
+            r.missing(gname, "not in the dump")
+        elif tgrad is None:
+            r.missing(gname, "PyTorch computed no gradient")
+        else:
+            r.row(gname, dump[gname].shape, rel_err(dump[gname], tgrad))
+    for extra in dump.keys() - checked:
+        r.missing(extra, "in the dump but not a parameter of the weights file")
+    r.exit("step")
+
+
+def compiled_adamw(help_text):
+    """The trainer's compiled AdamW and schedule, from its --help text."""
+    opt = re.search(r"adamw\(lr=([^,]+), betas=\(([^,]+), ([^)]+)\), eps=([^,]+), "
+                    r"weight_decay=([^)]+)\)", help_text)
+    sched = re.search(r"schedule (\w+)\(warmup=(\d+), min_lr=([^)]+)\)", help_text)
+    if not opt or not sched:
+        sys.exit("parity.py: the trainer's --help shows no adamw(...) and schedule line")
+    lr, b1, b2, eps, wd = map(float, opt.groups())
+    return dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd), \
+        (sched.group(1), int(sched.group(2)), float(sched.group(3)))
+
+
+def schedule_factor(kind, warmup, min_ratio, step, total):
+    """Hugging Face's get_{constant,linear,cosine}_schedule_with_warmup, with a floor."""
+    if step < warmup:
+        return step / warmup
+    if kind == "constant" or total <= warmup:
+        return 1.0
+    progress = min(1.0, (step - warmup) / (total - warmup))
+    f = 1.0 - progress if kind == "linear" else 0.5 * (1.0 + math.cos(math.pi * progress))
+    return min_ratio + (1.0 - min_ratio) * f
+
+
+def trainer_losses(log_path):
+    with open(log_path) as f:
+        records = [json.loads(line) for line in f]
+    return [rec["loss"] for rec in records if "loss" in rec]
+
+
+def cmd_train(name, help_path, w0_path, final_path, log_path, data_dir):
+    with open(help_path) as f:
+        adamw, (kind, warmup, min_lr) = compiled_adamw(f.read())
+    model, weights = load_model(name, w0_path)
+    final, _ = safetensors_np.read(final_path)
+    losses = trainer_losses(log_path)
+    steps = len(losses)
+    params = dict(model.named_parameters())
+    # Weight decay on weights (rank >= 2), not on biases or norm scales.
+    groups = [{"params": [p for p in params.values() if p.dim() >= 2]},
+              {"params": [p for p in params.values() if p.dim() < 2], "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, **adamw)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: schedule_factor(kind, warmup, min_lr / adamw["lr"], s, steps))
+    batch = load_batch(model, data_dir)
+    r = Report()
+    print(f"{name}: {steps} AdamW steps {adamw}, schedule {kind}(warmup={warmup}), "
+          f"trainc vs PyTorch {torch.__version__}")
+    for step in range(steps):
+        opt.zero_grad()
+        loss, _ = model(batch)
+        loss.backward()
+        opt.step()
+        sched.step()
+        r.row(f"loss at step {step + 1}", [], rel_err(losses[step], loss.item()),
+              f"{losses[step]:.6f}")
+    for pname, w in weights.items():
+        if pname not in final:
+            r.missing(pname, "not in the trainer's final weights")
+            continue
+        mine, ref = final[pname], params[pname].detach().numpy()
+        r.row(pname, ref.shape, rel_err(mine, ref))
+        # Their change over the run: the stricter number, as it leaves out w0.
+        r.row(pname + " - w0", ref.shape, rel_err(mine - w, ref - w))
+    for extra in final.keys() - weights.keys():
+        r.missing(extra, "in the final weights but not in the initial ones")
+    r.exit("train")
+
+
+COMMANDS = {"data": cmd_data, "step": cmd_step, "train": cmd_train}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in COMMANDS:
+        sys.exit(__doc__)
+    torch.manual_seed(0)
+    COMMANDS[sys.argv[1]](*sys.argv[2:])

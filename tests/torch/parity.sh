@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# PyTorch parity of one model: builds MODEL.nn, saves its seeded initial
+# weights, makes one batch of random data, and checks with parity.py (the
+# model written again in PyTorch, models.py: TORCH_MODEL) that
+#   1. one step's loss, predictions and every gradient (--dump-step) agree;
+#   2. the comparison fails when one gradient is off by 1e-3, when one is
+#      missing, and when PyTorch runs on a weight off by 1e-3 (so 1 can fail);
+#   3. with `train` given: the trainer's compiled optimizer steps (its train
+#      block's `steps`) give the same loss at every step and the same weights.
+# Skipped (77) when Debian's python3 has no torch.
+# usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
+set -euo pipefail
+trainc=$1 model=$2 torch_model=$3 work=$4 train=${5:-}
+here=$(cd "$(dirname "$0")" && pwd)
+py=/usr/bin/python3
+$py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
+parity() { $py "$here/parity.py" "$@"; }
+st() { $py "$here/safetensors_np.py" "$@"; }
+expect_mismatch() { # tensor, what, command...: the command must report a mismatch (exit 3)
+  local tensor=$1 what=$2 rc=0
+  shift 2
+  "$@" >"$work/neg.out" 2>&1 || rc=$?
+  if [[ $rc -ne 3 ]] || ! grep -F "  $tensor " "$work/neg.out" | grep -q FAIL; then
+    cat "$work/neg.out"
+    echo "FAIL: $what was not caught (exit $rc, or no FAIL line for $tensor)"
+    exit 1
+  fi
+  echo "caught: $what ($(grep -c "^  .*FAIL" "$work/neg.out") tensors FAIL)"
+}
+
+rm -rf "$work" && mkdir -p "$work"
+bin=$work/trainer
+"$trainc" build "$model" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+"$bin" --help >"$work/help.txt"
+batch=$(sed -n 's/.*; B = \([0-9]*\)).*/\1/p' "$work/help.txt")
+"$bin" --steps 0 --save "$work/w0.safetensors" --quiet
+parity data "$torch_model" "$work/w0.safetensors" "$work/data" "$batch" 1
+
+# 1. one step
+"$bin" --init "$work/w0.safetensors" --data "$work/data" --dump-step "$work/step.safetensors"
+parity step "$torch_model" "$work/w0.safetensors" "$work/step.safetensors" "$work/data"
+
+# 2. the comparison can fail
+last_grad=$(st names "$work/step.safetensors" | tail -n 1)
+first_param=$(st names "$work/w0.safetensors" | sed -n 1p)
+st perturb "$work/step.safetensors" "$work/bad_grad.safetensors" "$last_grad" 1e-3
+expect_mismatch "$last_grad" "$last_grad off by 1e-3" \
+  parity step "$torch_model" "$work/w0.safetensors" "$work/bad_grad.safetensors" "$work/data"
+st perturb "$work/step.safetensors" "$work/no_grad.safetensors" "$last_grad" drop
+expect_mismatch "$last_grad" "$last_grad missing" \
+  parity step "$torch_model" "$work/w0.safetensors" "$work/no_grad.safetensors" "$work/data"
+st perturb "$work/w0.safetensors" "$work/bad_w0.safetensors" "$first_param" 1e-3
+expect_mismatch predict "PyTorch on $first_param off by 1e-3" \
+  parity step "$torch_model" "$work/bad_w0.safetensors" "$work/step.safetensors" "$work/data"
+
+# 3. optimizer steps
+[[ "$train" == train ]] || exit 0
+"$bin" --init "$work/w0.safetensors" --data "$work/data" --log "$work/train.jsonl" --log-every 1 \
+  --save "$work/final.safetensors" --quiet
+parity train "$torch_model" "$work/help.txt" "$work/w0.safetensors" "$work/final.safetensors" \
+  "$work/train.jsonl" "$work/data"
