@@ -43,4 +43,36 @@ class FashionMLP(nn.Module):
         return F.cross_entropy(logits, batch["label"].long()), logits
 
 
-MODELS = {"fashion_mlp": FashionMLP}
+class PairClassifier(nn.Module):
+    """examples/pair_classifier.nn: bags of words a, b → mean embeddings u, v →
+    Sentence-BERT head over [u, v, |u-v|, u*v] → relu → linear → 2 classes."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.emb = nn.Parameter(torch.empty(weights["emb"].shape))
+        self.pu = linear_like(weights, "pu")
+        self.pv = linear_like(weights, "pv")
+        self.pd = linear_like(weights, "pd")
+        self.pm = linear_like(weights, "pm")
+        self.logits = linear_like(weights, "logits")
+
+    def make_data(self, rng, n):
+        """Random sentences of 1..12 words, as normalized bags of words."""
+        vocab = self.emb.shape[0]
+
+        def bags():
+            out = np.zeros((n, vocab), np.float32)
+            for row in out:
+                words = rng.integers(0, vocab, rng.integers(1, 13))
+                np.add.at(row, words, np.float32(1.0 / len(words)))
+            return out
+        return {"a": bags(), "b": bags(), "label": rng.integers(0, 2, n, dtype=np.int32)}
+
+    def forward(self, batch):
+        u, v = batch["a"] @ self.emb, batch["b"] @ self.emb
+        h = F.relu(self.pu(u) + self.pv(v) + self.pd(torch.abs(u - v)) + self.pm(u * v))
+        logits = self.logits(h)
+        return F.cross_entropy(logits, batch["label"].long()), logits
+
+
+MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier}

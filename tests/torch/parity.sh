@@ -5,8 +5,8 @@
 #   1. one step's loss, predictions and every gradient (--dump-step) agree;
 #   2. the comparison fails when one gradient is off by 1e-3, when one is
 #      missing, and when PyTorch runs on a weight off by 1e-3 (so 1 can fail);
-#   3. with `train` given: the trainer's compiled optimizer steps (its train
-#      block's `steps`) give the same loss at every step and the same weights.
+#   3. with `train` given: 10 optimizer steps (the train block's optimizer and
+#      schedule) give the same loss at every step and the same weights.
 # Skipped (77) when Debian's python3 has no torch.
 # usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
 set -euo pipefail
@@ -53,9 +53,9 @@ st perturb "$work/w0.safetensors" "$work/bad_w0.safetensors" "$first_param" 1e-3
 expect_mismatch predict "PyTorch on $first_param off by 1e-3" \
   parity step "$torch_model" "$work/bad_w0.safetensors" "$work/step.safetensors" "$work/data"
 
-# 3. optimizer steps
+# 3. optimizer steps; the data is one batch, so every step sees the same examples
 [[ "$train" == train ]] || exit 0
-"$bin" --init "$work/w0.safetensors" --data "$work/data" --log "$work/train.jsonl" --log-every 1 \
+"$bin" --init "$work/w0.safetensors" --data "$work/data" --steps 10 --log "$work/train.jsonl" --log-every 1 \
   --save "$work/final.safetensors" --quiet
 parity train "$torch_model" "$work/help.txt" "$work/w0.safetensors" "$work/final.safetensors" \
   "$work/train.jsonl" "$work/data"
