@@ -75,4 +75,30 @@ class PairClassifier(nn.Module):
         return F.cross_entropy(logits, batch["label"].long()), logits
 
 
-MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier}
+class DeepMLP(nn.Module):
+    """examples/deep_mlp.nn: `repeat N layer(x)` with layer = relu(linear(x, width)),
+    then a linear layer to the classes. trainc names copy i's weights
+    layer.<i>.linear.weight, which a ModuleList of {"linear": Linear} matches."""
+
+    def __init__(self, weights):
+        super().__init__()
+        depth = sum(1 for k in weights if k.startswith("layer.") and k.endswith(".weight"))
+        self.layer = nn.ModuleList(
+            nn.ModuleDict({"linear": linear_like(weights, f"layer.{i}.linear")})
+            for i in range(depth))
+        self.logits = linear_like(weights, "logits")
+
+    def make_data(self, rng, n):
+        width = self.layer[0]["linear"].in_features
+        return {"x": rng.standard_normal((n, width), dtype=np.float32),
+                "label": rng.integers(0, self.logits.out_features, n, dtype=np.int32)}
+
+    def forward(self, batch):
+        h = batch["x"]
+        for layer in self.layer:
+            h = F.relu(layer["linear"](h))
+        logits = self.logits(h)
+        return F.cross_entropy(logits, batch["label"].long()), logits
+
+
+MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier, "deep_mlp": DeepMLP}
