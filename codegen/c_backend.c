@@ -89,6 +89,11 @@ static void print_expr(FILE *out, const KExpr *e) {
     print_expr(out, e->a);
     fputc(')', out);
     break;
+  case KE_RANDOM:
+    fprintf(out, "trc_kernel_uniform(b%d, %lldu, ", e->buf, (long long)e->i);
+    print_expr(out, e->a);
+    fputc(')', out);
+    break;
   }
 }
 
@@ -128,7 +133,7 @@ static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
 
 static void mark_expr(const KExpr *e, bool *used) {
   if (!e) return;
-  if (e->kind == KE_LOAD) used[e->buf] = true;
+  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
   mark_expr(e->a, used);
   mark_expr(e->b, used);
   mark_expr(e->c, used);
@@ -172,22 +177,25 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
   free(used);
 }
 
-/* C = op(A) op(B), each operand viewed as [rows, last dim]; see OP_MATMUL. */
+/* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last
+ * dim]; bmm: a batch of matrices (the last two dims), one GEMM per batch. */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
-  bool ta = n->attr.i[0], tb = n->attr.i[1];
-  int64_t a_cols = a->dim[a->rank - 1], a_rows = shape_numel(a) / a_cols;
-  int64_t b_cols = b->dim[b->rank - 1], b_rows = shape_numel(b) / b_cols;
+  bool ta = n->attr.i[0], tb = n->attr.i[1], batched = n->op == OP_BMM;
+  int64_t a_cols = a->dim[a->rank - 1], a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
+  int64_t b_cols = b->dim[b->rank - 1], b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
   int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, cols = tb ? b_rows : b_cols;
+  int64_t batch = shape_numel(&n->shape) / (m * cols);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", ta ? "CblasTrans" : "CblasNoTrans",
+  fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)batch);
+  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", ta ? "CblasTrans" : "CblasNoTrans",
           tb ? "CblasTrans" : "CblasNoTrans", (long long)m, (long long)cols, (long long)k);
-  fprintf(out, "              (const float *)(A + %llu), %lld, (const float *)(A + %llu), %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)a_cols, (unsigned long long)p->offset[n->in[1]],
-          (long long)b_cols);
-  fprintf(out, "              %s, (float *)(A + %llu), %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)cols);
+  fprintf(out, "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + i * %lld, %lld,\n",
+          (unsigned long long)p->offset[n->in[0]], (long long)(a_rows * a_cols), (long long)a_cols,
+          (unsigned long long)p->offset[n->in[1]], (long long)(b_rows * b_cols), (long long)b_cols);
+  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
+          (unsigned long long)p->offset[id], (long long)(m * cols), (long long)cols);
 }
 
 static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
@@ -297,10 +305,16 @@ static void print_model(FILE *out, const Program *p) {
           g->n_inputs);
   fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",
           (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset, loss_enum[g->loss_kind]);
-  if (g->predict >= 0)
-    fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld,\n",
-            (unsigned long long)p->offset[g->predict], (long long)g->nodes[g->predict].shape.dim[1]);
-  fprintf(out, "    .label_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1);
+  fprintf(out, "    .rng_key_offset = %llu, .training_offset = %llu,\n", (unsigned long long)p->rng_key_offset,
+          (unsigned long long)p->training_offset);
+  if (g->predict >= 0) {
+    const Shape *ps = &g->nodes[g->predict].shape;
+    fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld, .predict_rows = %lld,\n",
+            (unsigned long long)p->offset[g->predict], (long long)ps->dim[ps->rank - 1],
+            (long long)(ps->rank == 3 ? ps->dim[1] : 1));
+  }
+  fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
+          g->tokens >= 0 ? input_index(g, g->tokens) : -1);
   fputs("    .forward = forward,\n    .backward = backward,\n", out);
   print_defaults(out, &g->train);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);

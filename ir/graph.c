@@ -29,7 +29,7 @@ int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
 
 Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
-  g->loss = g->predict = g->labels = g->loss_seed = -1;
+  g->loss = g->predict = g->labels = g->tokens = g->loss_seed = g->rng_key = g->training = -1;
   return g;
 }
 
@@ -44,16 +44,14 @@ void graph_free(Graph *g) {
   free(g);
 }
 
-int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
-                   int64_t i1, SrcLoc loc, Diag *diag) {
+int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
+                 Diag *diag) {
   Node n = {0};
   n.id = g->n;
   n.op = op;
   n.nin = nin;
   for (int i = 0; i < nin; i++) n.in[i] = in[i];
-  n.attr.f[0] = f0;
-  n.attr.i[0] = i0;
-  n.attr.i[1] = i1;
+  n.attr = *attr;
   n.loc = loc;
   n.grad_of_param = -1;
   n.dtype = DT_F32;
@@ -67,6 +65,19 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   }
   VEC_PUSH(g->nodes, g->n, g->cap, n);
   return n.id;
+}
+
+int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
+                   int64_t i1, SrcLoc loc, Diag *diag) {
+  Attr attr = {.f = {f0}, .i = {i0, i1}};
+  return graph_add_op(g, op, in, nin, &attr, loc, diag);
+}
+
+bool node_is_view(const Node *n) { return n->op == OP_RESHAPE && n->grad_of_param < 0; }
+
+int graph_storage_root(const Graph *g, int n) {
+  while (node_is_view(&g->nodes[n])) n = g->nodes[n].in[0];
+  return n;
 }
 
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag) {
@@ -97,8 +108,26 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   case OP_ADD_SCALAR:
   case OP_MUL_SCALAR:
   case OP_LAYERNORM: fprintf(out, " {%g}", n->attr.f[0]); break;
-  case OP_MATMUL: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
+  case OP_MATMUL:
+  case OP_BMM: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
   case OP_SUM: fprintf(out, " {axis=%lld}", (long long)n->attr.i[0]); break;
+  case OP_PERMUTE:
+    for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
+    fputc('}', out);
+    break;
+  case OP_CAUSAL_MASK:
+  case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
+  case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
+  case OP_PAD:
+  case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
+  case OP_IM2COL:
+  case OP_COL2IM:
+  case OP_MAXPOOL:
+  case OP_MAXPOOL_GRAD:
+  case OP_AVGPOOL:
+  case OP_AVGPOOL_GRAD:
+    fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+    break;
   case OP_PARAM:
     fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_name(n->init.kind), n->init.a, n->init.b,
             n->decay ? ", decay" : "");
@@ -125,5 +154,6 @@ void graph_print(FILE *out, const Graph *g) {
   fprintf(out, "loss %%%d", g->loss);
   if (g->predict >= 0) fprintf(out, ", predict %%%d", g->predict);
   if (g->labels >= 0) fprintf(out, ", labels %%%d", g->labels);
+  if (g->tokens >= 0) fprintf(out, ", tokens %%%d", g->tokens);
   fputc('\n', out);
 }

@@ -47,6 +47,15 @@ typedef struct {
   int64_t fan_in, fan_out;
 } Init;
 
+/* An op's constant arguments; what each field means is said per op in
+ * ir/ops.def (e.g. matmul: i[0], i[1] = transpose flags; permute: i[0..rank)
+ * = the axis order; reshape: shape = the new shape). */
+typedef struct {
+  double f[2];
+  int64_t i[IR_MAX_RANK];
+  Shape shape;
+} Attr;
+
 typedef struct {
   int id;
   OpKind op;
@@ -54,10 +63,7 @@ typedef struct {
   Shape shape;
   int in[IR_MAX_IN];
   int nin;
-  struct {
-    double f[2];
-    int64_t i[2];
-  } attr;
+  Attr attr;
   const char *name;        /* params and inputs: their full name; others: the
                               model-file variable it was assigned to, or NULL */
   SrcLoc loc;              /* the model-file expression it comes from */
@@ -99,7 +105,12 @@ typedef struct {
   int loss;                /* the node named `loss` (f32 scalar) */
   int predict;             /* the `predict` node, -1 if none */
   int labels;              /* the input whose values are class labels, -1 */
+  int tokens;              /* the embedded token-id input [B, T] of a sequence
+                              model with predict [B, T, vocab] (sampling feeds
+                              it a context), -1 */
   int loss_seed;           /* OP_LOSS_SEED node, created by autodiff; -1 before */
+  int rng_key, training;   /* OP_RNG_KEY / OP_TRAINING leaves (dropout), -1 if unused */
+  int n_dropout;           /* dropout ops so far: each gets its own random stream */
   LossKind loss_kind;
   int *params;             /* param node ids, in declaration order */
   int n_params, cap_params;
@@ -138,6 +149,14 @@ void graph_free(Graph *g);
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
                    int64_t i1, SrcLoc loc, Diag *diag);
+int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
+                 Diag *diag);
+/* A reshape whose output shares its input's storage (every reshape except one
+ * that adds into a parameter's gradient slot, which copies). The memory plan
+ * gives a view its source's offset and schedules no kernel for it. */
+bool node_is_view(const Node *n);
+/* The node that owns the storage a view (chain) reads; n itself otherwise. */
+int graph_storage_root(const Graph *g, int n);
 /* Broadcast a gradient back to / sum it down to the shape of node `like`. */
 int graph_expand_to(Graph *g, int x, int like);
 int graph_sum_to(Graph *g, int x, int like);
@@ -168,6 +187,8 @@ typedef enum {
   KE_SELECT, /* a > 0 ? b : c (float condition) */
   KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
   KE_TO_FLOAT, /* (float)a, a integer */
+  KE_RANDOM, /* uniform [0, 1) at counter a of stream i under the key in buf
+                (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc_rt.h */
 } KExprKind;
 
 typedef enum { KU_NEG, KU_EXP, KU_LOG, KU_TANH, KU_ERF, KU_SQRT } KUnaryOp;
@@ -230,6 +251,7 @@ KExpr *k_binary(Kernel *k, KBinaryOp op, KExpr *a, KExpr *b);
 KExpr *k_select(Kernel *k, KExpr *cond, KExpr *a, KExpr *b);
 KExpr *k_eq(Kernel *k, KExpr *a, KExpr *b);
 KExpr *k_to_float(Kernel *k, KExpr *a);
+KExpr *k_random(Kernel *k, int key_buf, int64_t stream, KExpr *counter);
 /* Integer index arithmetic: a*stride + b, folding constants. */
 KExpr *k_iadd(Kernel *k, KExpr *a, KExpr *b);
 KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);

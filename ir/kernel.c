@@ -157,6 +157,14 @@ KExpr *k_to_float(Kernel *k, KExpr *a) {
   return e;
 }
 
+KExpr *k_random(Kernel *k, int key_buf, int64_t stream, KExpr *counter) {
+  KExpr *e = expr(k, KE_RANDOM);
+  e->buf = key_buf;
+  e->i = stream;
+  e->a = counter;
+  return e;
+}
+
 KExpr *k_iadd(Kernel *k, KExpr *a, KExpr *b) {
   if (a->kind == KE_ICONST && a->i == 0) return b;
   if (b->kind == KE_ICONST && b->i == 0) return a;

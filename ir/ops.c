@@ -190,6 +190,131 @@ static bool infer_layernorm_grad_gamma(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
+static bool infer_attr_shape(const Graph *g, Node *n, Diag *diag) {
+  n->shape = n->attr.shape;
+  return true;
+}
+
+static bool infer_reshape(const Graph *g, Node *n, Diag *diag) {
+  const Node *x = in_node(g, n, 0);
+  if (shape_numel(&x->shape) != shape_numel(&n->attr.shape)) {
+    char sx[128], sy[128];
+    diag_error(diag, n->loc, "reshape: %s has %lld elements, %s has %lld", shape_str(&x->shape, sx),
+               (long long)shape_numel(&x->shape), shape_str(&n->attr.shape, sy),
+               (long long)shape_numel(&n->attr.shape));
+    return false;
+  }
+  n->dtype = x->dtype;
+  n->shape = n->attr.shape;
+  return true;
+}
+
+static bool infer_permute(const Graph *g, Node *n, Diag *diag) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  bool seen[IR_MAX_RANK] = {false};
+  for (int d = 0; d < x->rank; d++) {
+    int64_t a = n->attr.i[d];
+    if (a < 0 || a >= x->rank || seen[a]) {
+      char sx[128];
+      diag_error(diag, n->loc, "permute: the axes are not a permutation of the %d axes of %s", x->rank,
+                 shape_str(x, sx));
+      return false;
+    }
+    seen[a] = true;
+    n->shape.dim[d] = x->dim[a];
+  }
+  n->shape.rank = x->rank;
+  n->dtype = in_node(g, n, 0)->dtype;
+  return true;
+}
+
+/* The last two axes of a (maybe transposed) batch of matrices. */
+static int64_t mat_rows(const Shape *s, bool t) { return s->dim[s->rank - (t ? 1 : 2)]; }
+static int64_t mat_cols(const Shape *s, bool t) { return s->dim[s->rank - (t ? 2 : 1)]; }
+
+static bool infer_bmm(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  bool ta = n->attr.i[0], tb = n->attr.i[1];
+  char sa[128], sb[128];
+  bool fits = a->rank >= 3 && a->rank == b->rank && mat_cols(a, ta) == mat_rows(b, tb);
+  for (int d = 0; fits && d < a->rank - 2; d++) fits = a->dim[d] == b->dim[d];
+  if (!fits) {
+    diag_error(diag, n->loc,
+               "batched matmul shapes do not fit: %s @ %s (expected [..., M, K] @ [..., K, N] with the same "
+               "leading dimensions)",
+               shape_str(a, sa), shape_str(b, sb));
+    return false;
+  }
+  n->shape = *a;
+  n->shape.dim[a->rank - 2] = mat_rows(a, ta);
+  n->shape.dim[a->rank - 1] = mat_cols(b, tb);
+  return true;
+}
+
+static bool infer_causal_mask(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  if (x->rank < 2 || x->dim[x->rank - 1] != x->dim[x->rank - 2]) {
+    char sx[128];
+    diag_error(diag, n->loc, "causal_mask needs square scores [..., T, T], got %s", shape_str(x, sx));
+    return false;
+  }
+  n->shape = *x;
+  return true;
+}
+
+static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  n->shape = in_node(g, n, 0)->shape;
+  return true;
+}
+
+/* Images are [N, C, H, W]; a window of `size` at `stride` fits H and W. */
+static bool want_image(const Graph *g, Node *n, int64_t size, int64_t stride, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  char sx[128];
+  if (x->rank != 4) {
+    diag_error(diag, n->loc, "%s needs an image batch [N, C, H, W], got %s", op_info(n->op)->name,
+               shape_str(x, sx));
+    return false;
+  }
+  if (size < 1 || stride < 1 || size > x->dim[2] || size > x->dim[3]) {
+    diag_error(diag, n->loc, "%s: a %lldx%lld window does not fit the %lldx%lld image of %s", op_info(n->op)->name,
+               (long long)size, (long long)size, (long long)x->dim[2], (long long)x->dim[3], shape_str(x, sx));
+    return false;
+  }
+  return true;
+}
+
+static int64_t windows(int64_t extent, int64_t size, int64_t stride) { return (extent - size) / stride + 1; }
+
+static bool infer_pool(const Graph *g, Node *n, Diag *diag) {
+  int64_t size = n->attr.i[0], stride = n->attr.i[1];
+  if (!want_image(g, n, size, stride, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  n->shape = (Shape){.rank = 4,
+                     .dim = {x->dim[0], x->dim[1], windows(x->dim[2], size, stride), windows(x->dim[3], size, stride)}};
+  return true;
+}
+
+static bool infer_pad(const Graph *g, Node *n, Diag *diag) {
+  if (!want_image(g, n, 1, 1, diag)) return false;
+  n->shape = in_node(g, n, 0)->shape;
+  n->shape.dim[2] += 2 * n->attr.i[0];
+  n->shape.dim[3] += 2 * n->attr.i[0];
+  return true;
+}
+
+static bool infer_im2col(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_pool(g, n, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  int64_t k = n->attr.i[0];
+  n->shape = (Shape){.rank = 3, .dim = {x->dim[0], n->shape.dim[2] * n->shape.dim[3], x->dim[1] * k * k}};
+  return true;
+}
+
 /* --------------------------------------------------------------------- costs */
 
 static double flops_per_element(const Graph *g, const Node *n, double k) {
@@ -201,6 +326,13 @@ static double flops_per_element(const Graph *g, const Node *n, double k) {
 static double flops_1(const Graph *g, const Node *n) { return flops_per_element(g, n, 1); }
 static double flops_5(const Graph *g, const Node *n) { return flops_per_element(g, n, 5); }
 static double flops_20(const Graph *g, const Node *n) { return flops_per_element(g, n, 20); }
+
+static double flops_0(const Graph *g, const Node *n) { return 0; }
+
+static double flops_bmm(const Graph *g, const Node *n) {
+  const Shape *a = &in_node(g, n, 0)->shape;
+  return 2.0 * (double)shape_numel(&n->shape) * (double)mat_cols(a, n->attr.i[0]);
+}
 
 static double flops_matmul(const Graph *g, const Node *n) {
   const Shape *b = &in_node(g, n, 1)->shape;
@@ -314,6 +446,76 @@ static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) 
     int in[2] = {x.in[1], dy};
     dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, x.loc, NULL);
   }
+}
+
+/* An op on one input with the attributes `attr` (shapes cannot fail). */
+static int add_with(Graph *g, OpKind op, int x, const Attr *attr) {
+  return graph_add_op(g, op, &x, 1, attr, g->nodes[x].loc, NULL);
+}
+
+static void bwd_reshape(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr back = {.shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_RESHAPE, dy, &back);
+}
+
+static void bwd_permute(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr inverse = {0};
+  for (int d = 0; d < g->nodes[n].shape.rank; d++) inverse.i[g->nodes[n].attr.i[d]] = d;
+  dx[0] = add_with(g, OP_PERMUTE, dy, &inverse);
+}
+
+/* C = op_a(A) op_b(B) per batch: d op_a(A) = dC op_b(B)^T, d op_b(B) = op_a(A)^T dC,
+ * each written so that the stored (maybe transposed) operand comes out. */
+static void bwd_bmm(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  int a = x.in[0], b = x.in[1];
+  bool ta = x.attr.i[0], tb = x.attr.i[1];
+  if (want[0]) {
+    int in[2] = {ta ? b : dy, ta ? dy : b};
+    dx[0] = graph_add_attr(g, OP_BMM, in, 2, 0, ta ? tb : 0, ta ? 1 : !tb, x.loc, NULL);
+  }
+  if (want[1]) {
+    int in[2] = {tb ? dy : a, tb ? a : dy};
+    dx[1] = graph_add_attr(g, OP_BMM, in, 2, 0, tb ? 1 : !ta, tb ? ta : 0, x.loc, NULL);
+  }
+}
+
+static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
+}
+
+/* The same mask (same key, stream and element counters) applied to dy. */
+static void bwd_dropout(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  int in[3] = {dy, x.in[1], x.in[2]};
+  dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, x.loc, NULL);
+}
+
+static void bwd_pad(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr crop = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_CROP, dy, &crop);
+}
+
+/* Window ops' gradients have the input's shape and the op's window. */
+static Attr window_back(const Graph *g, int n) {
+  Attr a = g->nodes[n].attr;
+  a.shape = g->nodes[g->nodes[n].in[0]].shape;
+  return a;
+}
+
+static void bwd_im2col(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = window_back(g, n);
+  dx[0] = add_with(g, OP_COL2IM, dy, &a);
+}
+
+static void bwd_maxpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int in[2] = {g->nodes[n].in[0], dy};
+  dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, g->nodes[n].loc, NULL);
+}
+
+static void bwd_avgpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = window_back(g, n);
+  dx[0] = add_with(g, OP_AVGPOOL_GRAD, dy, &a);
 }
 
 /* ------------------------------------------------------------------ kernels */
@@ -744,6 +946,234 @@ static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   KExpr *row = k_load(k, n->in[0], k_index(k, rl.r), true);
   KExpr *dst = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
   k_store(k, loop, n->id, dst, row_elem(&rl, n->in[1], d), true);
+  return k;
+}
+
+/* ------------------------------------------------- layout, masks and dropout */
+
+/* out[i] = x[i] over the flat buffer (a reshape that adds into a gradient
+ * slot; every other reshape is a view and has no kernel). */
+static Kernel *kernel_reshape(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  int v;
+  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
+  k_store(k, loop, n->id, k_index(k, v), k_load(k, n->in[0], k_index(k, v), false), accumulates(n));
+  return k;
+}
+
+/* Row-major strides of a shape. */
+static void strides_of(const Shape *s, int64_t *stride) {
+  int64_t st = 1;
+  for (int d = s->rank - 1; d >= 0; d--) stride[d] = st, st *= s->dim[d];
+}
+
+/* Loops over the output; the input is read at the permuted strides. */
+static Kernel *kernel_permute(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  const Shape *x = &in_node(g, n, 0)->shape;
+  int64_t in_stride[IR_MAX_RANK];
+  strides_of(x, in_stride);
+  int vars[IR_MAX_RANK];
+  KStmt *parent = NULL;
+  KExpr *src = k_iconst(k, 0);
+  for (int d = 0; d < n->shape.rank; d++) {
+    parent = k_for(k, parent, n->shape.dim[d], &vars[d]);
+    src = k_iadd(k, src, k_imul(k, k_index(k, vars[d]), in_stride[n->attr.i[d]]));
+  }
+  KExpr *dst = broadcast_index(k, &n->shape, &n->shape, vars);
+  k_store(k, parent, n->id, dst, k_load(k, n->in[0], src, in_node(g, n, 0)->dtype != DT_F32), accumulates(n));
+  return k;
+}
+
+/* Loops over [..., T, T]: x * scale on and below the diagonal (column <=
+ * row), `above` elsewhere. */
+static Kernel *causal_kernel(const Graph *g, const Node *n, double above) {
+  Kernel *k = kernel_new(n->id);
+  int64_t t = last_dim(&n->shape);
+  int b, r, c;
+  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape) / (t * t), &b);
+  loop = k_for(k, loop, t, &r);
+  loop = k_for(k, loop, t, &c);
+  KExpr *idx = k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, k_index(k, b), t), k_index(k, r)), t), k_index(k, c));
+  KExpr *row_minus_col = k_binary(k, KB_SUB, k_index(k, r), k_index(k, c));
+  KExpr *keep = k_binary(k, KB_ADD, k_to_float(k, row_minus_col), k_const(k, 0.5));
+  KExpr *scaled = k_binary(k, KB_MUL, k_load(k, n->in[0], idx, false), k_const(k, n->attr.f[0]));
+  k_store(k, loop, n->id, idx, k_select(k, keep, scaled, k_const(k, above)), accumulates(n));
+  return k;
+}
+static Kernel *kernel_causal_mask(const Graph *g, const Node *n) { return causal_kernel(g, n, -INFINITY); }
+static Kernel *kernel_causal_mask_grad(const Graph *g, const Node *n) { return causal_kernel(g, n, 0); }
+
+/* y = x * m, m = 1/(1-p) where the element's uniform number is above p, else
+ * 0 — and m = 1 when not training. The numbers depend only on (key, stream,
+ * element), so the backward pass (and any recompute) regenerates the mask. */
+static Kernel *kernel_dropout(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  double p = n->attr.f[0];
+  int v;
+  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
+  KExpr *u = k_random(k, n->in[1], n->attr.i[0], k_index(k, v));
+  KExpr *keep = k_select(k, k_binary(k, KB_SUB, u, k_const(k, p)), k_const(k, 1.0 / (1.0 - p)), k_const(k, 0));
+  KExpr *m = k_select(k, k_load(k, n->in[2], k_iconst(k, 0), false), keep, k_const(k, 1));
+  k_store(k, loop, n->id, k_index(k, v), k_binary(k, KB_MUL, k_load(k, n->in[0], k_index(k, v), false), m),
+          accumulates(n));
+  return k;
+}
+
+/* ------------------------------------------------------------ image windows */
+
+/* Index of [n, c, h, w] in a [N, C, H, W] buffer, with n*C + c given as nc. */
+static KExpr *image_index(Kernel *k, const Shape *s, KExpr *nc, KExpr *h, KExpr *w) {
+  return k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, nc, s->dim[2]), h), s->dim[3]), w);
+}
+
+/* out = x with attr.i[0] zeros around H and W (pad), or the interior of a
+ * padded buffer (crop, its inverse). Loops over the smaller image. */
+static Kernel *pad_kernel(const Graph *g, const Node *n, bool pad) {
+  Kernel *k = kernel_new(n->id);
+  if (pad) zero_output(k, n);
+  const Shape *big = pad ? &n->shape : &in_node(g, n, 0)->shape, *small = pad ? &in_node(g, n, 0)->shape : &n->shape;
+  int64_t p = n->attr.i[0];
+  int nc, h, w;
+  KStmt *loop = k_for(k, NULL, small->dim[0] * small->dim[1], &nc);
+  loop = k_for(k, loop, small->dim[2], &h);
+  loop = k_for(k, loop, small->dim[3], &w);
+  KExpr *in_small = image_index(k, small, k_index(k, nc), k_index(k, h), k_index(k, w));
+  KExpr *in_big = image_index(k, big, k_index(k, nc), k_iadd(k, k_index(k, h), k_iconst(k, p)),
+                              k_iadd(k, k_index(k, w), k_iconst(k, p)));
+  KExpr *src = pad ? in_small : in_big, *dst = pad ? in_big : in_small;
+  k_store(k, loop, n->id, dst, k_load(k, n->in[0], src, false), accumulates(n));
+  return k;
+}
+static Kernel *kernel_pad(const Graph *g, const Node *n) { return pad_kernel(g, n, true); }
+static Kernel *kernel_crop(const Graph *g, const Node *n) { return pad_kernel(g, n, false); }
+
+/* Loops over the windows of an [N, C, H, W] image (`img`) that give the
+ * cells of `out` [N, C, OH, OW] (or, for im2col, its rows): nc, oh, ow. */
+typedef struct {
+  Kernel *k;
+  const Shape *img;
+  int64_t size, stride, oh_n, ow_n;
+  KStmt *cell;       /* the innermost loop over windows */
+  int nc, oh, ow;
+  int i, j;          /* set by window_elem: the loops over one window */
+} Windows;
+
+static Windows windows_open(Kernel *k, const Shape *img, const Attr *a, bool channels_inside, int *c) {
+  Windows wd = {.k = k, .img = img, .size = a->i[0], .stride = a->i[1]};
+  wd.oh_n = windows(img->dim[2], wd.size, wd.stride);
+  wd.ow_n = windows(img->dim[3], wd.size, wd.stride);
+  if (channels_inside) { /* im2col: n, oh, ow, c so that a row of columns is contiguous */
+    KStmt *l = k_for(k, NULL, img->dim[0], &wd.nc);
+    l = k_for(k, l, wd.oh_n, &wd.oh);
+    l = k_for(k, l, wd.ow_n, &wd.ow);
+    wd.cell = k_for(k, l, img->dim[1], c);
+  } else {
+    KStmt *l = k_for(k, NULL, img->dim[0] * img->dim[1], &wd.nc);
+    l = k_for(k, l, wd.oh_n, &wd.oh);
+    wd.cell = k_for(k, l, wd.ow_n, &wd.ow);
+  }
+  return wd;
+}
+
+/* Index of the cell in [N*C, OH, OW]. */
+static KExpr *window_cell(Windows *wd) {
+  Kernel *k = wd->k;
+  return k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, k_index(k, wd->nc), wd->oh_n), k_index(k, wd->oh)), wd->ow_n),
+                k_index(k, wd->ow));
+}
+
+/* Opens loops i, j over the window under `parent`; returns the image index
+ * of element (i, j), with nc the image's n*C + c. */
+static KExpr *window_elem(Windows *wd, KStmt *parent, KExpr *nc, KStmt **inner) {
+  Kernel *k = wd->k;
+  KStmt *l = k_for(k, parent, wd->size, &wd->i);
+  *inner = k_for(k, l, wd->size, &wd->j);
+  KExpr *h = k_iadd(k, k_imul(k, k_index(k, wd->oh), wd->stride), k_index(k, wd->i));
+  KExpr *w = k_iadd(k, k_imul(k, k_index(k, wd->ow), wd->stride), k_index(k, wd->j));
+  return image_index(k, wd->img, nc, h, w);
+}
+
+/* col[n, oh*OW + ow, (c*k + i)*k + j] = x[n, c, oh*s + i, ow*s + j] (im2col),
+ * or dx[...] += dcol[...] (col2im). */
+static Kernel *im2col_kernel(const Graph *g, const Node *n, bool forward) {
+  Kernel *k = kernel_new(n->id);
+  if (!forward) zero_output(k, n);
+  const Shape *img = forward ? &in_node(g, n, 0)->shape : &n->shape;
+  int c;
+  Windows wd = windows_open(k, img, &n->attr, true, &c);
+  int64_t ksz = wd.size, channels = img->dim[1];
+  KExpr *nc = k_iadd(k, k_imul(k, k_index(k, wd.nc), channels), k_index(k, c));
+  KStmt *inner;
+  KExpr *pixel = window_elem(&wd, wd.cell, nc, &inner);
+  KExpr *row = k_iadd(k, k_imul(k, k_index(k, wd.nc), wd.oh_n * wd.ow_n),
+                      k_iadd(k, k_imul(k, k_index(k, wd.oh), wd.ow_n), k_index(k, wd.ow)));
+  KExpr *col = k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, k_index(k, c), ksz), k_index(k, wd.i)), ksz),
+                      k_index(k, wd.j));
+  KExpr *cell = k_iadd(k, k_imul(k, row, channels * ksz * ksz), col);
+  KExpr *src = forward ? pixel : cell, *dst = forward ? cell : pixel;
+  k_store(k, inner, n->id, dst, k_load(k, n->in[0], src, false), forward ? accumulates(n) : true);
+  return k;
+}
+static Kernel *kernel_im2col(const Graph *g, const Node *n) { return im2col_kernel(g, n, true); }
+static Kernel *kernel_col2im(const Graph *g, const Node *n) { return im2col_kernel(g, n, false); }
+
+/* The element (i, j) of the window, numbered i*size + j, as a float. */
+static KExpr *window_pos(Windows *wd) {
+  Kernel *k = wd->k;
+  return k_to_float(k, k_iadd(k, k_imul(k, k_index(k, wd->i), wd->size), k_index(k, wd->j)));
+}
+
+/* Max- or average-pool: out[nc, oh, ow] = max or mean of the window. */
+static Kernel *pool_kernel(const Graph *g, const Node *n, bool max) {
+  Kernel *k = kernel_new(n->id);
+  int unused;
+  Windows wd = windows_open(k, &in_node(g, n, 0)->shape, &n->attr, false, &unused);
+  int acc;
+  k_local(k, wd.cell, k_const(k, max ? -INFINITY : 0), &acc);
+  KStmt *inner;
+  KExpr *x = k_load(k, n->in[0], window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner), false);
+  k_set(k, inner, acc, k_binary(k, max ? KB_MAX : KB_ADD, k_localv(k, acc), x));
+  KExpr *v = max ? k_localv(k, acc)
+                 : k_binary(k, KB_MUL, k_localv(k, acc), k_const(k, 1.0 / (double)(wd.size * wd.size)));
+  k_store(k, wd.cell, n->id, window_cell(&wd), v, accumulates(n));
+  return k;
+}
+static Kernel *kernel_maxpool(const Graph *g, const Node *n) { return pool_kernel(g, n, true); }
+static Kernel *kernel_avgpool(const Graph *g, const Node *n) { return pool_kernel(g, n, false); }
+
+/* dx gets each window's dy at its first maximum (PyTorch's choice on ties):
+ * one pass finds the position, a second adds dy where the position matches. */
+static Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  int unused, best, at;
+  Windows wd = windows_open(k, &n->shape, &n->attr, false, &unused);
+  k_local(k, wd.cell, k_const(k, -INFINITY), &best);
+  k_local(k, wd.cell, k_const(k, 0), &at);
+  KStmt *inner;
+  KExpr *x = k_load(k, n->in[0], window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner), false);
+  k_set(k, inner, at, k_select(k, k_binary(k, KB_SUB, x, k_localv(k, best)), window_pos(&wd), k_localv(k, at)));
+  k_set(k, inner, best, k_binary(k, KB_MAX, k_localv(k, best), x));
+  KExpr *dy = k_load(k, n->in[1], window_cell(&wd), false);
+  KExpr *pixel = window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner);
+  KExpr *d = k_binary(k, KB_SUB, k_localv(k, at), window_pos(&wd)); /* an integer: 0 at the maximum */
+  KExpr *here = k_binary(k, KB_SUB, k_const(k, 0.5), k_binary(k, KB_MUL, d, d));
+  k_store(k, inner, n->id, pixel, k_select(k, here, dy, k_const(k, 0)), true);
+  return k;
+}
+
+/* dx[window elements] += dy / size^2. */
+static Kernel *kernel_avgpool_grad(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  int unused;
+  Windows wd = windows_open(k, &n->shape, &n->attr, false, &unused);
+  KExpr *dy = k_binary(k, KB_MUL, k_load(k, n->in[0], window_cell(&wd), false),
+                       k_const(k, 1.0 / (double)(wd.size * wd.size)));
+  KStmt *inner;
+  KExpr *pixel = window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner);
+  k_store(k, inner, n->id, pixel, dy, true);
   return k;
 }
 

@@ -9,7 +9,9 @@
  * step that reads it (loss and prediction until the end, since the runtime
  * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
  * may share. Placement is greedy first-fit in order of definition, so the
- * workspace peak is known exactly at compile time. */
+ * workspace peak is known exactly at compile time. A view (a reshape) has no
+ * step and no storage: it reads its source's, which lives as long as the
+ * view's readers. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -21,7 +23,7 @@ static uint64_t node_bytes(const Node *n) {
   return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
 }
 
-static bool is_leaf(const Node *n) { return n->op == OP_INPUT || n->op == OP_PARAM || n->op == OP_LOSS_SEED; }
+static bool is_leaf(const Node *n) { return op_info(n->op)->arity == 0; } /* set by the runtime, never computed */
 
 /* live[i]: node i must be computed (or is a leaf that is read). */
 static bool *live_nodes(const Graph *g) {
@@ -40,7 +42,7 @@ static bool *live_nodes(const Graph *g) {
 static void order_steps(Program *p, const bool *live) {
   const Graph *g = p->g;
   for (int i = 0; i < g->n; i++) {
-    if (!live[i] || is_leaf(&g->nodes[i])) continue;
+    if (!live[i] || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i])) continue;
     if (i < g->n_forward) p->forward[p->n_forward++] = i;
     else p->backward[p->n_backward++] = i;
   }
@@ -65,6 +67,10 @@ static void place_leaves(Program *p) {
   p->input_bytes = at - p->input_offset;
   p->seed_offset = at;
   if (g->loss_seed >= 0) p->offset[g->loss_seed] = at;
+  p->rng_key_offset = at + 8; /* the same 64-byte block: u64 key, f32 flag */
+  p->training_offset = at + 16;
+  if (g->rng_key >= 0) p->offset[g->rng_key] = p->rng_key_offset;
+  if (g->training >= 0) p->offset[g->training] = p->training_offset;
   p->activation_offset = at + ARENA_ALIGN;
 }
 
@@ -93,12 +99,16 @@ static Interval *lifetimes(const Program *p, int *count) {
   }
   for (int s = 0; s < steps; s++) {
     const Node *nd = &g->nodes[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]];
-    for (int k = 0; k < nd->nin; k++)
-      if (pos[nd->in[k]] >= 0 && slot[nd->in[k]] >= 0) iv[slot[nd->in[k]]].end = s;
+    for (int k = 0; k < nd->nin; k++) {
+      int src = graph_storage_root(g, nd->in[k]); /* a view keeps its source alive */
+      if (pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = s;
+    }
   }
   int outputs[2] = {g->loss, g->predict};
-  for (int k = 0; k < 2; k++)
-    if (outputs[k] >= 0 && pos[outputs[k]] >= 0 && slot[outputs[k]] >= 0) iv[slot[outputs[k]]].end = steps;
+  for (int k = 0; k < 2; k++) {
+    int src = outputs[k] >= 0 ? graph_storage_root(g, outputs[k]) : -1;
+    if (src >= 0 && pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = steps;
+  }
   free(pos);
   free(slot);
   *count = n;
@@ -154,8 +164,10 @@ Program *program_build(Graph *g) {
   p->activation_bytes = place_intervals(iv, n);
   for (int i = 0; i < n; i++) p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
   free(iv);
-  for (int i = 0; i < g->n; i++)
+  for (int i = 0; i < g->n; i++) {
     if (g->nodes[i].grad_of_param >= 0) p->offset[i] = program_grad_offset(p, g->nodes[i].grad_of_param);
+    if (node_is_view(&g->nodes[i])) p->offset[i] = p->offset[g->nodes[i].in[0]]; /* sources come first */
+  }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
   lower_kernels(p);
   return p;

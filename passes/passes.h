@@ -17,8 +17,8 @@ void autodiff(Graph *g);
 #define ARENA_ALIGN 64
 
 /* A scheduled, memory-planned training program.
- * Arena layout: [parameters | gradients (same layout) | inputs | loss seed |
- * activations]. Parameters and gradients are each one contiguous f32 block so
+ * Arena layout: [parameters | gradients (same layout) | inputs | loss seed,
+ * rng key, training flag | activations]. Parameters and gradients are each one contiguous f32 block so
  * that optimizers and all-reduces are single flat loops. */
 typedef struct {
   Graph *g;
@@ -30,6 +30,7 @@ typedef struct {
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;
   uint64_t seed_offset;
+  uint64_t rng_key_offset, training_offset; /* dropout's key (u64) and train flag (f32) */
   uint64_t activation_offset, activation_bytes; /* peak of the planned workspace */
   uint64_t arena_bytes;
 } Program;

@@ -32,7 +32,7 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
   if (!(m->has_predict && m->label_input >= 0)) return 0;
   const trc_input *in = &m->inputs[m->label_input];
   const unsigned char *col = ds->columns[m->label_input].data;
-  for (int64_t r = 0; r < ds->n; r++) {
+  for (int64_t r = 0; r < ds->n * m->predict_rows; r++) {
     int32_t y = 0;
     if (in->dtype == TRC_U8)
       y = col[r];
@@ -41,7 +41,7 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
     if (y < 0 || y >= m->predict_classes)
       return trc_fail_at(err, what,
                          "label '%s' of row %lld is %d, outside the model's %lld classes", in->name,
-                         (long long)r, (int)y, (long long)m->predict_classes);
+                         (long long)(r / m->predict_rows), (int)y, (long long)m->predict_classes);
   }
   return 0;
 }
@@ -58,6 +58,7 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
   int64_t full_batches = 0;
   memset(out, 0, sizeof *out);
   if (ev->classify) trc_metrics_reset(&ev->metrics);
+  trc_set_mode(m, arena, 0, 0);
   for (int64_t first = 0; first < ds->n; first += B) {
     int64_t valid = ds->n - first < B ? ds->n - first : B;
     batch_rows(ev->rows, B, first, ds->n);
@@ -72,7 +73,7 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
     if (ev->classify)
       trc_metrics_add(&ev->metrics, (const float *)(arena + m->predict_offset),
                       arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
-                      valid);
+                      valid * m->predict_rows);
   }
   out->examples = ds->n;
   if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {

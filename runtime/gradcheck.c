@@ -16,7 +16,10 @@
  * Kinks (relu, max, abs): when p lies within h of a kink the central
  * difference straddles it and is meaningless. Such an element is recognised
  * by its one-sided differences disagreeing with each other; it passes if g
- * matches one of them (the slope on its own side) and is counted as a kink. */
+ * matches one of them (the slope on its own side) and is counted as a kink.
+ *
+ * Dropout runs in training mode with one fixed key, the same mask for every
+ * evaluation of the loss. */
 #include "rt_internal.h"
 
 #include <math.h>
@@ -125,6 +128,9 @@ static void print_row(FILE *out, const trc_param *p, const param_report *r) {
 }
 
 int trc_gradcheck(const trc_model *m, char *arena, uint64_t seed, FILE *out, trc_error *err) {
+  /* Training mode with one fixed key: dropout is on and deterministic, so its
+   * backward rule is checked like any other. */
+  trc_set_mode(m, arena, trc_rng_key(seed, TRC_STREAM_DROPOUT, 0), 1);
   for (int i = 0; i < m->n_inputs; i++)
     fill_input(&m->inputs[i], i, m->batch, seed, arena + m->inputs[i].offset);
   double L0 = forward_backward(m, arena), again = loss_of(m, arena);

@@ -94,6 +94,13 @@ static int check_config(const trc_train_config *c, trc_error *err) {
   return 0;
 }
 
+/* -1, or an integer input with one value per row of predict. */
+static int valid_row_input(const trc_model *m, int i) {
+  if (i == -1) return 1;
+  return i >= 0 && i < m->n_inputs && m->has_predict && m->inputs[i].dtype != TRC_F32 &&
+         trc_input_example_elems(&m->inputs[i]) == (uint64_t)m->predict_rows;
+}
+
 int trc_model_check(const trc_model *m, trc_error *err) {
   if (!m->name || !m->forward || !m->backward || m->batch < 1)
     return trc_fail(err, "model descriptor: name, forward, backward and batch >= 1 are required");
@@ -105,14 +112,17 @@ int trc_model_check(const trc_model *m, trc_error *err) {
     return trc_fail(err, "model descriptor: parameter or gradient region outside the arena");
   if (!region_inside(m->loss_offset, 4, m->arena_bytes) ||
       !region_inside(m->loss_seed_offset, 4, m->arena_bytes) || m->loss_offset % 4 ||
-      m->loss_seed_offset % 4)
-    return trc_fail(err, "model descriptor: loss or loss seed outside the arena");
+      m->loss_seed_offset % 4 || !region_inside(m->rng_key_offset, 8, m->arena_bytes) ||
+      !region_inside(m->training_offset, 4, m->arena_bytes) || m->rng_key_offset % 8 ||
+      m->training_offset % 4)
+    return trc_fail(err, "model descriptor: loss, loss seed, rng key or training flag outside the arena");
   if ((unsigned)m->loss_kind > TRC_LOSS_OTHER)
     return trc_fail(err, "model descriptor: unknown loss kind");
   if (m->has_predict) {
     uint64_t bytes;
-    if (m->predict_classes < 1 || m->predict_offset % 4 ||
+    if (m->predict_classes < 1 || m->predict_rows < 1 || m->predict_offset % 4 ||
         !trc_mul_ok((uint64_t)m->batch * 4, (uint64_t)m->predict_classes, &bytes) ||
+        !trc_mul_ok(bytes, (uint64_t)m->predict_rows, &bytes) ||
         !region_inside(m->predict_offset, bytes, m->arena_bytes))
       return trc_fail(err, "model descriptor: predict outside the arena");
   }
@@ -121,11 +131,12 @@ int trc_model_check(const trc_model *m, trc_error *err) {
     return trc_fail(err, "model descriptor: inputs or params missing");
   for (int i = 0; i < m->n_inputs; i++)
     if (check_input(m, i, err)) return -1;
-  if (m->label_input < -1 || m->label_input >= m->n_inputs ||
-      (m->label_input >= 0 && (m->inputs[m->label_input].dtype == TRC_F32 ||
-                               trc_input_example_elems(&m->inputs[m->label_input]) != 1)))
+  if (!valid_row_input(m, m->label_input))
     return trc_fail(err, "model descriptor: label_input must name an integer input with one "
-                         "value per example, or be -1");
+                         "value per row of predict, or be -1");
+  if (!valid_row_input(m, m->token_input))
+    return trc_fail(err, "model descriptor: token_input must name an integer input with one "
+                         "value per row of predict, or be -1");
   for (int i = 0; i < m->n_params; i++)
     if (check_param(m, i, err)) return -1;
   return check_config(&m->defaults, err);

@@ -5,24 +5,19 @@
 #include "rt_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 #define GOLDEN 0x9E3779B97F4A7C15ull
 #define PI 3.14159265358979323846
 
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t trc_rng_key(uint64_t seed, uint64_t stream, uint64_t substream) {
-  uint64_t k = mix64(seed);
-  k = mix64(k + GOLDEN * (stream + 1));
-  return mix64(k + GOLDEN * (substream + 1));
+  uint64_t k = trc_mix64(seed);
+  k = trc_mix64(k + GOLDEN * (stream + 1));
+  return trc_mix64(k + GOLDEN * (substream + 1));
 }
 
 uint64_t trc_rng_u64(uint64_t key, uint64_t counter) {
-  return mix64(key + GOLDEN * (counter + 1));
+  return trc_mix64(key + GOLDEN * (counter + 1));
 }
 
 double trc_rng_uniform(uint64_t key, uint64_t counter) {
@@ -34,6 +29,12 @@ double trc_rng_normal(uint64_t key, uint64_t counter) {
   double u1 = (double)((trc_rng_u64(key, 2 * counter) >> 11) + 1) * 0x1.0p-53;
   double u2 = trc_rng_uniform(key, 2 * counter + 1);
   return sqrt(-2.0 * log(u1)) * cos(2.0 * PI * u2);
+}
+
+void trc_set_mode(const trc_model *m, char *arena, uint64_t rng_key, int training) {
+  const float flag = training ? 1.0f : 0.0f;
+  memcpy(arena + m->rng_key_offset, &rng_key, sizeof rng_key);
+  memcpy(arena + m->training_offset, &flag, sizeof flag);
 }
 
 /* Fisher-Yates from the identity. The modulo's bias is below n / 2^64. */

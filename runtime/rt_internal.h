@@ -30,7 +30,8 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 }
 
 /* Independent random streams (rng.c keys). */
-enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3 };
+enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
+       TRC_STREAM_SAMPLE = 5 };
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);

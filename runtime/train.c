@@ -118,6 +118,8 @@ static double train_step(trainer *t, double lr) {
   double loss_sum = 0.0;
   memset(grad, 0, m->param_count * sizeof(float));
   for (int64_t k = 0; k < c->accumulate; k++) {
+    uint64_t micro_batch = (uint64_t)t->optim.step * (uint64_t)c->accumulate + (uint64_t)k;
+    trc_set_mode(m, t->arena, trc_rng_key(c->seed, TRC_STREAM_DROPOUT, micro_batch), 1);
     trc_dataset_gather(&t->train, m, next_batch(t), m->batch, t->arena);
     memcpy(t->arena + m->loss_seed_offset, &seed, sizeof seed);
     float loss;

@@ -16,7 +16,12 @@
  *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param) into
  *     the gradient region, where loss_seed is the f32 the runtime stores at
  *     loss_seed_offset before each micro-batch (1/accumulate for plain means).
- *     The runtime zeroes the gradients at the start of each optimizer step. */
+ *     The runtime zeroes the gradients at the start of each optimizer step.
+ *   - dropout reads a u64 key at rng_key_offset and an f32 flag at
+ *     training_offset: the runtime sets the key before each training
+ *     micro-batch (from seed and the micro-batch's index) and the flag to 1
+ *     while training, 0 in evaluation and sampling, so a kernel that is run
+ *     again (recompute, backward) regenerates the same mask. */
 #ifndef TRAINC_RT_H
 #define TRAINC_RT_H
 
@@ -104,10 +109,16 @@ typedef struct trc_model {
   uint64_t loss_offset;      /* f32 scalar written by forward() */
   uint64_t loss_seed_offset; /* f32 scalar read by backward() */
   trc_loss_kind loss_kind;
-  int has_predict;           /* predict_offset holds f32[B, predict_classes] */
+  int has_predict;           /* predict_offset holds f32[B, predict_rows, predict_classes] */
   uint64_t predict_offset;
   int64_t predict_classes;
-  int label_input;           /* index into inputs of the class labels, -1 if none */
+  int64_t predict_rows;      /* rows of scores per example: 1, or T of a sequence model */
+  int label_input;           /* index into inputs of the class labels (predict_rows
+                                per example), -1 if none */
+  int token_input;           /* sequence models: the i32 input [B, predict_rows] of
+                                token ids that sampling feeds a context, -1 if none */
+  uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
+  uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
   void (*forward)(char *arena);
   void (*backward)(char *arena);
   trc_train_config defaults;
@@ -210,6 +221,26 @@ double trc_rng_uniform(uint64_t key, uint64_t counter);  /* [0, 1) */
 double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
+
+/* splitmix64's output function. */
+static inline uint64_t trc_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Dropout's random numbers, called by generated kernels: uniform in [0, 1)
+ * (24 bits), a pure function of the u64 key stored at `key` (the arena's
+ * rng_key slot), the op's stream and the element's index. */
+static inline float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
+  uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
+  uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
+                         0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
+  return (float)(z >> 40) * 0x1.0p-24f;
+}
+
+/* Sets the dropout key and the training flag in an arena. */
+void trc_set_mode(const trc_model *model, char *arena, uint64_t rng_key, int training);
 
 /* ---- parameter init ---- */
 /* Param `index` of a model, keyed by (seed, index, element). */

@@ -32,7 +32,11 @@ static void reset(void) {
                       .has_predict = 1,
                       .predict_offset = 192,
                       .predict_classes = 3,
+                      .predict_rows = 1,
                       .label_input = 1,
+                      .token_input = -1,
+                      .rng_key_offset = 136,
+                      .training_offset = 144,
                       .forward = nothing,
                       .backward = nothing,
                       .defaults = {.accumulate = 1, .epochs = 1, .log_every = 1}};
@@ -56,6 +60,12 @@ static void test_check(void) {
   reset();
   model.label_input = 0;
   CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "label_input");
+  reset();
+  model.token_input = 0;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "token_input");
+  reset();
+  model.rng_key_offset = 508;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "rng key");
   reset();
   model.grad_offset = 500;
   CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "gradient region");

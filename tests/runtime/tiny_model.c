@@ -31,7 +31,9 @@ enum { B = 32, D = 8, H = 16, C = 4 };
 #define OFF_DH ALIGN(OFF_DLOGITS + 4 * B * C)
 #define OFF_LOSS ALIGN(OFF_DH + 4 * B * H)
 #define OFF_SEED (OFF_LOSS + 4)
-#define ARENA_BYTES ALIGN(OFF_SEED + 4)
+#define OFF_RNG_KEY (OFF_LOSS + 8) /* unused: the model has no dropout */
+#define OFF_TRAINING (OFF_LOSS + 16)
+#define ARENA_BYTES ALIGN(OFF_TRAINING + 4)
 
 #define F(arena, off) ((float *)((arena) + (off)))
 
@@ -129,7 +131,11 @@ static const trc_model model = {
     .has_predict = 1,
     .predict_offset = OFF_LOGITS,
     .predict_classes = C,
+    .predict_rows = 1,
     .label_input = 1,
+    .token_input = -1,
+    .rng_key_offset = OFF_RNG_KEY,
+    .training_offset = OFF_TRAINING,
     .forward = forward,
     .backward = backward,
     .defaults = {.accumulate = 2,
