@@ -238,7 +238,9 @@ static int run(trainer *t, trc_error *err) {
     return rc < 0 ? EXIT_FAILURE : rc;
   }
   if (t->opt.dump_path)
-    return trc_dump_step(m, t->arena, t->opt.data_dir, t->opt.dump_path, err) ? EXIT_FAILURE : 0;
+    return trc_dump_step(m, t->arena, t->opt.data_dir, t->opt.cfg.seed, t->opt.dump_path, err)
+               ? EXIT_FAILURE
+               : EXIT_SUCCESS;
   if ((t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) || load_data(t, err) ||
       trc_evaluator_init(&t->evaluator, m, err) || trc_log_open(&t->log, t->opt.log_path, err))
     return EXIT_FAILURE;

@@ -369,10 +369,12 @@ int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out,
 
 /* ---- one step, dumped (--dump-step) ---- */
 /* Loads data_dir, runs forward and backward (loss seed 1, gradients zeroed
- * first) on its rows 0..B-1 in file order, and writes a .safetensors file
- * with "loss" (f32[]), "predict" (f32[B, classes], when the model has one)
- * and "grad.<param>" for every parameter, in parameter order. */
-int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, const char *path,
-                  trc_error *err);
+ * first, training mode with the dropout key of the first training
+ * micro-batch under `seed`) on its rows 0..B-1 in file order, and writes a
+ * .safetensors file with "loss" (f32[]), "predict" (f32[B, classes], or
+ * [B, T, classes] when predict_rows > 1; when the model has one) and
+ * "grad.<param>" for every parameter, in parameter order. */
+int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uint64_t seed,
+                  const char *path, trc_error *err);
 
 #endif
