@@ -11,6 +11,8 @@ Each model class has:
                             trainer reads them (.npy dtypes)
   forward(batch)            (loss, predict) from {input name: tensor}
 """
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -101,4 +103,100 @@ class DeepMLP(nn.Module):
         return F.cross_entropy(logits, batch["label"].long()), logits
 
 
-MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier, "deep_mlp": DeepMLP}
+def conv_like(weights, name, **kw):
+    out_channels, in_channels, k, _ = weights[name + ".weight"].shape
+    return nn.Conv2d(in_channels, out_channels, k, bias=name + ".bias" in weights, **kw)
+
+
+class CNNSmall(nn.Module):
+    """tests/torch/cnn_small.nn: conv 3x3 pad 1 → relu → max-pool 2; conv 3x3
+    stride 2 pad 1 → relu → max-pool 3 stride 1; avg-pool 2; flatten → linear
+    + relu → linear."""
+
+    def __init__(self, weights):
+        super().__init__()
+        self.c1 = conv_like(weights, "c1", padding=1)
+        self.c2 = conv_like(weights, "c2", stride=2, padding=1)
+        self.h = linear_like(weights, "h")
+        self.logits = linear_like(weights, "logits")
+
+    def make_data(self, rng, n):
+        return {"image": rng.integers(0, 256, (n, 784), dtype=np.uint8),
+                "label": rng.integers(0, self.logits.out_features, n, dtype=np.int32)}
+
+    def forward(self, batch):
+        x = (batch["image"].float() / 255.0).view(-1, 1, 28, 28)
+        c1 = F.max_pool2d(F.relu(self.c1(x)), 2)
+        c2 = F.max_pool2d(F.relu(self.c2(c1)), 3, stride=1)
+        h = F.relu(self.h(torch.flatten(F.avg_pool2d(c2, 2), 1)))
+        logits = self.logits(h)
+        return F.cross_entropy(logits, batch["label"].long()), logits
+
+
+class CausalSelfAttention(nn.Module):
+    """GPT-2's attention: q, k, v projections, heads, causal softmax, output projection."""
+
+    def __init__(self, weights, prefix, heads):
+        super().__init__()
+        self.heads = heads
+        for part in ("q", "k", "v", "proj"):
+            setattr(self, part, linear_like(weights, f"{prefix}.{part}"))
+
+    def forward(self, x):
+        b, t, c = x.shape
+        split = lambda y: y.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(c // self.heads)
+        future = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+        probs = F.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        return self.proj((probs @ v).transpose(1, 2).reshape(b, t, c))
+
+
+class Block(nn.Module):
+    """Pre-layernorm block: x + attn(ln1(x)), then h + proj(gelu(fc(ln2(h))))."""
+
+    def __init__(self, weights, prefix, heads):
+        super().__init__()
+        width = weights[prefix + ".ln1.weight"].shape[0]
+        self.ln1 = nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(weights, prefix + ".attn", heads)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc = linear_like(weights, prefix + ".fc")
+        self.proj = linear_like(weights, prefix + ".proj")
+
+    def forward(self, x):
+        h = x + self.attn(self.ln1(x))
+        return h + self.proj(F.gelu(self.fc(self.ln2(h))))
+
+
+class GPTSmall(nn.Module):
+    """tests/torch/gpt_small.nn: token embedding + learned positions, blocks,
+    final layernorm, untied head without bias; 4 heads."""
+    HEADS = 4
+
+    def __init__(self, weights):
+        super().__init__()
+        vocab, width = weights["tok.weight"].shape
+        depth = sum(1 for k in weights if k.startswith("block.") and k.endswith(".ln1.weight"))
+        self.wpe = nn.Parameter(torch.empty(weights["wpe"].shape))
+        self.tok = nn.Embedding(vocab, width)
+        self.block = nn.ModuleList(Block(weights, f"block.{i}", self.HEADS) for i in range(depth))
+        self.lnf = nn.LayerNorm(width)
+        self.logits = linear_like(weights, "logits")
+
+    def make_data(self, rng, n):
+        shape = (n, self.wpe.shape[0])
+        return {"tokens": rng.integers(0, self.tok.num_embeddings, shape, dtype=np.int32),
+                "targets": rng.integers(0, self.tok.num_embeddings, shape, dtype=np.int32)}
+
+    def forward(self, batch):
+        x = self.tok(batch["tokens"].long()) + self.wpe
+        for block in self.block:
+            x = block(x)
+        logits = self.logits(self.lnf(x))
+        loss = F.cross_entropy(logits.flatten(0, 1), batch["targets"].long().flatten())
+        return loss, logits
+
+
+MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier, "deep_mlp": DeepMLP,
+          "cnn_small": CNNSmall, "gpt_small": GPTSmall}

@@ -3,10 +3,12 @@ independent of trainc's runtime: an 8-byte little-endian header length, a JSON
 header {name: {dtype, shape, data_offsets}, "__metadata__": {...}}, then the
 raw little-endian data. As a command, for the negative tests:
 
-  safetensors_np.py names   FILE                the tensors' names, in file order
-  safetensors_np.py perturb IN OUT NAME SIZE    a copy with tensor NAME's first element
-                                                moved by SIZE times the tensor's norm (a
-                                                relative error of SIZE), or dropped (drop)"""
+  safetensors_np.py names   FILE [MIN_RANK]     the tensors' names, in file order (only
+                                                those of rank >= MIN_RANK)
+  safetensors_np.py perturb IN OUT NAME SIZE    a copy with tensor NAME plus seeded random
+                                                noise of SIZE times its norm (a relative
+                                                error of SIZE, spread over every element),
+                                                or without NAME (SIZE drop)"""
 import json
 import struct
 import sys
@@ -50,8 +52,8 @@ def write(path, tensors, meta=None):
         f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
 
 
-def names(path):
-    print("\n".join(read(path)[0]))
+def names(path, min_rank="0"):
+    print("\n".join(k for k, v in read(path)[0].items() if v.ndim >= int(min_rank)))
 
 
 def perturb(in_path, out_path, name, size):
@@ -61,8 +63,9 @@ def perturb(in_path, out_path, name, size):
     if size == "drop":
         del tensors[name]
     else:
-        t = tensors[name].reshape(-1)
-        t[0] += float(size) * max(np.linalg.norm(t), 1e-6)
+        t = tensors[name]
+        noise = np.random.default_rng(0).standard_normal(t.shape)
+        t += (float(size) * max(np.linalg.norm(t), 1e-6) / np.linalg.norm(noise) * noise).astype(t.dtype)
     write(out_path, tensors, meta)
 
 
