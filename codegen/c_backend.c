@@ -55,7 +55,7 @@ static void print_expr(FILE *out, const KExpr *e) {
     break;
   case KE_BINARY:
     if (e->op == KB_MAX || e->op == KB_MIN) {
-      fputs(e->op == KB_MAX ? "fmaxf(" : "fminf(", out);
+      fputs(e->op == KB_MAX ? "trc_maxf(" : "trc_minf(", out);
       print_expr(out, e->a);
       fputs(", ", out);
       print_expr(out, e->b);

@@ -44,6 +44,18 @@ void graph_free(Graph *g) {
   free(g);
 }
 
+/* A result must have at most 2^40 elements (as declared tensors: lower.c),
+ * so that every byte count fits 64 bits with room to spare. */
+static bool size_fits(const Node *n, Diag *diag) {
+  int64_t total = 1;
+  for (int i = 0; i < n->shape.rank; i++)
+    if (__builtin_mul_overflow(total, n->shape.dim[i], &total) || total > ((int64_t)1 << 40)) {
+      diag_error(diag, n->loc, "the result of %s would have more than 2^40 elements", op_info(n->op)->name);
+      return false;
+    }
+  return true;
+}
+
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag) {
   Node n = {0};
@@ -56,7 +68,7 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.grad_of_param = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (info->infer && !info->infer(g, &n, diag)) {
+  if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
     if (!diag) {
       fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
       abort();
@@ -73,7 +85,12 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   return graph_add_op(g, op, in, nin, &attr, loc, diag);
 }
 
-bool node_is_view(const Node *n) { return n->op == OP_RESHAPE && n->grad_of_param < 0; }
+bool node_is_view(const Node *n) { return (n->op == OP_RESHAPE && n->grad_of_param < 0) || n->op == OP_SLICE; }
+
+uint64_t view_offset(const Graph *g, const Node *n) {
+  if (n->op != OP_SLICE) return 0;
+  return (uint64_t)n->attr.i[0] * (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+}
 
 int graph_storage_root(const Graph *g, int n) {
   while (node_is_view(&g->nodes[n])) n = g->nodes[n].in[0];
@@ -118,6 +135,8 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   case OP_CAUSAL_MASK:
   case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
   case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
+  case OP_SLICE:
+  case OP_SLICE_GRAD: fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); break;
   case OP_PAD:
   case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
   case OP_IM2COL:

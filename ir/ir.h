@@ -151,10 +151,12 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
                    int64_t i1, SrcLoc loc, Diag *diag);
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag);
-/* A reshape whose output shares its input's storage (every reshape except one
- * that adds into a parameter's gradient slot, which copies). The memory plan
- * gives a view its source's offset and schedules no kernel for it. */
+/* A node whose output is its input's storage: a slice, and every reshape
+ * except one that adds into a parameter's gradient slot (which copies). The
+ * memory plan gives a view its source's offset plus view_offset() bytes and
+ * schedules no code for it. */
 bool node_is_view(const Node *n);
+uint64_t view_offset(const Graph *g, const Node *n);
 /* The node that owns the storage a view (chain) reads; n itself otherwise. */
 int graph_storage_root(const Graph *g, int n);
 /* Broadcast a gradient back to / sum it down to the shape of node `like`. */

@@ -252,6 +252,9 @@ static Value eval_binary(Lower *L, Scope *s, const Expr *e) {
   if (a.kind == V_NUM) return eval_scalar_binary(L, e->op, b.node, a.num, true, e->loc);
   static const struct { int op; OpKind kind; } ops[] = {
       {'+', OP_ADD}, {'-', OP_SUB}, {'*', OP_MUL}, {'/', OP_DIV}, {'@', OP_MATMUL}};
+  const Node *bn = &L->g->nodes[b.node];
+  if (e->op == '@' && bn->op == OP_PERMUTE && bn->shape.rank == 2 && bn->attr.i[0] == 1) /* x @ transpose(w): no copy */
+    return tensor_value(graph_add_attr(L->g, OP_MATMUL, (int[2]){a.node, bn->in[0]}, 2, 0, 0, 1, e->loc, L->diag));
   if (e->op == '@' && shape_of(L, b.node)->rank >= 3) /* batches of matrices */
     return tensor_value(graph_add_attr(L->g, OP_BMM, (int[2]){a.node, b.node}, 2, 0, 0, 0, e->loc, L->diag));
   if (e->op == '@' && shape_of(L, b.node)->rank != 2) {
@@ -415,10 +418,25 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 3, v[1].num, 0, 0, call->loc, L->diag));
 }
 
+/* embedding(ids, vocab, dim) declares its table [vocab, dim];
+ * embedding(ids, table) looks rows up in a given [vocab, dim] tensor (a
+ * param the model also uses elsewhere, e.g. a tied output layer). */
 static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  if (!want_tensor(L, v[0], locs[0], "embedding's ids")) return error_value;
+  if (v[1].kind == V_TENSOR) {
+    const Shape *t = shape_of(L, v[1].node);
+    if (v[2].num != 0) {
+      diag_error(L->diag, locs[2], "embedding(ids, table) takes its size from the table");
+      return error_value;
+    }
+    if (t->rank != 2 || !mark_index_input(L, v[0], locs[0], t->dim[0], "embedding's ids")) {
+      if (t->rank != 2) diag_error(L->diag, locs[1], "embedding needs a [vocab, dim] table");
+      return error_value;
+    }
+    return tensor_value(add_node(L, OP_EMBEDDING, v[1].node, v[0].node, call->loc));
+  }
   int64_t vocab, dim;
-  if (!want_tensor(L, v[0], locs[0], "embedding's ids") ||
-      !want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
+  if (!want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
       !want_int_value(L, v[2], locs[2], "embedding size", 1, MAX_NUMEL, &dim) ||
       !mark_index_input(L, v[0], locs[0], vocab, "embedding's ids"))
     return error_value;
@@ -531,7 +549,10 @@ static Value builtin_reshape(Lower *L, Scope *s, const Expr *call, Value *v, Src
       return error_value;
     }
     if (to.dim[d] == -1) infer = d;
-    else known *= to.dim[d];
+    else if (known > MAX_NUMEL / to.dim[d]) {
+      diag_error(L->diag, locs[1 + d], "reshape: more than 2^40 elements");
+      return error_value;
+    } else known *= to.dim[d];
   }
   int64_t total = shape_numel(shape_of(L, v[0].node));
   if (infer >= 0) to.dim[infer] = total % known == 0 ? total / known : 0;
@@ -542,6 +563,26 @@ static Value builtin_reshape(Lower *L, Scope *s, const Expr *call, Value *v, Src
     return error_value;
   }
   return tensor_value(reshape_node(L, v[0].node, to, call->loc));
+}
+
+/* narrow(x, 0, start, length): rows [start, start + length) of x, a view
+ * (only the first axis, whose slices are contiguous). */
+static Value builtin_narrow(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  int64_t axis, start, length;
+  if (!want_tensor(L, v[0], locs[0], "narrow's input") ||
+      !want_rank(L, v[0].node, 1, locs[0], "narrow needs at least one axis") ||
+      !want_int_value(L, v[1], locs[1], "narrow's axis", -IR_MAX_RANK, IR_MAX_RANK, &axis) ||
+      !want_int_value(L, v[2], locs[2], "the start", 0, MAX_NUMEL, &start) ||
+      !want_int_value(L, v[3], locs[3], "the length", 1, MAX_NUMEL, &length))
+    return error_value;
+  if (axis != 0) {
+    diag_error(L->diag, locs[1], "narrow supports only axis 0 (whose slices are contiguous), got %lld",
+               (long long)axis);
+    return error_value;
+  }
+  Attr a = {.i = {start}, .shape = *shape_of(L, v[0].node)};
+  a.shape.dim[0] = length;
+  return tensor_value(graph_add_op(L->g, OP_SLICE, &v[0].node, 1, &a, call->loc, L->diag));
 }
 
 /* flatten(x): [N, ...] → [N, product of the rest] (torch.flatten(x, 1)). */
@@ -643,12 +684,31 @@ static Value builtin_dropout(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(dropout_node(L, v[0].node, p, call->loc));
 }
 
-/* [B, T, C] → [B, H, T, C/H]. */
-static int split_heads(Lower *L, int x, int64_t heads, SrcLoc loc) {
+/* linear(x, C) named <prefix><part>., split into heads: [B, T, C] →
+ * [B, H, T, C/H]. -1 on error. */
+static int head_projection(Lower *L, int x, int64_t heads, const char *prefix, const char *part, SrcLoc loc) {
   const Shape *xs = shape_of(L, x);
+  char *sub = xsprintf("%s%s.", prefix, part);
+  int y = linear_layer(L, x, xs->dim[2], true, sub, loc);
+  free(sub);
+  if (y < 0) return -1;
   Shape split = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], heads, xs->dim[2] / heads}};
   int perm[4] = {0, 2, 1, 3};
-  return permute_node(L, reshape_node(L, x, split, loc), perm, loc);
+  return permute_node(L, reshape_node(L, y, split, loc), perm, loc);
+}
+
+/* softmax(causal_mask(q k^T, scale)) (dropout) v on [B, H, T, D], heads
+ * merged back into [B, T, H*D]. -1 on error (scores too large). */
+static int attend(Lower *L, const int qkv[3], double scale, double p, SrcLoc loc) {
+  int in[2] = {qkv[0], qkv[1]};
+  int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, loc, L->diag); /* [B, H, T, T] */
+  if (scores < 0) return -1;
+  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, causal_mask_node(L, scores, scale, loc), -1, loc), p, loc);
+  int out[2] = {probs, qkv[2]};
+  int perm[4] = {0, 2, 1, 3};
+  int y = permute_node(L, graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, loc, L->diag), perm, loc);
+  const Shape *ys = shape_of(L, y);
+  return reshape_node(L, y, (Shape){.rank = 3, .dim = {ys->dim[0], ys->dim[1], ys->dim[2] * ys->dim[3]}}, loc);
 }
 
 /* causal_self_attention(x, heads, dropout = 0) on x [B, T, C], as GPT-2:
@@ -663,30 +723,19 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
       !want_probability(L, v[2], locs[2], &p))
     return error_value;
   const Shape xs = *shape_of(L, v[0].node);
-  char sb[128];
   if (xs.rank != 3 || xs.dim[2] % heads != 0) {
+    char sb[128];
     diag_error(L->diag, locs[0], "causal_self_attention needs [B, T, C] with C divisible by the %lld heads, got %s",
                (long long)heads, shape_str(&xs, sb));
     return error_value;
   }
   char *prefix = param_prefix(s, "causal_self_attention");
   static const char *parts[] = {"q", "k", "v"};
-  int qkv[3];
-  for (int i = 0; i < 3; i++) {
-    char *sub = xsprintf("%s%s.", prefix, parts[i]);
-    qkv[i] = split_heads(L, linear_layer(L, v[0].node, xs.dim[2], true, sub, call->loc), heads, call->loc);
-    free(sub);
-  }
-  int in[2] = {qkv[0], qkv[1]};
-  int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, call->loc, L->diag);
-  scores = causal_mask_node(L, scores, 1.0 / sqrt((double)(xs.dim[2] / heads)), call->loc);
-  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, scores, -1, call->loc), p, call->loc);
-  int out[2] = {probs, qkv[2]};
-  int y = graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, call->loc, L->diag);
-  int perm[4] = {0, 2, 1, 3};
-  y = reshape_node(L, permute_node(L, y, perm, call->loc), xs, call->loc);
+  int qkv[3], y = 0;
+  for (int i = 0; i < 3 && y >= 0; i++) y = qkv[i] = head_projection(L, v[0].node, heads, prefix, parts[i], call->loc);
+  if (y >= 0) y = attend(L, qkv, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
-  y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
+  if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
   free(proj), free(prefix);
   return tensor_value(y);
 }
@@ -720,6 +769,11 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
                (long long)pad);
     return error_value;
   }
+  int64_t oh = (xs.dim[2] + 2 * pad - k) / stride + 1, ow = (xs.dim[3] + 2 * pad - k) / stride + 1;
+  if ((double)xs.dim[0] * (double)(oh * ow) * (double)xs.dim[1] * (double)(k * k) > (double)MAX_NUMEL) {
+    diag_error(L->diag, call->loc, "conv2d: the unfolded input (im2col) would have more than 2^40 elements");
+    return error_value;
+  }
   int x = v[0].node;
   if (pad > 0) {
     Attr a = {.i = {pad}};
@@ -727,7 +781,6 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
   }
   Attr win = {.i = {k, stride}};
   int cols = graph_add_op(L->g, OP_IM2COL, &x, 1, &win, call->loc, L->diag);
-  int64_t oh = (xs.dim[2] + 2 * pad - k) / stride + 1, ow = (xs.dim[3] + 2 * pad - k) / stride + 1;
   char *prefix = param_prefix(s, "conv2d");
   char *wname = xsprintf("%sweight", prefix), *bname = xsprintf("%sbias", prefix);
   Init init = torch_linear_init(xs.dim[1] * k * k);
@@ -788,7 +841,7 @@ typedef struct {
 static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
-    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 3, {0}}},
+    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 2, {0, 0, 0}}},
     {"cross_entropy", builtin_cross_entropy, {{"logits", "labels"}, 2, 2, {0}}},
     {"mse", builtin_mse, {{"prediction", "target"}, 2, 2, {0}}},
     {"mean", builtin_mean, {{"x"}, 1, 1, {0}}},
@@ -803,6 +856,7 @@ static const Builtin builtins[] = {
     {"log_softmax", builtin_softmax, {{"x", "axis"}, 2, 1, {0, -1}}},
     {"reshape", builtin_reshape, {{"x", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}, 9, 1, {0}}},
     {"flatten", builtin_flatten, {{"x"}, 1, 1, {0}}},
+    {"narrow", builtin_narrow, {{"x", "axis", "start", "length"}, 4, 4, {0}}},
     {"transpose", builtin_transpose, {{"x", "a", "b"}, 3, 1, {0, -2, -1}}},
     {"permute", builtin_permute, {{"x", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7"}, 9, 1, {0}}},
     {"causal_mask", builtin_causal_mask, {{"x", "scale"}, 2, 1, {0, 1}}},
@@ -1017,7 +1071,7 @@ static void set_fans(Init *init, const Shape *sh) {
 static bool eval_init(Lower *L, Scope *s, const Expr *call, const Shape *sh, Init *init) {
   for (size_t i = 0; i < sizeof inits / sizeof inits[0]; i++) {
     if (strcmp(inits[i].name, call->name) != 0) continue;
-    Value v[MAX_PARAMS];
+    Value v[MAX_PARAMS] = {{0}}; /* zeros() and ones() take no arguments: a, b stay 0 */
     SrcLoc locs[MAX_PARAMS];
     if (!bind_args(L, s, call, &inits[i].sig, v, locs)) return false;
     for (int a = 0; a < inits[i].sig.count; a++)
@@ -1279,7 +1333,7 @@ static const Model *pick_model(Lower *L, const char *name) {
  * one embedded input of shape `rows` [B, T] (not the labels); else -1. */
 static int token_input(const Graph *g, const Shape *rows) {
   int found = -1;
-  for (int i = 0; i < g->n_forward; i++) {
+  for (int i = 0; i < g->n; i++) {
     const Node *e = &g->nodes[i];
     if (e->op != OP_EMBEDDING || e->in[1] == g->labels || !shape_equal(&g->nodes[e->in[1]].shape, rows)) continue;
     if (found >= 0 && found != e->in[1]) return -1; /* two candidates: which one to feed? */

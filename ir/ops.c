@@ -209,6 +209,19 @@ static bool infer_reshape(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
+static bool infer_slice(const Graph *g, Node *n, Diag *diag) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  if (n->attr.i[0] + n->attr.shape.dim[0] > x->dim[0]) {
+    char sx[128];
+    diag_error(diag, n->loc, "narrow: rows %lld..%lld are not all inside the %lld rows of %s", (long long)n->attr.i[0],
+               (long long)(n->attr.i[0] + n->attr.shape.dim[0] - 1), (long long)x->dim[0], shape_str(x, sx));
+    return false;
+  }
+  n->dtype = in_node(g, n, 0)->dtype;
+  n->shape = n->attr.shape;
+  return true;
+}
+
 static bool infer_permute(const Graph *g, Node *n, Diag *diag) {
   const Shape *x = &in_node(g, n, 0)->shape;
   bool seen[IR_MAX_RANK] = {false};
@@ -456,6 +469,11 @@ static int add_with(Graph *g, OpKind op, int x, const Attr *attr) {
 static void bwd_reshape(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Attr back = {.shape = g->nodes[g->nodes[n].in[0]].shape};
   dx[0] = add_with(g, OP_RESHAPE, dy, &back);
+}
+
+static void bwd_slice(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr back = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_SLICE_GRAD, dy, &back);
 }
 
 static void bwd_permute(Graph *g, int n, int dy, const bool want[], int dx[]) {
@@ -958,6 +976,19 @@ static Kernel *kernel_reshape(const Graph *g, const Node *n) {
   int v;
   KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
   k_store(k, loop, n->id, k_index(k, v), k_load(k, n->in[0], k_index(k, v), false), accumulates(n));
+  return k;
+}
+
+/* Zeros with dy in rows attr.i[0]..; adding into a gradient slot, only the
+ * rows. */
+static Kernel *kernel_slice_grad(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  zero_output(k, n);
+  int64_t row = shape_numel(&n->shape) / n->shape.dim[0];
+  int v;
+  KStmt *loop = k_for(k, NULL, shape_numel(&in_node(g, n, 0)->shape), &v);
+  KExpr *dst = k_iadd(k, k_index(k, v), k_iconst(k, n->attr.i[0] * row));
+  k_store(k, loop, n->id, dst, k_load(k, n->in[0], k_index(k, v), false), true);
   return k;
 }
 

@@ -9,9 +9,9 @@
  * step that reads it (loss and prediction until the end, since the runtime
  * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
  * may share. Placement is greedy first-fit in order of definition, so the
- * workspace peak is known exactly at compile time. A view (a reshape) has no
- * step and no storage: it reads its source's, which lives as long as the
- * view's readers. */
+ * workspace peak is known exactly at compile time. A view (reshape, slice)
+ * has no step and no storage: it reads its source's, which lives as long as
+ * the view's readers. */
 #include "passes.h"
 
 #include <stdlib.h>
@@ -166,7 +166,8 @@ Program *program_build(Graph *g) {
   free(iv);
   for (int i = 0; i < g->n; i++) {
     if (g->nodes[i].grad_of_param >= 0) p->offset[i] = program_grad_offset(p, g->nodes[i].grad_of_param);
-    if (node_is_view(&g->nodes[i])) p->offset[i] = p->offset[g->nodes[i].in[0]]; /* sources come first */
+    if (node_is_view(&g->nodes[i])) /* sources come first */
+      p->offset[i] = p->offset[g->nodes[i].in[0]] + view_offset(g, &g->nodes[i]);
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
   lower_kernels(p);

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { FLAG_PATH, FLAG_COUNT, FLAG_SEED, FLAG_RATE, FLAG_SWITCH } flag_kind;
+typedef enum { FLAG_PATH, FLAG_TEXT, FLAG_COUNT, FLAG_SEED, FLAG_RATE, FLAG_SWITCH } flag_kind;
 
 typedef struct {
   const char *name;
@@ -34,6 +34,10 @@ static const flag flags[] = {
     {"save", FLAG_PATH, OPT(save_path), 0, "FILE", "save the weights at the end (.safetensors)"},
     {"log", FLAG_PATH, OPT(log_path), 0, "FILE", "JSON Lines log of steps and evaluations"},
     {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, "N", "optimizer steps between log lines"},
+    {"sample", FLAG_COUNT, OPT(sample), 0, "N",
+     "after training, generate N bytes (byte-level sequence models)"},
+    {"prompt", FLAG_TEXT, OPT(prompt), 0, "TEXT", "the context --sample continues (default: a newline)"},
+    {"temperature", FLAG_RATE, OPT(temperature), 0, "X", "--sample's temperature (0: greedy; default 1)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
     {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, NULL,
      "check backward against finite differences, then exit"},
@@ -77,6 +81,7 @@ static int parse_value(const flag *f, const char *text, trc_options *o, trc_erro
       return trc_fail(err, "--%s: expected %s, got an empty value", f->name, f->metavar);
     *(const char **)((char *)o + f->field) = text;
     return 0;
+  case FLAG_TEXT: *(const char **)((char *)o + f->field) = text; return 0;
   case FLAG_COUNT:
   case FLAG_SEED: return parse_integer(f, text, o, err);
   case FLAG_RATE: {
@@ -112,6 +117,7 @@ static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *
 int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, trc_error *err) {
   memset(o, 0, sizeof *o);
   o->cfg = m->defaults;
+  o->temperature = 1.0;
   int epochs_given = 0;
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
@@ -123,6 +129,9 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
     o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
   if (o->help || o->version || o->gradcheck) return 0;
   if (o->dump_path && !o->data_dir) return trc_fail(err, "--dump-step needs --data DIR");
+  if (o->sample > 0 && !trc_can_sample(m))
+    return trc_fail(err, "--sample: model '%s' is not a byte-level sequence model (predict [B, T, "
+                         "vocab <= 256] over an embedded token input)", m->name);
   if (!o->data_dir && !(o->steps_given && o->cfg.steps == 0))
     return trc_fail(err, "--data DIR is required");
   return 0;

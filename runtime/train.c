@@ -227,6 +227,14 @@ static int save_weights(trainer *t, trc_error *err) {
   return 0;
 }
 
+/* --sample: generated text on stdout, after the prompt. */
+static int sample(trainer *t, trc_error *err) {
+  if (t->opt.sample == 0) return 0;
+  const char *prompt = t->opt.prompt && t->opt.prompt[0] ? t->opt.prompt : "\n";
+  return trc_sample(t->m, t->arena, (const unsigned char *)prompt, strlen(prompt), t->opt.sample,
+                    t->opt.temperature, t->opt.cfg.seed, stdout, err);
+}
+
 /* Everything after the flags; returns an exit status. */
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
@@ -247,7 +255,8 @@ static int run(trainer *t, trc_error *err) {
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
   if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
   if (!training && t->has_eval) evaluate(t, 0);
-  return save_weights(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
+  if (save_weights(t, err)) return EXIT_FAILURE;
+  return sample(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static void teardown(trainer *t) {

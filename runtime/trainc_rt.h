@@ -222,6 +222,11 @@ double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
 
+/* fmaxf and fminf (a NaN operand yields the other one), for generated
+ * kernels: the C library's are calls that GCC does not inline or vectorize. */
+static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
+static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+
 /* splitmix64's output function. */
 static inline uint64_t trc_mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -354,11 +359,26 @@ typedef struct {
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
+  int64_t sample;          /* bytes to generate after training (0: none) */
+  const char *prompt;      /* their context (NULL: a newline) */
+  double temperature;      /* 0: greedy; default 1 */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,
                    trc_error *err);
 void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
+
+/* ---- sampling from a byte-level sequence model ---- */
+/* Generates `count` tokens after `prompt` (len bytes, each a token below the
+ * token input's limit): each step runs forward() in evaluation mode on the
+ * last T tokens (row 0 of the batch, zero-padded after them; causal models
+ * ignore the padding) and draws the next token from softmax(logits /
+ * temperature) at the last position (the arg-max when temperature is 0),
+ * with random numbers keyed by seed. Writes the prompt and the tokens, as
+ * bytes, to out. Needs trc_can_sample(model) and len >= 1. */
+int trc_can_sample(const trc_model *model); /* token_input >= 0, predict_classes <= 256 */
+int trc_sample(const trc_model *model, char *arena, const unsigned char *prompt, size_t len,
+               int64_t count, double temperature, uint64_t seed, FILE *out, trc_error *err);
 
 /* ---- gradient check ---- */
 /* Fills the inputs with seeded random data and compares backward() with

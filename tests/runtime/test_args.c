@@ -14,7 +14,8 @@ static trc_model model = {.name = "fashion_mlp",
                           .source = "examples/fashion_mlp.nn",
                           .batch = 128,
                           .n_inputs = 2,
-                          .inputs = inputs};
+                          .inputs = inputs,
+                          .token_input = -1};
 
 /* parse(o, err, "--flag", ..., NULL) */
 static int parse(trc_options *o, trc_error *err, ...) {
@@ -52,6 +53,23 @@ static void test_good(void) {
   CHECK(parse(&o, &err, "--steps=3", "--data", "d", "--epochs", "2", NULL) == 0 &&
         o.cfg.steps == 3);
   model.defaults.steps = 0;
+}
+
+/* --sample needs a byte-level sequence model; --prompt and --temperature. */
+static void test_sample(void) {
+  trc_options o;
+  trc_error err;
+  CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.sample == 0 && o.temperature == 1.0 && !o.prompt);
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "5", NULL), err,
+                   "not a byte-level sequence model");
+  model.token_input = 0, model.predict_rows = 784, model.predict_classes = 256;
+  CHECK(parse(&o, &err, "--steps", "0", "--sample", "5", "--prompt=", "--temperature", "0", NULL) == 0);
+  CHECK(o.sample == 5 && strcmp(o.prompt, "") == 0 && o.temperature == 0);
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "-1", NULL), err, "--sample");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--temperature", "-1", NULL), err, "--temperature");
+  model.predict_classes = 50257;
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "5", NULL), err, "byte-level");
+  model.token_input = -1, model.predict_rows = 0, model.predict_classes = 0;
 }
 
 static void test_bad(void) {
@@ -114,6 +132,7 @@ int main(void) {
                                       .log_every = 50};
   test_good();
   test_bad();
+  test_sample();
   test_usage();
   return test_finish("test_args");
 }
