@@ -97,7 +97,7 @@ def worker(model_name, data_dir, w0, help_path, steps, config):
     n = next(iter(data.values())).shape[0]
     with open(help_path) as f:
         help_text = f.read()
-    adamw, (kind, warmup, min_lr) = parity.compiled_adamw(help_text)
+    adamw, (kind, warmup, min_lr), clip = parity.compiled_adamw(help_text)
     batch = int(help_text.split("; B = ")[1].split(")")[0])
     params = dict(model.named_parameters())
     groups = [{"params": [p for p in params.values() if p.dim() >= 2]},
@@ -117,6 +117,8 @@ def worker(model_name, data_dir, w0, help_path, steps, config):
         opt.zero_grad()
         loss, _ = model(b)
         loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
         times.append(time.perf_counter() - t0)

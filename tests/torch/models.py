@@ -108,16 +108,16 @@ def conv_like(weights, name, **kw):
     return nn.Conv2d(in_channels, out_channels, k, bias=name + ".bias" in weights, **kw)
 
 
-class CNNSmall(nn.Module):
-    """tests/torch/cnn_small.nn: conv 3x3 pad 1 → relu → max-pool 2; conv 3x3
-    stride 2 pad 1 → relu → max-pool 3 stride 1; avg-pool 2; flatten → linear
-    + relu → linear."""
+class FashionCNN(nn.Module):
+    """examples/fashion_cnn.nn: two (conv 3x3 padding 1 → relu → max-pool 2),
+    flatten → dropout → linear + relu → linear. Dropout must be 0 to compare
+    (tests/torch/fashion_cnn_small.nn): F.dropout with p = 0 is the identity."""
 
     def __init__(self, weights):
         super().__init__()
-        self.c1 = conv_like(weights, "c1", padding=1)
-        self.c2 = conv_like(weights, "c2", stride=2, padding=1)
-        self.h = linear_like(weights, "h")
+        self.conv1 = conv_like(weights, "conv1", padding=1)
+        self.conv2 = conv_like(weights, "conv2", padding=1)
+        self.fc = linear_like(weights, "fc")
         self.logits = linear_like(weights, "logits")
 
     def make_data(self, rng, n):
@@ -126,10 +126,10 @@ class CNNSmall(nn.Module):
 
     def forward(self, batch):
         x = (batch["image"].float() / 255.0).view(-1, 1, 28, 28)
-        c1 = F.max_pool2d(F.relu(self.c1(x)), 2)
-        c2 = F.max_pool2d(F.relu(self.c2(c1)), 3, stride=1)
-        h = F.relu(self.h(torch.flatten(F.avg_pool2d(c2, 2), 1)))
-        logits = self.logits(h)
+        pool1 = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        pool2 = F.max_pool2d(F.relu(self.conv2(pool1)), 2)
+        fc = F.relu(self.fc(torch.flatten(pool2, 1)))
+        logits = self.logits(fc)
         return F.cross_entropy(logits, batch["label"].long()), logits
 
 
@@ -153,50 +153,49 @@ class CausalSelfAttention(nn.Module):
 
 
 class Block(nn.Module):
-    """Pre-layernorm block: x + attn(ln1(x)), then h + proj(gelu(fc(ln2(h))))."""
+    """GPT-2's pre-layernorm block: x + attn(ln_1(x)), then x + proj(gelu(fc(ln_2(x))))."""
 
     def __init__(self, weights, prefix, heads):
         super().__init__()
-        width = weights[prefix + ".ln1.weight"].shape[0]
-        self.ln1 = nn.LayerNorm(width)
+        width = weights[prefix + ".ln_1.weight"].shape[0]
+        self.ln_1 = nn.LayerNorm(width)
         self.attn = CausalSelfAttention(weights, prefix + ".attn", heads)
-        self.ln2 = nn.LayerNorm(width)
+        self.ln_2 = nn.LayerNorm(width)
         self.fc = linear_like(weights, prefix + ".fc")
         self.proj = linear_like(weights, prefix + ".proj")
 
     def forward(self, x):
-        h = x + self.attn(self.ln1(x))
-        return h + self.proj(F.gelu(self.fc(self.ln2(h))))
+        x = x + self.attn(self.ln_1(x))
+        return x + self.proj(F.gelu(self.fc(self.ln_2(x))))
 
 
-class GPTSmall(nn.Module):
-    """tests/torch/gpt_small.nn: token embedding + learned positions, blocks,
-    final layernorm, untied head without bias; 4 heads."""
+class GPT(nn.Module):
+    """examples/gpt.nn: token embedding wte + learned positions wpe, blocks,
+    ln_f, output layer tied to wte; 4 heads. Dropout must be 0 to compare
+    (tests/torch/gpt_small.nn)."""
     HEADS = 4
 
     def __init__(self, weights):
         super().__init__()
-        vocab, width = weights["tok.weight"].shape
-        depth = sum(1 for k in weights if k.startswith("block.") and k.endswith(".ln1.weight"))
+        depth = sum(1 for k in weights if k.startswith("block.") and k.endswith(".ln_1.weight"))
+        self.wte = nn.Parameter(torch.empty(weights["wte"].shape))
         self.wpe = nn.Parameter(torch.empty(weights["wpe"].shape))
-        self.tok = nn.Embedding(vocab, width)
         self.block = nn.ModuleList(Block(weights, f"block.{i}", self.HEADS) for i in range(depth))
-        self.lnf = nn.LayerNorm(width)
-        self.logits = linear_like(weights, "logits")
+        self.ln_f = nn.LayerNorm(self.wte.shape[1])
 
     def make_data(self, rng, n):
         shape = (n, self.wpe.shape[0])
-        return {"tokens": rng.integers(0, self.tok.num_embeddings, shape, dtype=np.int32),
-                "targets": rng.integers(0, self.tok.num_embeddings, shape, dtype=np.int32)}
+        return {"tokens": rng.integers(0, self.wte.shape[0], shape, dtype=np.int32),
+                "targets": rng.integers(0, self.wte.shape[0], shape, dtype=np.int32)}
 
     def forward(self, batch):
-        x = self.tok(batch["tokens"].long()) + self.wpe
+        x = F.embedding(batch["tokens"].long(), self.wte) + self.wpe
         for block in self.block:
             x = block(x)
-        logits = self.logits(self.lnf(x))
+        logits = self.ln_f(x) @ self.wte.t()
         loss = F.cross_entropy(logits.flatten(0, 1), batch["targets"].long().flatten())
         return loss, logits
 
 
 MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier, "deep_mlp": DeepMLP,
-          "cnn_small": CNNSmall, "gpt_small": GPTSmall}
+          "fashion_cnn": FashionCNN, "gpt": GPT}

@@ -143,15 +143,16 @@ def zero_gradients(params):
 
 
 def compiled_adamw(help_text):
-    """The trainer's compiled AdamW and schedule, from its --help text."""
+    """The trainer's compiled AdamW, schedule and clip norm (0: none), from its --help text."""
     opt = re.search(r"adamw\(lr=([^,]+), betas=\(([^,]+), ([^)]+)\), eps=([^,]+), "
                     r"weight_decay=([^)]+)\)", help_text)
-    sched = re.search(r"schedule (\w+)\(warmup=(\d+), min_lr=([^)]+)\)", help_text)
+    sched = re.search(r"schedule (\w+)\(warmup=(\d+), min_lr=([^)]+)\), clip_norm ([^,]+),",
+                      help_text)
     if not opt or not sched:
         sys.exit("parity.py: the trainer's --help shows no adamw(...) and schedule line")
     lr, b1, b2, eps, wd = map(float, opt.groups())
     return dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd), \
-        (sched.group(1), int(sched.group(2)), float(sched.group(3)))
+        (sched.group(1), int(sched.group(2)), float(sched.group(3))), float(sched.group(4))
 
 
 def schedule_factor(kind, warmup, min_ratio, step, total):
@@ -173,7 +174,7 @@ def trainer_losses(log_path):
 
 def cmd_train(name, help_path, w0_path, final_path, log_path, data_dir):
     with open(help_path) as f:
-        adamw, (kind, warmup, min_lr) = compiled_adamw(f.read())
+        adamw, (kind, warmup, min_lr), clip = compiled_adamw(f.read())
     model, weights = load_model(name, w0_path)
     final, _ = safetensors_np.read(final_path)
     losses = trainer_losses(log_path)
@@ -187,7 +188,7 @@ def cmd_train(name, help_path, w0_path, final_path, log_path, data_dir):
         opt, lambda s: schedule_factor(kind, warmup, min_lr / adamw["lr"], s, steps))
     batch = load_batch(model, data_dir)
     r = Report()
-    print(f"{name}: {steps} AdamW steps {adamw}, schedule {kind}(warmup={warmup}), "
+    print(f"{name}: {steps} AdamW steps {adamw}, schedule {kind}(warmup={warmup}), clip {clip}, "
           f"trainc vs PyTorch {torch.__version__}")
     for step in range(steps):
         opt.zero_grad()
@@ -195,6 +196,8 @@ def cmd_train(name, help_path, w0_path, final_path, log_path, data_dir):
         loss.backward()
         if step == 0:
             noise_driven = zero_gradients(params)
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
         r.row(f"loss at step {step + 1}", [], rel_err(losses[step], loss.item()),
