@@ -42,10 +42,17 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "torch"))
 
 WARMUP = 3
 
-# model: (model file, examples in the dataset, optimizer steps per run)
+# name: (model file, {text: replacement} applied to it, examples in the
+#        dataset (None: Fashion-MNIST's 60,000), optimizer steps per run,
+#        keyword arguments of the PyTorch model (the file's dropout))
 MODELS = {
-    "fashion_mlp": ("examples/fashion_mlp.nn", None, 300),
-    "deep_mlp": ("examples/deep_mlp.nn", 2048, 15),
+    "fashion_mlp": ("examples/fashion_mlp.nn", {}, None, 300, {}),
+    "fashion_cnn": ("examples/fashion_cnn.nn", {}, None, 40, {"dropout": 0.25}),
+    "deep_mlp": ("examples/deep_mlp.nn", {}, 2048, 15, {}),
+    # gpt.nn at vocabulary 8192, context 128, width 256, 4 layers, 4 heads, batch 8
+    "gpt": ("examples/gpt.nn", {"const VOCAB = 256": "const VOCAB = 8192", "const T = 64": "const T = 128",
+                                "const D = 128": "const D = 256", "batch 32": "batch 8"},
+            1024, 15, {"dropout": 0.1}),
 }
 
 TUNED_ENV = {"OMP_WAIT_POLICY": "passive", "MALLOC_MMAP_MAX_": "0",
@@ -72,7 +79,7 @@ def read_idx_gz(path):
 def prepare_data(model_name, weights, out, examples):
     """The model's training data as .npy files in `out`."""
     os.makedirs(out, exist_ok=True)
-    if model_name == "fashion_mlp":
+    if examples is None:
         src = "/usr/share/datasets/fashion-mnist"
         arrays = {"image": read_idx_gz(f"{src}/train-images-idx3-ubyte.gz").reshape(-1, 784),
                   "label": read_idx_gz(f"{src}/train-labels-idx1-ubyte.gz").astype(np.int32)}
@@ -92,7 +99,7 @@ def worker(model_name, data_dir, w0, help_path, steps, config):
     import parity
     if config == "tuned":
         torch.set_num_threads(2)
-    model, _ = parity.load_model(model_name, w0)
+    model, _ = parity.load_model(model_name, w0, **MODELS[model_name][4])
     data = parity.load_batch(model, data_dir)
     n = next(iter(data.values())).shape[0]
     with open(help_path) as f:
@@ -150,6 +157,7 @@ def main():
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     results = []
+    print(f"load average before: {os.getloadavg()}", flush=True)
     for name in args.models.split(","):
         results.append(compare(args, name))
     with open(os.path.join(args.work, "results.json"), "w") as f:
@@ -158,11 +166,19 @@ def main():
 
 
 def build(args, name):
-    source, examples, steps = MODELS[name]
+    source, edits, examples, steps, _ = MODELS[name]
     d = os.path.join(args.work, name)
     os.makedirs(d, exist_ok=True)
     trainer, w0, help_path = f"{d}/trainer", f"{d}/w0.safetensors", f"{d}/help.txt"
-    subprocess.run([args.trainc, "build", os.path.join(ROOT, source), "-o", trainer], check=True,
+    with open(os.path.join(ROOT, source)) as f:
+        text = f.read()
+    for old, new in edits.items():
+        if old not in text:
+            sys.exit(f"torch_compare: {source} has no '{old}' to replace")
+        text = text.replace(old, new)
+    with open(f"{d}/{name}.nn", "w") as f:
+        f.write(text)
+    subprocess.run([args.trainc, "build", f"{d}/{name}.nn", "-o", trainer], check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([trainer, "--steps", "0", "--save", w0, "--quiet"], check=True)
     with open(help_path, "w") as f:
@@ -192,10 +208,13 @@ def compare(args, name):
             print(f"{name} {config} run {r + 1}: " + ", ".join(
                 f"{impl} {x[-1]['step_s'] * 1e3:.2f} ms/step {x[-1]['rss_mib']:.0f} MiB "
                 f"(last loss {x[-1]['loss']:.4f})" for impl, x in rec.items()), flush=True)
-    return {"model": name, "batch": batch, "steps": steps, "runs": runs}
+    return {"model": name, "batch": batch, "steps": steps, "runs": runs,
+            "load_average_after": os.getloadavg()}
 
 
 def print_table(results):
+    print("load averages after each model: " +
+          ", ".join(f"{r['model']} {r['load_average_after'][0]:.1f}" for r in results))
     print("\n| model | config | trainc ms/step | PyTorch ms/step | speed-up | trainc peak RSS | "
           "PyTorch peak RSS |\n|---|---|---|---|---|---|---|")
     for res in results:

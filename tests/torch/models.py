@@ -110,11 +110,12 @@ def conv_like(weights, name, **kw):
 
 class FashionCNN(nn.Module):
     """examples/fashion_cnn.nn: two (conv 3x3 padding 1 → relu → max-pool 2),
-    flatten → dropout → linear + relu → linear. Dropout must be 0 to compare
-    (tests/torch/fashion_cnn_small.nn): F.dropout with p = 0 is the identity."""
+    flatten → dropout → linear + relu → linear. `dropout` is the example's p
+    for benchmarks; the parity test's copy has 0, as here by default."""
 
-    def __init__(self, weights):
+    def __init__(self, weights, dropout=0.0):
         super().__init__()
+        self.p = dropout
         self.conv1 = conv_like(weights, "conv1", padding=1)
         self.conv2 = conv_like(weights, "conv2", padding=1)
         self.fc = linear_like(weights, "fc")
@@ -128,7 +129,7 @@ class FashionCNN(nn.Module):
         x = (batch["image"].float() / 255.0).view(-1, 1, 28, 28)
         pool1 = F.max_pool2d(F.relu(self.conv1(x)), 2)
         pool2 = F.max_pool2d(F.relu(self.conv2(pool1)), 2)
-        fc = F.relu(self.fc(torch.flatten(pool2, 1)))
+        fc = F.relu(self.fc(F.dropout(torch.flatten(pool2, 1), self.p, self.training)))
         logits = self.logits(fc)
         return F.cross_entropy(logits, batch["label"].long()), logits
 
@@ -136,9 +137,9 @@ class FashionCNN(nn.Module):
 class CausalSelfAttention(nn.Module):
     """GPT-2's attention: q, k, v projections, heads, causal softmax, output projection."""
 
-    def __init__(self, weights, prefix, heads):
+    def __init__(self, weights, prefix, heads, dropout):
         super().__init__()
-        self.heads = heads
+        self.heads, self.p = heads, dropout
         for part in ("q", "k", "v", "proj"):
             setattr(self, part, linear_like(weights, f"{prefix}.{part}"))
 
@@ -148,39 +149,43 @@ class CausalSelfAttention(nn.Module):
         q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
         scores = q @ k.transpose(-2, -1) / math.sqrt(c // self.heads)
         future = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
-        probs = F.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        probs = F.dropout(F.softmax(scores.masked_fill(future, float("-inf")), dim=-1), self.p,
+                          self.training)
         return self.proj((probs @ v).transpose(1, 2).reshape(b, t, c))
 
 
 class Block(nn.Module):
     """GPT-2's pre-layernorm block: x + attn(ln_1(x)), then x + proj(gelu(fc(ln_2(x))))."""
 
-    def __init__(self, weights, prefix, heads):
+    def __init__(self, weights, prefix, heads, dropout):
         super().__init__()
         width = weights[prefix + ".ln_1.weight"].shape[0]
+        self.p = dropout
         self.ln_1 = nn.LayerNorm(width)
-        self.attn = CausalSelfAttention(weights, prefix + ".attn", heads)
+        self.attn = CausalSelfAttention(weights, prefix + ".attn", heads, dropout)
         self.ln_2 = nn.LayerNorm(width)
         self.fc = linear_like(weights, prefix + ".fc")
         self.proj = linear_like(weights, prefix + ".proj")
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        return x + self.proj(F.gelu(self.fc(self.ln_2(x))))
+        return x + F.dropout(self.proj(F.gelu(self.fc(self.ln_2(x)))), self.p, self.training)
 
 
 class GPT(nn.Module):
     """examples/gpt.nn: token embedding wte + learned positions wpe, blocks,
-    ln_f, output layer tied to wte; 4 heads. Dropout must be 0 to compare
-    (tests/torch/gpt_small.nn)."""
+    ln_f, output layer tied to wte; 4 heads. `dropout` (after the attention
+    softmax and the MLP) is the example's p for benchmarks; the parity test's
+    copy has 0, as here by default."""
     HEADS = 4
 
-    def __init__(self, weights):
+    def __init__(self, weights, dropout=0.0):
         super().__init__()
         depth = sum(1 for k in weights if k.startswith("block.") and k.endswith(".ln_1.weight"))
         self.wte = nn.Parameter(torch.empty(weights["wte"].shape))
         self.wpe = nn.Parameter(torch.empty(weights["wpe"].shape))
-        self.block = nn.ModuleList(Block(weights, f"block.{i}", self.HEADS) for i in range(depth))
+        self.block = nn.ModuleList(Block(weights, f"block.{i}", self.HEADS, dropout)
+                                   for i in range(depth))
         self.ln_f = nn.LayerNorm(self.wte.shape[1])
 
     def make_data(self, rng, n):

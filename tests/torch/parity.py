@@ -2,7 +2,8 @@
 (models.py), on the same weights and the same data.
 
   parity.py data    MODEL WEIGHTS OUTDIR N SEED   random inputs for MODEL as .npy
-  parity.py step    MODEL WEIGHTS DUMP DATADIR    one step: loss, predict, every gradient
+  parity.py step    MODEL WEIGHTS DUMP DATADIR    one step: loss, predict, every gradient;
+                                                  then the negative checks below
   parity.py train   MODEL HELP W0 W_FINAL LOG DATADIR
                                                   AdamW steps: every step's loss, final weights
 
@@ -10,6 +11,11 @@ DUMP is the trainer's `--dump-step` file (loss, predict, grad.<param>); the
 data directory holds exactly one batch. The tensors checked are those of the
 files: every parameter in WEIGHTS must have a gradient in DUMP and in torch,
 and every tensor in DUMP must be one that is checked.
+
+Negative checks (`step`), so that the comparison is shown to fail: it must
+flag the dump's last gradient when noise of 1e-3 of its norm is added to it,
+and when it is missing; and must flag something when PyTorch runs on weights
+whose last matrix (the head) has noise of 1e-2 of its norm added.
 
 Error of a tensor a against the reference b: ||a - b|| / max(||b||, TINY)
 (Frobenius norms in float64), required below TOL = 1e-4.
@@ -23,8 +29,10 @@ zero: it passes when trainc's is below that bound too. AdamW turns such noise
 into steps of up to lr in random directions, in both implementations
 differently; so `train` does not compare the weights of a parameter whose
 gradient counts as zero at the first step, and says so. Exit 0 when all
-agree, 3 when one does not (a table names it); 1 is an error (a bad file, a
-model that does not load)."""
+agree and every negative check is caught, 3 when not (the output names the
+tensor or the check); 1 is an error (a bad file, a model that does not
+load)."""
+import io
 import json
 import math
 import os
@@ -51,14 +59,18 @@ def rel_err(a, b):
 
 
 class Report:
-    def __init__(self):
-        self.failed = 0
+    """Rows of a comparison, printed to `out`; `failed` names what disagrees."""
+
+    def __init__(self, out=None):
+        self.out = out or sys.stdout
+        self.failed = []
 
     def row(self, name, shape, err, note=""):
         ok = err < TOL
-        self.failed += not ok
+        if not ok:
+            self.failed.append(name)
         print(f"  {name:40s} {str(list(shape)):18s} rel err {err:.2e}  {'ok' if ok else 'FAIL'}"
-              f"{'  ' + note if note else ''}")
+              f"{'  ' + note if note else ''}", file=self.out)
 
     def gradient(self, name, mine, ref, total):
         """A gradient against PyTorch's; total: the norm of PyTorch's whole gradient."""
@@ -67,24 +79,32 @@ class Report:
             self.row(name, ref.shape, rel_err(mine, ref))
             return
         ok = np.linalg.norm(np.asarray(mine, np.float64)) <= bound
-        self.failed += not ok
+        if not ok:
+            self.failed.append(name)
         print(f"  {name:40s} {str(list(ref.shape)):18s} zero: norms {np.linalg.norm(mine):.1e} "
-              f"and {np.linalg.norm(ref):.1e} vs bound {bound:.1e}  {'ok' if ok else 'FAIL'}")
+              f"and {np.linalg.norm(ref):.1e} vs bound {bound:.1e}  {'ok' if ok else 'FAIL'}",
+              file=self.out)
 
     def missing(self, name, where):
-        self.failed += 1
-        print(f"  {name:40s} FAIL: {where}")
+        self.failed.append(name)
+        print(f"  {name:40s} FAIL: {where}", file=self.out)
 
-    def exit(self, what):
-        print(f"{what}: {'FAIL' if self.failed else 'ok'} ({self.failed} failed, TOL {TOL:g})")
-        sys.exit(EXIT_MISMATCH if self.failed else 0)
+    def exit(self, what, extra_failures=0):
+        n = len(self.failed) + extra_failures
+        print(f"{what}: {'FAIL' if n else 'ok'} ({n} failed, TOL {TOL:g})")
+        sys.exit(EXIT_MISMATCH if n else 0)
 
 
-def load_model(name, weights_path):
-    weights, _ = safetensors_np.read(weights_path)
-    model = MODELS[name](weights)
+def build_model(name, weights, **kwargs):
+    """The PyTorch model holding `weights` ({name: array}, every one used)."""
+    model = MODELS[name](weights, **kwargs)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
-    return model, weights
+    return model
+
+
+def load_model(name, weights_path, **kwargs):
+    weights, _ = safetensors_np.read(weights_path)
+    return build_model(name, weights, **kwargs), weights
 
 
 def load_batch(model, data_dir):
@@ -100,46 +120,82 @@ def cmd_data(name, weights_path, out_dir, n, seed):
         np.save(os.path.join(out_dir, k + ".npy"), v)
 
 
-def cmd_step(name, weights_path, dump_path, data_dir):
-    model, weights = load_model(name, weights_path)
-    dump, _ = safetensors_np.read(dump_path)
-    loss, predict = model(load_batch(model, data_dir))
+def torch_step(name, weights, batch):
+    """PyTorch's loss, predictions and gradients ({param: array or None})."""
+    model = build_model(name, weights)
+    loss, predict = model(batch)
     loss.backward()
-    torch_params = dict(model.named_parameters())
-    total = gradient_norm(torch_params.values())
-    r = Report()
-    print(f"{name}: one step, trainc (--dump-step) vs PyTorch {torch.__version__}")
+    grads = {n: None if p.grad is None else p.grad.numpy() for n, p in model.named_parameters()}
+    return loss.item(), predict.detach().numpy(), grads
+
+
+def compare_step(weights, dump, ref, r):
+    """trainc's dump against PyTorch's step `ref`, row by row into Report r."""
+    loss, predict, grads = ref
+    total = math.sqrt(sum(float(np.linalg.norm(g.astype(np.float64))) ** 2
+                          for g in grads.values() if g is not None))
     checked = {"loss", "predict"}
-    r.row("loss", [], rel_err(dump["loss"], loss.item()))
+    r.row("loss", [], rel_err(dump["loss"], loss))
     if "predict" in dump:
-        r.row("predict", dump["predict"].shape, rel_err(dump["predict"], predict.detach()))
+        r.row("predict", dump["predict"].shape, rel_err(dump["predict"], predict))
     else:
         r.missing("predict", "not in the dump")
     for pname in weights:  # every parameter of the weights file
         gname = "grad." + pname
         checked.add(gname)
-        tgrad = torch_params[pname].grad
         if gname not in dump:
             r.missing(gname, "not in the dump")
-        elif tgrad is None:
+        elif grads[pname] is None:
             r.missing(gname, "PyTorch computed no gradient")
         else:
-            r.gradient(gname, dump[gname], tgrad.numpy(), total)
+            r.gradient(gname, dump[gname], grads[pname], total)
     for extra in dump.keys() - checked:
         r.missing(extra, "in the dump but not a parameter of the weights file")
-    r.exit("step")
 
 
-def gradient_norm(params):
-    return math.sqrt(sum(float(np.linalg.norm(p.grad.numpy().astype(np.float64))) ** 2
-                         for p in params if p.grad is not None))
+def with_noise(tensors, name, size):
+    """A copy of {name: array} with seeded noise of `size` times tensor name's norm added."""
+    t = tensors[name]
+    noise = np.random.default_rng(0).standard_normal(t.shape)
+    scale = size * max(np.linalg.norm(t), 1e-6) / np.linalg.norm(noise)
+    return dict(tensors, **{name: (t + scale * noise).astype(t.dtype)})
+
+
+def negative_checks(name, weights, dump, ref, batch):
+    """The comparison must flag broken inputs; returns how many were not caught."""
+    last = [k for k in dump if k.startswith("grad.")][-1]
+    head = [k for k, v in weights.items() if v.ndim >= 2][-1]
+    cases = [(f"{last} off by 1e-3", last, weights, with_noise(dump, last, 1e-3), ref),
+             (f"{last} missing", last, weights, {k: v for k, v in dump.items() if k != last}, ref),
+             (f"PyTorch on {head} off by 1e-2", None, weights, dump,
+              torch_step(name, with_noise(weights, head, 1e-2), batch))]
+    missed = 0
+    for what, expected, w, d, r in cases:
+        report = Report(io.StringIO())
+        compare_step(w, d, r, report)
+        caught = report.failed and (expected is None or expected in report.failed)
+        missed += not caught
+        print(f"negative check, {what}: {'caught' if caught else 'NOT CAUGHT'} "
+              f"({len(report.failed)} tensors flagged)")
+    return missed
+
+
+def cmd_step(name, weights_path, dump_path, data_dir):
+    model, weights = load_model(name, weights_path)
+    dump, _ = safetensors_np.read(dump_path)
+    batch = load_batch(model, data_dir)
+    ref = torch_step(name, weights, batch)
+    print(f"{name}: one step, trainc (--dump-step) vs PyTorch {torch.__version__}")
+    r = Report()
+    compare_step(weights, dump, ref, r)
+    r.exit("step", negative_checks(name, weights, dump, ref, batch))
 
 
 def zero_gradients(params):
     """Names of the parameters whose gradient counts as zero (see ZERO)."""
-    total = gradient_norm(params.values())
-    return {n for n, p in params.items()
-            if p.grad is not None and np.linalg.norm(p.grad.numpy()) <= ZERO * total}
+    grads = {n: p.grad.numpy().astype(np.float64) for n, p in params.items() if p.grad is not None}
+    total = math.sqrt(sum(float(np.linalg.norm(g)) ** 2 for g in grads.values()))
+    return {n for n, g in grads.items() if np.linalg.norm(g) <= ZERO * total}
 
 
 def compiled_adamw(help_text):

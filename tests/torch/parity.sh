@@ -3,9 +3,9 @@
 # weights, makes one batch of random data, and checks with parity.py (the
 # model written again in PyTorch, models.py: TORCH_MODEL) that
 #   1. one step's loss, predictions and every gradient (--dump-step) agree;
-#   2. the comparison fails when one gradient is off by 1e-3, when one is
-#      missing, and when PyTorch runs on other weights (random noise of 1e-2
-#      of its norm added to the last weight matrix, the head): so 1 can fail;
+#   2. the comparison flags one gradient off by 1e-3, one missing, and
+#      PyTorch running on other weights (noise of 1e-2 of its norm added to
+#      the last weight matrix, the head): so 1 can fail (parity.py step);
 #   3. with `train` given: 10 optimizer steps (the train block's optimizer and
 #      schedule) give the same loss at every step and the same weights.
 # Skipped (77) when Debian's python3 has no torch.
@@ -16,21 +16,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=/usr/bin/python3
 $py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
 parity() { $py "$here/parity.py" "$@"; }
-st() { $py "$here/safetensors_np.py" "$@"; }
-expect_mismatch() { # tensor ('' for any), what, command...: the command must report a mismatch (exit 3)
-  local tensor=$1 what=$2 rc=0
-  shift 2
-  "$@" >"$work/neg.out" 2>&1 || rc=$?
-  local failed
-  failed=$(grep '^  .*FAIL' "$work/neg.out" | grep -F "  $tensor" || true)
-  if [[ $rc -ne 3 || -z $failed ]]; then
-    cat "$work/neg.out"
-    echo "FAIL: $what was not caught (exit $rc, or no FAIL line for $tensor)"
-    exit 1
-  fi
-  echo "caught: $what ($(grep -c '^  .*FAIL' "$work/neg.out") tensors FAIL)"
-}
-
 rm -rf "$work" && mkdir -p "$work"
 bin=$work/trainer
 "$trainc" build "$model" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
@@ -39,22 +24,9 @@ batch=$(sed -n 's/.*; B = \([0-9]*\)).*/\1/p' "$work/help.txt")
 "$bin" --steps 0 --save "$work/w0.safetensors" --quiet
 parity data "$torch_model" "$work/w0.safetensors" "$work/data" "$batch" 1
 
-# 1. one step
+# 1. one step, and 2. the negative checks
 "$bin" --init "$work/w0.safetensors" --data "$work/data" --dump-step "$work/step.safetensors"
 parity step "$torch_model" "$work/w0.safetensors" "$work/step.safetensors" "$work/data"
-
-# 2. the comparison can fail
-last_grad=$(st names "$work/step.safetensors" | tail -n 1)
-head=$(st names "$work/w0.safetensors" 2 | tail -n 1)
-st perturb "$work/step.safetensors" "$work/bad_grad.safetensors" "$last_grad" 1e-3
-expect_mismatch "$last_grad" "$last_grad off by 1e-3" \
-  parity step "$torch_model" "$work/w0.safetensors" "$work/bad_grad.safetensors" "$work/data"
-st perturb "$work/step.safetensors" "$work/no_grad.safetensors" "$last_grad" drop
-expect_mismatch "$last_grad" "$last_grad missing" \
-  parity step "$torch_model" "$work/w0.safetensors" "$work/no_grad.safetensors" "$work/data"
-st perturb "$work/w0.safetensors" "$work/bad_w0.safetensors" "$head" 1e-2
-expect_mismatch '' "PyTorch on $head off by 1e-2" \
-  parity step "$torch_model" "$work/bad_w0.safetensors" "$work/step.safetensors" "$work/data"
 
 # 3. optimizer steps; the data is one batch, so every step sees the same examples
 [[ "$train" == train ]] || exit 0
