@@ -51,12 +51,12 @@ void autodiff(Graph *g) {
     for (int k = 0; k < n->nin; k++) want[k] = needs[n->in[k]];
     int first_new = g->n;
     op_info(n->op)->backward(g, i, grad[i], want, dx);
-    n = &g->nodes[i]; /* the node array may have moved */
-    for (int k = 0; k < n->nin; k++) {
-      int x = n->in[k], d = dx[k];
+    const Node node = g->nodes[i]; /* a copy: adding nodes moves the node array */
+    for (int k = 0; k < node.nin; k++) {
+      int x = node.in[k], d = dx[k];
       if (d < 0) continue;
       if (g->nodes[x].op == OP_PARAM)
-        add_to_param(g, x, d, d >= first_new && !used_twice(dx, n->nin, d));
+        add_to_param(g, x, d, d >= first_new && !used_twice(dx, node.nin, d));
       else if (grad[x] < 0)
         grad[x] = d;
       else {
