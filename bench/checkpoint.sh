@@ -43,7 +43,7 @@ torch_run() {
 }
 
 for model in deep res; do
-  nn=bench/models/${model}_mlp.nn
+  nn=$([[ $model == deep ]] && echo examples/deep_mlp.nn || echo bench/models/res_mlp.nn)
   echo "## ${model}_mlp"
   echo
   policies=(off sqrt "every 2" "every 4" "every 8")

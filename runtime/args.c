@@ -46,6 +46,8 @@ static const flag flags[] = {
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
     {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, NULL,
      "check backward against finite differences, then exit"},
+    {"dump-step", FLAG_PATH, OPT(dump_path), 0, "FILE",
+     "write one step's loss, predictions and gradients on the first batch, then exit"},
     {"help", FLAG_SWITCH, OPT(help), 0, NULL, "this help"},
     {"version", FLAG_SWITCH, OPT(version), 0, NULL, "the runtime's version"},
 };
@@ -134,6 +136,7 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
     o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
   if (o->help || o->version || o->gradcheck) return 0;
   if (save_every_given && !o->state_dir) return trc_fail(err, "--save-every needs --save-state DIR");
+  if (o->dump_path && !o->data_dir) return trc_fail(err, "--dump-step needs --data DIR");
   if (o->sample > 0 && !trc_can_sample(m))
     return trc_fail(err, "--sample: model '%s' is not a byte-level sequence model (predict [B, T, "
                          "vocab <= 256] over an embedded token input)", m->name);

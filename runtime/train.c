@@ -340,6 +340,10 @@ static int run(trainer *t, trc_error *err) {
     int rc = trc_gradcheck(m, t->arena, t->opt.cfg.seed, stdout, err);
     return rc < 0 ? EXIT_FAILURE : rc;
   }
+  if (t->opt.dump_path)
+    return trc_dump_step(m, t->arena, t->opt.data_dir, t->opt.cfg.seed, t->opt.dump_path, err)
+               ? EXIT_FAILURE
+               : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
   if ((t->rank == 0 && t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) ||
       (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||

@@ -394,6 +394,7 @@ typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
   const char *state_dir, *resume_dir; /* --save-state, --resume */
   int64_t save_every;      /* optimizer steps between state saves */
+  const char *dump_path;   /* --dump-step FILE */
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
@@ -424,5 +425,15 @@ int trc_sample(const trc_model *model, char *arena, const unsigned char *prompt,
  * whose values must already be in the arena. Prints a table to `out`.
  * Returns 0 when every checked element agrees, 1 when one does not. */
 int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out, trc_error *err);
+
+/* ---- one step, dumped (--dump-step) ---- */
+/* Loads data_dir, runs forward and backward (loss seed 1, gradients zeroed
+ * first, training mode with the dropout key of the first training
+ * micro-batch under `seed`) on its rows 0..B-1 in file order, and writes a
+ * .safetensors file with "loss" (f32[]), "predict" (f32[B, classes], or
+ * [B, T, classes] when predict_rows > 1; when the model has one) and
+ * "grad.<param>" for every parameter, in parameter order. */
+int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uint64_t seed,
+                  const char *path, trc_error *err);
 
 #endif

@@ -5,19 +5,36 @@
 #  - the trainer's measured arena high-water mark equals the planned peak.
 # Policies: off, all, sqrt, every 2, every 3, and a budget halfway between
 # the least peak (all) and off's. An impossible budget is an error naming the
-# smallest feasible one.
-# usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn...
+# smallest feasible one. Models with dropout (the CNN, the GPT) check that
+# recomputed dropout regenerates its masks.
+# usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
+#   DATA: fashion (Fashion-MNIST), kjv (scripts/fetch-kjv, T = 32), pairs
+#   (scripts/make-pair-data); gpt-small builds examples/gpt.nn at the size
+#   of tests/e2e/gpt.sh (dropout kept).
 set -euo pipefail
 trainc=$1 src=$2 work=$3
 shift 3
 mkdir -p "$work"
-"$src/scripts/fetch-fashion-mnist" "$work/data" >/dev/null
 PY=/usr/bin/python3
 fail=0
 
+data_dir() {
+  case $1 in
+  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
+  kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
+  pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
+  esac
+}
+
 total_peak() { "$trainc" plan "$1" --policy "$2" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["peak"]["total"])'; }
 
-for model in "$@"; do
+for arg in "$@"; do
+  model=${arg%=*} data=$(data_dir "${arg#*=}")
+  if [[ $model == gpt-small ]]; then
+    sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
+      -e 's/^const LAYERS = 4$/const LAYERS = 2/' -e 's/^  batch 32$/  batch 8/' "$src/examples/gpt.nn" >"$work/gpt_small.nn"
+    model=$work/gpt_small.nn
+  fi
   name=$(basename "$model" .nn)
   lo=$(total_peak "$model" all) hi=$(total_peak "$model" off)
   policies=(off all sqrt "every 2" "every 3" "budget $(((lo + hi) / 2))")
@@ -25,7 +42,7 @@ for model in "$@"; do
     tag=${policy// /_}
     bin=$work/${name}_$tag
     "$trainc" build "$model" --policy "$policy" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
-    "$bin" --data "$work/data/train" --steps 20 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
+    "$bin" --data "$data" --steps 8 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
     if ! cmp -s "$work/${name}_off.safetensors" "$bin.safetensors"; then
       echo "FAIL: $name: policy '$policy' trains to different weights than off"
       fail=1

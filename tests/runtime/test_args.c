@@ -41,6 +41,8 @@ static void test_good(void) {
   CHECK(strcmp(o.save_path, "w") == 0);
   CHECK(parse(&o, &err, "--steps", "0", NULL) == 0 && o.steps_given && o.cfg.steps == 0);
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
+  CHECK(parse(&o, &err, "--data", "d", "--dump-step=s.safetensors", NULL) == 0 &&
+        strcmp(o.dump_path, "s.safetensors") == 0);
   CHECK(parse(&o, &err, "-h", NULL) == 0 && o.help);
   CHECK(parse(&o, &err, "--version", NULL) == 0 && o.version);
   /* --epochs beats a compiled-in step count; --steps beats --epochs */
@@ -75,6 +77,8 @@ static void test_bad(void) {
   trc_error err;
   CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR is required");
   CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR is required");
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "0", "--dump-step", "s", NULL), err,
+                   "--dump-step needs --data DIR");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
                    "--lr: expected a finite number");

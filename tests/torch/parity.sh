@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# PyTorch parity of one model: builds MODEL.nn, saves its seeded initial
+# weights, makes one batch of random data, and checks with parity.py (the
+# model written again in PyTorch, models.py: TORCH_MODEL) that
+#   1. one step's loss, predictions and every gradient (--dump-step) agree;
+#   2. the comparison flags one gradient off by 1e-3, one missing, and
+#      PyTorch running on other weights (noise of 1e-2 of its norm added to
+#      the last weight matrix, the head): so 1 can fail (parity.py step);
+#   3. with `train` given: 10 optimizer steps (the train block's optimizer and
+#      schedule) give the same loss at every step and the same weights.
+# Skipped (77) when Debian's python3 has no torch.
+# usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
+set -euo pipefail
+trainc=$1 model=$2 torch_model=$3 work=$4 train=${5:-}
+here=$(cd "$(dirname "$0")" && pwd)
+py=/usr/bin/python3
+$py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
+parity() { $py "$here/parity.py" "$@"; }
+rm -rf "$work" && mkdir -p "$work"
+bin=$work/trainer
+"$trainc" build "$model" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+"$bin" --help >"$work/help.txt"
+batch=$(sed -n 's/.*; B = \([0-9]*\)).*/\1/p' "$work/help.txt")
+"$bin" --steps 0 --save "$work/w0.safetensors" --quiet
+parity data "$torch_model" "$work/w0.safetensors" "$work/data" "$batch" 1
+
+# 1. one step, and 2. the negative checks
+"$bin" --init "$work/w0.safetensors" --data "$work/data" --dump-step "$work/step.safetensors"
+parity step "$torch_model" "$work/w0.safetensors" "$work/step.safetensors" "$work/data"
+
+# 3. optimizer steps; the data is one batch, so every step sees the same examples
+[[ "$train" == train ]] || exit 0
+"$bin" --init "$work/w0.safetensors" --data "$work/data" --steps 10 --log "$work/train.jsonl" --log-every 1 \
+  --save "$work/final.safetensors" --quiet
+parity train "$torch_model" "$work/help.txt" "$work/w0.safetensors" "$work/final.safetensors" \
+  "$work/train.jsonl" "$work/data"
