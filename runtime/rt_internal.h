@@ -124,6 +124,9 @@ int trc_sync_due(const trc_train_config *c, int64_t done);
 void trc_sync_gradients(trc_sync *s, float *grad);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);
+/* The smallest and largest of every rank's `mine` (exact below 2^53), by
+ * one all-reduce. Collective. */
+int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
 

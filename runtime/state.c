@@ -214,26 +214,12 @@ static int load_file(const char *path, trc_run_state *st, trc_error *err) {
   return rc ? trc_set_where(err, path) : 0;
 }
 
-/* The newest step that every rank has saved: each rank's newest, gathered
- * by a sum of one-hot vectors, then the minimum; -1 when a rank has none. */
-static int newest_common_step(int64_t mine, int64_t *common, trc_error *err) {
-  int ranks = trc_comm_size();
-  double *all = calloc((size_t)ranks, sizeof *all);
-  *common = mine;
-  if (!all) return trc_fail(err, "out of memory");
-  all[trc_comm_rank()] = (double)mine;
-  trc_comm_allreduce_f64(all, (uint64_t)ranks);
-  for (int r = 0; r < ranks; r++)
-    if ((int64_t)all[r] < *common) *common = (int64_t)all[r];
-  free(all);
-  return 0;
-}
-
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err) {
   int rank = trc_comm_rank();
-  int64_t newest = scan_states(dir, rank, 0, NULL), common;
+  int64_t newest = scan_states(dir, rank, 0, NULL), common, latest;
   if (newest == -2) return trc_fail_at(err, dir, "cannot read the state folder: %s", strerror(errno));
-  if (newest_common_step(newest, &common, err)) return -1;
+  /* the newest step that every rank has saved (-1 when one has none) */
+  if (trc_ranks_min_max(newest, &common, &latest, err)) return -1;
   if (common < 0)
     return trc_fail_at(err, dir, "no saved state%s (files state-STEP.rank-%d.safetensors)",
                        trc_comm_size() > 1 ? " for every rank" : "", rank);

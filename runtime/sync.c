@@ -112,6 +112,21 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
   if (s->anchor) outer_step(s, c, params);
 }
 
+int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err) {
+  int ranks = trc_comm_size();
+  double *all = calloc((size_t)ranks, sizeof *all); /* one-hot: the sum gathers */
+  *min = *max = mine;
+  if (!all) return trc_fail(err, "out of memory");
+  all[trc_comm_rank()] = (double)mine;
+  trc_comm_allreduce_f64(all, (uint64_t)ranks);
+  for (int r = 0; r < ranks; r++) {
+    if ((int64_t)all[r] < *min) *min = (int64_t)all[r];
+    if ((int64_t)all[r] > *max) *max = (int64_t)all[r];
+  }
+  free(all);
+  return 0;
+}
+
 void trc_sync_restart_outer(trc_sync *s, const float *params) {
   if (s->anchor) memcpy(s->anchor, params, s->count * sizeof(float));
 }

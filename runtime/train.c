@@ -73,6 +73,22 @@ static int load_data(trainer *t, trc_error *err) {
   return t->has_eval ? trc_check_labels(t->m, &t->eval, eval ? eval : data, err) : 0;
 }
 
+/* Every rank must train on the same rows and evaluate the same set, or they
+ * would run different numbers of steps and wait on each other forever. */
+static int check_ranks_agree(const trainer *t, trc_error *err) {
+  const int64_t counts[2] = {t->train.n, t->data.n + t->eval_file.n};
+  for (int i = 0; i < 2; i++) {
+    int64_t lo, hi;
+    if (trc_ranks_min_max(counts[i], &lo, &hi, err)) return -1;
+    if (lo != hi)
+      return trc_fail(err,
+                      "the ranks read different data (%s: from %lld to %lld examples); every "
+                      "rank must read the same --data and --eval-data",
+                      i == 0 ? "training" : "all files", (long long)lo, (long long)hi);
+  }
+  return 0;
+}
+
 /* ---- synchronization ---- */
 
 static void sync_parameters(trainer *t) {
@@ -346,7 +362,8 @@ static int run(trainer *t, trc_error *err) {
                : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
   if ((t->rank == 0 && t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) ||
-      (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
+      (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
+      check_ranks_agree(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);

@@ -13,7 +13,8 @@
 #  5. evaluation across ranks (an odd-sized set, split unevenly) equals one
 #     process evaluating the same weights;
 #  6. a rank killed with SIGKILL ends the job with a non-zero status within
-#     seconds (a watchdog fails the test on a hang);
+#     seconds (a watchdog fails the test on a hang); ranks that read
+#     different data stop with a message instead of waiting on each other;
 #  7. a trainer whose train block asks for no distribution does not link
 #     libmpi; `trainc build --mpi` links it, and then averages the ranks'
 #     parameters every step.
@@ -25,8 +26,9 @@ command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77;
 $PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
-MPIRUN=(mpirun --oversubscribe -np 2 --mca btl self,vader --mca btl_vader_single_copy_mechanism none
-        --mca mpi_yield_when_idle 1)
+MPI_OPTS=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
+          --mca mpi_yield_when_idle 1)
+MPIRUN=(mpirun -np 2 "${MPI_OPTS[@]}")
 rm -rf "$work" && mkdir -p "$work/train" "$work/test"
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
@@ -157,10 +159,21 @@ set -e
 [ "$status" -ne 124 ] || fail "the job still ran 60 s after a rank died"
 [ "$status" -ne 0 ] || fail "the job exited 0 after a rank died"
 echo "   the job ended with status $status"
+mkdir -p short && $PY "$tools" data short 200 1
+set +e
+timeout 60 mpirun "${MPI_OPTS[@]}" -np 1 ./k4 --data train --quiet : -np 1 ./k4 --data short --quiet \
+  >/dev/null 2>uneven.err
+status=$?
+set -e
+[ "$status" -ne 124 ] || fail "ranks reading different data hung"
+[ "$status" -ne 0 ] || fail "ranks reading different data exited 0"
+grep -q "the ranks read different data" uneven.err || { cat uneven.err; fail "no message for uneven data"; }
 echo "7. MPI is linked only when asked for"
 model plain 8 "steps 6"
-ldd ./plain | grep -q libmpi && fail "a trainer without distribution links libmpi"
-ldd ./k4 | grep -q libmpi || fail "a LocalSGD trainer does not link libmpi"
+# (the output first: grep -q may close the pipe early, which pipefail counts)
+libs_plain=$(ldd ./plain) libs_k4=$(ldd ./k4)
+[[ $libs_plain != *libmpi* ]] || fail "a trainer without distribution links libmpi"
+[[ $libs_k4 == *libmpi* ]] || fail "a LocalSGD trainer does not link libmpi"
 "$trainc" build --mpi plain.nn -o plain_mpi --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
 "${MPIRUN[@]}" ./plain_mpi --data train --log plain_mpi.jsonl --quiet
 [ "$($PY "$tools" log syncs 6 plain_mpi.jsonl)" -eq 6 ] || fail "--mpi with local_sgd 1: expected a sync every step"
