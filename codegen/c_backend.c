@@ -149,20 +149,6 @@ static void mark_stmts(KStmt **body, int n, bool *used) {
   }
 }
 
-static bool reads_data(const KExpr *e) {
-  return e && (e->kind == KE_LOAD || reads_data(e->a) || reads_data(e->b) || reads_data(e->c));
-}
-
-/* A store whose index depends on loaded data (a scatter): see TRC_SCALAR_KERNEL. */
-static bool scatters(KStmt **body, int n) {
-  for (int i = 0; i < n; i++) {
-    const KStmt *s = body[i];
-    if ((s->kind == KS_FOR && scatters(s->body, s->nbody)) || (s->kind == KS_STORE && reads_data(s->index)))
-      return true;
-  }
-  return false;
-}
-
 static void print_node_comment(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   char sb[128];
@@ -179,7 +165,7 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
   const Graph *g = p->g;
   bool *used = xcalloc((size_t)g->n, sizeof *used);
   mark_stmts(k->body, k->nbody, used);
-  fprintf(out, "%sstatic void k%d(char *restrict A) {\n", scatters(k->body, k->nbody) ? "TRC_SCALAR_KERNEL " : "", id);
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
   for (int b = 0; b < g->n; b++) {
     if (!used[b]) continue;
     const char *qual = b == id ? "" : "const ";

@@ -222,18 +222,6 @@ double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
 
-/* Marks a generated kernel whose stores go to data-dependent indices (the
- * scatter-add of embedding_grad). GCC 12 at -O3 -march=native vectorized that
- * loop into code that corrupted other gradients whenever a token id repeated
- * within a batch (found with examples/gpt.nn: a gradcheck that passed at -O2
- * failed at -O3 -march=native, and only this kernel's vectorization
- * mattered); such kernels are left scalar. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define TRC_SCALAR_KERNEL __attribute__((optimize("no-tree-vectorize")))
-#else
-#define TRC_SCALAR_KERNEL
-#endif
-
 /* fmaxf and fminf (a NaN operand yields the other one), for generated
  * kernels: the C library's are calls that GCC does not inline or vectorize. */
 static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
