@@ -29,5 +29,6 @@ env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE /usr/bin/time -v \
 grep "Maximum resident" "$work/time.txt"
 # seconds per step from each record's examples_per_s (B = 4 examples a step)
 sed -n 's/.*"examples_per_s":\([0-9.e+-]*\).*/\1/p' "$work/log.jsonl" | tail -n +2 |
-  awk '{ s[NR] = 4 / $1 } END { n = asort(s); m = n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
-         printf "median step %.3f s over %d steps (min %.3f, max %.3f)\n", m, n, s[1], s[n] }'
+  awk '{ print 4 / $1 }' | sort -g |
+  awk '{ s[NR] = $1 } END { m = NR % 2 ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2
+         printf "median step %.3f s over %d steps (min %.3f, max %.3f)\n", m, NR, s[1], s[NR] }'
