@@ -10,7 +10,8 @@ torch.optim.AdamW). A step is: gather the batch, forward, backward, update.
              steps are left out); trainc's from its JSON Lines log with
              --log-every 1 (`examples_per_s` covers only the time inside the
              step), PyTorch's from time.perf_counter around each step.
-  peak RSS   ru_maxrss of the process (os.wait4), dataset included.
+  peak RSS   the process's maximum resident set size (/usr/bin/time's %M),
+             dataset included.
 
 Runs are interleaved — trainc, torch, trainc, torch, ... for each
 configuration — so that load from other work on the machine hits both; the
@@ -135,16 +136,17 @@ def worker(model_name, data_dir, w0, help_path, steps, config):
 
 # ---- the comparison ----
 
-def child_run(cmd, env):
-    """Runs cmd to the end; returns (stdout, peak RSS of the process in MiB)."""
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+def child_run(cmd, env, work):
+    """Runs cmd to the end; returns (stdout, peak RSS of the process in MiB).
+    The RSS comes from /usr/bin/time, a small process: ru_maxrss of a child
+    of this one would also count this process's own RSS at the fork."""
+    rss_file = os.path.join(work, "rss.txt")
+    proc = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + cmd, env=env,
+                          capture_output=True, text=True)
     if proc.returncode != 0:
-        sys.exit(f"torch_compare: {' '.join(cmd)} failed ({proc.returncode}):\n{err.decode()}")
-    return out.decode(), usage.ru_maxrss / 1024.0
+        sys.exit(f"torch_compare: {' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+    with open(rss_file) as f:
+        return proc.stdout, int(f.read().split()[-1]) / 1024.0
 
 
 def main():
@@ -196,14 +198,14 @@ def compare(args, name):
         for config, rec in runs.items():
             env = environment(config)
             _, rss = child_run([trainer, "--data", f"{d}/data", "--init", w0, "--steps", str(steps),
-                                "--log", f"{d}/log.jsonl", "--log-every", "1", "--quiet"], env)
+                                "--log", f"{d}/log.jsonl", "--log-every", "1", "--quiet"], env, d)
             with open(f"{d}/log.jsonl") as f:
                 log = [json.loads(line) for line in f if "examples_per_s" in line]
             rec["trainc"].append({"step_s": statistics.median(batch / r["examples_per_s"]
                                                               for r in log[WARMUP:]),
                                   "loss": log[-1]["loss"], "rss_mib": rss})
             out, rss = child_run([sys.executable, __file__, "--worker", name, f"{d}/data", w0,
-                                  help_path, str(steps), config], env)
+                                  help_path, str(steps), config], env, d)
             rec["torch"].append(dict(json.loads(out), rss_mib=rss))
             print(f"{name} {config} run {r + 1}: " + ", ".join(
                 f"{impl} {x[-1]['step_s'] * 1e3:.2f} ms/step {x[-1]['rss_mib']:.0f} MiB "
