@@ -18,6 +18,7 @@ __attribute__((noinline)) static void k14(char *restrict A) {
 }
 int main(void) {
   float *a = aligned_alloc(64, 2 * 65536);
+  if (!a) return 2;
   for (int i = 0; i < 16384; i++) a[16384 + i] = (float)i;
   k14((char *)a);
   int bad = 0;
@@ -26,5 +27,6 @@ int main(void) {
     if (a[i3 + i2 * 32 + i1 * 2048 + i0 * 8192] != want) bad++;
   }
   printf("%d wrong of 16384\n", bad);
+  free(a);
   return bad != 0;
 }
