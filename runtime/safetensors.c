@@ -414,15 +414,21 @@ static int find_mismatches(const trc_model *m, const trc_st_header *h, char *lis
   return problems;
 }
 
-int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_error *err) {
-  unsigned char *buf;
+int trc_safetensors_load(const char *path, unsigned char **buf, trc_st_header *hdr, trc_error *err) {
   size_t len;
-  trc_st_header h;
-  if (trc_read_file(path, &buf, &len, err)) return -1;
-  if (trc_safetensors_parse(buf, len, &h, err)) {
-    free(buf);
+  if (trc_read_file(path, buf, &len, err)) return -1;
+  if (trc_safetensors_parse(*buf, len, hdr, err)) {
+    free(*buf);
+    *buf = NULL;
     return trc_set_where(err, path);
   }
+  return 0;
+}
+
+int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_error *err) {
+  unsigned char *buf;
+  trc_st_header h;
+  if (trc_safetensors_load(path, &buf, &h, err)) return -1;
   char list[900] = "";
   int rc = 0;
   if (find_mismatches(m, &h, list, sizeof list))

@@ -198,13 +198,8 @@ static int copy_tensors(const trc_st_header *h, const unsigned char *buf, trc_ru
 
 static int load_file(const char *path, trc_run_state *st, trc_error *err) {
   unsigned char *buf;
-  size_t len;
   trc_st_header h;
-  if (trc_read_file(path, &buf, &len, err)) return -1;
-  if (trc_safetensors_parse(buf, len, &h, err)) {
-    free(buf);
-    return trc_set_where(err, path);
-  }
+  if (trc_safetensors_load(path, &buf, &h, err)) return -1;
   int rc = check_fingerprint(&h, st, err) || parse_counters(&h, st, err) ||
                    copy_tensors(&h, buf, st, err)
                ? -1

@@ -367,6 +367,9 @@ typedef struct {
  * known dtypes, shapes matching byte ranges, ranges contiguous and covering
  * exactly the data section. */
 int trc_safetensors_parse(const void *buf, size_t len, trc_st_header *hdr, trc_error *err);
+/* Reads the file at path and parses its header; on success the caller frees
+ * *buf and trc_st_header_free(hdr); on failure nothing is left allocated. */
+int trc_safetensors_load(const char *path, unsigned char **buf, trc_st_header *hdr, trc_error *err);
 void trc_st_header_free(trc_st_header *hdr);
 
 int trc_save_weights(const trc_model *model, const char *arena, const char *path, trc_error *err);
