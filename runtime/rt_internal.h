@@ -38,9 +38,48 @@ uint64_t trc_input_example_elems(const trc_input *in);
 
 /* Bytes of one element of a .npy / IDX array. */
 size_t trc_elem_size(trc_elem_type elem);
-/* Sets hdr->count and hdr->data_bytes from the dims and checks that exactly
- * that many bytes follow hdr->data_offset in a buffer of `len` bytes. */
-int trc_array_check_payload(trc_array_header *hdr, size_t len, trc_error *err);
+/* Sets hdr->count and hdr->data_bytes from the dims (overflow checked). */
+int trc_array_size(trc_array_header *hdr, trc_error *err);
+/* Fails unless exactly hdr->data_bytes follow hdr->data_offset in `len`. */
+int trc_array_check_payload(const trc_array_header *hdr, uint64_t len, trc_error *err);
+
+/* An array file's header read piece by piece (data.c): its extent from its
+ * first n bytes (more than n: read that many first; 0: not this format, the
+ * parser says why), then parsed from exactly that many bytes, which sets
+ * data_offset, count and data_bytes but checks nothing after it. */
+uint64_t trc_npy_header_extent(const unsigned char *b, size_t n);
+uint64_t trc_idx_header_extent(const unsigned char *b, size_t n);
+int trc_npy_parse_header(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+int trc_idx_parse_header(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+
+/* "a directory", "a FIFO", ... for messages about a file's st_mode. */
+const char *trc_file_kind(unsigned mode);
+
+/* A file's content, read in order (file.c): a regular file, a gzip file (a
+ * name ending in ".gz": inflated as it is read, every member's CRC and size
+ * checked, trailing bytes refused), or a buffer in memory. A FIFO or device
+ * is refused before it is opened, so nothing blocks on it. */
+struct z_stream_s;
+typedef struct {
+  const char *path;
+  int fd;                /* -1 for memory */
+  const unsigned char *mem;
+  uint64_t size;         /* bytes of the file (compressed, for gzip) or buffer */
+  uint64_t pos;          /* content bytes read so far */
+  struct z_stream_s *z;  /* gzip only */
+  unsigned char *in;     /* gzip: compressed bytes read ahead */
+  int done;              /* gzip: the last member has ended */
+} trc_source;
+int trc_source_open(trc_source *s, const char *path, trc_error *err);
+void trc_source_memory(trc_source *s, const char *path, const void *buf, size_t len);
+/* Reads up to n bytes; *got < n only at the end of the content. */
+int trc_source_read(trc_source *s, void *buf, uint64_t n, uint64_t *got, trc_error *err);
+/* The most content bytes the source can hold: its size, or for gzip what
+ * deflate's largest ratio (1032:1) allows. */
+uint64_t trc_source_max_size(const trc_source *s);
+/* Fails unless the content ends here (for gzip: after the trailer). */
+int trc_source_at_end(trc_source *s, trc_error *err);
+void trc_source_close(trc_source *s);
 
 /* Writes a file atomically: `write` fills the temp file; on any failure the
  * temp file is removed and `path` is left as it was. */
