@@ -251,9 +251,7 @@ int trc_input_load_file(const char *path, const trc_input *in, unsigned char **d
   return rc;
 }
 
-/* The first of DIR/NAME.npy, DIR/NAME.idx, DIR/NAME.idx.gz that exists
- * (a dangling symlink counts, so the read reports it). */
-static int find_input_file(const char *dir, const char *name, char *path, size_t cap,
+int trc_find_input_file(const char *dir, const char *name, char *path, size_t cap,
                            trc_error *err) {
   static const char *const suffixes[] = {".npy", ".idx", ".idx.gz"};
   struct stat st;
@@ -272,7 +270,7 @@ static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *
   const trc_input *in = &m->inputs[i];
   char path[4096];
   int64_t rows;
-  if (find_input_file(dir, in->name, path, sizeof path, err) ||
+  if (trc_find_input_file(dir, in->name, path, sizeof path, err) ||
       trc_input_load_file(path, in, &ds->columns[i].data, &rows, err))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;

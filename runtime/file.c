@@ -1,6 +1,11 @@
-/* file.c — whole-file reads (plain or gzip) and atomic writes. */
+/* file.c — reading inputs (plain, gzip or memory, as streams; regular files
+ * only) and writing outputs: atomic writes (temp file, fsync, rename), logs
+ * opened in place, the checks that keep an output off a device node or an
+ * input, and the clean-up of temp files an interrupted write left. */
 #include "rt_internal.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -257,6 +262,96 @@ int trc_check_can_create(const char *path, trc_error *err) {
   return 0;
 }
 
+int trc_check_output(const char *path, int stream, trc_error *err) {
+  struct stat st;
+  if ((stream ? stat(path, &st) : lstat(path, &st)) != 0)
+    return errno == ENOENT ? trc_check_can_create(path, err)
+                           : trc_fail_at(err, path, "cannot check: %s", strerror(errno));
+  int ok = S_ISREG(st.st_mode) || (stream ? S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)
+                                          : S_ISLNK(st.st_mode));
+  if (!ok && stream)
+    return trc_fail_at(err, path, "is %s; this output goes to a regular file, a character device "
+                       "or a FIFO", trc_file_kind(st.st_mode));
+  if (!ok)
+    return trc_fail_at(err, path,
+                       "is %s, not a regular file; refusing to replace it (the file is written "
+                       "under a temp name, then renamed over this one)",
+                       trc_file_kind(st.st_mode));
+  if (stream)
+    return access(path, W_OK) == 0 ? 0 : trc_fail_at(err, path, "cannot write: %s", strerror(errno));
+  return trc_check_can_create(path, err); /* the temp file goes beside it */
+}
+
+static int same_inode(const struct stat *x, const struct stat *y) {
+  return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
+
+/* Paths of files yet to be made are one file when their directories are and
+ * their last components are equal. */
+int trc_same_file(const char *a, const char *b) {
+  struct stat x, y;
+  int has_a = stat(a, &x) == 0, has_b = stat(b, &y) == 0;
+  if (has_a || has_b) return has_a && has_b && same_inode(&x, &y);
+  char da[4096], db[4096];
+  directory_of(a, da, sizeof da);
+  directory_of(b, db, sizeof db);
+  const char *na = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+  const char *nb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
+  return strcmp(na, nb) == 0 && stat(da, &x) == 0 && stat(db, &y) == 0 && same_inode(&x, &y);
+}
+
+int trc_open_stream(const char *path, int append, trc_error *err) {
+  if (trc_check_output(path, 1, err)) return -1;
+  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | (append ? O_APPEND : 0), 0666);
+  if (fd < 0 && errno == ENXIO) return trc_fail_at(err, path, "is a FIFO that no process reads");
+  if (fd < 0) return trc_fail_at(err, path, "cannot open for writing: %s", strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    close(fd);
+    return trc_fail_at(err, path, "is not a regular file, character device or FIFO");
+  }
+  if (S_ISREG(st.st_mode) && !append && ftruncate(fd, 0) != 0) {
+    close(fd);
+    return trc_fail_at(err, path, "cannot truncate: %s", strerror(errno));
+  }
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+/* ".BASE.tmp-XXXXXX", XXXXXX being mkstemp's six letters or digits: 1, with
+ * BASE copied into base. */
+static int temp_name_base(const char *name, char *base, size_t cap) {
+  size_t n = strlen(name), tail = sizeof ".tmp-XXXXXX" - 1;
+  if (name[0] != '.' || n < 1 + 1 + tail || n - tail - 1 >= cap) return 0;
+  if (strncmp(name + n - tail, ".tmp-", 5) != 0) return 0;
+  for (size_t i = n - 6; i < n; i++)
+    if (!isalnum((unsigned char)name[i])) return 0;
+  memcpy(base, name + 1, n - tail - 1);
+  base[n - tail - 1] = '\0';
+  return 1;
+}
+
+void trc_remove_temp_files(const char *dir, int (*is_ours)(const char *base, const void *ctx),
+                           const void *ctx) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  char base[1024], path[4096];
+  for (struct dirent *e; (e = readdir(d));)
+    if (temp_name_base(e->d_name, base, sizeof base) && is_ours(base, ctx) &&
+        (size_t)snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < sizeof path)
+      unlink(path);
+  closedir(d);
+}
+
+static int is_temp_of(const char *base, const void *name) { return strcmp(base, name) == 0; }
+
+void trc_remove_temps_of(const char *path) {
+  char dir[4096];
+  directory_of(path, dir, sizeof dir);
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  trc_remove_temp_files(dir, is_temp_of, base);
+}
+
 int trc_write_atomic(const char *path, trc_write_fn write, const void *ctx, trc_error *err) {
   char dir[4096], tmp[4096];
   directory_of(path, dir, sizeof dir);
@@ -273,7 +368,9 @@ int trc_write_atomic(const char *path, trc_write_fn write, const void *ctx, trc_
     unlink(tmp);
     return trc_fail_at(err, path, "cannot write: %s", strerror(errno));
   }
-  if (write_and_sync(f, tmp, write, ctx, err) != 0) {
+  /* the name is checked again just before the rename, which would replace
+   * whatever it is */
+  if (write_and_sync(f, tmp, write, ctx, err) != 0 || trc_check_output(path, 0, err) != 0) {
     unlink(tmp);
     return trc_set_where(err, path);
   }

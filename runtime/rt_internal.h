@@ -43,6 +43,11 @@ int trc_array_size(trc_array_header *hdr, trc_error *err);
 /* Fails unless exactly hdr->data_bytes follow hdr->data_offset in `len`. */
 int trc_array_check_payload(const trc_array_header *hdr, uint64_t len, trc_error *err);
 
+/* The file input `name` is read from: the first of DIR/NAME.npy,
+ * DIR/NAME.idx, DIR/NAME.idx.gz that exists (a dangling symlink counts, so
+ * the read reports it). */
+int trc_find_input_file(const char *dir, const char *name, char *path, size_t cap, trc_error *err);
+
 /* An array file's header read piece by piece (data.c): its extent from its
  * first n bytes (more than n: read that many first; 0: not this format, the
  * parser says why), then parsed from exactly that many bytes, which sets
@@ -89,6 +94,26 @@ int trc_write_atomic(const char *path, trc_write_fn write, const void *ctx, trc_
 /* Fails when a file could not be created at `path` (its directory is missing
  * or not writable): checked before training, not after. */
 int trc_check_can_create(const char *path, trc_error *err);
+/* Fails unless `path` can take an output. Atomic (stream 0): absent, a
+ * regular file or a symlink (the rename replaces the name, never what a
+ * device node or FIFO there would be). A stream (the log): absent, a regular
+ * file, or a character device or FIFO, written in place (--log /dev/stdout).
+ * Either way a new file's directory must be writable. */
+int trc_check_output(const char *path, int stream, trc_error *err);
+/* 1 when both paths name one file: the same device and inode (through
+ * symlinks and hard links), or for files not made yet, the same name in the
+ * same directory. */
+int trc_same_file(const char *a, const char *b);
+/* Opens a stream output for writing (after trc_check_output): a regular file
+ * is truncated unless `append`; a FIFO must have a reader (never waited for).
+ * Returns the descriptor, or -1. */
+int trc_open_stream(const char *path, int append, trc_error *err);
+/* Removes what interrupted atomic writes left in dir: the temp files
+ * ".BASE.tmp-XXXXXX" whose BASE is_ours accepts. */
+void trc_remove_temp_files(const char *dir, int (*is_ours)(const char *base, const void *ctx),
+                           const void *ctx);
+/* The same for the temp files of one output path. */
+void trc_remove_temps_of(const char *path);
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
@@ -192,6 +217,11 @@ int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
 
 /* ---- pieces of trc_main (train.c) ---- */
 
+/* Checks every output path of the run (this rank's: --save and --log on
+ * rank 0, --dump-step) before any work: writable, none an input, no two the
+ * same file; then removes the temp files interrupted saves left (outputs.c). */
+int trc_check_outputs(const trc_model *m, const trc_options *o, int rank, trc_error *err);
+
 typedef struct {
   double loss, accuracy, f1;
   int has_loss, has_accuracy, has_f1;
@@ -228,9 +258,12 @@ typedef struct {
 
 typedef struct {
   FILE *f; /* NULL: no log */
+  const char *path;
+  int failed; /* a write failed (said once on stderr) */
 } trc_log;
 
-/* append: continue a resumed run's log instead of truncating it. */
+/* append: continue a resumed run's log instead of truncating it. A regular
+ * file, a character device or a FIFO with a reader (see trc_open_stream). */
 int trc_log_open(trc_log *log, const char *path, int append, trc_error *err);
 void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);

@@ -63,12 +63,23 @@ static void remove_state(const char *dir, int64_t step, int rank) {
   unlink(path);
 }
 
+/* A temp file of this rank's interrupted state save. */
+static int is_own_state(const char *base, const void *rank) {
+  return step_of(base, *(const int *)rank) >= 0;
+}
+
 int trc_state_prepare(const char *dir, trc_error *err) {
   char probe[4096];
+  struct stat st;
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return trc_fail_at(err, dir, "cannot make the state folder: %s", strerror(errno));
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return trc_fail_at(err, dir, "--save-state: not a directory");
   snprintf(probe, sizeof probe, "%s/state", dir);
-  return trc_check_can_create(probe, err);
+  if (trc_check_can_create(probe, err)) return -1;
+  int rank = trc_comm_rank();
+  trc_remove_temp_files(dir, is_own_state, &rank);
+  return 0;
 }
 
 /* ---- what is saved ---- */
