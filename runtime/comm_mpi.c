@@ -33,6 +33,8 @@ void trc_comm_allreduce_f32(float *buf, uint64_t n) { allreduce(buf, n, MPI_FLOA
 void trc_comm_allreduce_f64(double *buf, uint64_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf); }
 void trc_comm_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
 
+void trc_comm_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
+
 void trc_comm_finalize(int status) {
   if (status != 0 && world_size > 1) MPI_Abort(MPI_COMM_WORLD, status);
   MPI_Finalize();

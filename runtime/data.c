@@ -94,6 +94,18 @@ static int check_index_limit(const trc_input *in, const unsigned char *data, int
   return 0;
 }
 
+/* f32 inputs hold numbers: a NaN or infinity would train silently into NaN
+ * weights (a relu hides it from the loss). */
+static int check_finite(const trc_input *in, const unsigned char *data, int64_t rows,
+                        const char *path, trc_error *err) {
+  uint64_t per = trc_input_example_elems(in), n = (uint64_t)rows * per;
+  uint64_t i = trc_first_non_finite((const float *)data, n);
+  if (i == n) return 0;
+  return trc_fail_at(err, path, "input '%s': value %s at row %llu, column %llu is not finite",
+                     in->name, trc_non_finite_name(((const float *)data)[i]),
+                     (unsigned long long)(i / per), (unsigned long long)(i % per));
+}
+
 static int check_header_fits(const trc_array_header *h, const trc_input *in, const char *path,
                              trc_error *err) {
   char found[256], expected[256];
@@ -227,6 +239,7 @@ static int load_array(trc_source *src, const trc_input *in, unsigned char **data
     return trc_fail_at(err, src->path, "out of memory (%llu bytes)", (unsigned long long)bytes);
   *rows = h.dims[0];
   if (read_elements(src, &h, in, dst, err) || check_end(src, &h, err) ||
+      (in->dtype == TRC_F32 && check_finite(in, dst, *rows, src->path, err)) ||
       (in->index_limit > 0 && check_index_limit(in, dst, *rows, src->path, err))) {
     free(dst);
     return -1;

@@ -115,6 +115,17 @@ void trc_remove_temp_files(const char *dir, int (*is_ours)(const char *base, con
 /* The same for the temp files of one output path. */
 void trc_remove_temps_of(const char *path);
 
+/* Non-finite values (finite.c): the index of the first NaN or infinity in
+ * x[0..n), n when there is none; "nan", "inf" or "-inf". */
+uint64_t trc_first_non_finite(const float *x, uint64_t n);
+const char *trc_non_finite_name(float x);
+/* Fails when a block laid out as the parameters (the parameters themselves,
+ * their gradients, optimizer state) holds a non-finite value, naming the
+ * parameter and element: "<what> 'fc1.weight' is nan at element 17", what
+ * being e.g. "the gradient of parameter". */
+int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
+                           trc_error *err);
+
 /* Seconds on a monotonic clock. */
 double trc_now(void);
 
@@ -167,6 +178,7 @@ int trc_step_ends_epoch(const trc_step_plan *p, int64_t steps_done);
 /* ---- synchronization across ranks (sync.c) ---- */
 
 typedef struct {
+  const trc_model *model;
   int ranks;
   uint64_t count;           /* parameters (f32) */
   float *anchor, *momentum; /* outer optimizer: parameters after the last sync, Nesterov buffer */
@@ -185,6 +197,8 @@ int trc_sync_gradient_step(const trc_train_config *c, int64_t step);
 /* 1 when the parameters are averaged after `done` steps (every local_sgd
  * steps after the warm-up). */
 int trc_sync_due(const trc_train_config *c, int64_t done);
+/* Both end the job (trc_comm_abort) when this rank's gradients or parameters
+ * are not finite, before the all-reduce would spread them. */
 void trc_sync_gradients(trc_sync *s, float *grad);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);

@@ -341,6 +341,9 @@ int trc_safetensors_write(const char *path, const char *model_name, const trc_te
 /* ---- a model's parameters ---- */
 
 int trc_save_weights(const trc_model *m, const char *arena, const char *path, trc_error *err) {
+  if (trc_check_block_finite(m, (const float *)(arena + m->param_offset),
+                             "refusing to save non-finite weights: parameter", err))
+    return trc_set_where(err, path);
   trc_tensor *t = calloc((size_t)m->n_params + 1, sizeof *t);
   if (!t) return trc_fail_at(err, path, "out of memory");
   for (int i = 0; i < m->n_params; i++) {
@@ -441,6 +444,9 @@ int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_erro
     const trc_st_entry *e = find_entry(&h, m->params[i].name);
     memcpy(arena + m->params[i].offset, buf + h.data_start + e->begin, e->end - e->begin);
   }
+  if (rc == 0 && trc_check_block_finite(m, (const float *)(arena + m->param_offset),
+                                        "non-finite weights: parameter", err))
+    rc = trc_set_where(err, path);
   trc_st_header_free(&h);
   free(buf);
   return rc;

@@ -107,10 +107,29 @@ static void format_counters(const trc_run_state *st, char values[N_COUNTERS][32]
   snprintf(values[5], 32, "%.17g", st->sync->seconds);
 }
 
+/* The parameters and every state array are finite; `doing` leads the
+ * message ("refusing to save non-finite state"). */
+static int check_state_finite(const trc_run_state *st, const char *doing, trc_error *err) {
+  const trc_model *m = st->model;
+  state_array arrays[MAX_STATE_ARRAYS];
+  int n_arrays = state_arrays(st, arrays);
+  char what[128];
+  snprintf(what, sizeof what, "%s: parameter", doing);
+  if (trc_check_block_finite(m, (const float *)(st->arena + m->param_offset), what, err))
+    return -1;
+  for (int i = 0; i < n_arrays; i++) {
+    snprintf(what, sizeof what, "%s: %s of parameter", doing, arrays[i].name);
+    if (trc_check_block_finite(m, arrays[i].data, what, err)) return -1;
+  }
+  return 0;
+}
+
 int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   const trc_model *m = st->model;
   state_array arrays[MAX_STATE_ARRAYS];
   int n_arrays = state_arrays(st, arrays);
+  if (check_state_finite(st, "refusing to save non-finite state", err))
+    return trc_set_where(err, dir);
   trc_tensor *t = calloc((size_t)(m->n_params + n_arrays), sizeof *t);
   if (!t) return trc_fail_at(err, dir, "out of memory");
   for (int i = 0; i < m->n_params; i++) {
@@ -212,7 +231,7 @@ static int load_file(const char *path, trc_run_state *st, trc_error *err) {
   trc_st_header h;
   if (trc_safetensors_load(path, &buf, &h, err)) return -1;
   int rc = check_fingerprint(&h, st, err) || parse_counters(&h, st, err) ||
-                   copy_tensors(&h, buf, st, err)
+                   copy_tensors(&h, buf, st, err) || check_state_finite(st, "non-finite state", err)
                ? -1
                : 0;
   trc_st_header_free(&h);

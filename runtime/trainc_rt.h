@@ -391,6 +391,9 @@ void trc_comm_barrier(void);
 /* Ends communication. A status other than 0 aborts every rank of the job
  * (MPI_Abort), so that no rank waits forever on one that failed. */
 void trc_comm_finalize(int status);
+/* Ends every rank of the job now with `status` (MPI_Abort): for a rank that
+ * must not enter a collective the others wait in. One process: exit(). */
+void trc_comm_abort(int status);
 
 /* ---- command line ---- */
 typedef struct {

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# mpi.sh TRAINER MAKE_DATA — guards of a job of 2 ranks (docs/trainer.md,
+# Distributed training), with the tiny trainer built for MPI:
+#  1. one rank's NaN gradient (its loss finite) ends the job before the
+#     parameter sync would spread it: nothing saved, the rank and tensor named.
+set -u
+TRAINER=$1 MAKE_DATA=$2
+command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
+MPI_OPTS=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
+          --mca mpi_yield_when_idle 1)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/trc-mpi-XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK" || exit 1
+FAILED=0
+fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
+expect() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; cat "$1" >&2; }; }
+
+mkdir d && "$MAKE_DATA" d 400 1 || exit 1
+
+echo "1. one rank's NaN gradient stops the job before the sync"
+# MPMD: rank 0 plain, rank 1 with the NaN
+timeout 120 mpirun "${MPI_OPTS[@]}" -np 1 "$TRAINER" --data d --steps 6 --quiet --save w.safetensors : \
+  -np 1 env TINY_NAN_GRADIENT=1 "$TRAINER" --data d --steps 6 --quiet --save w.safetensors \
+  >nan.out 2>nan.err
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a NaN on one rank: exit $rc"
+expect nan.err "rank 1: parameter 'fc2.bias' is nan at element 1 before sync 1"
+[ ! -e w.safetensors ] || fail "rank 0 saved weights after rank 1's NaN"
+
+if [ "$FAILED" -ne 0 ]; then
+  echo "mpi: $FAILED failure(s)"
+  exit 1
+fi
+echo "mpi: all checks passed"
