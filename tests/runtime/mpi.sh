@@ -10,12 +10,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
 MPI_OPTS=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
           --mca mpi_yield_when_idle 1)
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/trc-mpi-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
-expect() { grep -qF -- "$2" "$1" || { fail "$1 lacks '$2'"; cat "$1" >&2; }; }
+NAME=mpi
+. "$(dirname "$0")/harness.sh"
 
 mkdir d && "$MAKE_DATA" d 400 1 || exit 1
 
@@ -26,11 +22,7 @@ timeout 120 mpirun "${MPI_OPTS[@]}" -np 1 "$TRAINER" --data d --steps 6 --quiet 
   >nan.out 2>nan.err
 rc=$?
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a NaN on one rank: exit $rc"
-expect nan.err "rank 1: parameter 'fc2.bias' is nan at element 1 before sync 1"
+expect nan err "rank 1: parameter 'fc2.bias' is nan at element 1 before sync 1"
 [ ! -e w.safetensors ] || fail "rank 0 saved weights after rank 1's NaN"
 
-if [ "$FAILED" -ne 0 ]; then
-  echo "mpi: $FAILED failure(s)"
-  exit 1
-fi
-echo "mpi: all checks passed"
+finish

@@ -7,19 +7,8 @@
 set -u
 TRAINER=$1 MAKE_DATA=$2
 PY=/usr/bin/python3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/trc-nonfinite-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
-run() {
-  local name=$1 want=$2
-  shift 2
-  timeout 60 "$@" >"$name.out" 2>"$name.err"
-  local got=$?
-  [ "$got" -eq "$want" ] || { fail "$name: exit $got, expected $want"; cat "$name.err" >&2; }
-}
-expect() { grep -qF -- "$3" "$1.$2" || { fail "$1: $2 lacks '$3'"; cat "$1.$2" >&2; }; }
+NAME=non_finite
+. "$(dirname "$0")/harness.sh"
 
 mkdir d && "$MAKE_DATA" d 200 1 || exit 1
 "$TRAINER" --data d --steps 2 --quiet --save w.safetensors >/dev/null || exit 1
@@ -66,8 +55,4 @@ run overflow_state 1 "$TRAINER" --data d --steps 2 --lr 1e40 --quiet --save-stat
 expect overflow_state err "st: error: refusing to save non-finite state: parameter 'fc1.weight'"
 [ ! -e st/state-2.rank-0.safetensors ] || fail "non-finite state was saved"
 
-if [ "$FAILED" -ne 0 ]; then
-  echo "non_finite: $FAILED failure(s)"
-  exit 1
-fi
-echo "non_finite: all checks passed"
+finish

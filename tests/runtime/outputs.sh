@@ -9,21 +9,8 @@
 # the reason. Device nodes and FIFOs are made in a temporary folder.
 set -u
 TRAINER=$1 MAKE_DATA=$2
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/trc-outputs-XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK" || exit 1
-FAILED=0
-fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
-
-# run NAME EXPECTED_STATUS ARGS...: output in NAME.out / NAME.err (bounded: a hang fails)
-run() {
-  local name=$1 want=$2
-  shift 2
-  timeout 60 "$@" >"$name.out" 2>"$name.err"
-  local got=$?
-  [ "$got" -eq "$want" ] || { fail "$name: exit $got, expected $want"; cat "$name.err" >&2; }
-}
-expect() { grep -qF -- "$3" "$1.$2" || { fail "$1: $2 lacks '$3'"; cat "$1.$2" >&2; }; }
+NAME=outputs
+. "$(dirname "$0")/harness.sh"
 # refused NAME TEXT ARGS...: exit 1 before any training (no evaluation printed), TEXT on stderr
 refused() {
   local name=$1 text=$2
@@ -103,8 +90,4 @@ cp w0.safetensors keep.safetensors
 grep -q "keep.safetensors: error: .*File too large" efbig.err || { fail "no reason for EFBIG"; cat efbig.err >&2; }
 cmp -s w0.safetensors keep.safetensors || fail "a failed save changed the previous file"
 
-if [ "$FAILED" -ne 0 ]; then
-  echo "outputs: $FAILED failure(s)"
-  exit 1
-fi
-echo "outputs: all checks passed"
+finish
