@@ -1,11 +1,17 @@
-# harness.sh — what the runtime's shell tests share (sourced): a temporary
-# working folder (the current directory, removed at exit), failure counting
-# and the run / expect checks. Sets NAME before sourcing: it names the test.
+# harness.sh — what the runtime's shell tests share, sourced as
+#   NAME=test_name; . harness.sh TRAINER MAKE_DATA ROWS
+# the trainer and the data maker from the command line, a temporary working
+# folder (the current directory, removed at exit) holding ROWS examples in
+# d/, failure counting and the run / expect checks.
+set -u
+TRAINER=$1 MAKE_DATA=$2
+PY=/usr/bin/python3
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/trc-$NAME-XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
 FAILED=0
 fail() { echo "FAIL: $*" >&2; FAILED=$((FAILED + 1)); }
+mkdir d && "$MAKE_DATA" d "$3" 1 || exit 1
 
 # run NAME EXPECTED_STATUS ARGS...: output in NAME.out / NAME.err (bounded: a hang fails)
 run() {

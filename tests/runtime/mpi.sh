@@ -3,17 +3,13 @@
 # Distributed training), with the tiny trainer built for MPI:
 #  1. one rank's NaN gradient (its loss finite) ends the job before the
 #     parameter sync would spread it: nothing saved, the rank and tensor named.
-set -u
-TRAINER=$1 MAKE_DATA=$2
 command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
 MPI_OPTS=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
           --mca mpi_yield_when_idle 1)
 NAME=mpi
-. "$(dirname "$0")/harness.sh"
-
-mkdir d && "$MAKE_DATA" d 400 1 || exit 1
+. "$(dirname "$0")/harness.sh" "$1" "$2" 400
 
 echo "1. one rank's NaN gradient stops the job before the sync"
 # MPMD: rank 0 plain, rank 1 with the NaN

@@ -4,13 +4,9 @@
 # file, row and column; --init weights holding one are refused, naming the
 # tensor and element; weights or state that became non-finite while the loss
 # stayed finite are not saved.
-set -u
-TRAINER=$1 MAKE_DATA=$2
-PY=/usr/bin/python3
 NAME=non_finite
-. "$(dirname "$0")/harness.sh"
+. "$(dirname "$0")/harness.sh" "$1" "$2" 200
 
-mkdir d && "$MAKE_DATA" d 200 1 || exit 1
 "$TRAINER" --data d --steps 2 --quiet --save w.safetensors >/dev/null || exit 1
 
 # poke FILE KIND INDEX VALUE: float INDEX of an .npy's data (KIND npy) or of

@@ -7,10 +7,8 @@
 # file is allowed); temp files of interrupted saves are removed at start;
 # flags the run would ignore are refused; a full disk or `ulimit -f` gives
 # the reason. Device nodes and FIFOs are made in a temporary folder.
-set -u
-TRAINER=$1 MAKE_DATA=$2
 NAME=outputs
-. "$(dirname "$0")/harness.sh"
+. "$(dirname "$0")/harness.sh" "$1" "$2" 200
 # refused NAME TEXT ARGS...: exit 1 before any training (no evaluation printed), TEXT on stderr
 refused() {
   local name=$1 text=$2
@@ -20,7 +18,6 @@ refused() {
   [ ! -s "$name.out" ] || fail "$name: trained before refusing"
 }
 
-mkdir d && "$MAKE_DATA" d 200 1 || exit 1
 "$TRAINER" --data d --steps 2 --quiet --save w0.safetensors >/dev/null || exit 1
 
 echo "1. outputs that are not regular files"

@@ -5,13 +5,9 @@
 # weights); a state without a checksum is refused; names in the state folder
 # that are not the trainer's own (leading zeros, other shapes, a directory)
 # are passed over, not fatal.
-set -u
-TRAINER=$1 MAKE_DATA=$2
-PY=/usr/bin/python3
 NAME=state
-. "$(dirname "$0")/harness.sh"
+. "$(dirname "$0")/harness.sh" "$1" "$2" 200
 
-mkdir d && "$MAKE_DATA" d 200 1 || exit 1
 "$TRAINER" --data d --steps 20 --quiet --save full.safetensors >/dev/null || exit 1
 "$TRAINER" --data d --steps 20 --quiet --save-state st --save-every 10 >/dev/null 2>&1 || exit 1
 state=st/state-20.rank-0.safetensors # the last: resuming from it trains nothing more
