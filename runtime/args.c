@@ -50,6 +50,8 @@ static const flag flags[] = {
      "the context --sample continues (default: a newline)"},
     {"temperature", FLAG_RATE, OPT(temperature), 0, TRAIN, "X",
      "--sample's temperature (0: greedy; default 1)"},
+    {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
+     "under MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
     {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, GRADCHECK, NULL,
      "check backward against finite differences, then exit"},
@@ -157,6 +159,7 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   o->cfg = m->defaults;
   o->save_every = 100;
   o->temperature = 1.0;
+  o->comm_timeout = 300;
   uint32_t given = 0;
   for (int i = 1; i < argc; i++)
     if (parse_flag(argc, argv, &i, o, &given, err)) return -1;

@@ -205,6 +205,8 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
 /* The smallest and largest of every rank's `mine` (exact below 2^53), by
  * one all-reduce. Collective. */
 int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
+/* The same for n values at once (one all-reduce of ranks x n numbers). */
+int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
 
@@ -230,6 +232,10 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
 
 /* ---- pieces of trc_main (train.c) ---- */
+
+/* Fails, naming what differs, unless every rank has the same model,
+ * settings, mode, kinds of files and initial weights (agree.c). Collective. */
+int trc_ranks_agree(const trc_model *m, const trc_options *o, const char *arena, trc_error *err);
 
 /* Checks every output path of the run (this rank's: --save and --log on
  * rank 0, --dump-step) before any work: writable, none an input, no two the

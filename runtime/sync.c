@@ -131,19 +131,26 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
   if (s->anchor) outer_step(s, c, params);
 }
 
-int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err) {
-  int ranks = trc_comm_size();
-  double *all = calloc((size_t)ranks, sizeof *all); /* one-hot: the sum gathers */
-  *min = *max = mine;
+int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err) {
+  int ranks = trc_comm_size(), rank = trc_comm_rank();
+  double *all = calloc((size_t)ranks * (size_t)n, sizeof *all); /* one-hot: the sum gathers */
   if (!all) return trc_fail(err, "out of memory");
-  all[trc_comm_rank()] = (double)mine;
-  trc_comm_allreduce_f64(all, (uint64_t)ranks);
-  for (int r = 0; r < ranks; r++) {
-    if ((int64_t)all[r] < *min) *min = (int64_t)all[r];
-    if ((int64_t)all[r] > *max) *max = (int64_t)all[r];
+  for (int i = 0; i < n; i++) all[(size_t)rank * n + i] = (double)mine[i];
+  trc_comm_allreduce_f64(all, (uint64_t)ranks * (uint64_t)n);
+  for (int i = 0; i < n; i++) {
+    min[i] = max[i] = mine[i];
+    for (int r = 0; r < ranks; r++) {
+      int64_t v = (int64_t)all[(size_t)r * n + i];
+      if (v < min[i]) min[i] = v;
+      if (v > max[i]) max[i] = v;
+    }
   }
   free(all);
   return 0;
+}
+
+int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err) {
+  return trc_ranks_min_max_n(&mine, 1, min, max, err);
 }
 
 void trc_sync_restart_outer(trc_sync *s, const float *params) {

@@ -351,7 +351,8 @@ static int sample(trainer *t, trc_error *err) {
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
   if (trc_model_check(m, err) || trc_check_outputs(m, &t->opt, t->rank, err)) return EXIT_FAILURE;
-  if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err))
+  if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err) ||
+      (t->ranks > 1 && trc_ranks_agree(m, &t->opt, t->arena, err)))
     return EXIT_FAILURE;
   if (t->opt.gradcheck) {
     int rc = trc_gradcheck(m, t->arena, t->opt.cfg.seed, stdout, err);
@@ -411,6 +412,7 @@ static int trainer_main(trainer *t, int argc, char **argv, trc_error *err) {
     return EXIT_SUCCESS;
   }
   if (t->rank != 0) t->opt.quiet = 1;
+  trc_comm_set_timeout(t->opt.comm_timeout);
   int rc = run(t, err);
   if (rc != EXIT_SUCCESS && err->msg[0]) trc_report(err);
   teardown(t);

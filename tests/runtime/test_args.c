@@ -40,6 +40,9 @@ static void test_good(void) {
   CHECK(strcmp(o.log_path, "l.jsonl") == 0 && o.cfg.log_every == 7 && o.quiet);
   CHECK(strcmp(o.save_path, "w") == 0);
   CHECK(parse(&o, &err, "--steps", "0", NULL) == 0 && o.steps_given && o.cfg.steps == 0);
+  CHECK(o.comm_timeout == 300);
+  CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
   CHECK(parse(&o, &err, "--data", "d", "--dump-step=s.safetensors", NULL) == 0 &&
         strcmp(o.dump_path, "s.safetensors") == 0);
