@@ -160,7 +160,8 @@ static int read_header(trc_source *src, trc_array_header *h, trc_error *err) {
 /* The payload's size, checked before anything is allocated for it: exactly
  * what is left of a plain file; for gzip, no more than its size can hold. */
 static int check_payload_size(const trc_source *src, const trc_array_header *h, trc_error *err) {
-  if (!src->z) return trc_array_check_payload(h, src->size, err) ? trc_set_where(err, src->path) : 0;
+  if (!src->z)
+    return trc_array_check_payload(h, src->size, err) ? trc_set_where(err, src->path) : 0;
   if (h->data_bytes > trc_source_max_size(src) - h->data_offset)
     return trc_fail_at(err, src->path,
                        "the header promises %llu bytes, more than a gzip file of %llu bytes can "

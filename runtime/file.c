@@ -147,15 +147,15 @@ void trc_source_memory(trc_source *s, const char *path, const void *buf, size_t 
 }
 
 int trc_source_read(trc_source *s, void *buf, uint64_t n, uint64_t *got, trc_error *err) {
-  int rc;
-  if (s->z)
+  int rc = 0;
+  if (s->z) {
     rc = read_gzip(s, buf, n, got, err);
-  else if (s->mem) {
+  } else if (s->fd < 0) { /* memory */
     *got = n < s->size - s->pos ? n : s->size - s->pos;
-    memcpy(buf, s->mem + s->pos, (size_t)*got);
-    rc = 0;
-  } else
+    if (*got) memcpy(buf, s->mem + s->pos, (size_t)*got);
+  } else {
     rc = read_fd(s, buf, n, got, err);
+  }
   s->pos += *got;
   return rc;
 }
@@ -277,9 +277,9 @@ int trc_check_output(const char *path, int stream, trc_error *err) {
                        "is %s, not a regular file; refusing to replace it (the file is written "
                        "under a temp name, then renamed over this one)",
                        trc_file_kind(st.st_mode));
-  if (stream)
-    return access(path, W_OK) == 0 ? 0 : trc_fail_at(err, path, "cannot write: %s", strerror(errno));
-  return trc_check_can_create(path, err); /* the temp file goes beside it */
+  if (!stream) return trc_check_can_create(path, err); /* the temp file goes beside it */
+  if (access(path, W_OK) != 0) return trc_fail_at(err, path, "cannot write: %s", strerror(errno));
+  return 0;
 }
 
 static int same_inode(const struct stat *x, const struct stat *y) {
@@ -306,7 +306,8 @@ int trc_open_stream(const char *path, int append, trc_error *err) {
   if (fd < 0 && errno == ENXIO) return trc_fail_at(err, path, "is a FIFO that no process reads");
   if (fd < 0) return trc_fail_at(err, path, "cannot open for writing: %s", strerror(errno));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+  if (fstat(fd, &st) != 0 ||
+      !(S_ISREG(st.st_mode) || S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
     close(fd);
     return trc_fail_at(err, path, "is not a regular file, character device or FIFO");
   }

@@ -161,7 +161,8 @@ uint64_t trc_npy_header_extent(const unsigned char *b, size_t n) {
   if (b[6] == 1) return n < 10 ? 10 : 10 + ((uint64_t)b[8] | (uint64_t)b[9] << 8);
   if (b[6] != 2 && b[6] != 3) return 0;
   if (n < 12) return 12;
-  return 12 + ((uint64_t)b[8] | (uint64_t)b[9] << 8 | (uint64_t)b[10] << 16 | (uint64_t)b[11] << 24);
+  return 12 + ((uint64_t)b[8] | (uint64_t)b[9] << 8 | (uint64_t)b[10] << 16 |
+               (uint64_t)b[11] << 24);
 }
 
 int trc_npy_parse_header(const void *buf, size_t len, trc_array_header *h, trc_error *err) {

@@ -30,8 +30,8 @@
 /* The __metadata__ a state file carries: the counters, the fingerprint,
  * then "checksum", over the tensor data and these values. */
 enum { N_COUNTERS = 6, N_KEYS = N_COUNTERS + 1, MAX_STATE_ARRAYS = 4 };
-static const char *const meta_keys[N_KEYS] = {"step",  "optimizer_step", "in_sync",    "syncs",
-                                              "comm_bytes", "comm_seconds", "fingerprint"};
+static const char *const meta_keys[N_KEYS] = {
+    "step", "optimizer_step", "in_sync", "syncs", "comm_bytes", "comm_seconds", "fingerprint"};
 static const char *const *const counter_names = meta_keys;
 
 static void state_path(char *out, size_t cap, const char *dir, int64_t step, int rank) {

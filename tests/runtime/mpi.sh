@@ -34,10 +34,10 @@ expect flags err "the ranks were started with different settings: --steps, --see
 [ ! -s flags.out ] || fail "ranks with different flags trained"
 
 echo "3. a stopped rank ends the job after --comm-timeout"
-mpirun "${MPI_OPTS[@]}" -np 2 "$TRAINER" --data d --steps 100000000 --log-every 100000000 --quiet \
-  --comm-timeout 3 >stopped.out 2>stopped.err &
+mpirun "${MPI_OPTS[@]}" -np 2 "$TRAINER" --data d --steps 100000000 --log-every 1000 --quiet \
+  --log run.jsonl --comm-timeout 3 >stopped.out 2>stopped.err &
 job=$!
-sleep 2
+for _ in $(seq 300); do [ -s run.jsonl ] && break; sleep 0.1; done # training has begun
 victim=$(pgrep -n -P "$job")
 [ -n "$victim" ] && kill -STOP "$victim"
 for _ in $(seq 60); do kill -0 "$job" 2>/dev/null || break; sleep 1; done
