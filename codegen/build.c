@@ -59,7 +59,9 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt) 
   push(&a, "-std=c11");
   push(&a, "-I");
   push(&a, opt->rt_include);
-  push(&a, c_path);
+  char *source = xsprintf("%s%s", c_path[0] == '-' ? "./" : "", c_path); /* never an option */
+  push(&a, source);
+  free(source);
   push(&a, "-o");
   push(&a, exe_path);
   push(&a, opt->rt_lib);

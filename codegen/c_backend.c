@@ -288,11 +288,17 @@ static void print_defaults(FILE *out, const TrainConfig *t) {
           t->outer_lr, t->outer_momentum);
 }
 
-/* The source path is user text: keep only characters that cannot end a
- * string or a comment. */
+/* The source path is user text, printed inside a C string and a comment:
+ * every byte but [A-Za-z0-9._/-] becomes a three-digit octal escape, so no
+ * text ends the string or the comment ("*" and "/" never meet), no "??"
+ * forms a trigraph, no backslash splices a line, and the string holds the
+ * path exactly ("exp ()/x.nn" is "exp\040\050\051/x.nn"). */
 static void print_safe_path(FILE *out, const char *path) {
-  for (const char *c = path; *c; c++)
-    fputc(isalnum((unsigned char)*c) || strchr("._-/", *c) ? *c : '?', out);
+  for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+    if (isalnum(*c) || (*c && strchr("._-/", *c)))
+      fputc(*c, out);
+    else
+      fprintf(out, "\\%03o", *c);
 }
 
 static void print_model(FILE *out, const Program *p) {

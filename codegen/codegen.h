@@ -4,7 +4,7 @@
  * the very loop nests the op table produced; none invents kernels of its own.
  * Today: the C backend. Nothing from the model file reaches generated code
  * except identifiers (which the scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
- * and numbers; the source path is written only after sanitizing. */
+ * and numbers; the source path is written with octal escapes (c_backend.c). */
 #ifndef TRAINC_CODEGEN_H
 #define TRAINC_CODEGEN_H
 

@@ -41,7 +41,7 @@ static const char *usage_text =
     "  -o, --output PATH        where emit/build write\n"
     "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
-    "  --keep-c FILE            build: also keep the generated C source in FILE\n"
+    "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
     "                           asks for local_sgd > 1 or sync gradients)\n"
     "  -v, --verbose            show the compiler command\n"
@@ -131,21 +131,63 @@ static bool is_directory(const char *path) {
 }
 
 static bool write_c(const Program *p, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
-    return false;
-  }
+  FILE *f = output_open(path);
+  if (!f) return false;
   emit_c(f, p);
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
-  if (!ok) fprintf(stderr, "trainc: error: cannot write %s\n", path);
+  if (!ok) fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
   return ok;
 }
 
-static int emit(const Program *p, const char *output) {
-  char *path = is_directory(output) ? xsprintf("%s/%s.c", output, p->g->model_name) : xstrdup(output);
-  bool ok = write_c(p, path);
+/* Refuses to write `path` over an input (the model file, --profile): by
+ * device and inode, so links count. */
+static bool not_an_input(const Options *o, const char *flag, const char *path) {
+  const char *inputs[] = {o->file, o->profile};
+  for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
+    if (inputs[i] && same_file(path, inputs[i])) {
+      fprintf(stderr, "trainc: error: %s %s is the input file %s; refusing to overwrite it\n", flag,
+              path, inputs[i]);
+      return false;
+    }
+  return true;
+}
+
+/* Every output checked before any work, as gcc does: writable (a directory,
+ * device node or socket is never written over; a stream output may be a
+ * character device or FIFO), not an input, -o and --keep-c distinct, and
+ * --keep-c a .c name, which the C compiler reads as C. */
+static bool outputs_ok(const Options *o) {
+  bool build = !strcmp(o->command, "build");
+  const struct {
+    const char *flag, *path;
+    bool stream;
+  } outs[] = {{"-o", o->output, !build}, {"--keep-c", o->keep_c, false}, {"--svg", o->svg, true}};
+  for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+    const char *path = outs[i].path;
+    bool emit_folder = i == 0 && !strcmp(o->command, "emit") && is_directory(path);
+    if (path && !emit_folder &&
+        (!output_path_ok(path, outs[i].stream) || !not_an_input(o, outs[i].flag, path)))
+      return false;
+  }
+  if (o->keep_c && o->output && same_file(o->keep_c, o->output)) {
+    fprintf(stderr, "trainc: error: -o and --keep-c name the same file %s\n", o->output);
+    return false;
+  }
+  size_t n = o->keep_c ? strlen(o->keep_c) : 0;
+  if (o->keep_c && (n < 3 || strcmp(o->keep_c + n - 2, ".c"))) {
+    fprintf(stderr, "trainc: error: --keep-c %s: the name must end in .c (the C compiler picks the "
+                    "language by it)\n", o->keep_c);
+    return false;
+  }
+  return true;
+}
+
+static int emit(const Program *p, const Options *o) {
+  bool folder = is_directory(o->output);
+  char *path = folder ? xsprintf("%s/%s.c", o->output, p->g->model_name) : xstrdup(o->output);
+  /* the name of a file in the -o folder is known only now: checked now */
+  bool ok = (!folder || (output_path_ok(path, true) && not_an_input(o, "-o", path))) && write_c(p, path);
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
@@ -161,10 +203,11 @@ static int calibrate(const Options *o) {
   MachineProfile m;
   BuildOptions bo = build_options(o);
   if (!calibrate_machine(&bo, &m)) return 1;
-  FILE *f = o->output ? fopen(o->output, "w") : stdout;
-  if (f) profile_write(f, &m);
-  if (!f || (f != stdout && fclose(f) != 0)) {
-    fprintf(stderr, "trainc: error: cannot write %s\n", o->output);
+  FILE *f = o->output ? output_open(o->output) : stdout;
+  if (!f) return 1;
+  profile_write(f, &m);
+  if (f != stdout && fclose(f) != 0) {
+    fprintf(stderr, "trainc: error: cannot write %s: %s\n", o->output, strerror(errno));
     return 1;
   }
   if (o->output) printf("wrote %s\n", o->output);
@@ -234,10 +277,10 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
   sweep_print(stdout, pts, n);
   int rc = 0;
   if (o->svg) {
-    FILE *f = fopen(o->svg, "w");
+    FILE *f = output_open(o->svg);
     if (f) sweep_svg(f, pts, n, g->model_name);
     if (!f || fclose(f) != 0) {
-      fprintf(stderr, "trainc: error: cannot write %s\n", o->svg);
+      if (f) fprintf(stderr, "trainc: error: cannot write %s: %s\n", o->svg, strerror(errno));
       rc = 1;
     } else {
       printf("wrote %s\n", o->svg);
@@ -262,7 +305,7 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   }
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
-  else rc = !strcmp(o->command, "emit") ? emit(pl->program, o->output) : build(pl->program, o);
+  else rc = !strcmp(o->command, "emit") ? emit(pl->program, o) : build(pl->program, o);
   plan_free(pl);
   return rc;
 }
@@ -292,5 +335,6 @@ int main(int argc, char **argv) {
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
+  if (!outputs_ok(&o)) return 1;
   return !strcmp(o.command, "calibrate") ? calibrate(&o) : compile(&o);
 }

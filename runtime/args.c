@@ -10,47 +10,59 @@
 
 typedef enum { FLAG_PATH, FLAG_TEXT, FLAG_COUNT, FLAG_SEED, FLAG_RATE, FLAG_SWITCH } flag_kind;
 
+/* What a run does; a flag that the run's mode would ignore is refused. */
+enum { TRAIN = 1, GRADCHECK = 2, DUMP = 4, ANY = TRAIN | GRADCHECK | DUMP };
+
 typedef struct {
   const char *name;
   flag_kind kind;
-  size_t field; /* offsetof into trc_options */
-  int64_t min;  /* FLAG_COUNT: smallest value allowed */
+  size_t field;   /* offsetof into trc_options */
+  int64_t min;    /* FLAG_COUNT: smallest value allowed */
+  unsigned modes; /* the modes that read it */
   const char *metavar, *help;
 } flag;
 
 #define OPT(member) offsetof(trc_options, member)
 
 static const flag flags[] = {
-    {"data", FLAG_PATH, OPT(data_dir), 0, "DIR",
+    {"data", FLAG_PATH, OPT(data_dir), 0, TRAIN | DUMP, "DIR",
      "training data: one NAME.npy / NAME.idx[.gz] per input"},
-    {"eval-data", FLAG_PATH, OPT(eval_dir), 0, "DIR",
+    {"eval-data", FLAG_PATH, OPT(eval_dir), 0, TRAIN, "DIR",
      "evaluation data (default: the val_split tail of --data)"},
-    {"epochs", FLAG_COUNT, OPT(cfg.epochs), 1, "N", "passes over the data"},
-    {"steps", FLAG_COUNT, OPT(cfg.steps), 0, "N",
+    {"epochs", FLAG_COUNT, OPT(cfg.epochs), 1, TRAIN, "N", "passes over the data"},
+    {"steps", FLAG_COUNT, OPT(cfg.steps), 0, TRAIN, "N",
      "optimizer steps (overrides --epochs); 0: no training"},
-    {"lr", FLAG_RATE, OPT(cfg.lr), 0, "X", "peak learning rate"},
-    {"seed", FLAG_SEED, OPT(cfg.seed), 0, "N", "seed of init, shuffling and gradcheck data"},
-    {"init", FLAG_PATH, OPT(init_path), 0, "FILE", "start from these weights (.safetensors)"},
-    {"save", FLAG_PATH, OPT(save_path), 0, "FILE", "save the weights at the end (.safetensors)"},
-    {"save-state", FLAG_PATH, OPT(state_dir), 0, "DIR",
+    {"lr", FLAG_RATE, OPT(cfg.lr), 0, TRAIN, "X", "peak learning rate"},
+    {"seed", FLAG_SEED, OPT(cfg.seed), 0, ANY, "N", "seed of init, shuffling and gradcheck data"},
+    {"init", FLAG_PATH, OPT(init_path), 0, ANY, "FILE", "start from these weights (.safetensors)"},
+    {"save", FLAG_PATH, OPT(save_path), 0, TRAIN, "FILE",
+     "save the weights at the end (.safetensors)"},
+    {"save-state", FLAG_PATH, OPT(state_dir), 0, TRAIN, "DIR",
      "save resumable training state in DIR (see --save-every)"},
-    {"save-every", FLAG_COUNT, OPT(save_every), 1, "N",
+    {"save-every", FLAG_COUNT, OPT(save_every), 1, TRAIN, "N",
      "optimizer steps between state saves (default 100; and the last step)"},
-    {"resume", FLAG_PATH, OPT(resume_dir), 0, "DIR", "continue from the newest state in DIR"},
-    {"log", FLAG_PATH, OPT(log_path), 0, "FILE", "JSON Lines log of steps and evaluations"},
-    {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, "N", "optimizer steps between log lines"},
-    {"sample", FLAG_COUNT, OPT(sample), 0, "N",
+    {"resume", FLAG_PATH, OPT(resume_dir), 0, TRAIN, "DIR",
+     "continue from the newest state in DIR"},
+    {"log", FLAG_PATH, OPT(log_path), 0, TRAIN, "FILE", "JSON Lines log of steps and evaluations"},
+    {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, TRAIN, "N",
+     "optimizer steps between log lines"},
+    {"sample", FLAG_COUNT, OPT(sample), 0, TRAIN, "N",
      "after training, generate N bytes (byte-level sequence models)"},
-    {"prompt", FLAG_TEXT, OPT(prompt), 0, "TEXT", "the context --sample continues (default: a newline)"},
-    {"temperature", FLAG_RATE, OPT(temperature), 0, "X", "--sample's temperature (0: greedy; default 1)"},
-    {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
-    {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, NULL,
+    {"prompt", FLAG_TEXT, OPT(prompt), 0, TRAIN, "TEXT",
+     "the context --sample continues (default: a newline)"},
+    {"temperature", FLAG_RATE, OPT(temperature), 0, TRAIN, "X",
+     "--sample's temperature (0: greedy; default 1)"},
+    {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
+     "under MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
+    {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
+    {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, GRADCHECK, NULL,
      "check backward against finite differences, then exit"},
-    {"dump-step", FLAG_PATH, OPT(dump_path), 0, "FILE",
+    {"dump-step", FLAG_PATH, OPT(dump_path), 0, DUMP, "FILE",
      "write one step's loss, predictions and gradients on the first batch, then exit"},
-    {"help", FLAG_SWITCH, OPT(help), 0, NULL, "this help"},
-    {"version", FLAG_SWITCH, OPT(version), 0, NULL, "the runtime's version"},
+    {"help", FLAG_SWITCH, OPT(help), 0, ANY, NULL, "this help"},
+    {"version", FLAG_SWITCH, OPT(version), 0, ANY, NULL, "the runtime's version"},
 };
+enum { N_FLAGS = sizeof flags / sizeof flags[0] };
 
 static const flag *find_flag(const char *name, size_t len) {
   for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
@@ -102,14 +114,17 @@ static int parse_value(const flag *f, const char *text, trc_options *o, trc_erro
   return 0;
 }
 
-/* argv[*i] is "--name" or "--name=value"; consumes the value argument. */
-static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *err) {
+/* argv[*i] is "--name" or "--name=value"; consumes the value argument and
+ * marks the flag in *given. */
+static int parse_flag(int argc, char **argv, int *i, trc_options *o, uint32_t *given,
+                      trc_error *err) {
   const char *arg = argv[*i];
   if (strcmp(arg, "-h") == 0) arg = "--help";
   if (strncmp(arg, "--", 2) != 0 || !arg[2]) return trc_fail(err, "unexpected argument '%s'", arg);
   const char *name = arg + 2, *eq = strchr(name, '=');
   const flag *f = find_flag(name, eq ? (size_t)(eq - name) : strlen(name));
   if (!f) return trc_fail(err, "unknown flag '%.*s'", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+  *given |= 1u << (f - flags);
   if (f->kind == FLAG_SWITCH) {
     if (eq) return trc_fail(err, "--%s takes no value", f->name);
     return parse_value(f, "", o, err);
@@ -119,23 +134,43 @@ static int parse_flag(int argc, char **argv, int *i, trc_options *o, trc_error *
   return parse_value(f, argv[++*i], o, err);
 }
 
+static int was_given(uint32_t given, const char *name) {
+  return (given >> (find_flag(name, strlen(name)) - flags)) & 1;
+}
+
+/* A flag the run would ignore is a mistake to point out, not to pass over:
+ * --save with --gradcheck saves nothing, --init with --resume loads nothing. */
+static int check_combinations(const trc_options *o, uint32_t given, trc_error *err) {
+  unsigned mode = o->gradcheck ? GRADCHECK : o->dump_path ? DUMP : TRAIN;
+  const char *what = o->gradcheck ? "--gradcheck" : "--dump-step";
+  for (int i = 0; i < N_FLAGS; i++)
+    if ((given >> i & 1) && !(flags[i].modes & mode))
+      return trc_fail(err, "--%s does nothing with %s", flags[i].name, what);
+  if (o->init_path && o->resume_dir)
+    return trc_fail(err, "--init does nothing with --resume (the saved state holds the weights)");
+  if ((was_given(given, "prompt") || was_given(given, "temperature")) && o->sample == 0)
+    return trc_fail(err, "--prompt and --temperature need --sample N");
+  if (was_given(given, "save-every") && !o->state_dir)
+    return trc_fail(err, "--save-every needs --save-state DIR");
+  return 0;
+}
+
 int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, trc_error *err) {
+  _Static_assert(N_FLAGS <= 32, "flags are marked in a 32-bit set");
   memset(o, 0, sizeof *o);
   o->cfg = m->defaults;
   o->save_every = 100;
   o->temperature = 1.0;
-  int epochs_given = 0, save_every_given = 0;
-  for (int i = 1; i < argc; i++) {
-    const char *arg = argv[i];
-    if (parse_flag(argc, argv, &i, o, err)) return -1;
-    o->steps_given |= strncmp(arg, "--steps", 7) == 0;
-    epochs_given |= strncmp(arg, "--epochs", 8) == 0;
-    save_every_given |= strncmp(arg, "--save-every", 12) == 0;
-  }
-  if (epochs_given && !o->steps_given)
+  o->comm_timeout = 300;
+  uint32_t given = 0;
+  for (int i = 1; i < argc; i++)
+    if (parse_flag(argc, argv, &i, o, &given, err)) return -1;
+  o->steps_given = was_given(given, "steps");
+  if (was_given(given, "epochs") && !o->steps_given)
     o->cfg.steps = 0; /* --epochs beats a compiled-in step count */
-  if (o->help || o->version || o->gradcheck) return 0;
-  if (save_every_given && !o->state_dir) return trc_fail(err, "--save-every needs --save-state DIR");
+  if (o->help || o->version) return 0;
+  if (check_combinations(o, given, err)) return -1;
+  if (o->gradcheck) return 0;
   if (o->dump_path && !o->data_dir) return trc_fail(err, "--dump-step needs --data DIR");
   if (o->sample > 0 && !trc_can_sample(m))
     return trc_fail(err, "--sample: model '%s' is not a byte-level sequence model (predict [B, T, "

@@ -12,7 +12,7 @@ size_t trc_elem_size(trc_elem_type elem) {
   return 0;
 }
 
-int trc_array_check_payload(trc_array_header *h, size_t len, trc_error *err) {
+int trc_array_size(trc_array_header *h, trc_error *err) {
   uint64_t count = 1, bytes;
   for (int d = 0; d < h->rank; d++)
     if (!trc_mul_ok(count, (uint64_t)h->dims[d], &count))
@@ -21,12 +21,17 @@ int trc_array_check_payload(trc_array_header *h, size_t len, trc_error *err) {
     return trc_fail(err, "shape overflows 64 bits");
   h->count = count;
   h->data_bytes = bytes;
+  return 0;
+}
+
+int trc_array_check_payload(const trc_array_header *h, uint64_t len, trc_error *err) {
   uint64_t have = len - h->data_offset;
-  if (have != bytes)
+  if (have != h->data_bytes)
     return trc_fail(err,
                     "%s: the header promises %llu elements of %s (%llu bytes) but %llu "
                     "bytes follow it",
-                    have < bytes ? "file truncated" : "trailing bytes", (unsigned long long)count,
-                    h->type_name, (unsigned long long)bytes, (unsigned long long)have);
+                    have < h->data_bytes ? "file truncated" : "trailing bytes",
+                    (unsigned long long)h->count, h->type_name, (unsigned long long)h->data_bytes,
+                    (unsigned long long)have);
   return 0;
 }

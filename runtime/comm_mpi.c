@@ -1,12 +1,96 @@
 /* comm_mpi.c — the communication interface over MPI_COMM_WORLD (compiled only
  * into libtrainc_rt_mpi.a). MPI's default error handler is kept: a failed
- * call aborts the job rather than returning into a half-synchronized state. */
+ * call aborts the job rather than returning into a half-synchronized state.
+ *
+ * A watchdog thread bounds every collective: a rank that waits in one
+ * longer than the timeout (--comm-timeout; a peer stopped, hung or far
+ * slower) says so and exits, and mpirun then ends the other ranks. The
+ * collectives themselves are the blocking ones, untouched; the watchdog only
+ * reads a deadline that each sets before and clears after. */
 #include "rt_internal.h"
 
 #include <limits.h>
 #include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 
 static int world_rank, world_size = 1;
+
+static struct {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  pthread_t thread;
+  int started, idle;  /* idle: waiting for a deadline to be set */
+  double timeout;     /* seconds; 0: none */
+  double deadline;    /* CLOCK_MONOTONIC seconds; 0: not in a collective */
+  const char *doing;  /* the collective waited in */
+} watchdog = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static double monotonic_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void give_up(void) {
+  fprintf(stderr,
+          "trainer: error: rank %d: the %s has waited %.0f s for the other ranks "
+          "(--comm-timeout); a rank is stopped, hung or far slower; ending the job\n",
+          world_rank, watchdog.doing, watchdog.timeout);
+  fflush(stderr);
+  _exit(1); /* MPI cannot be called from this thread; mpirun ends the others */
+}
+
+static void *watch(void *unused) {
+  pthread_mutex_lock(&watchdog.lock);
+  for (;;) {
+    while (watchdog.deadline == 0) {
+      watchdog.idle = 1;
+      pthread_cond_wait(&watchdog.wake, &watchdog.lock);
+      watchdog.idle = 0;
+    }
+    double deadline = watchdog.deadline;
+    if (monotonic_now() >= deadline) give_up();
+    struct timespec until = {(time_t)deadline, (long)((deadline - (double)(time_t)deadline) * 1e9)};
+    pthread_cond_timedwait(&watchdog.wake, &watchdog.lock, &until); /* then look again */
+  }
+  return unused;
+}
+
+static void start_watchdog(void) {
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&watchdog.wake, &attr);
+  pthread_condattr_destroy(&attr);
+  watchdog.started = pthread_create(&watchdog.thread, NULL, watch, NULL) == 0;
+  if (watchdog.started) pthread_detach(watchdog.thread);
+}
+
+void trc_comm_set_timeout(double seconds) {
+  watchdog.timeout = seconds;
+  if (seconds > 0 && world_size > 1 && !watchdog.started) start_watchdog();
+}
+
+/* Wakes the watchdog only when it sleeps without a deadline: a collective
+ * costs a lock, not a thread switch. */
+static void arm(const char *doing) {
+  if (!watchdog.started || watchdog.timeout <= 0) return;
+  pthread_mutex_lock(&watchdog.lock);
+  watchdog.deadline = monotonic_now() + watchdog.timeout;
+  watchdog.doing = doing;
+  if (watchdog.idle) pthread_cond_signal(&watchdog.wake);
+  pthread_mutex_unlock(&watchdog.lock);
+}
+
+static void disarm(void) {
+  if (!watchdog.started) return;
+  pthread_mutex_lock(&watchdog.lock);
+  watchdog.deadline = 0;
+  pthread_mutex_unlock(&watchdog.lock);
+}
 
 int trc_comm_init(int *argc, char ***argv, trc_error *err) {
   if (MPI_Init(argc, argv) != MPI_SUCCESS) return trc_fail(err, "MPI_Init failed");
@@ -21,17 +105,26 @@ int trc_comm_size(void) { return world_size; }
 /* MPI counts are int: larger buffers go in INT_MAX-element pieces. */
 static void allreduce(void *buf, uint64_t n, MPI_Datatype type, size_t elem) {
   char *p = buf;
+  arm("all-reduce");
   while (n > 0) {
     int count = n > INT_MAX ? INT_MAX : (int)n;
     MPI_Allreduce(MPI_IN_PLACE, p, count, type, MPI_SUM, MPI_COMM_WORLD);
     p += (size_t)count * elem;
     n -= (uint64_t)count;
   }
+  disarm();
 }
 
 void trc_comm_allreduce_f32(float *buf, uint64_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf); }
 void trc_comm_allreduce_f64(double *buf, uint64_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf); }
-void trc_comm_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
+
+void trc_comm_barrier(void) {
+  arm("barrier");
+  MPI_Barrier(MPI_COMM_WORLD);
+  disarm();
+}
+
+void trc_comm_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
 
 void trc_comm_finalize(int status) {
   if (status != 0 && world_size > 1) MPI_Abort(MPI_COMM_WORLD, status);

@@ -45,16 +45,18 @@ static uint64_t load_element(const unsigned char *p, size_t size, int big_endian
   return v;
 }
 
-/* Converts hdr->count elements to `want`. Returns -1 with *bad set to the
- * first element that does not fit in i32. */
-static int convert_elements(const unsigned char *src, const trc_array_header *h, trc_dtype want,
+/* Whether stored elements differ in size or byte order from the input's. */
+static int needs_conversion(const trc_array_header *h, trc_dtype want) {
+  size_t size = trc_elem_size(h->elem);
+  return size != trc_dtype_size(want) || (size > 1 && h->big_endian);
+}
+
+/* Converts n elements to `want` (src == dst: byte swaps in place). Returns
+ * -1 with *bad set to the first element that does not fit in i32. */
+static int convert_elements(const unsigned char *src, const trc_array_header *h, uint64_t n,
                             unsigned char *dst, uint64_t *bad) {
   size_t size = trc_elem_size(h->elem);
-  if (size == trc_dtype_size(want) && (size == 1 || !h->big_endian)) {
-    memcpy(dst, src, h->data_bytes);
-    return 0;
-  }
-  for (uint64_t i = 0; i < h->count; i++) {
+  for (uint64_t i = 0; i < n; i++) {
     uint64_t bits = load_element(src + i * size, size, h->big_endian);
     if (size == 4) { /* byte-swapped f32 or i32: same bits */
       uint32_t v = (uint32_t)bits;
@@ -92,6 +94,18 @@ static int check_index_limit(const trc_input *in, const unsigned char *data, int
   return 0;
 }
 
+/* f32 inputs hold numbers: a NaN or infinity would train silently into NaN
+ * weights (a relu hides it from the loss). */
+static int check_finite(const trc_input *in, const unsigned char *data, int64_t rows,
+                        const char *path, trc_error *err) {
+  uint64_t per = trc_input_example_elems(in), n = (uint64_t)rows * per;
+  uint64_t i = trc_first_non_finite((const float *)data, n);
+  if (i == n) return 0;
+  return trc_fail_at(err, path, "input '%s': value %s at row %llu, column %llu is not finite",
+                     in->name, trc_non_finite_name(((const float *)data)[i]),
+                     (unsigned long long)(i / per), (unsigned long long)(i % per));
+}
+
 static int check_header_fits(const trc_array_header *h, const trc_input *in, const char *path,
                              trc_error *err) {
   char found[256], expected[256];
@@ -111,27 +125,125 @@ static int check_header_fits(const trc_array_header *h, const trc_input *in, con
   return 0;
 }
 
-static int parse_array(const char *path, const unsigned char *buf, size_t len, trc_array_header *h,
-                       trc_error *err) {
-  int rc =
-      ends_with(path, ".npy") ? trc_npy_parse(buf, len, h, err) : trc_idx_parse(buf, len, h, err);
-  return rc ? trc_set_where(err, path) : 0;
+typedef struct {
+  uint64_t (*extent)(const unsigned char *b, size_t n);
+  int (*parse)(const void *buf, size_t len, trc_array_header *h, trc_error *err);
+} array_format;
+
+enum { MAX_HEADER_BYTES = 1 << 20, CHUNK_BYTES = 1 << 16 };
+
+/* Reads the header, as long as its first bytes say it is (nothing after it). */
+static int read_header(trc_source *src, trc_array_header *h, trc_error *err) {
+  static const array_format npy = {trc_npy_header_extent, trc_npy_parse_header},
+                            idx = {trc_idx_header_extent, trc_idx_parse_header};
+  const array_format *f = ends_with(src->path, ".npy") ? &npy : &idx;
+  unsigned char *buf = NULL;
+  uint64_t n = 0, need, got;
+  int rc = 0;
+  while ((need = f->extent(buf, (size_t)n)) > n) {
+    unsigned char *bigger = need > MAX_HEADER_BYTES ? NULL : realloc(buf, (size_t)need);
+    if (!bigger) {
+      rc = trc_fail(err, "the header is %llu bytes long; at most %d are read",
+                    (unsigned long long)need, MAX_HEADER_BYTES);
+      break;
+    }
+    buf = bigger;
+    if ((rc = trc_source_read(src, buf + n, need - n, &got, err))) break;
+    n += got;
+    if (n < need) break; /* the file ends inside the header: the parser says where */
+  }
+  if (rc == 0) rc = f->parse(buf ? buf : (const unsigned char *)"", (size_t)n, h, err);
+  free(buf);
+  return rc ? trc_set_where(err, src->path) : 0;
 }
 
-/* Checks and converts the array in `buf` into a new buffer of the input's dtype. */
-static int convert_array(const char *path, const unsigned char *buf, const trc_array_header *h,
-                         const trc_input *in, unsigned char **data, trc_error *err) {
+/* The payload's size, checked before anything is allocated for it: exactly
+ * what is left of a plain file; for gzip, no more than its size can hold. */
+static int check_payload_size(const trc_source *src, const trc_array_header *h, trc_error *err) {
+  if (!src->z)
+    return trc_array_check_payload(h, src->size, err) ? trc_set_where(err, src->path) : 0;
+  if (h->data_bytes > trc_source_max_size(src) - h->data_offset)
+    return trc_fail_at(err, src->path,
+                       "the header promises %llu bytes, more than a gzip file of %llu bytes can "
+                       "hold",
+                       (unsigned long long)h->data_bytes, (unsigned long long)src->size);
+  return 0;
+}
+
+/* n bytes of payload, or the message of a file cut short. */
+static int read_payload(trc_source *src, const trc_array_header *h, void *buf, uint64_t n,
+                        trc_error *err) {
+  uint64_t got;
+  if (trc_source_read(src, buf, n, &got, err)) return -1;
+  if (got == n) return 0;
+  trc_array_check_payload(h, src->pos, err);
+  return trc_set_where(err, src->path);
+}
+
+static int fail_not_i32(const trc_source *src, const trc_array_header *h, const trc_input *in,
+                        uint64_t element, trc_error *err) {
+  uint64_t per = h->count / (uint64_t)h->dims[0];
+  return trc_fail_at(err, src->path, "input '%s': value at row %llu does not fit in i32",
+                     in->name, (unsigned long long)(element / per));
+}
+
+/* Reads the payload into dst in the input's dtype: elements of that size
+ * straight into dst (byte-swapped in place), others (u8 or i64 into i32)
+ * through a small buffer, so the file's bytes are never held beside dst. */
+static int read_elements(trc_source *src, const trc_array_header *h, const trc_input *in,
+                         unsigned char *dst, trc_error *err) {
+  const size_t size = trc_elem_size(h->elem), out = trc_dtype_size(in->dtype);
+  uint64_t bad;
+  if (size == out) {
+    if (read_payload(src, h, dst, h->data_bytes, err)) return -1;
+    return needs_conversion(h, in->dtype) ? convert_elements(dst, h, h->count, dst, &bad) : 0;
+  }
+  unsigned char *chunk = malloc(CHUNK_BYTES);
+  if (!chunk) return trc_fail_at(err, src->path, "out of memory");
+  int rc = 0;
+  for (uint64_t done = 0; done < h->count && rc == 0; done += CHUNK_BYTES / size) {
+    uint64_t k = h->count - done < CHUNK_BYTES / size ? h->count - done : CHUNK_BYTES / size;
+    if ((rc = read_payload(src, h, chunk, k * size, err)) == 0 &&
+        convert_elements(chunk, h, k, dst + done * out, &bad))
+      rc = fail_not_i32(src, h, in, done + bad, err);
+  }
+  free(chunk);
+  return rc;
+}
+
+/* The source's content ends with the payload; for gzip, reading on to the
+ * end checks the trailer's CRC and size. */
+static int check_end(trc_source *src, const trc_array_header *h, trc_error *err) {
+  unsigned char extra;
+  uint64_t got;
+  if (trc_source_read(src, &extra, 1, &got, err)) return -1;
+  if (got == 0) return 0;
+  return trc_fail_at(err, src->path,
+                     "trailing bytes: the header promises %llu elements of %s (%llu bytes) but "
+                     "more bytes follow them",
+                     (unsigned long long)h->count, h->type_name, (unsigned long long)h->data_bytes);
+}
+
+/* The whole load: header, checks against the input, one buffer of the
+ * input's dtype filled from the source, value checks. */
+static int load_array(trc_source *src, const trc_input *in, unsigned char **data, int64_t *rows,
+                      trc_error *err) {
+  trc_array_header h;
   uint64_t bytes;
-  if (!trc_mul_ok(h->count, trc_dtype_size(in->dtype), &bytes) || bytes > SIZE_MAX)
-    return trc_fail_at(err, path, "too large");
-  unsigned char *dst = malloc(bytes ? bytes : 1);
-  if (!dst) return trc_fail_at(err, path, "out of memory (%llu bytes)", (unsigned long long)bytes);
-  uint64_t bad = 0;
-  if (convert_elements(buf + h->data_offset, h, in->dtype, dst, &bad)) {
+  if (read_header(src, &h, err) || check_header_fits(&h, in, src->path, err) ||
+      check_payload_size(src, &h, err))
+    return -1;
+  if (!trc_mul_ok(h.count, trc_dtype_size(in->dtype), &bytes) || bytes > SIZE_MAX)
+    return trc_fail_at(err, src->path, "too large");
+  unsigned char *dst = malloc(bytes ? (size_t)bytes : 1);
+  if (!dst)
+    return trc_fail_at(err, src->path, "out of memory (%llu bytes)", (unsigned long long)bytes);
+  *rows = h.dims[0];
+  if (read_elements(src, &h, in, dst, err) || check_end(src, &h, err) ||
+      (in->dtype == TRC_F32 && check_finite(in, dst, *rows, src->path, err)) ||
+      (in->index_limit > 0 && check_index_limit(in, dst, *rows, src->path, err))) {
     free(dst);
-    uint64_t per = h->count / (uint64_t)h->dims[0];
-    return trc_fail_at(err, path, "input '%s': value at row %llu does not fit in i32", in->name,
-                       (unsigned long long)(bad / per));
+    return -1;
   }
   *data = dst;
   return 0;
@@ -139,31 +251,21 @@ static int convert_array(const char *path, const unsigned char *buf, const trc_a
 
 int trc_input_parse(const char *path, const unsigned char *buf, size_t len, const trc_input *in,
                     unsigned char **data, int64_t *rows, trc_error *err) {
-  trc_array_header h;
-  if (parse_array(path, buf, len, &h, err) || check_header_fits(&h, in, path, err) ||
-      convert_array(path, buf, &h, in, data, err))
-    return -1;
-  *rows = h.dims[0];
-  if (in->index_limit > 0 && check_index_limit(in, *data, *rows, path, err)) {
-    free(*data);
-    return -1;
-  }
-  return 0;
+  trc_source src;
+  trc_source_memory(&src, path, buf, len);
+  return load_array(&src, in, data, rows, err);
 }
 
 int trc_input_load_file(const char *path, const trc_input *in, unsigned char **data, int64_t *rows,
                         trc_error *err) {
-  unsigned char *buf;
-  size_t len;
-  if (trc_read_file(path, &buf, &len, err)) return -1;
-  int rc = trc_input_parse(path, buf, len, in, data, rows, err);
-  free(buf);
+  trc_source src;
+  if (trc_source_open(&src, path, err)) return -1;
+  int rc = load_array(&src, in, data, rows, err);
+  trc_source_close(&src);
   return rc;
 }
 
-/* The first of DIR/NAME.npy, DIR/NAME.idx, DIR/NAME.idx.gz that exists
- * (a dangling symlink counts, so the read reports it). */
-static int find_input_file(const char *dir, const char *name, char *path, size_t cap,
+int trc_find_input_file(const char *dir, const char *name, char *path, size_t cap,
                            trc_error *err) {
   static const char *const suffixes[] = {".npy", ".idx", ".idx.gz"};
   struct stat st;
@@ -182,7 +284,7 @@ static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *
   const trc_input *in = &m->inputs[i];
   char path[4096];
   int64_t rows;
-  if (find_input_file(dir, in->name, path, sizeof path, err) ||
+  if (trc_find_input_file(dir, in->name, path, sizeof path, err) ||
       trc_input_load_file(path, in, &ds->columns[i].data, &rows, err))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;

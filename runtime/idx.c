@@ -26,7 +26,13 @@ static int set_type(trc_array_header *h, unsigned char code, trc_error *err) {
                   code);
 }
 
-int trc_idx_parse(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
+uint64_t trc_idx_header_extent(const unsigned char *b, size_t n) {
+  if (n < 4) return 4;
+  if (b[0] != 0 || b[1] != 0 || b[3] < 1 || b[3] > TRC_MAX_RANK) return 0;
+  return 4 + 4 * (uint64_t)b[3];
+}
+
+int trc_idx_parse_header(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
   const unsigned char *b = buf;
   memset(h, 0, sizeof *h);
   if (len < 4 || b[0] != 0 || b[1] != 0) return trc_fail(err, "not an IDX file (bad magic)");
@@ -41,5 +47,9 @@ int trc_idx_parse(const void *buf, size_t len, trc_array_header *h, trc_error *e
     h->dims[d] =
         (int64_t)((uint64_t)p[0] << 24 | (uint64_t)p[1] << 16 | (uint64_t)p[2] << 8 | p[3]);
   }
-  return trc_array_check_payload(h, len, err);
+  return trc_array_size(h, err);
+}
+
+int trc_idx_parse(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
+  return trc_idx_parse_header(buf, len, h, err) || trc_array_check_payload(h, len, err) ? -1 : 0;
 }

@@ -155,7 +155,17 @@ static int parse_dict(cursor *c, trc_array_header *h, trc_error *err) {
   return 0;
 }
 
-int trc_npy_parse(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
+uint64_t trc_npy_header_extent(const unsigned char *b, size_t n) {
+  if (n < 8) return n >= 6 && memcmp(b, "\x93NUMPY", 6) != 0 ? 0 : 10;
+  if (memcmp(b, "\x93NUMPY", 6) != 0) return 0;
+  if (b[6] == 1) return n < 10 ? 10 : 10 + ((uint64_t)b[8] | (uint64_t)b[9] << 8);
+  if (b[6] != 2 && b[6] != 3) return 0;
+  if (n < 12) return 12;
+  return 12 + ((uint64_t)b[8] | (uint64_t)b[9] << 8 | (uint64_t)b[10] << 16 |
+               (uint64_t)b[11] << 24);
+}
+
+int trc_npy_parse_header(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
   const unsigned char *b = buf;
   memset(h, 0, sizeof *h);
   if (len < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
@@ -178,5 +188,9 @@ int trc_npy_parse(const void *buf, size_t len, trc_array_header *h, trc_error *e
               (const char *)b + start};
   if (parse_dict(&c, h, err)) return -1;
   h->data_offset = start + header_len;
-  return trc_array_check_payload(h, len, err);
+  return trc_array_size(h, err);
+}
+
+int trc_npy_parse(const void *buf, size_t len, trc_array_header *h, trc_error *err) {
+  return trc_npy_parse_header(buf, len, h, err) || trc_array_check_payload(h, len, err) ? -1 : 0;
 }

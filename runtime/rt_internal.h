@@ -38,9 +38,53 @@ uint64_t trc_input_example_elems(const trc_input *in);
 
 /* Bytes of one element of a .npy / IDX array. */
 size_t trc_elem_size(trc_elem_type elem);
-/* Sets hdr->count and hdr->data_bytes from the dims and checks that exactly
- * that many bytes follow hdr->data_offset in a buffer of `len` bytes. */
-int trc_array_check_payload(trc_array_header *hdr, size_t len, trc_error *err);
+/* Sets hdr->count and hdr->data_bytes from the dims (overflow checked). */
+int trc_array_size(trc_array_header *hdr, trc_error *err);
+/* Fails unless exactly hdr->data_bytes follow hdr->data_offset in `len`. */
+int trc_array_check_payload(const trc_array_header *hdr, uint64_t len, trc_error *err);
+
+/* The file input `name` is read from: the first of DIR/NAME.npy,
+ * DIR/NAME.idx, DIR/NAME.idx.gz that exists (a dangling symlink counts, so
+ * the read reports it). */
+int trc_find_input_file(const char *dir, const char *name, char *path, size_t cap, trc_error *err);
+
+/* An array file's header read piece by piece (data.c): its extent from its
+ * first n bytes (more than n: read that many first; 0: not this format, the
+ * parser says why), then parsed from exactly that many bytes, which sets
+ * data_offset, count and data_bytes but checks nothing after it. */
+uint64_t trc_npy_header_extent(const unsigned char *b, size_t n);
+uint64_t trc_idx_header_extent(const unsigned char *b, size_t n);
+int trc_npy_parse_header(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+int trc_idx_parse_header(const void *buf, size_t len, trc_array_header *hdr, trc_error *err);
+
+/* "a directory", "a FIFO", ... for messages about a file's st_mode. */
+const char *trc_file_kind(unsigned mode);
+
+/* A file's content, read in order (file.c): a regular file, a gzip file (a
+ * name ending in ".gz": inflated as it is read, every member's CRC and size
+ * checked, trailing bytes refused), or a buffer in memory. A FIFO or device
+ * is refused before it is opened, so nothing blocks on it. */
+struct z_stream_s;
+typedef struct {
+  const char *path;
+  int fd;                /* -1 for memory */
+  const unsigned char *mem;
+  uint64_t size;         /* bytes of the file (compressed, for gzip) or buffer */
+  uint64_t pos;          /* content bytes read so far */
+  struct z_stream_s *z;  /* gzip only */
+  unsigned char *in;     /* gzip: compressed bytes read ahead */
+  int done;              /* gzip: the last member has ended */
+} trc_source;
+int trc_source_open(trc_source *s, const char *path, trc_error *err);
+void trc_source_memory(trc_source *s, const char *path, const void *buf, size_t len);
+/* Reads up to n bytes; *got < n only at the end of the content. */
+int trc_source_read(trc_source *s, void *buf, uint64_t n, uint64_t *got, trc_error *err);
+/* The most content bytes the source can hold: its size, or for gzip what
+ * deflate's largest ratio (1032:1) allows. */
+uint64_t trc_source_max_size(const trc_source *s);
+/* Fails unless the content ends here (for gzip: after the trailer). */
+int trc_source_at_end(trc_source *s, trc_error *err);
+void trc_source_close(trc_source *s);
 
 /* Writes a file atomically: `write` fills the temp file; on any failure the
  * temp file is removed and `path` is left as it was. */
@@ -50,6 +94,37 @@ int trc_write_atomic(const char *path, trc_write_fn write, const void *ctx, trc_
 /* Fails when a file could not be created at `path` (its directory is missing
  * or not writable): checked before training, not after. */
 int trc_check_can_create(const char *path, trc_error *err);
+/* Fails unless `path` can take an output. Atomic (stream 0): absent, a
+ * regular file or a symlink (the rename replaces the name, never what a
+ * device node or FIFO there would be). A stream (the log): absent, a regular
+ * file, or a character device or FIFO, written in place (--log /dev/stdout).
+ * Either way a new file's directory must be writable. */
+int trc_check_output(const char *path, int stream, trc_error *err);
+/* 1 when both paths name one file: the same device and inode (through
+ * symlinks and hard links), or for files not made yet, the same name in the
+ * same directory. */
+int trc_same_file(const char *a, const char *b);
+/* Opens a stream output for writing (after trc_check_output): a regular file
+ * is truncated unless `append`; a FIFO must have a reader (never waited for).
+ * Returns the descriptor, or -1. */
+int trc_open_stream(const char *path, int append, trc_error *err);
+/* Removes what interrupted atomic writes left in dir: the temp files
+ * ".BASE.tmp-XXXXXX" whose BASE is_ours accepts. */
+void trc_remove_temp_files(const char *dir, int (*is_ours)(const char *base, const void *ctx),
+                           const void *ctx);
+/* The same for the temp files of one output path. */
+void trc_remove_temps_of(const char *path);
+
+/* Non-finite values (finite.c): the index of the first NaN or infinity in
+ * x[0..n), n when there is none; "nan", "inf" or "-inf". */
+uint64_t trc_first_non_finite(const float *x, uint64_t n);
+const char *trc_non_finite_name(float x);
+/* Fails when a block laid out as the parameters (the parameters themselves,
+ * their gradients, optimizer state) holds a non-finite value, naming the
+ * parameter and element: "<what> 'fc1.weight' is nan at element 17", what
+ * being e.g. "the gradient of parameter". */
+int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
+                           trc_error *err);
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
@@ -103,6 +178,7 @@ int trc_step_ends_epoch(const trc_step_plan *p, int64_t steps_done);
 /* ---- synchronization across ranks (sync.c) ---- */
 
 typedef struct {
+  const trc_model *model;
   int ranks;
   uint64_t count;           /* parameters (f32) */
   float *anchor, *momentum; /* outer optimizer: parameters after the last sync, Nesterov buffer */
@@ -121,12 +197,16 @@ int trc_sync_gradient_step(const trc_train_config *c, int64_t step);
 /* 1 when the parameters are averaged after `done` steps (every local_sgd
  * steps after the warm-up). */
 int trc_sync_due(const trc_train_config *c, int64_t done);
+/* Both end the job (trc_comm_abort) when this rank's gradients or parameters
+ * are not finite, before the all-reduce would spread them. */
 void trc_sync_gradients(trc_sync *s, float *grad);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);
 /* The smallest and largest of every rank's `mine` (exact below 2^53), by
  * one all-reduce. Collective. */
 int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
+/* The same for n values at once (one all-reduce of ranks x n numbers). */
+int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
 
@@ -152,6 +232,15 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
 
 /* ---- pieces of trc_main (train.c) ---- */
+
+/* Fails, naming what differs, unless every rank has the same model,
+ * settings, mode, kinds of files and initial weights (agree.c). Collective. */
+int trc_ranks_agree(const trc_model *m, const trc_options *o, const char *arena, trc_error *err);
+
+/* Checks every output path of the run (this rank's: --save and --log on
+ * rank 0, --dump-step) before any work: writable, none an input, no two the
+ * same file; then removes the temp files interrupted saves left (outputs.c). */
+int trc_check_outputs(const trc_model *m, const trc_options *o, int rank, trc_error *err);
 
 typedef struct {
   double loss, accuracy, f1;
@@ -189,9 +278,12 @@ typedef struct {
 
 typedef struct {
   FILE *f; /* NULL: no log */
+  const char *path;
+  int failed; /* a write failed (said once on stderr) */
 } trc_log;
 
-/* append: continue a resumed run's log instead of truncating it. */
+/* append: continue a resumed run's log instead of truncating it. A regular
+ * file, a character device or a FIFO with a reader (see trc_open_stream). */
 int trc_log_open(trc_log *log, const char *path, int append, trc_error *err);
 void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);

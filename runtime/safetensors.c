@@ -8,6 +8,7 @@
  * their shapes, not overlap, and cover the data section exactly. */
 #include "rt_internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,27 +301,30 @@ static void write_header_json(FILE *f, const st_file *s) {
   fputs("}}", f);
 }
 
+/* fwrite that says why it failed (ENOSPC, EFBIG, EIO, ...). */
+static int write_bytes(FILE *f, const void *p, size_t n, trc_error *err) {
+  return fwrite(p, 1, n, f) == n ? 0 : trc_fail(err, "write failed: %s", strerror(errno));
+}
+
 static int write_file(FILE *f, const void *ctx, trc_error *err) {
   const st_file *s = ctx;
-  char *json = NULL;
-  size_t json_len = 0;
-  FILE *mem = open_memstream(&json, &json_len);
+  char *header = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&header, &len);
   if (!mem) return trc_fail(err, "out of memory");
+  fwrite("\0\0\0\0\0\0\0\0", 1, 8, mem); /* the length, filled in below */
   write_header_json(mem, s);
+  while (ftell(mem) % 8 != 0) fputc(' ', mem); /* data starts 8-byte aligned */
   if (fclose(mem) != 0) {
-    free(json);
+    free(header);
     return trc_fail(err, "out of memory");
   }
-  uint64_t padded = ((uint64_t)json_len + 7) / 8 * 8; /* data starts 8-byte aligned */
-  unsigned char prefix[8];
-  for (int i = 0; i < 8; i++) prefix[i] = (unsigned char)(padded >> (8 * i));
-  fwrite(prefix, 1, 8, f);
-  fwrite(json, 1, json_len, f);
-  for (uint64_t i = json_len; i < padded; i++) fputc(' ', f);
-  free(json);
-  for (int i = 0; i < s->n; i++)
-    fwrite(s->tensors[i].data, 1, (size_t)tensor_bytes(&s->tensors[i]), f);
-  return ferror(f) ? trc_fail(err, "write failed") : 0;
+  for (int i = 0; i < 8; i++) header[i] = (char)((uint64_t)(len - 8) >> (8 * i));
+  int rc = write_bytes(f, header, len, err);
+  free(header);
+  for (int i = 0; i < s->n && rc == 0; i++)
+    rc = write_bytes(f, s->tensors[i].data, (size_t)tensor_bytes(&s->tensors[i]), err);
+  return rc;
 }
 
 int trc_safetensors_write_meta(const char *path, const char *model_name, const char *const *meta,
@@ -337,6 +341,9 @@ int trc_safetensors_write(const char *path, const char *model_name, const trc_te
 /* ---- a model's parameters ---- */
 
 int trc_save_weights(const trc_model *m, const char *arena, const char *path, trc_error *err) {
+  if (trc_check_block_finite(m, (const float *)(arena + m->param_offset),
+                             "refusing to save non-finite weights: parameter", err))
+    return trc_set_where(err, path);
   trc_tensor *t = calloc((size_t)m->n_params + 1, sizeof *t);
   if (!t) return trc_fail_at(err, path, "out of memory");
   for (int i = 0; i < m->n_params; i++) {
@@ -437,6 +444,9 @@ int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_erro
     const trc_st_entry *e = find_entry(&h, m->params[i].name);
     memcpy(arena + m->params[i].offset, buf + h.data_start + e->begin, e->end - e->begin);
   }
+  if (rc == 0 && trc_check_block_finite(m, (const float *)(arena + m->param_offset),
+                                        "non-finite weights: parameter", err))
+    rc = trc_set_where(err, path);
   trc_st_header_free(&h);
   free(buf);
   return rc;

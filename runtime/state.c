@@ -5,8 +5,10 @@
  * optimizer's anchor and momentum as flat F32 tensors, and in __metadata__ the
  * counters (steps done, optimizer steps, syncs, bytes and seconds of
  * communication) and a fingerprint of everything that shapes the run (ranks,
- * batch, schedule, seed, ...). The data order and every random number are
- * functions of (seed, step), so the step number restores them.
+ * batch, schedule, seed, ...), and a CRC-32 over the tensor data and those
+ * values, so a damaged file is refused rather than resumed into another run.
+ * The data order and every random number are functions of (seed, step), so
+ * the step number restores them.
  *
  * A file is written atomically (temp file, fsync, rename, fsync of DIR).
  * Saving is: write the new file, wait for every rank (barrier), then delete
@@ -14,6 +16,7 @@
  * every rank, and --resume takes the newest such step. */
 #include "rt_internal.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -22,27 +25,42 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
-enum { N_COUNTERS = 6, MAX_STATE_ARRAYS = 4 };
-static const char *const counter_names[N_COUNTERS] = {"step",       "optimizer_step", "in_sync",
-                                                      "syncs",      "comm_bytes",     "comm_seconds"};
+/* The __metadata__ a state file carries: the counters, the fingerprint,
+ * then "checksum", over the tensor data and these values. */
+enum { N_COUNTERS = 6, N_KEYS = N_COUNTERS + 1, MAX_STATE_ARRAYS = 4 };
+static const char *const meta_keys[N_KEYS] = {
+    "step", "optimizer_step", "in_sync", "syncs", "comm_bytes", "comm_seconds", "fingerprint"};
+static const char *const *const counter_names = meta_keys;
 
 static void state_path(char *out, size_t cap, const char *dir, int64_t step, int rank) {
   snprintf(out, cap, "%s/state-%" PRId64 ".rank-%d.safetensors", dir, step, rank);
 }
 
-/* The step of a file name of this rank's, or -1. */
+/* The step of a file name of this rank's, or -1: only the names this file
+ * writes count (no leading zeros, signs or spaces; nothing after them), so
+ * a stray file never makes a step that cannot be loaded. */
 static int64_t step_of(const char *name, int rank) {
-  long long step;
-  int r, end = 0;
-  if (sscanf(name, "state-%lld.rank-%d.safetensors%n", &step, &r, &end) != 2 || name[end] ||
-      r != rank || step < 0)
-    return -1;
-  return (int64_t)step;
+  char *end, canonical[128];
+  if (strncmp(name, "state-", 6) != 0 || !isdigit((unsigned char)name[6])) return -1;
+  errno = 0;
+  long long step = strtoll(name + 6, &end, 10);
+  if (errno || step < 0) return -1;
+  state_path(canonical, sizeof canonical, "", step, rank);
+  return strcmp(name, canonical + 1) == 0 ? (int64_t)step : -1;
+}
+
+static int is_regular(const char *dir, const char *name) {
+  char path[4096];
+  struct stat st;
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* Calls fn for every state file of this rank in dir; returns the newest step
- * (-1 when none), or -2 when dir cannot be read. */
+ * (-1 when none), or -2 when dir cannot be read. Names of other shapes, and
+ * state names that are not regular files, are passed over. */
 static int64_t scan_states(const char *dir, int rank, int64_t below,
                            void (*fn)(const char *dir, int64_t step, int rank)) {
   DIR *d = opendir(dir);
@@ -50,7 +68,7 @@ static int64_t scan_states(const char *dir, int rank, int64_t below,
   int64_t newest = -1;
   for (struct dirent *e; (e = readdir(d));) {
     int64_t step = step_of(e->d_name, rank);
-    if (step > newest) newest = step;
+    if (step > newest && is_regular(dir, e->d_name)) newest = step;
     if (fn && step >= 0 && step < below) fn(dir, step, rank);
   }
   closedir(d);
@@ -63,12 +81,23 @@ static void remove_state(const char *dir, int64_t step, int rank) {
   unlink(path);
 }
 
+/* A temp file of this rank's interrupted state save. */
+static int is_own_state(const char *base, const void *rank) {
+  return step_of(base, *(const int *)rank) >= 0;
+}
+
 int trc_state_prepare(const char *dir, trc_error *err) {
   char probe[4096];
+  struct stat st;
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
     return trc_fail_at(err, dir, "cannot make the state folder: %s", strerror(errno));
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return trc_fail_at(err, dir, "--save-state: not a directory");
   snprintf(probe, sizeof probe, "%s/state", dir);
-  return trc_check_can_create(probe, err);
+  if (trc_check_can_create(probe, err)) return -1;
+  int rank = trc_comm_rank();
+  trc_remove_temp_files(dir, is_own_state, &rank);
+  return 0;
 }
 
 /* ---- what is saved ---- */
@@ -96,10 +125,38 @@ static void format_counters(const trc_run_state *st, char values[N_COUNTERS][32]
   snprintf(values[5], 32, "%.17g", st->sync->seconds);
 }
 
+/* The checksum continues over the metadata values, each with its NUL. */
+static uint32_t checksum_values(uint32_t crc, const char *const values[N_KEYS]) {
+  for (int i = 0; i < N_KEYS; i++)
+    crc = (uint32_t)crc32_z(crc, (const unsigned char *)values[i], strlen(values[i]) + 1);
+  return crc;
+}
+
+static void format_checksum(char out[32], uint32_t crc) { snprintf(out, 32, "crc32:%08x", crc); }
+
+/* The parameters and every state array are finite; `doing` leads the
+ * message ("refusing to save non-finite state"). */
+static int check_state_finite(const trc_run_state *st, const char *doing, trc_error *err) {
+  const trc_model *m = st->model;
+  state_array arrays[MAX_STATE_ARRAYS];
+  int n_arrays = state_arrays(st, arrays);
+  char what[128];
+  snprintf(what, sizeof what, "%s: parameter", doing);
+  if (trc_check_block_finite(m, (const float *)(st->arena + m->param_offset), what, err))
+    return -1;
+  for (int i = 0; i < n_arrays; i++) {
+    snprintf(what, sizeof what, "%s: %s of parameter", doing, arrays[i].name);
+    if (trc_check_block_finite(m, arrays[i].data, what, err)) return -1;
+  }
+  return 0;
+}
+
 int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   const trc_model *m = st->model;
   state_array arrays[MAX_STATE_ARRAYS];
   int n_arrays = state_arrays(st, arrays);
+  if (check_state_finite(st, "refusing to save non-finite state", err))
+    return trc_set_where(err, dir);
   trc_tensor *t = calloc((size_t)(m->n_params + n_arrays), sizeof *t);
   if (!t) return trc_fail_at(err, dir, "out of memory");
   for (int i = 0; i < m->n_params; i++) {
@@ -109,15 +166,22 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   const int64_t count = (int64_t)m->param_count;
   for (int i = 0; i < n_arrays; i++)
     t[m->n_params + i] = (trc_tensor){arrays[i].name, 1, &count, arrays[i].data};
-  char values[N_COUNTERS][32], path[4096];
-  const char *meta[2 * (N_COUNTERS + 1)];
-  format_counters(st, values);
-  for (int i = 0; i < N_COUNTERS; i++) meta[2 * i] = counter_names[i], meta[2 * i + 1] = values[i];
-  meta[2 * N_COUNTERS] = "fingerprint", meta[2 * N_COUNTERS + 1] = st->fingerprint;
+  char counters[N_COUNTERS][32], checksum[32], path[4096];
+  const char *values[N_KEYS], *meta[2 * (N_KEYS + 1)];
+  format_counters(st, counters);
+  for (int i = 0; i < N_COUNTERS; i++) values[i] = counters[i];
+  values[N_COUNTERS] = st->fingerprint;
+  uint32_t crc = 0;
+  for (int i = 0; i < m->n_params + n_arrays; i++)
+    crc = (uint32_t)crc32_z(crc, (const unsigned char *)t[i].data,
+                            (i < m->n_params ? m->params[i].count : m->param_count) * sizeof(float));
+  format_checksum(checksum, checksum_values(crc, values));
+  for (int i = 0; i < N_KEYS; i++) meta[2 * i] = meta_keys[i], meta[2 * i + 1] = values[i];
+  meta[2 * N_KEYS] = "checksum", meta[2 * N_KEYS + 1] = checksum;
   int rank = trc_comm_rank();
   state_path(path, sizeof path, dir, st->step, rank);
-  int rc = trc_safetensors_write_meta(path, m->name, meta, N_COUNTERS + 1, t,
-                                      m->n_params + n_arrays, err);
+  int rc = trc_safetensors_write_meta(path, m->name, meta, N_KEYS + 1, t, m->n_params + n_arrays,
+                                      err);
   free(t);
   if (rc) return trc_set_where(err, path);
   trc_comm_barrier(); /* every rank has this step before any older one goes */
@@ -131,6 +195,27 @@ static const char *meta_value(const trc_st_header *h, const char *key) {
   for (int i = 0; i < h->n_meta; i++)
     if (strcmp(h->meta[2 * i], key) == 0) return h->meta[2 * i + 1];
   return NULL;
+}
+
+/* A flipped bit in the tensors or the counters would resume silently into
+ * another run: the file's checksum must match what it holds. */
+static int check_checksum(const trc_st_header *h, const unsigned char *buf, trc_error *err) {
+  const char *values[N_KEYS], *stored = meta_value(h, "checksum");
+  for (int i = 0; i < N_KEYS; i++)
+    if (!(values[i] = meta_value(h, meta_keys[i])))
+      return trc_fail(err, "not a trainc state file: '%s' missing", meta_keys[i]);
+  if (!stored)
+    return trc_fail(err, "has no checksum (saved by an older trainer?): cannot tell it is intact");
+  uint64_t data_bytes = 0;
+  for (int i = 0; i < h->n; i++)
+    if (h->entries[i].end > data_bytes) data_bytes = h->entries[i].end;
+  char computed[32];
+  uint32_t crc = (uint32_t)crc32_z(0, buf + h->data_start, data_bytes);
+  format_checksum(computed, checksum_values(crc, values));
+  if (strcmp(stored, computed) != 0)
+    return trc_fail(err, "damaged: the checksum says %.40s, the contents give %s; this state "
+                         "cannot be resumed from", stored, computed);
+  return 0;
 }
 
 static int parse_counters(const trc_st_header *h, trc_run_state *st, trc_error *err) {
@@ -200,8 +285,9 @@ static int load_file(const char *path, trc_run_state *st, trc_error *err) {
   unsigned char *buf;
   trc_st_header h;
   if (trc_safetensors_load(path, &buf, &h, err)) return -1;
-  int rc = check_fingerprint(&h, st, err) || parse_counters(&h, st, err) ||
-                   copy_tensors(&h, buf, st, err)
+  int rc = check_checksum(&h, buf, err) || check_fingerprint(&h, st, err) ||
+                   parse_counters(&h, st, err) || copy_tensors(&h, buf, st, err) ||
+                   check_state_finite(st, "non-finite state", err)
                ? -1
                : 0;
   trc_st_header_free(&h);

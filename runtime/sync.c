@@ -8,6 +8,7 @@
  * averaged too, a staging buffer [parameters | state...] allocated once. */
 #include "rt_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,7 @@ static int state_arrays(const trc_optimizer *opt, float **arrays) {
 int trc_sync_init(trc_sync *s, const trc_train_config *c, const trc_model *m, const char *arena,
                   const trc_optimizer *opt, trc_error *err) {
   memset(s, 0, sizeof *s);
+  s->model = m;
   s->ranks = trc_comm_size();
   s->count = m->param_count;
   float *arrays[2];
@@ -69,8 +71,23 @@ static void divide(float *x, uint64_t n, int ranks) {
   for (uint64_t i = 0; i < n; i++) x[i] /= r;
 }
 
+/* One rank's NaN or infinity would reach every rank through the all-reduce,
+ * and rank 0's saved weights with it: the job ends before this sync (the
+ * other ranks wait in it until MPI_Abort ends them too). */
+static void stop_unless_finite(const trc_sync *s, const float *block, const char *what) {
+  trc_error err;
+  trc_error_clear(&err);
+  if (trc_check_block_finite(s->model, block, what, &err) == 0) return;
+  fprintf(stderr, "trainer: error: rank %d: %s before sync %lld; stopping every rank so that "
+                  "it reaches none of them\n",
+          trc_comm_rank(), err.msg, (long long)s->syncs + 1);
+  trc_comm_abort(1);
+}
+
 void trc_sync_gradients(trc_sync *s, float *grad) {
-  if (s->ranks > 1) allreduce_counted(s, grad, s->count);
+  if (s->ranks == 1) return;
+  stop_unless_finite(s, grad, "the gradient of parameter");
+  allreduce_counted(s, grad, s->count);
 }
 
 /* DiLoCo's outer step on the average x: delta = anchor - x is the outer
@@ -93,6 +110,7 @@ static void outer_step(trc_sync *s, const trc_train_config *c, float *x) {
 static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {
   float *arrays[3] = {params};
   int n = 1 + state_arrays(opt, arrays + 1);
+  for (int a = 1; a < n; a++) stop_unless_finite(s, arrays[a], "the optimizer state of parameter");
   for (int a = 0; a < n; a++) memcpy(s->staging + a * s->count, arrays[a], s->count * sizeof(float));
   allreduce_counted(s, s->staging, (uint64_t)n * s->count);
   divide(s->staging, (uint64_t)n * s->count, s->ranks);
@@ -103,6 +121,7 @@ static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {
  * remains. */
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt) {
+  if (s->ranks > 1) stop_unless_finite(s, params, "parameter");
   if (s->staging) {
     average_with_state(s, params, opt);
   } else if (s->ranks > 1) {
@@ -112,19 +131,26 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
   if (s->anchor) outer_step(s, c, params);
 }
 
-int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err) {
-  int ranks = trc_comm_size();
-  double *all = calloc((size_t)ranks, sizeof *all); /* one-hot: the sum gathers */
-  *min = *max = mine;
+int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err) {
+  int ranks = trc_comm_size(), rank = trc_comm_rank();
+  double *all = calloc((size_t)ranks * (size_t)n, sizeof *all); /* one-hot: the sum gathers */
   if (!all) return trc_fail(err, "out of memory");
-  all[trc_comm_rank()] = (double)mine;
-  trc_comm_allreduce_f64(all, (uint64_t)ranks);
-  for (int r = 0; r < ranks; r++) {
-    if ((int64_t)all[r] < *min) *min = (int64_t)all[r];
-    if ((int64_t)all[r] > *max) *max = (int64_t)all[r];
+  for (int i = 0; i < n; i++) all[(size_t)rank * n + i] = (double)mine[i];
+  trc_comm_allreduce_f64(all, (uint64_t)ranks * (uint64_t)n);
+  for (int i = 0; i < n; i++) {
+    min[i] = max[i] = mine[i];
+    for (int r = 0; r < ranks; r++) {
+      int64_t v = (int64_t)all[(size_t)r * n + i];
+      if (v < min[i]) min[i] = v;
+      if (v > max[i]) max[i] = v;
+    }
   }
   free(all);
   return 0;
+}
+
+int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err) {
+  return trc_ranks_min_max_n(&mine, 1, min, max, err);
 }
 
 void trc_sync_restart_outer(trc_sync *s, const float *params) {

@@ -17,6 +17,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,8 +350,9 @@ static int sample(trainer *t, trc_error *err) {
 /* Everything after the flags; returns an exit status. */
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
-  if (trc_model_check(m, err)) return EXIT_FAILURE;
-  if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err))
+  if (trc_model_check(m, err) || trc_check_outputs(m, &t->opt, t->rank, err)) return EXIT_FAILURE;
+  if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err) ||
+      (t->ranks > 1 && trc_ranks_agree(m, &t->opt, t->arena, err)))
     return EXIT_FAILURE;
   if (t->opt.gradcheck) {
     int rc = trc_gradcheck(m, t->arena, t->opt.cfg.seed, stdout, err);
@@ -361,8 +363,7 @@ static int run(trainer *t, trc_error *err) {
                ? EXIT_FAILURE
                : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
-  if ((t->rank == 0 && t->opt.save_path && trc_check_can_create(t->opt.save_path, err)) ||
-      (t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
+  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
       check_ranks_agree(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
@@ -411,6 +412,7 @@ static int trainer_main(trainer *t, int argc, char **argv, trc_error *err) {
     return EXIT_SUCCESS;
   }
   if (t->rank != 0) t->opt.quiet = 1;
+  trc_comm_set_timeout(t->opt.comm_timeout);
   int rc = run(t, err);
   if (rc != EXIT_SUCCESS && err->msg[0]) trc_report(err);
   teardown(t);
@@ -424,6 +426,7 @@ int trc_main(const trc_model *m, int argc, char **argv) {
   trc_error_clear(&err);
   t.m = m;
   t.prog = program_name(argc > 0 ? argv[0] : NULL);
+  signal(SIGXFSZ, SIG_IGN); /* past `ulimit -f`, a write fails with EFBIG and says so */
   if (trc_comm_init(&argc, &argv, &err)) {
     trc_report(&err);
     return EXIT_FAILURE;

@@ -391,6 +391,12 @@ void trc_comm_barrier(void);
 /* Ends communication. A status other than 0 aborts every rank of the job
  * (MPI_Abort), so that no rank waits forever on one that failed. */
 void trc_comm_finalize(int status);
+/* Ends every rank of the job now with `status` (MPI_Abort): for a rank that
+ * must not enter a collective the others wait in. One process: exit(). */
+void trc_comm_abort(int status);
+/* The longest one rank waits in one collective (all-reduce, barrier) for the
+ * others before it ends the job with a message; 0: no limit. */
+void trc_comm_set_timeout(double seconds);
 
 /* ---- command line ---- */
 typedef struct {
@@ -404,6 +410,7 @@ typedef struct {
   int64_t sample;          /* bytes to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
+  double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,

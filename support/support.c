@@ -2,8 +2,11 @@
 #include "support.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void out_of_memory(size_t n) {
   fprintf(stderr, "trainc: error: out of memory (asked for %zu bytes)\n", n);
@@ -102,20 +105,56 @@ SourceFile *source_from_string(const char *path, const char *text) {
   return f;
 }
 
-SourceFile *source_read(const char *path) {
-  FILE *fp = fopen(path, "rb");
-  if (!fp) {
+/* "a directory", "a FIFO", ... for messages about what a path is. */
+static const char *file_kind(mode_t mode) {
+  return S_ISDIR(mode)    ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
+/* Opens a regular file no larger than `limit` for reading. A FIFO or device
+ * is refused before open() could block on it or read it without end. */
+static FILE *open_regular(const char *path, off_t limit) {
+  struct stat st;
+  char b[32];
+  if (stat(path, &st) != 0) {
     fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
     return NULL;
   }
+  if (!S_ISREG(st.st_mode)) {
+    fprintf(stderr, "%s: error: not a regular file (%s)\n", path, file_kind(st.st_mode));
+    return NULL;
+  }
+  if (st.st_size > limit) {
+    fprintf(stderr, "%s: error: %lld bytes; a model file may be at most %s\n", path,
+            (long long)st.st_size, format_bytes((uint64_t)limit, b));
+    return NULL;
+  }
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
+  if (!fp) {
+    fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
+    if (fd >= 0) close(fd);
+  }
+  return fp;
+}
+
+SourceFile *source_read(const char *path) {
+  FILE *fp = open_regular(path, MAX_SOURCE_BYTES);
+  if (!fp) return NULL;
   StrBuf sb = {0};
   char chunk[65536];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) sb_appendn(&sb, chunk, n);
-  bool failed = ferror(fp);
+  while (sb.len <= MAX_SOURCE_BYTES && (n = fread(chunk, 1, sizeof chunk, fp)) > 0)
+    sb_appendn(&sb, chunk, n);
+  bool failed = ferror(fp), grew = sb.len > MAX_SOURCE_BYTES;
   fclose(fp);
-  if (failed) {
-    fprintf(stderr, "%s: error: cannot read\n", path);
+  if (failed || grew) {
+    fprintf(stderr, "%s: error: %s\n", path, grew ? "grew past the size limit while being read"
+                                                    : "cannot read");
     sb_free(&sb);
     return NULL;
   }
@@ -124,6 +163,68 @@ SourceFile *source_read(const char *path) {
   f->len = sb.len;
   f->text = sb_take(&sb);
   return f;
+}
+
+/* ---- output files ---- */
+
+static void folder_of(const char *path, char *out, size_t cap) {
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    snprintf(out, cap, ".");
+  else
+    snprintf(out, cap, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+}
+
+static bool same_inode(const struct stat *x, const struct stat *y) {
+  return x->st_dev == y->st_dev && x->st_ino == y->st_ino;
+}
+
+bool same_file(const char *a, const char *b) {
+  struct stat x, y;
+  bool has_a = stat(a, &x) == 0, has_b = stat(b, &y) == 0;
+  if (has_a || has_b) return has_a && has_b && same_inode(&x, &y);
+  const char *na = strrchr(a, '/') ? strrchr(a, '/') + 1 : a;
+  const char *nb = strrchr(b, '/') ? strrchr(b, '/') + 1 : b;
+  char fa[4096], fb[4096];
+  folder_of(a, fa, sizeof fa);
+  folder_of(b, fb, sizeof fb);
+  return !strcmp(na, nb) && stat(fa, &x) == 0 && stat(fb, &y) == 0 && same_inode(&x, &y);
+}
+
+bool output_path_ok(const char *path, bool stream) {
+  struct stat st;
+  char folder[4096];
+  if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
+    if (stream && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return true;
+    fprintf(stderr, "trainc: error: %s is %s; refusing to write over it\n", path,
+            file_kind(st.st_mode));
+    return false;
+  }
+  if (stat(path, &st) == 0) {
+    if (access(path, W_OK) == 0) return true;
+    fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
+    return false;
+  }
+  folder_of(path, folder, sizeof folder);
+  if (access(folder, W_OK | X_OK) == 0) return true;
+  fprintf(stderr, "trainc: error: cannot create %s: %s: %s\n", path, folder, strerror(errno));
+  return false;
+}
+
+FILE *output_open(const char *path) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
+  struct stat st;
+  FILE *f = NULL;
+  if (fd >= 0 && fstat(fd, &st) == 0 && (!S_ISREG(st.st_mode) || ftruncate(fd, 0) == 0)) {
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    f = fdopen(fd, "w");
+  }
+  if (f) return f;
+  int e = errno;
+  if (fd >= 0) close(fd);
+  fprintf(stderr, "trainc: error: cannot write %s: %s\n", path,
+          e == ENXIO ? "a FIFO that no process reads" : strerror(e));
+  return NULL;
 }
 
 void source_free(SourceFile *f) {

@@ -59,10 +59,28 @@ typedef struct {
   int line, col;          /* 1-based; col counts bytes */
 } SrcLoc;
 
-/* Reads a whole file; on failure reports "path: error: ..." and returns NULL. */
+/* Model files are at most this long (real ones are kilobytes): a larger
+ * file, or a FIFO or device (`trainc check /dev/zero`), is refused up front. */
+#define MAX_SOURCE_BYTES (16 << 20)
+
+/* Reads a whole regular file of at most MAX_SOURCE_BYTES; on failure reports
+ * "path: error: ..." and returns NULL. */
 SourceFile *source_read(const char *path);
 SourceFile *source_from_string(const char *path, const char *text);
 void source_free(SourceFile *f);
+
+/* ---- output files ---- */
+/* True when both paths name one file: one device and inode (through links),
+ * or for files not made yet, one name in one folder. */
+bool same_file(const char *a, const char *b);
+/* Checks before any work that `path` can take an output: absent with a
+ * writable folder, or a writable regular file or symlink; when `stream`, also
+ * a character device or FIFO, written in place (-o /dev/stdout). A directory,
+ * device node or socket is never written over. Prints "trainc: error: ..." */
+bool output_path_ok(const char *path, bool stream);
+/* fopen(path, "w") that never blocks: a FIFO must have a reader already.
+ * Prints "trainc: error: ..." and returns NULL on failure. */
+FILE *output_open(const char *path);
 
 /* ---- diagnostics ---- */
 typedef struct {

@@ -40,6 +40,9 @@ static void test_good(void) {
   CHECK(strcmp(o.log_path, "l.jsonl") == 0 && o.cfg.log_every == 7 && o.quiet);
   CHECK(strcmp(o.save_path, "w") == 0);
   CHECK(parse(&o, &err, "--steps", "0", NULL) == 0 && o.steps_given && o.cfg.steps == 0);
+  CHECK(o.comm_timeout == 300);
+  CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
   CHECK(parse(&o, &err, "--data", "d", "--dump-step=s.safetensors", NULL) == 0 &&
         strcmp(o.dump_path, "s.safetensors") == 0);
@@ -77,8 +80,7 @@ static void test_bad(void) {
   trc_error err;
   CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR is required");
   CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR is required");
-  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "0", "--dump-step", "s", NULL), err,
-                   "--dump-step needs --data DIR");
+  CHECK_FAILS_WITH(parse(&o, &err, "--dump-step", "s", NULL), err, "--dump-step needs --data DIR");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
                    "--lr: expected a finite number");
@@ -99,6 +101,29 @@ static void test_bad(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "extra", NULL), err,
                    "unexpected argument 'extra'");
   CHECK_FAILS_WITH(parse(&o, &err, "-x", NULL), err, "unexpected argument '-x'");
+}
+
+/* A flag the run would ignore is refused, naming what makes it moot. */
+static void test_moot_combinations(void) {
+  trc_options o;
+  trc_error err;
+  CHECK_FAILS_WITH(parse(&o, &err, "--gradcheck", "--save", "w", NULL), err,
+                   "--save does nothing with --gradcheck");
+  CHECK_FAILS_WITH(parse(&o, &err, "--gradcheck", "--data", "d", NULL), err,
+                   "--data does nothing with --gradcheck");
+  CHECK_FAILS_WITH(parse(&o, &err, "--gradcheck", "--dump-step", "s", "--data", "d", NULL), err,
+                   "does nothing with --gradcheck");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--dump-step", "s", "--log", "l", NULL), err,
+                   "--log does nothing with --dump-step");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--dump-step", "s", "--save-state", "st", NULL),
+                   err, "--save-state does nothing with --dump-step");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--resume", "st", "--init", "w", NULL), err,
+                   "--init does nothing with --resume");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--prompt", "hi", NULL), err,
+                   "--prompt and --temperature need --sample N");
+  CHECK(parse(&o, &err, "--gradcheck", "--init", "w", "--seed", "3", "--quiet", NULL) == 0);
+  CHECK(parse(&o, &err, "--data", "d", "--dump-step", "s", "--init", "w", "--seed", "3", NULL) == 0);
+  CHECK(parse(&o, &err, "--data", "d", "--resume", "st", "--save-state", "st", NULL) == 0);
 }
 
 static void test_usage(void) {
@@ -133,6 +158,7 @@ int main(void) {
                                       .local_sgd = 1};
   test_good();
   test_bad();
+  test_moot_combinations();
   test_sample();
   test_usage();
   return test_finish("test_args");

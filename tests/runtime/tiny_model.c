@@ -5,10 +5,13 @@
  *
  * Built twice: tiny_trainer, and tiny_trainer_broken with
  * -DTINY_BROKEN_BACKWARD, whose backward forgets the relu mask, so the tests
- * can show that --gradcheck fails on a wrong backward rule. */
+ * can show that --gradcheck fails on a wrong backward rule. With MPI, a third
+ * time: tiny_trainer_mpi (-DTINY_MPI), whose backward can be told to make a
+ * NaN gradient on one rank. */
 #include "trainc_rt.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { B = 32, D = 8, H = 16, C = 4 };
@@ -99,6 +102,11 @@ static void backward(char *a) {
 #endif
     }
   linear_backward_params(F(a, OFF_X), dh, grad + OFF_W1 / 4, grad + OFF_B1 / 4, B, D, H);
+#ifdef TINY_MPI
+  /* a rank started with TINY_NAN_GRADIENT set gets one NaN gradient, its
+   * loss staying finite: the sync must stop it reaching the other ranks */
+  if (getenv("TINY_NAN_GRADIENT")) grad[OFF_B2 / 4 + 1] = NAN;
+#endif
 }
 
 static const trc_input inputs[] = {
