@@ -87,13 +87,27 @@ typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } ScheduleKind;
 typedef enum { LOSS_CROSS_ENTROPY, LOSS_MSE, LOSS_OTHER } LossKind;
 enum { METRIC_LOSS = 1, METRIC_ACCURACY = 2, METRIC_F1 = 4 };
 
-/* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (passes.h). */
+/* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (docs/planner.md). */
 typedef enum { CKPT_OFF, CKPT_ALL, CKPT_SQRT, CKPT_EVERY, CKPT_BUDGET, CKPT_AUTO } CheckpointPolicy;
 typedef struct {
   CheckpointPolicy policy;
   int64_t every;   /* CKPT_EVERY: store every N-th stage boundary */
   uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in */
 } CheckpointSpec;
+
+/* The policy's forms, as error messages list them. */
+#define CHECKPOINT_FORMS "off, all, sqrt, auto, every N or budget SIZE"
+/* The policy a word names ("off", "all", "sqrt", "every", "budget", "auto"):
+ * the one list of policy words, read by the train block and by the text form
+ * below. False for any other word. */
+bool checkpoint_policy_parse(const char *word, CheckpointPolicy *policy);
+/* every and budget take a number after the word; the others nothing. */
+bool checkpoint_policy_takes_number(CheckpointPolicy policy);
+/* The text form (`--policy`): "off", "all", "sqrt", "auto", "every 4",
+ * "budget 64MiB" → spec; false (spec untouched) for anything else. */
+bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
+/* Writes the spec back in that form (a budget in bytes: "budget 1048576B"). */
+const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 
 typedef struct {
   int64_t batch, accumulate, epochs, steps;

@@ -3,6 +3,7 @@
  * distribution settings, checked and folded into the graph's TrainConfig. */
 #include "lower_internal.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static TrainConfig default_train(void) {
@@ -121,28 +122,74 @@ static void lower_eval(Lower *L, const Setting *st, TrainConfig *t) {
   }
 }
 
+/* ------------------------------------------------------- checkpoint policy */
+
+static const char *const policy_words[] = {
+    [CKPT_OFF] = "off", [CKPT_ALL] = "all", [CKPT_SQRT] = "sqrt",
+    [CKPT_EVERY] = "every", [CKPT_BUDGET] = "budget", [CKPT_AUTO] = "auto",
+};
+
+bool checkpoint_policy_parse(const char *word, CheckpointPolicy *policy) {
+  for (size_t i = 0; i < sizeof policy_words / sizeof policy_words[0]; i++)
+    if (strcmp(word, policy_words[i]) == 0) {
+      *policy = (CheckpointPolicy)i;
+      return true;
+    }
+  return false;
+}
+
+bool checkpoint_policy_takes_number(CheckpointPolicy policy) {
+  return policy == CKPT_EVERY || policy == CKPT_BUDGET;
+}
+
+/* A policy and its number (if it takes one) as a spec. */
+static CheckpointSpec checkpoint_spec(CheckpointPolicy policy, uint64_t n) {
+  CheckpointSpec c = {.policy = policy};
+  if (policy == CKPT_EVERY) c.every = (int64_t)n;
+  if (policy == CKPT_BUDGET) c.budget = n;
+  return c;
+}
+
+bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec) {
+  const char *space = strchr(text, ' ');
+  size_t len = space ? (size_t)(space - text) : strlen(text);
+  char word[16];
+  CheckpointPolicy policy;
+  if (len >= sizeof word) return false;
+  memcpy(word, text, len), word[len] = 0;
+  if (!checkpoint_policy_parse(word, &policy) || !space != !checkpoint_policy_takes_number(policy)) return false;
+  uint64_t n = 0;
+  if (space) {
+    const char *number = space + 1;
+    if (!parse_size(number, &n) || n < 1) return false;
+    if (policy == CKPT_EVERY && strspn(number, "0123456789") != strlen(number)) return false; /* a count, no unit */
+  }
+  *spec = checkpoint_spec(policy, n);
+  return true;
+}
+
+const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]) {
+  if (spec->policy == CKPT_EVERY) snprintf(buf, 64, "every %lld", (long long)spec->every);
+  else if (spec->policy == CKPT_BUDGET) snprintf(buf, 64, "budget %lluB", (unsigned long long)spec->budget);
+  else snprintf(buf, 64, "%s", policy_words[spec->policy]);
+  return buf;
+}
+
 /* `checkpoint off | all | sqrt | auto | every N | budget SIZE`. */
 static void lower_checkpoint(Lower *L, const Setting *st, CheckpointSpec *c) {
-  static const struct { const char *word; CheckpointPolicy policy; } words[] = {
-      {"off", CKPT_OFF}, {"all", CKPT_ALL}, {"sqrt", CKPT_SQRT}, {"auto", CKPT_AUTO}};
   const Expr *e = st->nitems >= 1 ? st->items[0] : NULL;
-  if (e && st->nitems == 1 && !st->has_colon)
-    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-      if (is_word(e, words[i].word)) {
-        *c = (CheckpointSpec){.policy = words[i].policy};
-        return;
-      }
-  int64_t n;
-  if (e && st->nitems == 2 && !st->has_colon && (is_word(e, "every") || is_word(e, "budget"))) {
-    bool every = is_word(e, "every");
-    if (!want_int_value(L, eval(L, &L->globals, st->items[1]), st->items[1]->loc, every ? "the period" : "the budget",
-                        1, INT64_C(1) << 53, &n))
-      return;
-    *c = every ? (CheckpointSpec){.policy = CKPT_EVERY, .every = n}
-               : (CheckpointSpec){.policy = CKPT_BUDGET, .budget = (uint64_t)n};
+  CheckpointPolicy policy;
+  if (!e || e->kind != EX_IDENT || st->has_colon || !checkpoint_policy_parse(e->name, &policy) ||
+      st->nitems != 1 + checkpoint_policy_takes_number(policy)) {
+    diag_error(L->diag, st->loc, "checkpoint is " CHECKPOINT_FORMS);
     return;
   }
-  diag_error(L->diag, st->loc, "checkpoint is off, all, sqrt, auto, every N or budget SIZE");
+  int64_t n = 0;
+  if (st->nitems == 2 &&
+      !want_int_value(L, eval(L, &L->globals, st->items[1]), st->items[1]->loc,
+                      policy == CKPT_EVERY ? "the period" : "the budget", 1, INT64_C(1) << 53, &n))
+    return;
+  *c = checkpoint_spec(policy, (uint64_t)n);
 }
 
 /* `sync parameters`, `sync parameters optimizer_state` or `sync gradients`. */

@@ -136,9 +136,4 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count);
 void sweep_print(FILE *out, const SweepPoint *pts, int n);
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
 
-/* "off", "all", "sqrt", "auto", "every 4", "budget 64MiB" → spec. */
-bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
-/* Writes the spec back in that form. */
-const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
-
 #endif
