@@ -500,24 +500,6 @@ static Value builtin_pool(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc
   return tensor_value(graph_add_op(L->g, op, &v[0].node, 1, &a, call->loc, L->diag));
 }
 
-/* Builtins that are one op applied to one tensor. */
-static const struct {
-  const char *name;
-  OpKind op;
-} unary_builtins[] = {
-    {"relu", OP_RELU}, {"gelu", OP_GELU}, {"tanh", OP_TANH}, {"sigmoid", OP_SIGMOID}, {"exp", OP_EXP},
-    {"log", OP_LOG},   {"sum", OP_SUM},
-};
-
-static Value builtin_unary(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
-  for (size_t i = 0; i < sizeof unary_builtins / sizeof unary_builtins[0]; i++) {
-    if (strcmp(unary_builtins[i].name, call->name) != 0) continue;
-    if (!want_tensor(L, v[0], locs[0], "the argument")) return error_value;
-    return tensor_value(add_node(L, unary_builtins[i].op, v[0].node, -1, call->loc));
-  }
-  return error_value;
-}
-
 static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
@@ -530,10 +512,6 @@ static const Builtin builtins[] = {
     {"u8", builtin_cast, {{"x"}, 1, 1, {0}}},
     {"store", builtin_pin, {{"x"}, 1, 1, {0}}},
     {"recompute", builtin_pin, {{"x"}, 1, 1, {0}}},
-#define UNARY(name) {name, builtin_unary, {{"x"}, 1, 1, {0}}}
-    UNARY("relu"), UNARY("gelu"), UNARY("tanh"), UNARY("sigmoid"), UNARY("exp"),
-    UNARY("log"),  UNARY("sum"),
-#undef UNARY
     {"softmax", builtin_softmax, {{"x", "axis"}, 2, 1, {0, -1}}},
     {"log_softmax", builtin_softmax, {{"x", "axis"}, 2, 1, {0, -1}}},
     {"reshape", builtin_reshape, {{"x", "d0", "d1", "d2", "d3", "d4", "d5", "d6", "d7"}, 9, 1, {0}}},
@@ -549,8 +527,29 @@ static const Builtin builtins[] = {
     {"avgpool", builtin_pool, {{"x", "size", "stride"}, 3, 2, {0, 0, 0}}},
 };
 
-const Builtin *find_builtin(const char *name) {
-  for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-    if (strcmp(builtins[i].name, name) == 0) return &builtins[i];
+static Value builtin_one_op(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs);
+
+/* The builtins that are one op applied to one tensor: the ops with a
+ * model-file name in ir/ops.def, at their op's index (NULL names elsewhere). */
+static const Builtin one_op_builtins[OP_COUNT] = {
+#define OP(e, name, class, builtin, ...) [e] = {builtin, builtin_one_op, {{"x"}, 1, 1, {0}}},
+#include "ops.def"
+#undef OP
+};
+
+static const Builtin *find_in(const Builtin *list, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (list[i].name && strcmp(list[i].name, name) == 0) return &list[i];
   return NULL;
+}
+
+const Builtin *find_builtin(const char *name) {
+  const Builtin *b = find_in(builtins, sizeof builtins / sizeof builtins[0], name);
+  return b ? b : find_in(one_op_builtins, OP_COUNT, name);
+}
+
+static Value builtin_one_op(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  if (!want_tensor(L, v[0], locs[0], "the argument")) return error_value;
+  OpKind op = (OpKind)(find_in(one_op_builtins, OP_COUNT, call->name) - one_op_builtins);
+  return tensor_value(add_node(L, op, v[0].node, -1, call->loc));
 }

@@ -108,7 +108,7 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   return graph_add_op(g, op, in, nin, &attr, loc, diag);
 }
 
-bool node_is_view(const Node *n) { return (n->op == OP_RESHAPE && n->grad_of_param < 0) || n->op == OP_SLICE; }
+bool node_is_view(const Node *n) { return op_info(n->op)->op_class == OPC_VIEW && n->grad_of_param < 0; }
 
 uint64_t view_offset(const Graph *g, const Node *n) {
   if (n->op != OP_SLICE) return 0;
@@ -135,51 +135,12 @@ int graph_expand_to(Graph *g, int x, int like) {
   return graph_add_attr(g, OP_EXPAND, &x, 1, 0, like, 0, g->nodes[x].loc, NULL);
 }
 
-static const char *init_name(InitKind k) {
-  static const char *names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
-  return names[k];
-}
-
 static void print_node(FILE *out, const Graph *g, const Node *n) {
   char sb[128];
-  fprintf(out, "%%%d = %s", n->id, op_info(n->op)->name);
+  const OpInfo *info = op_info(n->op);
+  fprintf(out, "%%%d = %s", n->id, info->name);
   for (int i = 0; i < n->nin; i++) fprintf(out, "%s%%%d", i ? ", " : " ", n->in[i]);
-  switch (n->op) {
-  case OP_ADD_SCALAR:
-  case OP_MUL_SCALAR:
-  case OP_LAYERNORM: fprintf(out, " {%g}", n->attr.f[0]); break;
-  case OP_MATMUL:
-  case OP_BMM: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
-  case OP_SUM: fprintf(out, " {axis=%lld}", (long long)n->attr.i[0]); break;
-  case OP_PERMUTE:
-    for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
-    fputc('}', out);
-    break;
-  case OP_CAUSAL_MASK:
-  case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
-  case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
-  case OP_SLICE:
-  case OP_SLICE_GRAD: fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); break;
-  case OP_PAD:
-  case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
-  case OP_IM2COL:
-  case OP_COL2IM:
-  case OP_MAXPOOL:
-  case OP_MAXPOOL_GRAD:
-  case OP_AVGPOOL:
-  case OP_AVGPOOL_GRAD:
-    fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
-    break;
-  case OP_PARAM:
-    fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_name(n->init.kind), n->init.a, n->init.b,
-            n->decay ? ", decay" : "");
-    break;
-  case OP_INPUT:
-    fprintf(out, " %s", n->name);
-    if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
-    break;
-  default: break;
-  }
+  if (info->print_attrs) info->print_attrs(out, n);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (n->grad_of_param >= 0) fprintf(out, " +=> grad(%s)", g->nodes[n->grad_of_param].name);
   if (n->name && n->op != OP_PARAM && n->op != OP_INPUT) fprintf(out, "  # %s", n->name);

@@ -2,10 +2,15 @@
  *
  * The whole interface of the IR stage. lower_ast() turns a parsed model into a
  * Graph whose every node has a static shape (B, the micro-batch, is a number
- * here). Every op is defined once in the op table (ir/ops.c): its shape rule,
- * its cost, its backward rule written with other ops, and its kernel as a loop
- * nest. Autodiff, the planner and every backend read that table and nothing
- * else, so adding an op is one table entry.
+ * here). Every op is declared once, as a record of the op table ir/ops.def:
+ * its class (leaf, view, GEMM or loop kernel), its model-file builtin name if
+ * it has one, and its functions, which ir/ops.c defines beside the other ops
+ * of its family: shape rule, cost, backward rule written with other ops,
+ * kernel as a loop nest, attribute printer. Lowering, autodiff, the planner
+ * and every backend read that table and the class and infer nothing from
+ * which parts an op lacks, so adding an op is its record in ops.def and its
+ * functions in ops.c (a pointwise op: a backward rule and a scalar formula;
+ * see docs/architecture.md).
  *
  * Invariants of a Graph:
  *   - nodes are in topological order: every input id is smaller than the node's;
@@ -30,14 +35,23 @@ bool shape_equal(const Shape *a, const Shape *b);
 /* Writes "[128, 784]" into buf and returns it. */
 const char *shape_str(const Shape *s, char buf[128]);
 
-/* The ops: one record each in ir/ops.def (name, arity, shape rule, cost,
- * backward rule, kernel). Ops marked "(bwd)" appear only in backward graphs. */
+/* The ops: one record each in ir/ops.def (name, class, model-file builtin,
+ * arity, shape rule, cost, backward rule, kernel, attribute printer). Ops
+ * marked "(bwd)" appear only in backward graphs. */
 typedef enum {
 #define OP(e, ...) e,
 #include "ops.def"
 #undef OP
   OP_COUNT
 } OpKind;
+
+/* What an op's node is for the passes and backends (ir/ops.def says more). */
+typedef enum {
+  OPC_LEAF, /* set by the runtime, never computed */
+  OPC_VIEW, /* its input's storage (node_is_view): no code */
+  OPC_GEMM, /* a matrix product: the backend's BLAS */
+  OPC_LOOP, /* a loop-nest kernel */
+} OpClass;
 
 typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM, INIT_XAVIER, INIT_HE } InitKind;
 
@@ -165,6 +179,7 @@ typedef struct Kernel Kernel;
 
 typedef struct {
   const char *name;
+  OpClass op_class;
   int arity;
   /* Sets node->shape and dtype from its inputs and attrs; reports a located
    * error and returns false when they do not fit. */
@@ -175,9 +190,11 @@ typedef struct {
    * the inputs i with want[i] and stores their ids in dx[i] (-1 elsewhere).
    * NULL for ops that are never differentiated (backward-only ops, leaves). */
   void (*backward)(Graph *g, int n, int dy, const bool want[IR_MAX_IN], int dx[IR_MAX_IN]);
-  /* The op's kernel as a loop nest; NULL for leaves and for GEMMs, which every
-   * backend hands to its BLAS. */
+  /* The op's kernel as a loop nest; NULL for leaves, GEMMs and the views that
+   * never add into a gradient slot (slice). */
   Kernel *(*kernel)(const Graph *g, const Node *n);
+  /* Writes the node's attributes for graph_print (" {...}"); NULL: none. */
+  void (*print_attrs)(FILE *out, const Node *n);
 } OpInfo;
 
 const OpInfo *op_info(OpKind op);
@@ -192,10 +209,10 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
                    int64_t i1, SrcLoc loc, Diag *diag);
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag);
-/* A node whose output is its input's storage: a slice, and every reshape
- * except one that adds into a parameter's gradient slot (which copies). The
- * memory plan gives a view its source's offset plus view_offset() bytes and
- * schedules no code for it. */
+/* A node whose output is its input's storage: a node of a VIEW op (slice,
+ * reshape) unless it adds into a parameter's gradient slot, where its kernel
+ * copies. The memory plan gives a view its source's offset plus
+ * view_offset() bytes and schedules no code for it. */
 bool node_is_view(const Node *n);
 uint64_t view_offset(const Graph *g, const Node *n);
 /* The node that owns the storage a view (chain) reads; n itself otherwise. */

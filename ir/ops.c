@@ -97,6 +97,9 @@ static double flops_5(const Graph *g, const Node *n) { return flops_per_element(
 static double flops_20(const Graph *g, const Node *n) { return flops_per_element(g, n, 20); }
 static double flops_0(const Graph *g, const Node *n) { return 0; }
 
+/* The attribute of ops with one number (a scalar operand, an epsilon). */
+static void print_f0(FILE *out, const Node *n) { fprintf(out, " {%g}", n->attr.f[0]); }
+
 /* out[...] = 0 over the whole output — unless the kernel accumulates into a
  * gradient slot, which the runtime zeroes once per optimizer step. */
 static void zero_output(Kernel *k, const Node *n) {
@@ -144,6 +147,19 @@ static Kernel *pointwise_kernel(const Graph *g, const Node *n, ScalarFn fn) {
 
 #define POINTWISE(fn)                                                          \
   static Kernel *kernel_##fn(const Graph *g, const Node *n) { return pointwise_kernel(g, n, s_##fn); }
+
+/* ------------------------------------------------------------------- leaves */
+
+static void print_input(FILE *out, const Node *n) {
+  fprintf(out, " %s", n->name);
+  if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
+}
+
+static void print_param(FILE *out, const Node *n) {
+  static const char *init_names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
+  fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_names[n->init.kind], n->init.a, n->init.b,
+          n->decay ? ", decay" : "");
+}
 
 /* ----------------------------------------------------- pointwise arithmetic */
 
@@ -370,6 +386,11 @@ static KExpr *s_copy(Kernel *k, const Node *n, KExpr **x) { return x[0]; }
 POINTWISE(copy)
 
 /* -------------------- matrix products (GEMMs: every backend calls its BLAS) */
+
+/* attr.i[0], attr.i[1]: whether a and b are transposed. */
+static void print_transpose(FILE *out, const Node *n) {
+  fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+}
 
 /* Both operands are viewed as matrices [rows, last dim] (rows: the product of
  * the leading dims); op(x) transposes when attr.i[0] (a) / attr.i[1] (b).
@@ -903,6 +924,8 @@ static bool infer_slice(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
+static void print_start(FILE *out, const Node *n) { fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); }
+
 static void bwd_slice(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Attr back = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
   dx[0] = add_with(g, OP_SLICE_GRAD, dy, &back);
@@ -938,6 +961,11 @@ static bool infer_permute(const Graph *g, Node *n, Diag *diag) {
   n->shape.rank = x->rank;
   n->dtype = in_node(g, n, 0)->dtype;
   return true;
+}
+
+static void print_axes(FILE *out, const Node *n) {
+  for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
+  fputc('}', out);
 }
 
 /* Row-major strides of a shape. */
@@ -984,6 +1012,8 @@ static bool infer_causal_mask(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
+static void print_scale(FILE *out, const Node *n) { fprintf(out, " {scale=%g}", n->attr.f[0]); }
+
 /* Loops over [..., T, T]: x * scale on and below the diagonal (column <=
  * row), `above` elsewhere. */
 static Kernel *causal_kernel(const Graph *g, const Node *n, double above) {
@@ -1012,6 +1042,10 @@ static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {
   if (!want_f32(g, n, 0, diag)) return false;
   n->shape = in_node(g, n, 0)->shape;
   return true;
+}
+
+static void print_dropout(FILE *out, const Node *n) {
+  fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]);
 }
 
 /* y = x * m, m = 1/(1-p) where the element's uniform number is above p, else
@@ -1071,6 +1105,8 @@ static bool infer_pad(const Graph *g, Node *n, Diag *diag) {
   n->shape.dim[3] += 2 * n->attr.i[0];
   return true;
 }
+
+static void print_pad(FILE *out, const Node *n) { fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); }
 
 /* out = x with attr.i[0] zeros around H and W (pad), or the interior of a
  * padded buffer (crop, its inverse). Loops over the smaller image. */
@@ -1156,6 +1192,11 @@ static Attr window_back(const Graph *g, int n) {
   Attr a = g->nodes[n].attr;
   a.shape = g->nodes[g->nodes[n].in[0]].shape;
   return a;
+}
+
+/* attr.i[0], attr.i[1]: the window's size and stride. */
+static void print_window(FILE *out, const Node *n) {
+  fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
 }
 
 static bool infer_pool(const Graph *g, Node *n, Diag *diag) {
@@ -1272,7 +1313,8 @@ static void bwd_im2col(Graph *g, int n, int dy, const bool want[], int dx[]) {
 /* -------------------------------------------------------------------- table */
 
 static const OpInfo table[OP_COUNT] = {
-#define OP(e, name, arity, infer, flops, backward, kernel) [e] = {name, arity, infer, flops, backward, kernel},
+#define OP(e, name, class, builtin, arity, infer, flops, backward, kernel, attrs) \
+  [e] = {name, OPC_##class, arity, infer, flops, backward, kernel, attrs},
 #include "ops.def"
 #undef OP
 };

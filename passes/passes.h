@@ -62,7 +62,8 @@ MachineProfile profile_default(void);
 bool profile_read(const char *path, MachineProfile *p, char err[256]);
 void profile_write(FILE *out, const MachineProfile *p);
 /* Predicted seconds of one node's kernel: the slower of its FLOPs and its
- * memory traffic, plus the per-call overhead. */
+ * memory traffic, plus the per-call overhead; 0 for leaves and views, which
+ * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
