@@ -332,6 +332,22 @@ static KExpr *s_sigmoid_grad(Kernel *k, const Node *n, KExpr **x) {
 }
 POINTWISE(sigmoid_grad)
 
+/* SiLU (swish): x * sigmoid(x). */
+static KExpr *s_silu(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], s_sigmoid(k, n, x)); }
+POINTWISE(silu)
+
+static void bwd_silu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SILU_GRAD, g->nodes[n].in[0], dy);
+}
+
+/* d silu/dx = s * (1 + x * (1 - s)), s = sigmoid(x) (as PyTorch). */
+static KExpr *s_silu_grad(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *s = s_sigmoid(k, n, x);
+  KExpr *t = k_binary(k, KB_ADD, k_const(k, 1), k_binary(k, KB_MUL, x[0], k_binary(k, KB_SUB, k_const(k, 1), s)));
+  return k_binary(k, KB_MUL, x[1], k_binary(k, KB_MUL, s, t));
+}
+POINTWISE(silu_grad)
+
 static void bwd_exp(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add2(g, OP_MUL, dy, n);
 }
