@@ -40,23 +40,27 @@ static int64_t last_dim(const Shape *s) { return s->rank ? s->dim[s->rank - 1] :
 static int64_t rows_of(const Shape *s) { return shape_numel(s) / (last_dim(s) ? last_dim(s) : 1); }
 static bool accumulates(const Node *n) { return n->grad_of_param >= 0; }
 
-/* Backward rules build their nodes with these (shapes cannot fail). */
+/* Backward rules build their nodes with these (shapes cannot fail). Their
+ * location is left empty: autodiff gives every node a rule makes the
+ * location (and origin) of the forward node whose rule it is. */
 
-static int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, g->nodes[a].loc, NULL); }
+static const SrcLoc no_loc;
+
+static int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, no_loc, NULL); }
 
 static int add2(Graph *g, OpKind op, int a, int b) {
   int in[2] = {a, b};
-  return graph_add(g, op, in, 2, g->nodes[a].loc, NULL);
+  return graph_add(g, op, in, 2, no_loc, NULL);
 }
 
 static int add3(Graph *g, OpKind op, int a, int b, int c, double f0) {
   int in[3] = {a, b, c};
-  return graph_add_attr(g, op, in, 3, f0, 0, 0, g->nodes[a].loc, NULL);
+  return graph_add_attr(g, op, in, 3, f0, 0, 0, no_loc, NULL);
 }
 
-/* An op on one input with the attributes `attr` (shapes cannot fail). */
+/* An op on one input with the attributes `attr`. */
 static int add_with(Graph *g, OpKind op, int x, const Attr *attr) {
-  return graph_add_op(g, op, &x, 1, attr, g->nodes[x].loc, NULL);
+  return graph_add_op(g, op, &x, 1, attr, no_loc, NULL);
 }
 
 /* Shape rules of many ops. */
@@ -253,7 +257,7 @@ static KExpr *s_add_scalar(Kernel *k, const Node *n, KExpr **x) {
 POINTWISE(add_scalar)
 
 static void bwd_mul_scalar(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = graph_add_attr(g, OP_MUL_SCALAR, &dy, 1, g->nodes[n].attr.f[0], 0, 0, g->nodes[dy].loc, NULL);
+  dx[0] = graph_add_attr(g, OP_MUL_SCALAR, &dy, 1, g->nodes[n].attr.f[0], 0, 0, no_loc, NULL);
 }
 
 static KExpr *s_mul_scalar(Kernel *k, const Node *n, KExpr **x) {
@@ -450,14 +454,13 @@ static double flops_matmul(const Graph *g, const Node *n) {
 static void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
   int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
   bool tb = g->nodes[n].attr.i[1];
-  SrcLoc loc = g->nodes[n].loc;
   if (want[0]) {
     int in[2] = {dy, b};
-    dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, loc, NULL);
+    dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, no_loc, NULL);
   }
   if (want[1]) {
     int in[2] = {tb ? dy : a, tb ? a : dy};
-    dx[1] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 1, 0, loc, NULL);
+    dx[1] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 1, 0, no_loc, NULL);
   }
 }
 
@@ -498,11 +501,11 @@ static void bwd_bmm(Graph *g, int n, int dy, const bool want[], int dx[]) {
   bool ta = x.attr.i[0], tb = x.attr.i[1];
   if (want[0]) {
     int in[2] = {ta ? b : dy, ta ? dy : b};
-    dx[0] = graph_add_attr(g, OP_BMM, in, 2, 0, ta ? tb : 0, ta ? 1 : !tb, x.loc, NULL);
+    dx[0] = graph_add_attr(g, OP_BMM, in, 2, 0, ta ? tb : 0, ta ? 1 : !tb, no_loc, NULL);
   }
   if (want[1]) {
     int in[2] = {tb ? dy : a, tb ? a : dy};
-    dx[1] = graph_add_attr(g, OP_BMM, in, 2, 0, tb ? 1 : !ta, tb ? ta : 0, x.loc, NULL);
+    dx[1] = graph_add_attr(g, OP_BMM, in, 2, 0, tb ? 1 : !ta, tb ? ta : 0, no_loc, NULL);
   }
 }
 
@@ -794,7 +797,7 @@ static void bwd_layernorm(Graph *g, int n, int dy, const bool want[], int dx[]) 
   if (want[0]) dx[0] = add3(g, OP_LAYERNORM_GRAD, x.in[0], x.in[1], dy, eps);
   if (want[1]) {
     int in[2] = {x.in[0], dy};
-    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, x.loc, NULL);
+    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, no_loc, NULL);
   }
   if (want[2]) dx[2] = graph_sum_to(g, dy, x.in[2]);
 }
@@ -878,7 +881,7 @@ static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) 
   Node x = g->nodes[n];
   if (want[0]) {
     int in[2] = {x.in[1], dy};
-    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, x.loc, NULL);
+    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, no_loc, NULL);
   }
 }
 
@@ -1084,7 +1087,7 @@ static Kernel *kernel_dropout(const Graph *g, const Node *n) {
 static void bwd_dropout(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Node x = g->nodes[n];
   int in[3] = {dy, x.in[1], x.in[2]};
-  dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, x.loc, NULL);
+  dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, no_loc, NULL);
 }
 
 /* ------------------------------------------------------------------- images */
@@ -1245,7 +1248,7 @@ static Kernel *kernel_avgpool(const Graph *g, const Node *n) { return pool_kerne
 
 static void bwd_maxpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
   int in[2] = {g->nodes[n].in[0], dy};
-  dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, g->nodes[n].loc, NULL);
+  dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, no_loc, NULL);
 }
 
 /* dx gets each window's dy at its first maximum (PyTorch's choice on ties):

@@ -63,7 +63,10 @@ void autodiff(Graph *g) {
         grad[x] = graph_add(g, OP_ADD, in, 2, g->nodes[x].loc, NULL);
       }
     }
-    for (int b = first_new; b < g->n; b++) g->nodes[b].origin = i;
+    for (int b = first_new; b < g->n; b++) { /* what the rule made, for the model file's line i */
+      g->nodes[b].origin = i;
+      g->nodes[b].loc = n.loc;
+    }
   }
   free(grad);
   free(needs);
