@@ -373,12 +373,12 @@ static Value builtin_dropout(Lower *L, Scope *s, const Expr *call, Value *v, Src
 /* linear(x, C) named <prefix><part>., split into heads: [B, T, C] →
  * [B, H, T, C/H]. -1 on error. */
 static int head_projection(Lower *L, int x, int64_t heads, const char *prefix, const char *part, SrcLoc loc) {
-  const Shape xs = *shape_of(L, x); /* a copy: adding nodes moves the node array */
+  const Shape *xs = shape_of(L, x);
   char *sub = xsprintf("%s%s.", prefix, part);
-  int y = linear_layer(L, x, xs.dim[2], true, sub, loc);
+  int y = linear_layer(L, x, xs->dim[2], true, sub, loc);
   free(sub);
   if (y < 0) return -1;
-  Shape split = {.rank = 4, .dim = {xs.dim[0], xs.dim[1], heads, xs.dim[2] / heads}};
+  Shape split = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], heads, xs->dim[2] / heads}};
   int perm[4] = {0, 2, 1, 3};
   return permute_node(L, reshape_node(L, y, split, loc), perm, loc);
 }

@@ -1,8 +1,11 @@
 /* graph.c — building, querying and printing the tensor graph (see ir.h). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "ir.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int64_t shape_numel(const Shape *s) {
   int64_t n = 1;
@@ -27,8 +30,27 @@ const char *shape_str(const Shape *s, char buf[128]) {
 
 int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
 
+/* The node storage: IR_MAX_NODES nodes of address space, reserved once and
+ * never moved (ir.h). MAP_NORESERVE asks for no swap or memory up front: the
+ * kernel commits each page when a node is first written to it, so a small
+ * graph uses a few pages of its reservation. (Under ASan the storage is
+ * plain mapped memory, as it was heap memory before: an index past g->n is
+ * not reported, but no pointer into it can dangle while the graph lives.) */
+static const size_t node_storage = (size_t)IR_MAX_NODES * sizeof(Node);
+
+static Node *reserve_nodes(void) {
+  void *p = mmap(NULL, node_storage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "trainc: cannot reserve %zu MiB of address space for a graph: %s\n", node_storage >> 20,
+            strerror(errno));
+    exit(1);
+  }
+  return p;
+}
+
 Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
+  g->nodes = reserve_nodes();
   g->loss = g->predict = g->labels = g->tokens = g->loss_seed = g->rng_key = g->training = -1;
   return g;
 }
@@ -36,12 +58,24 @@ Graph *graph_new(void) {
 void graph_free(Graph *g) {
   if (!g) return;
   for (int i = 0; i < g->n; i++) free((char *)g->nodes[i].name);
-  free(g->nodes);
+  munmap(g->nodes, node_storage);
   free(g->params);
   free(g->inputs);
   free((char *)g->model_name);
   free((char *)g->source_path);
   free(g);
+}
+
+/* Stores n as the next node (its id set). The passes never fill a graph
+ * (IR_MAX_NODES), so a full one here is a compiler bug. */
+static int append_node(Graph *g, const Node *n) {
+  if (g->n == IR_MAX_NODES) {
+    fprintf(stderr, "trainc: internal error: a graph of more than %d nodes\n", IR_MAX_NODES);
+    abort();
+  }
+  g->nodes[g->n] = *n;
+  g->nodes[g->n].id = g->n;
+  return g->n++;
 }
 
 /* A result must have at most 2^40 elements (as declared tensors: lower.c),
@@ -70,15 +104,16 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.origin = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
-    if (!diag) {
-      fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
-      abort();
-    }
-    return -1;
+  if (g->n == IR_MAX_NODES) {
+    if (diag) diag_error(diag, loc, "the model grows past %d graph nodes", IR_MAX_NODES);
+  } else if (!info->infer || (info->infer(g, &n, diag) && size_fits(&n, diag))) {
+    return append_node(g, &n);
   }
-  VEC_PUSH(g->nodes, g->n, g->cap, n);
-  return n.id;
+  if (!diag) {
+    fprintf(stderr, "trainc: internal error: bad shapes for %s, or a full graph\n", info->name);
+    abort();
+  }
+  return -1;
 }
 
 Graph *graph_copy_header(const Graph *g) {
@@ -96,10 +131,8 @@ Graph *graph_copy_header(const Graph *g) {
 
 int graph_push(Graph *g, const Node *n) {
   Node copy = *n;
-  copy.id = g->n;
   copy.name = n->name ? xstrdup(n->name) : NULL;
-  VEC_PUSH(g->nodes, g->n, g->cap, copy);
-  return copy.id;
+  return append_node(g, &copy);
 }
 
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,

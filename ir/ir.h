@@ -16,7 +16,11 @@
  *   - nodes are in topological order: every input id is smaller than the node's;
  *   - ids [0, n_forward) are the forward graph; later ids are built by passes
  *     (autodiff) and may read forward values;
- *   - every node's shape is known and its element count fits in int64. */
+ *   - every node's shape is known and its element count fits in int64;
+ *   - g->nodes never moves: its storage is reserved once, as address space
+ *     for IR_MAX_NODES nodes whose pages the kernel commits as nodes are
+ *     written, so a Node * stays valid until graph_free however the graph
+ *     grows (pointers held across a growing array were two use-after-frees). */
 #ifndef TRAINC_IR_H
 #define TRAINC_IR_H
 
@@ -24,6 +28,12 @@
 
 #define IR_MAX_RANK 8
 #define IR_MAX_IN 3
+/* Lowering refuses a model of more than IR_MAX_FORWARD nodes; autodiff adds
+ * at most 8 nodes per forward node (div: 6, plus a sum or a copy for each
+ * input) and recompute weaving at most one clone per forward node, so no
+ * graph the passes build outgrows IR_MAX_NODES. */
+#define IR_MAX_FORWARD 1000000
+#define IR_MAX_NODES (16 * IR_MAX_FORWARD)
 
 typedef struct {
   int rank;
@@ -154,8 +164,8 @@ bool train_is_distributed(const TrainConfig *t);
 typedef struct {
   const char *model_name;
   const char *source_path;
-  Node *nodes;
-  int n, cap;
+  Node *nodes;             /* IR_MAX_NODES reserved, n used; never moves */
+  int n;
   int n_forward;           /* see the invariants above */
   int loss;                /* the node named `loss` (f32 scalar) */
   int predict;             /* the `predict` node, -1 if none */
@@ -202,8 +212,9 @@ const OpInfo *op_info(OpKind op);
 /* ---- building graphs (used by lowering and by passes) ---- */
 Graph *graph_new(void);
 void graph_free(Graph *g);
-/* Appends a node and infers its shape; on a shape error reports through diag
- * and returns -1. With diag == NULL a shape error is a compiler bug (abort). */
+/* Appends a node and infers its shape; on a shape error (or a graph of
+ * IR_MAX_NODES nodes) reports through diag and returns -1. With diag == NULL
+ * either is a compiler bug (abort). */
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
                    int64_t i1, SrcLoc loc, Diag *diag);

@@ -19,7 +19,6 @@
 
 #define MAX_DEF_DEPTH 32
 #define MAX_REPEAT 10000
-#define MAX_NODES 1000000 /* forward nodes: keeps nested repeats from exhausting memory */
 
 const Value error_value = {.kind = V_ERROR};
 
@@ -296,8 +295,8 @@ static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret);
  * prefixed by `prefix`. */
 static Value inline_def(Lower *L, Scope *caller, const Def *d, const Value *args, const char *prefix,
                         SrcLoc loc) {
-  if (L->g->n > MAX_NODES) {
-    diag_error(L->diag, loc, "the model grows past %d operations here (nested repeats?)", MAX_NODES);
+  if (L->g->n > IR_MAX_FORWARD) {
+    diag_error(L->diag, loc, "the model grows past %d operations here (nested repeats?)", IR_MAX_FORWARD);
     return error_value;
   }
   if (caller->depth >= MAX_DEF_DEPTH) {
@@ -644,6 +643,8 @@ Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag) {
     g->source_path = xstrdup(ast->file->path);
     Scope s = {.prefix = xstrdup("")};
     lower_stmts(&L, &s, m->body, NULL);
+    if (diag_count(diag) == 0 && g->n > IR_MAX_FORWARD)
+      diag_error(diag, m->loc, "model '%s' has more than %d operations", m->name, IR_MAX_FORWARD);
     if (diag_count(diag) == 0) finish_model(&L, &s, m);
     scope_free(&s);
   }
