@@ -202,10 +202,10 @@ static void print_gemm(FILE *out, const Program *p, int id) {
 static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
   for (int i = 0; i < n; i++) {
     print_node_comment(out, p, ids[i]);
-    if (p->kernels[ids[i]])
-      print_loop_kernel(out, p, ids[i], p->kernels[ids[i]]);
-    else
+    if (op_info(p->g->nodes[ids[i]].op)->op_class == OPC_GEMM)
       print_gemm(out, p, ids[i]);
+    else
+      print_loop_kernel(out, p, ids[i], p->kernels[ids[i]]);
   }
 }
 

@@ -251,7 +251,7 @@ static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *sp
     return false;
   }
   if (o->policy && !checkpoint_spec_parse(o->policy, spec)) {
-    usage_error("--policy takes off, all, sqrt, auto, 'every N' or 'budget SIZE', not '%s'", o->policy);
+    usage_error("--policy takes " CHECKPOINT_FORMS ", not '%s'", o->policy);
     return false;
   }
   return true;

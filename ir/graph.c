@@ -1,8 +1,11 @@
 /* graph.c — building, querying and printing the tensor graph (see ir.h). */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "ir.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 int64_t shape_numel(const Shape *s) {
   int64_t n = 1;
@@ -27,8 +30,27 @@ const char *shape_str(const Shape *s, char buf[128]) {
 
 int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
 
+/* The node storage: IR_MAX_NODES nodes of address space, reserved once and
+ * never moved (ir.h). MAP_NORESERVE asks for no swap or memory up front: the
+ * kernel commits each page when a node is first written to it, so a small
+ * graph uses a few pages of its reservation. (Under ASan the storage is
+ * plain mapped memory, as it was heap memory before: an index past g->n is
+ * not reported, but no pointer into it can dangle while the graph lives.) */
+static const size_t node_storage = (size_t)IR_MAX_NODES * sizeof(Node);
+
+static Node *reserve_nodes(void) {
+  void *p = mmap(NULL, node_storage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "trainc: cannot reserve %zu MiB of address space for a graph: %s\n", node_storage >> 20,
+            strerror(errno));
+    exit(1);
+  }
+  return p;
+}
+
 Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
+  g->nodes = reserve_nodes();
   g->loss = g->predict = g->labels = g->tokens = g->loss_seed = g->rng_key = g->training = -1;
   return g;
 }
@@ -36,12 +58,24 @@ Graph *graph_new(void) {
 void graph_free(Graph *g) {
   if (!g) return;
   for (int i = 0; i < g->n; i++) free((char *)g->nodes[i].name);
-  free(g->nodes);
+  munmap(g->nodes, node_storage);
   free(g->params);
   free(g->inputs);
   free((char *)g->model_name);
   free((char *)g->source_path);
   free(g);
+}
+
+/* Stores n as the next node (its id set). The passes never fill a graph
+ * (IR_MAX_NODES), so a full one here is a compiler bug. */
+static int append_node(Graph *g, const Node *n) {
+  if (g->n == IR_MAX_NODES) {
+    fprintf(stderr, "trainc: internal error: a graph of more than %d nodes\n", IR_MAX_NODES);
+    abort();
+  }
+  g->nodes[g->n] = *n;
+  g->nodes[g->n].id = g->n;
+  return g->n++;
 }
 
 /* A result must have at most 2^40 elements (as declared tensors: lower.c),
@@ -70,15 +104,16 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.origin = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
-    if (!diag) {
-      fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
-      abort();
-    }
-    return -1;
+  if (g->n == IR_MAX_NODES) {
+    if (diag) diag_error(diag, loc, "the model grows past %d graph nodes", IR_MAX_NODES);
+  } else if (!info->infer || (info->infer(g, &n, diag) && size_fits(&n, diag))) {
+    return append_node(g, &n);
   }
-  VEC_PUSH(g->nodes, g->n, g->cap, n);
-  return n.id;
+  if (!diag) {
+    fprintf(stderr, "trainc: internal error: bad shapes for %s, or a full graph\n", info->name);
+    abort();
+  }
+  return -1;
 }
 
 Graph *graph_copy_header(const Graph *g) {
@@ -96,10 +131,8 @@ Graph *graph_copy_header(const Graph *g) {
 
 int graph_push(Graph *g, const Node *n) {
   Node copy = *n;
-  copy.id = g->n;
   copy.name = n->name ? xstrdup(n->name) : NULL;
-  VEC_PUSH(g->nodes, g->n, g->cap, copy);
-  return copy.id;
+  return append_node(g, &copy);
 }
 
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
@@ -108,7 +141,7 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   return graph_add_op(g, op, in, nin, &attr, loc, diag);
 }
 
-bool node_is_view(const Node *n) { return (n->op == OP_RESHAPE && n->grad_of_param < 0) || n->op == OP_SLICE; }
+bool node_is_view(const Node *n) { return op_info(n->op)->op_class == OPC_VIEW && n->grad_of_param < 0; }
 
 uint64_t view_offset(const Graph *g, const Node *n) {
   if (n->op != OP_SLICE) return 0;
@@ -135,51 +168,12 @@ int graph_expand_to(Graph *g, int x, int like) {
   return graph_add_attr(g, OP_EXPAND, &x, 1, 0, like, 0, g->nodes[x].loc, NULL);
 }
 
-static const char *init_name(InitKind k) {
-  static const char *names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
-  return names[k];
-}
-
 static void print_node(FILE *out, const Graph *g, const Node *n) {
   char sb[128];
-  fprintf(out, "%%%d = %s", n->id, op_info(n->op)->name);
+  const OpInfo *info = op_info(n->op);
+  fprintf(out, "%%%d = %s", n->id, info->name);
   for (int i = 0; i < n->nin; i++) fprintf(out, "%s%%%d", i ? ", " : " ", n->in[i]);
-  switch (n->op) {
-  case OP_ADD_SCALAR:
-  case OP_MUL_SCALAR:
-  case OP_LAYERNORM: fprintf(out, " {%g}", n->attr.f[0]); break;
-  case OP_MATMUL:
-  case OP_BMM: fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]); break;
-  case OP_SUM: fprintf(out, " {axis=%lld}", (long long)n->attr.i[0]); break;
-  case OP_PERMUTE:
-    for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
-    fputc('}', out);
-    break;
-  case OP_CAUSAL_MASK:
-  case OP_CAUSAL_MASK_GRAD: fprintf(out, " {scale=%g}", n->attr.f[0]); break;
-  case OP_DROPOUT: fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]); break;
-  case OP_SLICE:
-  case OP_SLICE_GRAD: fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); break;
-  case OP_PAD:
-  case OP_CROP: fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); break;
-  case OP_IM2COL:
-  case OP_COL2IM:
-  case OP_MAXPOOL:
-  case OP_MAXPOOL_GRAD:
-  case OP_AVGPOOL:
-  case OP_AVGPOOL_GRAD:
-    fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
-    break;
-  case OP_PARAM:
-    fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_name(n->init.kind), n->init.a, n->init.b,
-            n->decay ? ", decay" : "");
-    break;
-  case OP_INPUT:
-    fprintf(out, " %s", n->name);
-    if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
-    break;
-  default: break;
-  }
+  if (info->print_attrs) info->print_attrs(out, n);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (n->grad_of_param >= 0) fprintf(out, " +=> grad(%s)", g->nodes[n->grad_of_param].name);
   if (n->name && n->op != OP_PARAM && n->op != OP_INPUT) fprintf(out, "  # %s", n->name);

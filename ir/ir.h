@@ -2,16 +2,25 @@
  *
  * The whole interface of the IR stage. lower_ast() turns a parsed model into a
  * Graph whose every node has a static shape (B, the micro-batch, is a number
- * here). Every op is defined once in the op table (ir/ops.c): its shape rule,
- * its cost, its backward rule written with other ops, and its kernel as a loop
- * nest. Autodiff, the planner and every backend read that table and nothing
- * else, so adding an op is one table entry.
+ * here). Every op is declared once, as a record of the op table ir/ops.def:
+ * its class (leaf, view, GEMM or loop kernel), its model-file builtin name if
+ * it has one, and its functions, which ir/ops.c defines beside the other ops
+ * of its family: shape rule, cost, backward rule written with other ops,
+ * kernel as a loop nest, attribute printer. Lowering, autodiff, the planner
+ * and every backend read that table and the class and infer nothing from
+ * which parts an op lacks, so adding an op is its record in ops.def and its
+ * functions in ops.c (a pointwise op: a backward rule and a scalar formula;
+ * see docs/architecture.md).
  *
  * Invariants of a Graph:
  *   - nodes are in topological order: every input id is smaller than the node's;
  *   - ids [0, n_forward) are the forward graph; later ids are built by passes
  *     (autodiff) and may read forward values;
- *   - every node's shape is known and its element count fits in int64. */
+ *   - every node's shape is known and its element count fits in int64;
+ *   - g->nodes never moves: its storage is reserved once, as address space
+ *     for IR_MAX_NODES nodes whose pages the kernel commits as nodes are
+ *     written, so a Node * stays valid until graph_free however the graph
+ *     grows (pointers held across a growing array were two use-after-frees). */
 #ifndef TRAINC_IR_H
 #define TRAINC_IR_H
 
@@ -19,6 +28,12 @@
 
 #define IR_MAX_RANK 8
 #define IR_MAX_IN 3
+/* Lowering refuses a model of more than IR_MAX_FORWARD nodes; autodiff adds
+ * at most 8 nodes per forward node (div: 6, plus a sum or a copy for each
+ * input) and recompute weaving at most one clone per forward node, so no
+ * graph the passes build outgrows IR_MAX_NODES. */
+#define IR_MAX_FORWARD 1000000
+#define IR_MAX_NODES (16 * IR_MAX_FORWARD)
 
 typedef struct {
   int rank;
@@ -30,14 +45,23 @@ bool shape_equal(const Shape *a, const Shape *b);
 /* Writes "[128, 784]" into buf and returns it. */
 const char *shape_str(const Shape *s, char buf[128]);
 
-/* The ops: one record each in ir/ops.def (name, arity, shape rule, cost,
- * backward rule, kernel). Ops marked "(bwd)" appear only in backward graphs. */
+/* The ops: one record each in ir/ops.def (name, class, model-file builtin,
+ * arity, shape rule, cost, backward rule, kernel, attribute printer). Ops
+ * marked "(bwd)" appear only in backward graphs. */
 typedef enum {
 #define OP(e, ...) e,
 #include "ops.def"
 #undef OP
   OP_COUNT
 } OpKind;
+
+/* What an op's node is for the passes and backends (ir/ops.def says more). */
+typedef enum {
+  OPC_LEAF, /* set by the runtime, never computed */
+  OPC_VIEW, /* its input's storage (node_is_view): no code */
+  OPC_GEMM, /* a matrix product: the backend's BLAS */
+  OPC_LOOP, /* a loop-nest kernel */
+} OpClass;
 
 typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM, INIT_XAVIER, INIT_HE } InitKind;
 
@@ -87,13 +111,27 @@ typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } ScheduleKind;
 typedef enum { LOSS_CROSS_ENTROPY, LOSS_MSE, LOSS_OTHER } LossKind;
 enum { METRIC_LOSS = 1, METRIC_ACCURACY = 2, METRIC_F1 = 4 };
 
-/* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (passes.h). */
+/* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (docs/planner.md). */
 typedef enum { CKPT_OFF, CKPT_ALL, CKPT_SQRT, CKPT_EVERY, CKPT_BUDGET, CKPT_AUTO } CheckpointPolicy;
 typedef struct {
   CheckpointPolicy policy;
   int64_t every;   /* CKPT_EVERY: store every N-th stage boundary */
   uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in */
 } CheckpointSpec;
+
+/* The policy's forms, as error messages list them. */
+#define CHECKPOINT_FORMS "off, all, sqrt, auto, every N or budget SIZE"
+/* The policy a word names ("off", "all", "sqrt", "every", "budget", "auto"):
+ * the one list of policy words, read by the train block and by the text form
+ * below. False for any other word. */
+bool checkpoint_policy_parse(const char *word, CheckpointPolicy *policy);
+/* every and budget take a number after the word; the others nothing. */
+bool checkpoint_policy_takes_number(CheckpointPolicy policy);
+/* The text form (`--policy`): "off", "all", "sqrt", "auto", "every 4",
+ * "budget 64MiB" → spec; false (spec untouched) for anything else. */
+bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
+/* Writes the spec back in that form (a budget in bytes: "budget 1048576B"). */
+const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 
 typedef struct {
   int64_t batch, accumulate, epochs, steps;
@@ -126,8 +164,8 @@ bool train_is_distributed(const TrainConfig *t);
 typedef struct {
   const char *model_name;
   const char *source_path;
-  Node *nodes;
-  int n, cap;
+  Node *nodes;             /* IR_MAX_NODES reserved, n used; never moves */
+  int n;
   int n_forward;           /* see the invariants above */
   int loss;                /* the node named `loss` (f32 scalar) */
   int predict;             /* the `predict` node, -1 if none */
@@ -151,6 +189,7 @@ typedef struct Kernel Kernel;
 
 typedef struct {
   const char *name;
+  OpClass op_class;
   int arity;
   /* Sets node->shape and dtype from its inputs and attrs; reports a located
    * error and returns false when they do not fit. */
@@ -161,9 +200,11 @@ typedef struct {
    * the inputs i with want[i] and stores their ids in dx[i] (-1 elsewhere).
    * NULL for ops that are never differentiated (backward-only ops, leaves). */
   void (*backward)(Graph *g, int n, int dy, const bool want[IR_MAX_IN], int dx[IR_MAX_IN]);
-  /* The op's kernel as a loop nest; NULL for leaves and for GEMMs, which every
-   * backend hands to its BLAS. */
+  /* The op's kernel as a loop nest; NULL for leaves, GEMMs and the views that
+   * never add into a gradient slot (slice). */
   Kernel *(*kernel)(const Graph *g, const Node *n);
+  /* Writes the node's attributes for graph_print (" {...}"); NULL: none. */
+  void (*print_attrs)(FILE *out, const Node *n);
 } OpInfo;
 
 const OpInfo *op_info(OpKind op);
@@ -171,17 +212,18 @@ const OpInfo *op_info(OpKind op);
 /* ---- building graphs (used by lowering and by passes) ---- */
 Graph *graph_new(void);
 void graph_free(Graph *g);
-/* Appends a node and infers its shape; on a shape error reports through diag
- * and returns -1. With diag == NULL a shape error is a compiler bug (abort). */
+/* Appends a node and infers its shape; on a shape error (or a graph of
+ * IR_MAX_NODES nodes) reports through diag and returns -1. With diag == NULL
+ * either is a compiler bug (abort). */
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
                    int64_t i1, SrcLoc loc, Diag *diag);
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag);
-/* A node whose output is its input's storage: a slice, and every reshape
- * except one that adds into a parameter's gradient slot (which copies). The
- * memory plan gives a view its source's offset plus view_offset() bytes and
- * schedules no code for it. */
+/* A node whose output is its input's storage: a node of a VIEW op (slice,
+ * reshape) unless it adds into a parameter's gradient slot, where its kernel
+ * copies. The memory plan gives a view its source's offset plus
+ * view_offset() bytes and schedules no code for it. */
 bool node_is_view(const Node *n);
 uint64_t view_offset(const Graph *g, const Node *n);
 /* The node that owns the storage a view (chain) reads; n itself otherwise. */

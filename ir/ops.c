@@ -1,5 +1,8 @@
-/* ops.c — the op table: for every op, its shape rule, cost, backward rule and
- * kernel, side by side (in the spirit of llm.c's layer-by-layer file).
+/* ops.c — what every op is: its shape rule, cost, backward rule and kernel,
+ * side by side, one op or op family at a time (as llm.c keeps
+ * layernorm_forward beside layernorm_backward). ir/ops.def lists the ops with
+ * their class, model-file name and these functions; the table at the bottom
+ * ties the two together. Helpers that several families share come first.
  *
  * Kernels are loop nests (ir.h). Pointwise ops only give their scalar formula;
  * pointwise_kernel() wraps it in loops with broadcasting. Row ops (softmax,
@@ -11,7 +14,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* ------------------------------------------------------------------ helpers */
+/* ----------------------------------------------------------- shared helpers */
 
 static const Node *in_node(const Graph *g, const Node *n, int i) { return &g->nodes[n->in[i]]; }
 
@@ -37,89 +40,35 @@ static int64_t last_dim(const Shape *s) { return s->rank ? s->dim[s->rank - 1] :
 static int64_t rows_of(const Shape *s) { return shape_numel(s) / (last_dim(s) ? last_dim(s) : 1); }
 static bool accumulates(const Node *n) { return n->grad_of_param >= 0; }
 
-static int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, g->nodes[a].loc, NULL); }
+/* Backward rules build their nodes with these (shapes cannot fail). Their
+ * location is left empty: autodiff gives every node a rule makes the
+ * location (and origin) of the forward node whose rule it is. */
+
+static const SrcLoc no_loc;
+
+static int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, no_loc, NULL); }
+
 static int add2(Graph *g, OpKind op, int a, int b) {
   int in[2] = {a, b};
-  return graph_add(g, op, in, 2, g->nodes[a].loc, NULL);
-}
-static int add3(Graph *g, OpKind op, int a, int b, int c, double f0) {
-  int in[3] = {a, b, c};
-  return graph_add_attr(g, op, in, 3, f0, 0, 0, g->nodes[a].loc, NULL);
+  return graph_add(g, op, in, 2, no_loc, NULL);
 }
 
-/* --------------------------------------------------------------- shape rules */
+static int add3(Graph *g, OpKind op, int a, int b, int c, double f0) {
+  int in[3] = {a, b, c};
+  return graph_add_attr(g, op, in, 3, f0, 0, 0, no_loc, NULL);
+}
+
+/* An op on one input with the attributes `attr`. */
+static int add_with(Graph *g, OpKind op, int x, const Attr *attr) {
+  return graph_add_op(g, op, &x, 1, attr, no_loc, NULL);
+}
+
+/* Shape rules of many ops. */
 
 static bool infer_same_f32(const Graph *g, Node *n, Diag *diag) {
   for (int i = 0; i < n->nin; i++)
     if (!want_f32(g, n, i, diag)) return false;
   n->shape = in_node(g, n, n->nin - 1)->shape; /* x, or dy for (y, dy) grads */
-  return true;
-}
-
-static bool infer_cast(const Graph *g, Node *n, Diag *diag) {
-  const Node *x = in_node(g, n, 0);
-  if (x->dtype == DT_F32) {
-    diag_error(diag, n->loc, "f32() of a value that is already f32");
-    return false;
-  }
-  n->shape = x->shape;
-  return true;
-}
-
-/* Numpy broadcasting: shapes align on the right; a dim of 1 stretches. */
-static bool infer_broadcast(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
-  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
-  Shape out = {.rank = a->rank > b->rank ? a->rank : b->rank};
-  for (int i = 0; i < out.rank; i++) {
-    int ia = a->rank - out.rank + i, ib = b->rank - out.rank + i;
-    int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
-    if (da != db && da != 1 && db != 1) {
-      char sa[128], sb[128];
-      diag_error(diag, n->loc, "cannot broadcast %s and %s for '%s' (dimension %d: %lld vs %lld)",
-                 shape_str(a, sa), shape_str(b, sb), op_info(n->op)->name, i, (long long)da,
-                 (long long)db);
-      return false;
-    }
-    out.dim[i] = da == 1 ? db : da;
-  }
-  n->shape = out;
-  return true;
-}
-
-/* Both operands are viewed as matrices [rows, last dim] (rows: the product of
- * the leading dims); op(x) transposes when attr.i[0] (a) / attr.i[1] (b).
- * The result keeps a's leading dims unless a is transposed. */
-static bool infer_matmul(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
-  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
-  bool ta = n->attr.i[0], tb = n->attr.i[1];
-  char sa[128], sb[128];
-  if (a->rank < 1 || b->rank < 1) {
-    diag_error(diag, n->loc, "matmul needs tensors with at least one axis: %s @ %s", shape_str(a, sa),
-               shape_str(b, sb));
-    return false;
-  }
-  int64_t k_a = ta ? rows_of(a) : last_dim(a);
-  int64_t k_b = tb ? last_dim(b) : rows_of(b);
-  if (k_a != k_b) {
-    diag_error(diag, n->loc, "matmul shapes do not fit: %s @ %s (inner dimensions %lld and %lld)",
-               shape_str(a, sa), shape_str(b, sb), (long long)k_a, (long long)k_b);
-    return false;
-  }
-  int64_t cols = tb ? rows_of(b) : last_dim(b);
-  if (ta) {
-    n->shape = (Shape){.rank = 2, .dim = {last_dim(a), cols}};
-  } else {
-    n->shape = *a;
-    n->shape.dim[a->rank - 1] = cols;
-  }
-  return true;
-}
-
-static bool infer_scalar_out(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag)) return false;
-  n->shape = (Shape){.rank = 0};
   return true;
 }
 
@@ -133,202 +82,12 @@ static bool infer_like_input0(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag)) return false;
-  if (in_node(g, n, 0)->shape.rank < 1) {
-    diag_error(diag, n->loc, "%s needs at least one axis, got a scalar", op_info(n->op)->name);
-    return false;
-  }
-  n->shape = in_node(g, n, 0)->shape;
-  return true;
-}
-
-static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
-  if (!infer_rows(g, n, diag) || !want_int(g, n, 1, diag)) return false;
-  const Shape *x = &in_node(g, n, 0)->shape, *y = &in_node(g, n, 1)->shape;
-  Shape rows = *x;
-  rows.rank--;
-  if (!shape_equal(&rows, y)) {
-    char sx[128], sy[128];
-    diag_error(diag, n->loc,
-               "cross_entropy: labels %s do not match logits %s (expected one label per row)",
-               shape_str(y, sy), shape_str(x, sx));
-    return false;
-  }
-  n->shape = (Shape){.rank = 0};
-  return true;
-}
-
-static bool infer_layernorm(const Graph *g, Node *n, Diag *diag) {
-  if (!infer_rows(g, n, diag)) return false;
-  Shape vec = {.rank = 1, .dim = {last_dim(&n->shape)}};
-  for (int i = 1; i < 3; i++) {
-    if (!shape_equal(&in_node(g, n, i)->shape, &vec)) {
-      char s1[128], s2[128];
-      diag_error(diag, n->loc, "layernorm: parameter %s does not match the last axis of %s",
-                 shape_str(&in_node(g, n, i)->shape, s1), shape_str(&n->shape, s2));
-      return false;
-    }
-  }
-  return true;
-}
-
-static bool infer_embedding(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag) || !want_int(g, n, 1, diag)) return false;
-  const Shape *t = &in_node(g, n, 0)->shape, *ids = &in_node(g, n, 1)->shape;
-  if (t->rank != 2 || ids->rank + 1 > IR_MAX_RANK) {
-    diag_error(diag, n->loc, "embedding needs a [vocab, dim] table");
-    return false;
-  }
-  n->shape = *ids;
-  n->shape.dim[n->shape.rank++] = t->dim[1];
-  return true;
-}
-
-static bool infer_layernorm_grad_gamma(const Graph *g, Node *n, Diag *diag) {
-  n->shape = (Shape){.rank = 1, .dim = {last_dim(&in_node(g, n, 0)->shape)}};
-  return true;
-}
-
 static bool infer_attr_shape(const Graph *g, Node *n, Diag *diag) {
   n->shape = n->attr.shape;
   return true;
 }
 
-static bool infer_reshape(const Graph *g, Node *n, Diag *diag) {
-  const Node *x = in_node(g, n, 0);
-  if (shape_numel(&x->shape) != shape_numel(&n->attr.shape)) {
-    char sx[128], sy[128];
-    diag_error(diag, n->loc, "reshape: %s has %lld elements, %s has %lld", shape_str(&x->shape, sx),
-               (long long)shape_numel(&x->shape), shape_str(&n->attr.shape, sy),
-               (long long)shape_numel(&n->attr.shape));
-    return false;
-  }
-  n->dtype = x->dtype;
-  n->shape = n->attr.shape;
-  return true;
-}
-
-static bool infer_slice(const Graph *g, Node *n, Diag *diag) {
-  const Shape *x = &in_node(g, n, 0)->shape;
-  if (n->attr.i[0] + n->attr.shape.dim[0] > x->dim[0]) {
-    char sx[128];
-    diag_error(diag, n->loc, "narrow: rows %lld..%lld are not all inside the %lld rows of %s", (long long)n->attr.i[0],
-               (long long)(n->attr.i[0] + n->attr.shape.dim[0] - 1), (long long)x->dim[0], shape_str(x, sx));
-    return false;
-  }
-  n->dtype = in_node(g, n, 0)->dtype;
-  n->shape = n->attr.shape;
-  return true;
-}
-
-static bool infer_permute(const Graph *g, Node *n, Diag *diag) {
-  const Shape *x = &in_node(g, n, 0)->shape;
-  bool seen[IR_MAX_RANK] = {false};
-  for (int d = 0; d < x->rank; d++) {
-    int64_t a = n->attr.i[d];
-    if (a < 0 || a >= x->rank || seen[a]) {
-      char sx[128];
-      diag_error(diag, n->loc, "permute: the axes are not a permutation of the %d axes of %s", x->rank,
-                 shape_str(x, sx));
-      return false;
-    }
-    seen[a] = true;
-    n->shape.dim[d] = x->dim[a];
-  }
-  n->shape.rank = x->rank;
-  n->dtype = in_node(g, n, 0)->dtype;
-  return true;
-}
-
-/* The last two axes of a (maybe transposed) batch of matrices. */
-static int64_t mat_rows(const Shape *s, bool t) { return s->dim[s->rank - (t ? 1 : 2)]; }
-static int64_t mat_cols(const Shape *s, bool t) { return s->dim[s->rank - (t ? 2 : 1)]; }
-
-static bool infer_bmm(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
-  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
-  bool ta = n->attr.i[0], tb = n->attr.i[1];
-  char sa[128], sb[128];
-  bool fits = a->rank >= 3 && a->rank == b->rank && mat_cols(a, ta) == mat_rows(b, tb);
-  for (int d = 0; fits && d < a->rank - 2; d++) fits = a->dim[d] == b->dim[d];
-  if (!fits) {
-    diag_error(diag, n->loc,
-               "batched matmul shapes do not fit: %s @ %s (expected [..., M, K] @ [..., K, N] with the same "
-               "leading dimensions)",
-               shape_str(a, sa), shape_str(b, sb));
-    return false;
-  }
-  n->shape = *a;
-  n->shape.dim[a->rank - 2] = mat_rows(a, ta);
-  n->shape.dim[a->rank - 1] = mat_cols(b, tb);
-  return true;
-}
-
-static bool infer_causal_mask(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag)) return false;
-  const Shape *x = &in_node(g, n, 0)->shape;
-  if (x->rank < 2 || x->dim[x->rank - 1] != x->dim[x->rank - 2]) {
-    char sx[128];
-    diag_error(diag, n->loc, "causal_mask needs square scores [..., T, T], got %s", shape_str(x, sx));
-    return false;
-  }
-  n->shape = *x;
-  return true;
-}
-
-static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {
-  if (!want_f32(g, n, 0, diag)) return false;
-  n->shape = in_node(g, n, 0)->shape;
-  return true;
-}
-
-/* Images are [N, C, H, W]; a window of `size` at `stride` fits H and W. */
-static bool want_image(const Graph *g, Node *n, int64_t size, int64_t stride, Diag *diag) {
-  if (!want_f32(g, n, 0, diag)) return false;
-  const Shape *x = &in_node(g, n, 0)->shape;
-  char sx[128];
-  if (x->rank != 4) {
-    diag_error(diag, n->loc, "%s needs an image batch [N, C, H, W], got %s", op_info(n->op)->name,
-               shape_str(x, sx));
-    return false;
-  }
-  if (size < 1 || stride < 1 || size > x->dim[2] || size > x->dim[3]) {
-    diag_error(diag, n->loc, "%s: a %lldx%lld window does not fit the %lldx%lld image of %s", op_info(n->op)->name,
-               (long long)size, (long long)size, (long long)x->dim[2], (long long)x->dim[3], shape_str(x, sx));
-    return false;
-  }
-  return true;
-}
-
-static int64_t windows(int64_t extent, int64_t size, int64_t stride) { return (extent - size) / stride + 1; }
-
-static bool infer_pool(const Graph *g, Node *n, Diag *diag) {
-  int64_t size = n->attr.i[0], stride = n->attr.i[1];
-  if (!want_image(g, n, size, stride, diag)) return false;
-  const Shape *x = &in_node(g, n, 0)->shape;
-  n->shape = (Shape){.rank = 4,
-                     .dim = {x->dim[0], x->dim[1], windows(x->dim[2], size, stride), windows(x->dim[3], size, stride)}};
-  return true;
-}
-
-static bool infer_pad(const Graph *g, Node *n, Diag *diag) {
-  if (!want_image(g, n, 1, 1, diag)) return false;
-  n->shape = in_node(g, n, 0)->shape;
-  n->shape.dim[2] += 2 * n->attr.i[0];
-  n->shape.dim[3] += 2 * n->attr.i[0];
-  return true;
-}
-
-static bool infer_im2col(const Graph *g, Node *n, Diag *diag) {
-  if (!infer_pool(g, n, diag)) return false;
-  const Shape *x = &in_node(g, n, 0)->shape;
-  int64_t k = n->attr.i[0];
-  n->shape = (Shape){.rank = 3, .dim = {x->dim[0], n->shape.dim[2] * n->shape.dim[3], x->dim[1] * k * k}};
-  return true;
-}
-
-/* --------------------------------------------------------------------- costs */
+/* FLOP counts of loop kernels: k per element touched. */
 
 static double flops_per_element(const Graph *g, const Node *n, double k) {
   double total = 0;
@@ -336,209 +95,23 @@ static double flops_per_element(const Graph *g, const Node *n, double k) {
   double out = (double)shape_numel(&n->shape);
   return k * (total > out ? total : out);
 }
+
 static double flops_1(const Graph *g, const Node *n) { return flops_per_element(g, n, 1); }
 static double flops_5(const Graph *g, const Node *n) { return flops_per_element(g, n, 5); }
 static double flops_20(const Graph *g, const Node *n) { return flops_per_element(g, n, 20); }
-
 static double flops_0(const Graph *g, const Node *n) { return 0; }
 
-static double flops_bmm(const Graph *g, const Node *n) {
-  const Shape *a = &in_node(g, n, 0)->shape;
-  return 2.0 * (double)shape_numel(&n->shape) * (double)mat_cols(a, n->attr.i[0]);
-}
+/* The attribute of ops with one number (a scalar operand, an epsilon). */
+static void print_f0(FILE *out, const Node *n) { fprintf(out, " {%g}", n->attr.f[0]); }
 
-static double flops_matmul(const Graph *g, const Node *n) {
-  const Shape *b = &in_node(g, n, 1)->shape;
-  int64_t k = n->attr.i[1] ? last_dim(b) : rows_of(b);
-  return 2.0 * (double)shape_numel(&n->shape) * (double)k;
+/* out[...] = 0 over the whole output — unless the kernel accumulates into a
+ * gradient slot, which the runtime zeroes once per optimizer step. */
+static void zero_output(Kernel *k, const Node *n) {
+  if (accumulates(n)) return;
+  int v;
+  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
+  k_store(k, loop, n->id, k_index(k, v), k_const(k, 0), false);
 }
-
-/* ----------------------------------------------------------- backward rules */
-
-static void bwd_add(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  const Node *x = &g->nodes[n];
-  int a = x->in[0], b = x->in[1];
-  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
-  if (want[1]) dx[1] = graph_sum_to(g, dy, b);
-}
-
-static void bwd_sub(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
-  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
-  if (want[1]) dx[1] = graph_sum_to(g, add1(g, OP_NEG, dy), b);
-}
-
-static void bwd_mul(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
-  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_MUL, dy, b), a);
-  if (want[1]) dx[1] = graph_sum_to(g, add2(g, OP_MUL, dy, a), b);
-}
-
-/* y = a / b: da = dy / b, db = -dy * y / b. */
-static void bwd_div(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
-  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_DIV, dy, b), a);
-  if (want[1]) {
-    int t = add2(g, OP_DIV, add2(g, OP_MUL, dy, n), b);
-    dx[1] = graph_sum_to(g, add1(g, OP_NEG, t), b);
-  }
-}
-
-static void bwd_neg(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add1(g, OP_NEG, dy);
-}
-
-static void bwd_identity(Graph *g, int n, int dy, const bool want[], int dx[]) { dx[0] = dy; }
-
-static void bwd_mul_scalar(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = graph_add_attr(g, OP_MUL_SCALAR, &dy, 1, g->nodes[n].attr.f[0], 0, 0, g->nodes[dy].loc, NULL);
-}
-
-/* C = A op(B), A viewed as [M, K]. dA = dC op(B)^T; dB = A^T dC (or dC^T A
- * when B is stored transposed, as linear's [out, in] weight is). Forward
- * matmuls never transpose A, so this rule needs no other case. */
-static void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
-  bool tb = g->nodes[n].attr.i[1];
-  SrcLoc loc = g->nodes[n].loc;
-  if (want[0]) {
-    int in[2] = {dy, b};
-    dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, loc, NULL);
-  }
-  if (want[1]) {
-    int in[2] = {tb ? dy : a, tb ? a : dy};
-    dx[1] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 1, 0, loc, NULL);
-  }
-}
-
-/* From the output (y > 0 exactly where x > 0), as PyTorch: the input need
- * not be kept for the backward pass, and the output usually is anyway. */
-static void bwd_relu(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_RELU_GRAD, n, dy);
-}
-static void bwd_gelu(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_GELU_GRAD, g->nodes[n].in[0], dy);
-}
-static void bwd_tanh(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_TANH_GRAD, n, dy);
-}
-static void bwd_sigmoid(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_SIGMOID_GRAD, n, dy);
-}
-static void bwd_exp(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_MUL, dy, n);
-}
-static void bwd_log(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_DIV, dy, g->nodes[n].in[0]);
-}
-static void bwd_sum(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = graph_expand_to(g, dy, g->nodes[n].in[0]);
-}
-static void bwd_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_SOFTMAX_GRAD, n, dy);
-}
-static void bwd_log_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add2(g, OP_LOG_SOFTMAX_GRAD, n, dy);
-}
-static void bwd_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  if (want[0]) dx[0] = add3(g, OP_CROSS_ENTROPY_GRAD, g->nodes[n].in[0], g->nodes[n].in[1], dy, 0);
-}
-
-static void bwd_layernorm(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Node x = g->nodes[n];
-  double eps = x.attr.f[0];
-  if (want[0]) dx[0] = add3(g, OP_LAYERNORM_GRAD, x.in[0], x.in[1], dy, eps);
-  if (want[1]) {
-    int in[2] = {x.in[0], dy};
-    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, x.loc, NULL);
-  }
-  if (want[2]) dx[2] = graph_sum_to(g, dy, x.in[2]);
-}
-
-static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Node x = g->nodes[n];
-  if (want[0]) {
-    int in[2] = {x.in[1], dy};
-    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, x.loc, NULL);
-  }
-}
-
-/* An op on one input with the attributes `attr` (shapes cannot fail). */
-static int add_with(Graph *g, OpKind op, int x, const Attr *attr) {
-  return graph_add_op(g, op, &x, 1, attr, g->nodes[x].loc, NULL);
-}
-
-static void bwd_reshape(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr back = {.shape = g->nodes[g->nodes[n].in[0]].shape};
-  dx[0] = add_with(g, OP_RESHAPE, dy, &back);
-}
-
-static void bwd_slice(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr back = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
-  dx[0] = add_with(g, OP_SLICE_GRAD, dy, &back);
-}
-
-static void bwd_permute(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr inverse = {0};
-  for (int d = 0; d < g->nodes[n].shape.rank; d++) inverse.i[g->nodes[n].attr.i[d]] = d;
-  dx[0] = add_with(g, OP_PERMUTE, dy, &inverse);
-}
-
-/* C = op_a(A) op_b(B) per batch: d op_a(A) = dC op_b(B)^T, d op_b(B) = op_a(A)^T dC,
- * each written so that the stored (maybe transposed) operand comes out. */
-static void bwd_bmm(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Node x = g->nodes[n];
-  int a = x.in[0], b = x.in[1];
-  bool ta = x.attr.i[0], tb = x.attr.i[1];
-  if (want[0]) {
-    int in[2] = {ta ? b : dy, ta ? dy : b};
-    dx[0] = graph_add_attr(g, OP_BMM, in, 2, 0, ta ? tb : 0, ta ? 1 : !tb, x.loc, NULL);
-  }
-  if (want[1]) {
-    int in[2] = {tb ? dy : a, tb ? a : dy};
-    dx[1] = graph_add_attr(g, OP_BMM, in, 2, 0, tb ? 1 : !ta, tb ? ta : 0, x.loc, NULL);
-  }
-}
-
-static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
-}
-
-/* The same mask (same key, stream and element counters) applied to dy. */
-static void bwd_dropout(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Node x = g->nodes[n];
-  int in[3] = {dy, x.in[1], x.in[2]};
-  dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, x.loc, NULL);
-}
-
-static void bwd_pad(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr crop = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
-  dx[0] = add_with(g, OP_CROP, dy, &crop);
-}
-
-/* Window ops' gradients have the input's shape and the op's window. */
-static Attr window_back(const Graph *g, int n) {
-  Attr a = g->nodes[n].attr;
-  a.shape = g->nodes[g->nodes[n].in[0]].shape;
-  return a;
-}
-
-static void bwd_im2col(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr a = window_back(g, n);
-  dx[0] = add_with(g, OP_COL2IM, dy, &a);
-}
-
-static void bwd_maxpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  int in[2] = {g->nodes[n].in[0], dy};
-  dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, g->nodes[n].loc, NULL);
-}
-
-static void bwd_avgpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  Attr a = window_back(g, n);
-  dx[0] = add_with(g, OP_AVGPOOL_GRAD, dy, &a);
-}
-
-/* ------------------------------------------------------------------ kernels */
 
 typedef KExpr *(*ScalarFn)(Kernel *k, const Node *n, KExpr **x);
 
@@ -576,39 +149,154 @@ static Kernel *pointwise_kernel(const Graph *g, const Node *n, ScalarFn fn) {
   return k;
 }
 
+#define POINTWISE(fn)                                                          \
+  static Kernel *kernel_##fn(const Graph *g, const Node *n) { return pointwise_kernel(g, n, s_##fn); }
+
+/* ------------------------------------------------------------------- leaves */
+
+static void print_input(FILE *out, const Node *n) {
+  fprintf(out, " %s", n->name);
+  if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
+}
+
+static void print_param(FILE *out, const Node *n) {
+  static const char *init_names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
+  fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_names[n->init.kind], n->init.a, n->init.b,
+          n->decay ? ", decay" : "");
+}
+
+/* ----------------------------------------------------- pointwise arithmetic */
+
+static bool infer_cast(const Graph *g, Node *n, Diag *diag) {
+  const Node *x = in_node(g, n, 0);
+  if (x->dtype == DT_F32) {
+    diag_error(diag, n->loc, "f32() of a value that is already f32");
+    return false;
+  }
+  n->shape = x->shape;
+  return true;
+}
+
 static KExpr *s_cast(Kernel *k, const Node *n, KExpr **x) { return k_to_float(k, x[0]); }
+POINTWISE(cast)
+
+/* Numpy broadcasting: shapes align on the right; a dim of 1 stretches. */
+static bool infer_broadcast(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  Shape out = {.rank = a->rank > b->rank ? a->rank : b->rank};
+  for (int i = 0; i < out.rank; i++) {
+    int ia = a->rank - out.rank + i, ib = b->rank - out.rank + i;
+    int64_t da = ia >= 0 ? a->dim[ia] : 1, db = ib >= 0 ? b->dim[ib] : 1;
+    if (da != db && da != 1 && db != 1) {
+      char sa[128], sb[128];
+      diag_error(diag, n->loc, "cannot broadcast %s and %s for '%s' (dimension %d: %lld vs %lld)",
+                 shape_str(a, sa), shape_str(b, sb), op_info(n->op)->name, i, (long long)da,
+                 (long long)db);
+      return false;
+    }
+    out.dim[i] = da == 1 ? db : da;
+  }
+  n->shape = out;
+  return true;
+}
+
+static void bwd_add(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  const Node *x = &g->nodes[n];
+  int a = x->in[0], b = x->in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
+  if (want[1]) dx[1] = graph_sum_to(g, dy, b);
+}
+
 static KExpr *s_add(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_ADD, x[0], x[1]); }
+POINTWISE(add)
+
+static void bwd_sub(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, dy, a);
+  if (want[1]) dx[1] = graph_sum_to(g, add1(g, OP_NEG, dy), b);
+}
+
 static KExpr *s_sub(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_SUB, x[0], x[1]); }
+POINTWISE(sub)
+
+static void bwd_mul(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_MUL, dy, b), a);
+  if (want[1]) dx[1] = graph_sum_to(g, add2(g, OP_MUL, dy, a), b);
+}
+
 static KExpr *s_mul(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], x[1]); }
+POINTWISE(mul)
+
+/* y = a / b: da = dy / b, db = -dy * y / b. */
+static void bwd_div(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  if (want[0]) dx[0] = graph_sum_to(g, add2(g, OP_DIV, dy, b), a);
+  if (want[1]) {
+    int t = add2(g, OP_DIV, add2(g, OP_MUL, dy, n), b);
+    dx[1] = graph_sum_to(g, add1(g, OP_NEG, t), b);
+  }
+}
+
 static KExpr *s_div(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_DIV, x[0], x[1]); }
+POINTWISE(div)
+
+static void bwd_neg(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add1(g, OP_NEG, dy);
+}
+
 static KExpr *s_neg(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_NEG, x[0]); }
-static KExpr *s_copy(Kernel *k, const Node *n, KExpr **x) { return x[0]; }
+POINTWISE(neg)
+
+static void bwd_identity(Graph *g, int n, int dy, const bool want[], int dx[]) { dx[0] = dy; }
+
 static KExpr *s_add_scalar(Kernel *k, const Node *n, KExpr **x) {
   return k_binary(k, KB_ADD, x[0], k_const(k, n->attr.f[0]));
 }
+POINTWISE(add_scalar)
+
+static void bwd_mul_scalar(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = graph_add_attr(g, OP_MUL_SCALAR, &dy, 1, g->nodes[n].attr.f[0], 0, 0, no_loc, NULL);
+}
+
 static KExpr *s_mul_scalar(Kernel *k, const Node *n, KExpr **x) {
   return k_binary(k, KB_MUL, x[0], k_const(k, n->attr.f[0]));
 }
+POINTWISE(mul_scalar)
+
+/* ------------------------------------------ activations and their gradients */
+
+/* From the output (y > 0 exactly where x > 0), as PyTorch: the input need
+ * not be kept for the backward pass, and the output usually is anyway. */
+static void bwd_relu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_RELU_GRAD, n, dy);
+}
+
 static KExpr *s_relu(Kernel *k, const Node *n, KExpr **x) {
   return k_binary(k, KB_MAX, x[0], k_const(k, 0));
 }
-static KExpr *s_tanh(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_TANH, x[0]); }
-static KExpr *s_exp(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_EXP, x[0]); }
-static KExpr *s_log(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_LOG, x[0]); }
-static KExpr *s_sigmoid(Kernel *k, const Node *n, KExpr **x) {
-  KExpr *e = k_unary(k, KU_EXP, k_unary(k, KU_NEG, x[0]));
-  return k_binary(k, KB_DIV, k_const(k, 1), k_binary(k, KB_ADD, k_const(k, 1), e));
+POINTWISE(relu)
+
+static KExpr *s_relu_grad(Kernel *k, const Node *n, KExpr **x) {
+  return k_select(k, x[0], x[1], k_const(k, 0));
 }
+POINTWISE(relu_grad)
+
 /* Phi(x) = 0.5 * (1 + erf(x / sqrt 2)), the normal CDF. */
 static KExpr *normal_cdf(Kernel *k, KExpr *x) {
   KExpr *e = k_unary(k, KU_ERF, k_binary(k, KB_MUL, x, k_const(k, 0.70710678118654752440)));
   return k_binary(k, KB_MUL, k_const(k, 0.5), k_binary(k, KB_ADD, k_const(k, 1), e));
 }
+
 /* The exact (erf) GELU, as PyTorch's default: x * Phi(x). */
 static KExpr *s_gelu(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], normal_cdf(k, x[0])); }
-static KExpr *s_relu_grad(Kernel *k, const Node *n, KExpr **x) {
-  return k_select(k, x[0], x[1], k_const(k, 0));
+POINTWISE(gelu)
+
+static void bwd_gelu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_GELU_GRAD, g->nodes[n].in[0], dy);
 }
+
 /* d gelu/dx = Phi(x) + x * phi(x). */
 static KExpr *s_gelu_grad(Kernel *k, const Node *n, KExpr **x) {
   KExpr *x2 = k_binary(k, KB_MUL, x[0], x[0]);
@@ -617,45 +305,73 @@ static KExpr *s_gelu_grad(Kernel *k, const Node *n, KExpr **x) {
   KExpr *d = k_binary(k, KB_ADD, normal_cdf(k, x[0]), k_binary(k, KB_MUL, x[0], pdf));
   return k_binary(k, KB_MUL, x[1], d);
 }
+POINTWISE(gelu_grad)
+
+static void bwd_tanh(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_TANH_GRAD, n, dy);
+}
+
+static KExpr *s_tanh(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_TANH, x[0]); }
+POINTWISE(tanh)
+
 static KExpr *s_tanh_grad(Kernel *k, const Node *n, KExpr **x) {
   KExpr *one_minus = k_binary(k, KB_SUB, k_const(k, 1), k_binary(k, KB_MUL, x[0], x[0]));
   return k_binary(k, KB_MUL, x[1], one_minus);
 }
+POINTWISE(tanh_grad)
+
+static void bwd_sigmoid(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SIGMOID_GRAD, n, dy);
+}
+
+static KExpr *s_sigmoid(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *e = k_unary(k, KU_EXP, k_unary(k, KU_NEG, x[0]));
+  return k_binary(k, KB_DIV, k_const(k, 1), k_binary(k, KB_ADD, k_const(k, 1), e));
+}
+POINTWISE(sigmoid)
+
 static KExpr *s_sigmoid_grad(Kernel *k, const Node *n, KExpr **x) {
   KExpr *d = k_binary(k, KB_MUL, x[0], k_binary(k, KB_SUB, k_const(k, 1), x[0]));
   return k_binary(k, KB_MUL, x[1], d);
 }
-
-#define POINTWISE(fn)                                                          \
-  static Kernel *kernel_##fn(const Graph *g, const Node *n) { return pointwise_kernel(g, n, s_##fn); }
-POINTWISE(cast)
-POINTWISE(add)
-POINTWISE(sub)
-POINTWISE(mul)
-POINTWISE(div)
-POINTWISE(neg)
-POINTWISE(copy)
-POINTWISE(add_scalar)
-POINTWISE(mul_scalar)
-POINTWISE(relu)
-POINTWISE(gelu)
-POINTWISE(tanh)
-POINTWISE(sigmoid)
-POINTWISE(exp)
-POINTWISE(log)
-POINTWISE(relu_grad)
-POINTWISE(gelu_grad)
-POINTWISE(tanh_grad)
 POINTWISE(sigmoid_grad)
-#undef POINTWISE
 
-/* out[...] = 0 over the whole output — unless the kernel accumulates into a
- * gradient slot, which the runtime zeroes once per optimizer step. */
-static void zero_output(Kernel *k, const Node *n) {
-  if (accumulates(n)) return;
-  int v;
-  KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
-  k_store(k, loop, n->id, k_index(k, v), k_const(k, 0), false);
+/* SiLU (swish): x * sigmoid(x). */
+static KExpr *s_silu(Kernel *k, const Node *n, KExpr **x) { return k_binary(k, KB_MUL, x[0], s_sigmoid(k, n, x)); }
+POINTWISE(silu)
+
+static void bwd_silu(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SILU_GRAD, g->nodes[n].in[0], dy);
+}
+
+/* d silu/dx = s * (1 + x * (1 - s)), s = sigmoid(x) (as PyTorch). */
+static KExpr *s_silu_grad(Kernel *k, const Node *n, KExpr **x) {
+  KExpr *s = s_sigmoid(k, n, x);
+  KExpr *t = k_binary(k, KB_ADD, k_const(k, 1), k_binary(k, KB_MUL, x[0], k_binary(k, KB_SUB, k_const(k, 1), s)));
+  return k_binary(k, KB_MUL, x[1], k_binary(k, KB_MUL, s, t));
+}
+POINTWISE(silu_grad)
+
+static void bwd_exp(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_MUL, dy, n);
+}
+
+static KExpr *s_exp(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_EXP, x[0]); }
+POINTWISE(exp)
+
+static void bwd_log(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_DIV, dy, g->nodes[n].in[0]);
+}
+
+static KExpr *s_log(Kernel *k, const Node *n, KExpr **x) { return k_unary(k, KU_LOG, x[0]); }
+POINTWISE(log)
+
+/* ------------------------------------------------------ sums and broadcasts */
+
+static bool infer_scalar_out(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  n->shape = (Shape){.rank = 0};
+  return true;
 }
 
 static Kernel *kernel_sum(const Graph *g, const Node *n) {
@@ -666,6 +382,10 @@ static Kernel *kernel_sum(const Graph *g, const Node *n) {
   k_set(k, loop, acc, k_binary(k, KB_ADD, k_localv(k, acc), k_load(k, n->in[0], k_index(k, v), false)));
   k_store(k, NULL, n->id, k_iconst(k, 0), k_localv(k, acc), accumulates(n));
   return k;
+}
+
+static void bwd_sum(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = graph_expand_to(g, dy, g->nodes[n].in[0]);
 }
 
 /* Scatter-adds every input element into the output element it was broadcast
@@ -681,6 +401,115 @@ static Kernel *kernel_sum_to(const Graph *g, const Node *n) {
   k_store(k, parent, n->id, broadcast_index(k, in, &n->shape, vars), x, true);
   return k;
 }
+
+static KExpr *s_copy(Kernel *k, const Node *n, KExpr **x) { return x[0]; }
+POINTWISE(copy)
+
+/* -------------------- matrix products (GEMMs: every backend calls its BLAS) */
+
+/* attr.i[0], attr.i[1]: whether a and b are transposed. */
+static void print_transpose(FILE *out, const Node *n) {
+  fprintf(out, " {ta=%lld, tb=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+}
+
+/* Both operands are viewed as matrices [rows, last dim] (rows: the product of
+ * the leading dims); op(x) transposes when attr.i[0] (a) / attr.i[1] (b).
+ * The result keeps a's leading dims unless a is transposed. */
+static bool infer_matmul(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  bool ta = n->attr.i[0], tb = n->attr.i[1];
+  char sa[128], sb[128];
+  if (a->rank < 1 || b->rank < 1) {
+    diag_error(diag, n->loc, "matmul needs tensors with at least one axis: %s @ %s", shape_str(a, sa),
+               shape_str(b, sb));
+    return false;
+  }
+  int64_t k_a = ta ? rows_of(a) : last_dim(a);
+  int64_t k_b = tb ? last_dim(b) : rows_of(b);
+  if (k_a != k_b) {
+    diag_error(diag, n->loc, "matmul shapes do not fit: %s @ %s (inner dimensions %lld and %lld)",
+               shape_str(a, sa), shape_str(b, sb), (long long)k_a, (long long)k_b);
+    return false;
+  }
+  int64_t cols = tb ? rows_of(b) : last_dim(b);
+  if (ta) {
+    n->shape = (Shape){.rank = 2, .dim = {last_dim(a), cols}};
+  } else {
+    n->shape = *a;
+    n->shape.dim[a->rank - 1] = cols;
+  }
+  return true;
+}
+
+static double flops_matmul(const Graph *g, const Node *n) {
+  const Shape *b = &in_node(g, n, 1)->shape;
+  int64_t k = n->attr.i[1] ? last_dim(b) : rows_of(b);
+  return 2.0 * (double)shape_numel(&n->shape) * (double)k;
+}
+
+/* C = A op(B), A viewed as [M, K]. dA = dC op(B)^T; dB = A^T dC (or dC^T A
+ * when B is stored transposed, as linear's [out, in] weight is). Forward
+ * matmuls never transpose A, so this rule needs no other case. */
+static void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
+  bool tb = g->nodes[n].attr.i[1];
+  if (want[0]) {
+    int in[2] = {dy, b};
+    dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, no_loc, NULL);
+  }
+  if (want[1]) {
+    int in[2] = {tb ? dy : a, tb ? a : dy};
+    dx[1] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 1, 0, no_loc, NULL);
+  }
+}
+
+/* The last two axes of a (maybe transposed) batch of matrices. */
+static int64_t mat_rows(const Shape *s, bool t) { return s->dim[s->rank - (t ? 1 : 2)]; }
+static int64_t mat_cols(const Shape *s, bool t) { return s->dim[s->rank - (t ? 2 : 1)]; }
+
+static bool infer_bmm(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_f32(g, n, 1, diag)) return false;
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  bool ta = n->attr.i[0], tb = n->attr.i[1];
+  char sa[128], sb[128];
+  bool fits = a->rank >= 3 && a->rank == b->rank && mat_cols(a, ta) == mat_rows(b, tb);
+  for (int d = 0; fits && d < a->rank - 2; d++) fits = a->dim[d] == b->dim[d];
+  if (!fits) {
+    diag_error(diag, n->loc,
+               "batched matmul shapes do not fit: %s @ %s (expected [..., M, K] @ [..., K, N] with the same "
+               "leading dimensions)",
+               shape_str(a, sa), shape_str(b, sb));
+    return false;
+  }
+  n->shape = *a;
+  n->shape.dim[a->rank - 2] = mat_rows(a, ta);
+  n->shape.dim[a->rank - 1] = mat_cols(b, tb);
+  return true;
+}
+
+static double flops_bmm(const Graph *g, const Node *n) {
+  const Shape *a = &in_node(g, n, 0)->shape;
+  return 2.0 * (double)shape_numel(&n->shape) * (double)mat_cols(a, n->attr.i[0]);
+}
+
+/* C = op_a(A) op_b(B) per batch: d op_a(A) = dC op_b(B)^T, d op_b(B) = op_a(A)^T dC,
+ * each written so that the stored (maybe transposed) operand comes out. */
+static void bwd_bmm(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  int a = x.in[0], b = x.in[1];
+  bool ta = x.attr.i[0], tb = x.attr.i[1];
+  if (want[0]) {
+    int in[2] = {ta ? b : dy, ta ? dy : b};
+    dx[0] = graph_add_attr(g, OP_BMM, in, 2, 0, ta ? tb : 0, ta ? 1 : !tb, no_loc, NULL);
+  }
+  if (want[1]) {
+    int in[2] = {tb ? dy : a, tb ? a : dy};
+    dx[1] = graph_add_attr(g, OP_BMM, in, 2, 0, tb ? 1 : !ta, tb ? ta : 0, no_loc, NULL);
+  }
+}
+
+/* ------------------------------------------------------------------ row ops */
 
 /* A row kernel: for each of R rows, `body` fills in the loops over C columns.
  * row_base(r) = r * C is the index of the row's first element. */
@@ -730,15 +559,18 @@ typedef struct {
 static KExpr *f_elem(RowLoop *rl, int c, const void *ctx) {
   return row_elem(rl, ((const RowCtx *)ctx)->buf, c);
 }
+
 static KExpr *f_exp_shifted(RowLoop *rl, int c, const void *ctx) {
   const RowCtx *x = ctx;
   Kernel *k = rl->k;
   return k_unary(k, KU_EXP, k_binary(k, KB_SUB, row_elem(rl, x->buf, c), k_localv(k, x->shift_local)));
 }
+
 static KExpr *f_product(RowLoop *rl, int c, const void *ctx) {
   const RowCtx *x = ctx;
   return k_binary(rl->k, KB_MUL, row_elem(rl, x->buf, c), row_elem(rl, x->other_buf, c));
 }
+
 static KExpr *f_square_shifted(RowLoop *rl, int c, const void *ctx) {
   const RowCtx *x = ctx;
   Kernel *k = rl->k;
@@ -763,6 +595,16 @@ static void row_store(RowLoop *rl, const Node *n, KExpr *(*f)(RowLoop *, int c, 
   k_store(rl->k, loop, n->id, row_index(rl, c), f(rl, c, ctx), accumulates(n));
 }
 
+static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  if (in_node(g, n, 0)->shape.rank < 1) {
+    diag_error(diag, n->loc, "%s needs at least one axis, got a scalar", op_info(n->op)->name);
+    return false;
+  }
+  n->shape = in_node(g, n, 0)->shape;
+  return true;
+}
+
 typedef struct {
   int x, lse, dy, s, y, label;
   double scale;
@@ -772,6 +614,7 @@ static KExpr *f_softmax(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
   return f_exp_shifted(rl, c, &(RowCtx){.buf = s->x, .shift_local = s->lse});
 }
+
 static KExpr *f_log_softmax(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
   return k_binary(rl->k, KB_SUB, row_elem(rl, s->x, c), k_localv(rl->k, s->lse));
@@ -785,8 +628,17 @@ static Kernel *kernel_softmax_like(const Graph *g, const Node *n, bool log) {
   row_store(&rl, n, log ? f_log_softmax : f_softmax, &s);
   return rl.k;
 }
+
 static Kernel *kernel_softmax(const Graph *g, const Node *n) { return kernel_softmax_like(g, n, false); }
 static Kernel *kernel_log_softmax(const Graph *g, const Node *n) { return kernel_softmax_like(g, n, true); }
+
+static void bwd_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_SOFTMAX_GRAD, n, dy);
+}
+
+static void bwd_log_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add2(g, OP_LOG_SOFTMAX_GRAD, n, dy);
+}
 
 /* softmax: dx = y * (dy - sum(dy * y)). */
 static KExpr *f_softmax_grad(RowLoop *rl, int c, const void *p) {
@@ -795,6 +647,7 @@ static KExpr *f_softmax_grad(RowLoop *rl, int c, const void *p) {
   KExpr *d = k_binary(k, KB_SUB, row_elem(rl, s->dy, c), k_localv(k, s->s));
   return k_binary(k, KB_MUL, row_elem(rl, s->y, c), d);
 }
+
 static Kernel *kernel_softmax_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
@@ -811,6 +664,7 @@ static KExpr *f_log_softmax_grad(RowLoop *rl, int c, const void *p) {
   KExpr *e = k_binary(k, KB_MUL, k_unary(k, KU_EXP, row_elem(rl, s->y, c)), k_localv(k, s->s));
   return k_binary(k, KB_SUB, row_elem(rl, s->dy, c), e);
 }
+
 static Kernel *kernel_log_softmax_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
@@ -818,6 +672,22 @@ static Kernel *kernel_log_softmax_grad(const Graph *g, const Node *n) {
   s.s = row_reduce(&rl, KB_ADD, 0, f_elem, &sum);
   row_store(&rl, n, f_log_softmax_grad, &s);
   return rl.k;
+}
+
+static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag) || !want_int(g, n, 1, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape, *y = &in_node(g, n, 1)->shape;
+  Shape rows = *x;
+  rows.rank--;
+  if (!shape_equal(&rows, y)) {
+    char sx[128], sy[128];
+    diag_error(diag, n->loc,
+               "cross_entropy: labels %s do not match logits %s (expected one label per row)",
+               shape_str(y, sy), shape_str(x, sx));
+    return false;
+  }
+  n->shape = (Shape){.rank = 0};
+  return true;
 }
 
 /* The label of the current row, as an integer index expression. */
@@ -842,6 +712,10 @@ static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
   return k;
 }
 
+static void bwd_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  if (want[0]) dx[0] = add3(g, OP_CROSS_ENTROPY_GRAD, g->nodes[n].in[0], g->nodes[n].in[1], dy, 0);
+}
+
 /* d logits = (softmax(x) - onehot(label)) * dl / R. */
 static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
@@ -851,6 +725,7 @@ static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
   KExpr *scale = k_binary(k, KB_MUL, k_load(k, s->dy, k_iconst(k, 0), false), k_const(k, s->scale));
   return k_binary(k, KB_MUL, d, scale);
 }
+
 static Kernel *kernel_cross_entropy_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   SoftCtx s = {.x = n->in[0], .label = n->in[1], .dy = n->in[2],
@@ -859,6 +734,20 @@ static Kernel *kernel_cross_entropy_grad(const Graph *g, const Node *n) {
   row_logsumexp(&rl, s.x, &m, &s.lse);
   row_store(&rl, n, f_cross_entropy_grad, &s);
   return rl.k;
+}
+
+static bool infer_layernorm(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag)) return false;
+  Shape vec = {.rank = 1, .dim = {last_dim(&n->shape)}};
+  for (int i = 1; i < 3; i++) {
+    if (!shape_equal(&in_node(g, n, i)->shape, &vec)) {
+      char s1[128], s2[128];
+      diag_error(diag, n->loc, "layernorm: parameter %s does not match the last axis of %s",
+                 shape_str(&in_node(g, n, i)->shape, s1), shape_str(&n->shape, s2));
+      return false;
+    }
+  }
+  return true;
 }
 
 /* Mean and 1/sqrt(var + eps) of row `x` (biased variance, as PyTorch). */
@@ -884,6 +773,7 @@ static KExpr *norm_xhat(RowLoop *rl, const NormCtx *s, int c) {
   KExpr *d = k_binary(k, KB_SUB, row_elem(rl, s->x, c), k_localv(k, s->mean));
   return k_binary(k, KB_MUL, d, k_localv(k, s->rstd));
 }
+
 static KExpr *col_elem(Kernel *k, int buf, int c) { return k_load(k, buf, k_index(k, c), false); }
 
 static KExpr *f_layernorm(RowLoop *rl, int c, const void *p) {
@@ -892,6 +782,7 @@ static KExpr *f_layernorm(RowLoop *rl, int c, const void *p) {
   KExpr *scaled = k_binary(k, KB_MUL, norm_xhat(rl, s, c), col_elem(k, s->gamma, c));
   return k_binary(k, KB_ADD, scaled, col_elem(k, s->beta, c));
 }
+
 static Kernel *kernel_layernorm(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   NormCtx s = {.x = n->in[0], .gamma = n->in[1], .beta = n->in[2]};
@@ -900,14 +791,27 @@ static Kernel *kernel_layernorm(const Graph *g, const Node *n) {
   return rl.k;
 }
 
+static void bwd_layernorm(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  double eps = x.attr.f[0];
+  if (want[0]) dx[0] = add3(g, OP_LAYERNORM_GRAD, x.in[0], x.in[1], dy, eps);
+  if (want[1]) {
+    int in[2] = {x.in[0], dy};
+    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, no_loc, NULL);
+  }
+  if (want[2]) dx[2] = graph_sum_to(g, dy, x.in[2]);
+}
+
 /* dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), where g = dy * gamma. */
 static KExpr *norm_g(RowLoop *rl, const NormCtx *s, int c) {
   return k_binary(rl->k, KB_MUL, row_elem(rl, s->dy, c), col_elem(rl->k, s->gamma, c));
 }
+
 static KExpr *f_norm_g(RowLoop *rl, int c, const void *p) { return norm_g(rl, p, c); }
 static KExpr *f_norm_g_xhat(RowLoop *rl, int c, const void *p) {
   return k_binary(rl->k, KB_MUL, norm_g(rl, p, c), norm_xhat(rl, p, c));
 }
+
 static KExpr *f_layernorm_grad(RowLoop *rl, int c, const void *p) {
   const NormCtx *s = p;
   Kernel *k = rl->k;
@@ -918,6 +822,7 @@ static KExpr *f_layernorm_grad(RowLoop *rl, int c, const void *p) {
   t = k_binary(k, KB_SUB, t, k_binary(k, KB_MUL, norm_xhat(rl, s, c), mean_gx));
   return k_binary(k, KB_MUL, t, k_localv(k, s->rstd));
 }
+
 static Kernel *kernel_layernorm_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   NormCtx s = {.x = n->in[0], .gamma = n->in[1], .dy = n->in[2]};
@@ -926,6 +831,11 @@ static Kernel *kernel_layernorm_grad(const Graph *g, const Node *n) {
   s.b = row_reduce(&rl, KB_ADD, 0, f_norm_g_xhat, &s);
   row_store(&rl, n, f_layernorm_grad, &s);
   return rl.k;
+}
+
+static bool infer_layernorm_grad_gamma(const Graph *g, Node *n, Diag *diag) {
+  n->shape = (Shape){.rank = 1, .dim = {last_dim(&in_node(g, n, 0)->shape)}};
+  return true;
 }
 
 /* d gamma[c] = sum over rows of dy * xhat. */
@@ -943,6 +853,18 @@ static Kernel *kernel_layernorm_grad_gamma(const Graph *g, const Node *n) {
   return k;
 }
 
+static bool infer_embedding(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag) || !want_int(g, n, 1, diag)) return false;
+  const Shape *t = &in_node(g, n, 0)->shape, *ids = &in_node(g, n, 1)->shape;
+  if (t->rank != 2 || ids->rank + 1 > IR_MAX_RANK) {
+    diag_error(diag, n->loc, "embedding needs a [vocab, dim] table");
+    return false;
+  }
+  n->shape = *ids;
+  n->shape.dim[n->shape.rank++] = t->dim[1];
+  return true;
+}
+
 /* out[r, d] = table[ids[r], d]. */
 static Kernel *kernel_embedding(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
@@ -953,6 +875,14 @@ static Kernel *kernel_embedding(const Graph *g, const Node *n) {
   KExpr *src = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
   k_store(k, loop, n->id, row_index(&rl, d), k_load(k, n->in[0], src, false), accumulates(n));
   return k;
+}
+
+static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  if (want[0]) {
+    int in[2] = {x.in[1], dy};
+    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, no_loc, NULL);
+  }
 }
 
 /* d table[ids[r], d] += dy[r, d]. */
@@ -969,7 +899,21 @@ static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   return k;
 }
 
-/* ------------------------------------------------- layout, masks and dropout */
+/* ------------------------------------------------------------------- layout */
+
+static bool infer_reshape(const Graph *g, Node *n, Diag *diag) {
+  const Node *x = in_node(g, n, 0);
+  if (shape_numel(&x->shape) != shape_numel(&n->attr.shape)) {
+    char sx[128], sy[128];
+    diag_error(diag, n->loc, "reshape: %s has %lld elements, %s has %lld", shape_str(&x->shape, sx),
+               (long long)shape_numel(&x->shape), shape_str(&n->attr.shape, sy),
+               (long long)shape_numel(&n->attr.shape));
+    return false;
+  }
+  n->dtype = x->dtype;
+  n->shape = n->attr.shape;
+  return true;
+}
 
 /* out[i] = x[i] over the flat buffer (a reshape that adds into a gradient
  * slot; every other reshape is a view and has no kernel). */
@@ -979,6 +923,31 @@ static Kernel *kernel_reshape(const Graph *g, const Node *n) {
   KStmt *loop = k_for(k, NULL, shape_numel(&n->shape), &v);
   k_store(k, loop, n->id, k_index(k, v), k_load(k, n->in[0], k_index(k, v), false), accumulates(n));
   return k;
+}
+
+static void bwd_reshape(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr back = {.shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_RESHAPE, dy, &back);
+}
+
+static bool infer_slice(const Graph *g, Node *n, Diag *diag) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  if (n->attr.i[0] + n->attr.shape.dim[0] > x->dim[0]) {
+    char sx[128];
+    diag_error(diag, n->loc, "narrow: rows %lld..%lld are not all inside the %lld rows of %s", (long long)n->attr.i[0],
+               (long long)(n->attr.i[0] + n->attr.shape.dim[0] - 1), (long long)x->dim[0], shape_str(x, sx));
+    return false;
+  }
+  n->dtype = in_node(g, n, 0)->dtype;
+  n->shape = n->attr.shape;
+  return true;
+}
+
+static void print_start(FILE *out, const Node *n) { fprintf(out, " {start=%lld}", (long long)n->attr.i[0]); }
+
+static void bwd_slice(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr back = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_SLICE_GRAD, dy, &back);
 }
 
 /* Zeros with dy in rows attr.i[0]..; adding into a gradient slot, only the
@@ -992,6 +961,30 @@ static Kernel *kernel_slice_grad(const Graph *g, const Node *n) {
   KExpr *dst = k_iadd(k, k_index(k, v), k_iconst(k, n->attr.i[0] * row));
   k_store(k, loop, n->id, dst, k_load(k, n->in[0], k_index(k, v), false), true);
   return k;
+}
+
+static bool infer_permute(const Graph *g, Node *n, Diag *diag) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  bool seen[IR_MAX_RANK] = {false};
+  for (int d = 0; d < x->rank; d++) {
+    int64_t a = n->attr.i[d];
+    if (a < 0 || a >= x->rank || seen[a]) {
+      char sx[128];
+      diag_error(diag, n->loc, "permute: the axes are not a permutation of the %d axes of %s", x->rank,
+                 shape_str(x, sx));
+      return false;
+    }
+    seen[a] = true;
+    n->shape.dim[d] = x->dim[a];
+  }
+  n->shape.rank = x->rank;
+  n->dtype = in_node(g, n, 0)->dtype;
+  return true;
+}
+
+static void print_axes(FILE *out, const Node *n) {
+  for (int d = 0; d < n->shape.rank; d++) fprintf(out, "%s%lld", d ? ", " : " {", (long long)n->attr.i[d]);
+  fputc('}', out);
 }
 
 /* Row-major strides of a shape. */
@@ -1018,6 +1011,28 @@ static Kernel *kernel_permute(const Graph *g, const Node *n) {
   return k;
 }
 
+static void bwd_permute(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr inverse = {0};
+  for (int d = 0; d < g->nodes[n].shape.rank; d++) inverse.i[g->nodes[n].attr.i[d]] = d;
+  dx[0] = add_with(g, OP_PERMUTE, dy, &inverse);
+}
+
+/* -------------------------------------------------- causal mask and dropout */
+
+static bool infer_causal_mask(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  if (x->rank < 2 || x->dim[x->rank - 1] != x->dim[x->rank - 2]) {
+    char sx[128];
+    diag_error(diag, n->loc, "causal_mask needs square scores [..., T, T], got %s", shape_str(x, sx));
+    return false;
+  }
+  n->shape = *x;
+  return true;
+}
+
+static void print_scale(FILE *out, const Node *n) { fprintf(out, " {scale=%g}", n->attr.f[0]); }
+
 /* Loops over [..., T, T]: x * scale on and below the diagonal (column <=
  * row), `above` elsewhere. */
 static Kernel *causal_kernel(const Graph *g, const Node *n, double above) {
@@ -1034,8 +1049,23 @@ static Kernel *causal_kernel(const Graph *g, const Node *n, double above) {
   k_store(k, loop, n->id, idx, k_select(k, keep, scaled, k_const(k, above)), accumulates(n));
   return k;
 }
+
 static Kernel *kernel_causal_mask(const Graph *g, const Node *n) { return causal_kernel(g, n, -INFINITY); }
 static Kernel *kernel_causal_mask_grad(const Graph *g, const Node *n) { return causal_kernel(g, n, 0); }
+
+static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
+}
+
+static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  n->shape = in_node(g, n, 0)->shape;
+  return true;
+}
+
+static void print_dropout(FILE *out, const Node *n) {
+  fprintf(out, " {p=%g, stream=%lld}", n->attr.f[0], (long long)n->attr.i[0]);
+}
 
 /* y = x * m, m = 1/(1-p) where the element's uniform number is above p, else
  * 0 — and m = 1 when not training. The numbers depend only on (key, stream,
@@ -1053,12 +1083,49 @@ static Kernel *kernel_dropout(const Graph *g, const Node *n) {
   return k;
 }
 
-/* ------------------------------------------------------------ image windows */
+/* The same mask (same key, stream and element counters) applied to dy. */
+static void bwd_dropout(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Node x = g->nodes[n];
+  int in[3] = {dy, x.in[1], x.in[2]};
+  dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, no_loc, NULL);
+}
+
+/* ------------------------------------------------------------------- images */
+
+/* Images are [N, C, H, W]; a window of `size` at `stride` fits H and W. */
+static bool want_image(const Graph *g, Node *n, int64_t size, int64_t stride, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  char sx[128];
+  if (x->rank != 4) {
+    diag_error(diag, n->loc, "%s needs an image batch [N, C, H, W], got %s", op_info(n->op)->name,
+               shape_str(x, sx));
+    return false;
+  }
+  if (size < 1 || stride < 1 || size > x->dim[2] || size > x->dim[3]) {
+    diag_error(diag, n->loc, "%s: a %lldx%lld window does not fit the %lldx%lld image of %s", op_info(n->op)->name,
+               (long long)size, (long long)size, (long long)x->dim[2], (long long)x->dim[3], shape_str(x, sx));
+    return false;
+  }
+  return true;
+}
+
+static int64_t windows(int64_t extent, int64_t size, int64_t stride) { return (extent - size) / stride + 1; }
 
 /* Index of [n, c, h, w] in a [N, C, H, W] buffer, with n*C + c given as nc. */
 static KExpr *image_index(Kernel *k, const Shape *s, KExpr *nc, KExpr *h, KExpr *w) {
   return k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, nc, s->dim[2]), h), s->dim[3]), w);
 }
+
+static bool infer_pad(const Graph *g, Node *n, Diag *diag) {
+  if (!want_image(g, n, 1, 1, diag)) return false;
+  n->shape = in_node(g, n, 0)->shape;
+  n->shape.dim[2] += 2 * n->attr.i[0];
+  n->shape.dim[3] += 2 * n->attr.i[0];
+  return true;
+}
+
+static void print_pad(FILE *out, const Node *n) { fprintf(out, " {pad=%lld}", (long long)n->attr.i[0]); }
 
 /* out = x with attr.i[0] zeros around H and W (pad), or the interior of a
  * padded buffer (crop, its inverse). Loops over the smaller image. */
@@ -1078,8 +1145,14 @@ static Kernel *pad_kernel(const Graph *g, const Node *n, bool pad) {
   k_store(k, loop, n->id, dst, k_load(k, n->in[0], src, false), accumulates(n));
   return k;
 }
+
 static Kernel *kernel_pad(const Graph *g, const Node *n) { return pad_kernel(g, n, true); }
 static Kernel *kernel_crop(const Graph *g, const Node *n) { return pad_kernel(g, n, false); }
+
+static void bwd_pad(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr crop = {.i = {g->nodes[n].attr.i[0]}, .shape = g->nodes[g->nodes[n].in[0]].shape};
+  dx[0] = add_with(g, OP_CROP, dy, &crop);
+}
 
 /* Loops over the windows of an [N, C, H, W] image (`img`) that give the
  * cells of `out` [N, C, OH, OW] (or, for im2col, its rows): nc, oh, ow. */
@@ -1127,34 +1200,31 @@ static KExpr *window_elem(Windows *wd, KStmt *parent, KExpr *nc, KStmt **inner) 
   return image_index(k, wd->img, nc, h, w);
 }
 
-/* col[n, oh*OW + ow, (c*k + i)*k + j] = x[n, c, oh*s + i, ow*s + j] (im2col),
- * or dx[...] += dcol[...] (col2im). */
-static Kernel *im2col_kernel(const Graph *g, const Node *n, bool forward) {
-  Kernel *k = kernel_new(n->id);
-  if (!forward) zero_output(k, n);
-  const Shape *img = forward ? &in_node(g, n, 0)->shape : &n->shape;
-  int c;
-  Windows wd = windows_open(k, img, &n->attr, true, &c);
-  int64_t ksz = wd.size, channels = img->dim[1];
-  KExpr *nc = k_iadd(k, k_imul(k, k_index(k, wd.nc), channels), k_index(k, c));
-  KStmt *inner;
-  KExpr *pixel = window_elem(&wd, wd.cell, nc, &inner);
-  KExpr *row = k_iadd(k, k_imul(k, k_index(k, wd.nc), wd.oh_n * wd.ow_n),
-                      k_iadd(k, k_imul(k, k_index(k, wd.oh), wd.ow_n), k_index(k, wd.ow)));
-  KExpr *col = k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, k_index(k, c), ksz), k_index(k, wd.i)), ksz),
-                      k_index(k, wd.j));
-  KExpr *cell = k_iadd(k, k_imul(k, row, channels * ksz * ksz), col);
-  KExpr *src = forward ? pixel : cell, *dst = forward ? cell : pixel;
-  k_store(k, inner, n->id, dst, k_load(k, n->in[0], src, false), forward ? accumulates(n) : true);
-  return k;
-}
-static Kernel *kernel_im2col(const Graph *g, const Node *n) { return im2col_kernel(g, n, true); }
-static Kernel *kernel_col2im(const Graph *g, const Node *n) { return im2col_kernel(g, n, false); }
-
 /* The element (i, j) of the window, numbered i*size + j, as a float. */
 static KExpr *window_pos(Windows *wd) {
   Kernel *k = wd->k;
   return k_to_float(k, k_iadd(k, k_imul(k, k_index(k, wd->i), wd->size), k_index(k, wd->j)));
+}
+
+/* Window ops' gradients have the input's shape and the op's window. */
+static Attr window_back(const Graph *g, int n) {
+  Attr a = g->nodes[n].attr;
+  a.shape = g->nodes[g->nodes[n].in[0]].shape;
+  return a;
+}
+
+/* attr.i[0], attr.i[1]: the window's size and stride. */
+static void print_window(FILE *out, const Node *n) {
+  fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+}
+
+static bool infer_pool(const Graph *g, Node *n, Diag *diag) {
+  int64_t size = n->attr.i[0], stride = n->attr.i[1];
+  if (!want_image(g, n, size, stride, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  n->shape = (Shape){.rank = 4,
+                     .dim = {x->dim[0], x->dim[1], windows(x->dim[2], size, stride), windows(x->dim[3], size, stride)}};
+  return true;
 }
 
 /* Max- or average-pool: out[nc, oh, ow] = max or mean of the window. */
@@ -1172,8 +1242,14 @@ static Kernel *pool_kernel(const Graph *g, const Node *n, bool max) {
   k_store(k, wd.cell, n->id, window_cell(&wd), v, accumulates(n));
   return k;
 }
+
 static Kernel *kernel_maxpool(const Graph *g, const Node *n) { return pool_kernel(g, n, true); }
 static Kernel *kernel_avgpool(const Graph *g, const Node *n) { return pool_kernel(g, n, false); }
+
+static void bwd_maxpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int in[2] = {g->nodes[n].in[0], dy};
+  dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, no_loc, NULL);
+}
 
 /* dx gets each window's dy at its first maximum (PyTorch's choice on ties):
  * one pass finds the position, a second adds dy where the position matches. */
@@ -1196,6 +1272,11 @@ static Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
   return k;
 }
 
+static void bwd_avgpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = window_back(g, n);
+  dx[0] = add_with(g, OP_AVGPOOL_GRAD, dy, &a);
+}
+
 /* dx[window elements] += dy / size^2. */
 static Kernel *kernel_avgpool_grad(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
@@ -1210,10 +1291,49 @@ static Kernel *kernel_avgpool_grad(const Graph *g, const Node *n) {
   return k;
 }
 
-/* ------------------------------------------------------------------- table */
+static bool infer_im2col(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_pool(g, n, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  int64_t k = n->attr.i[0];
+  n->shape = (Shape){.rank = 3, .dim = {x->dim[0], n->shape.dim[2] * n->shape.dim[3], x->dim[1] * k * k}};
+  return true;
+}
+
+/* col[n, oh*OW + ow, (c*k + i)*k + j] = x[n, c, oh*s + i, ow*s + j] (im2col),
+ * or dx[...] += dcol[...] (col2im). */
+static Kernel *im2col_kernel(const Graph *g, const Node *n, bool forward) {
+  Kernel *k = kernel_new(n->id);
+  if (!forward) zero_output(k, n);
+  const Shape *img = forward ? &in_node(g, n, 0)->shape : &n->shape;
+  int c;
+  Windows wd = windows_open(k, img, &n->attr, true, &c);
+  int64_t ksz = wd.size, channels = img->dim[1];
+  KExpr *nc = k_iadd(k, k_imul(k, k_index(k, wd.nc), channels), k_index(k, c));
+  KStmt *inner;
+  KExpr *pixel = window_elem(&wd, wd.cell, nc, &inner);
+  KExpr *row = k_iadd(k, k_imul(k, k_index(k, wd.nc), wd.oh_n * wd.ow_n),
+                      k_iadd(k, k_imul(k, k_index(k, wd.oh), wd.ow_n), k_index(k, wd.ow)));
+  KExpr *col = k_iadd(k, k_imul(k, k_iadd(k, k_imul(k, k_index(k, c), ksz), k_index(k, wd.i)), ksz),
+                      k_index(k, wd.j));
+  KExpr *cell = k_iadd(k, k_imul(k, row, channels * ksz * ksz), col);
+  KExpr *src = forward ? pixel : cell, *dst = forward ? cell : pixel;
+  k_store(k, inner, n->id, dst, k_load(k, n->in[0], src, false), forward ? accumulates(n) : true);
+  return k;
+}
+
+static Kernel *kernel_im2col(const Graph *g, const Node *n) { return im2col_kernel(g, n, true); }
+static Kernel *kernel_col2im(const Graph *g, const Node *n) { return im2col_kernel(g, n, false); }
+
+static void bwd_im2col(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = window_back(g, n);
+  dx[0] = add_with(g, OP_COL2IM, dy, &a);
+}
+
+/* -------------------------------------------------------------------- table */
 
 static const OpInfo table[OP_COUNT] = {
-#define OP(e, name, arity, infer, flops, backward, kernel) [e] = {name, arity, infer, flops, backward, kernel},
+#define OP(e, name, class, builtin, arity, infer, flops, backward, kernel, attrs) \
+  [e] = {name, OPC_##class, arity, infer, flops, backward, kernel, attrs},
 #include "ops.def"
 #undef OP
 };

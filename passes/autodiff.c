@@ -44,26 +44,29 @@ void autodiff(Graph *g) {
   grad[g->loss] = g->loss_seed;
 
   for (int i = g->n_forward - 1; i >= 0; i--) {
-    const Node n = g->nodes[i]; /* a copy: adding nodes may move the array */
-    if (!needs[i] || grad[i] < 0 || n.op == OP_PARAM) continue;
+    const Node *n = &g->nodes[i]; /* valid while nodes are added (ir.h) */
+    if (!needs[i] || grad[i] < 0 || n->op == OP_PARAM) continue;
     bool want[IR_MAX_IN] = {false};
     int dx[IR_MAX_IN] = {-1, -1, -1};
-    for (int k = 0; k < n.nin; k++) want[k] = needs[n.in[k]];
+    for (int k = 0; k < n->nin; k++) want[k] = needs[n->in[k]];
     int first_new = g->n;
-    op_info(n.op)->backward(g, i, grad[i], want, dx);
-    for (int k = 0; k < n.nin; k++) {
-      int x = n.in[k], d = dx[k];
+    op_info(n->op)->backward(g, i, grad[i], want, dx);
+    for (int k = 0; k < n->nin; k++) {
+      int x = n->in[k], d = dx[k];
       if (d < 0) continue;
       if (g->nodes[x].op == OP_PARAM)
-        add_to_param(g, x, d, d >= first_new && !used_twice(dx, n.nin, d));
+        add_to_param(g, x, d, d >= first_new && !used_twice(dx, n->nin, d));
       else if (grad[x] < 0)
         grad[x] = d;
       else {
         int in[2] = {grad[x], d};
-        grad[x] = graph_add(g, OP_ADD, in, 2, g->nodes[x].loc, NULL);
+        grad[x] = graph_add(g, OP_ADD, in, 2, n->loc, NULL);
       }
     }
-    for (int b = first_new; b < g->n; b++) g->nodes[b].origin = i;
+    for (int b = first_new; b < g->n; b++) { /* all made for node i: its rule's nodes, sums, copies */
+      g->nodes[b].origin = i;
+      g->nodes[b].loc = n->loc;
+    }
   }
   free(grad);
   free(needs);

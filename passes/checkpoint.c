@@ -29,7 +29,7 @@
 /* A GEMM (handed to the BLAS) or another op with many FLOPs per element it
  * touches: worth storing its output rather than recomputing it. */
 static bool is_heavy(const Graph *g, const Node *n) {
-  if (op_info(n->op)->kernel == NULL) return true;
+  if (op_info(n->op)->op_class == OPC_GEMM) return true;
   double elements = (double)shape_numel(&n->shape);
   for (int k = 0; k < n->nin; k++) elements += (double)shape_numel(&g->nodes[n->in[k]].shape);
   return op_info(n->op)->flops(g, n) >= 64 * elements;
@@ -593,34 +593,4 @@ void plan_free(Plan *pl) {
   free(pl->stage);
   free(pl->boundary);
   free(pl);
-}
-
-/* ------------------------------------------------------------ spec text */
-
-bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec) {
-  static const struct { const char *word; CheckpointPolicy policy; } words[] = {
-      {"off", CKPT_OFF}, {"all", CKPT_ALL}, {"sqrt", CKPT_SQRT}, {"auto", CKPT_AUTO}};
-  for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
-    if (strcmp(text, words[i].word) == 0) {
-      *spec = (CheckpointSpec){.policy = words[i].policy};
-      return true;
-    }
-  uint64_t n;
-  if (strncmp(text, "every ", 6) == 0 && parse_size(text + 6, &n) && n >= 1 && strspn(text + 6, "0123456789") == strlen(text + 6)) {
-    *spec = (CheckpointSpec){.policy = CKPT_EVERY, .every = (int64_t)n};
-    return true;
-  }
-  if (strncmp(text, "budget ", 7) == 0 && parse_size(text + 7, &n) && n >= 1) {
-    *spec = (CheckpointSpec){.policy = CKPT_BUDGET, .budget = n};
-    return true;
-  }
-  return false;
-}
-
-const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]) {
-  static const char *names[] = {"off", "all", "sqrt", "every", "budget", "auto"};
-  if (spec->policy == CKPT_EVERY) snprintf(buf, 64, "every %lld", (long long)spec->every);
-  else if (spec->policy == CKPT_BUDGET) snprintf(buf, 64, "budget %lluB", (unsigned long long)spec->budget);
-  else snprintf(buf, 64, "%s", names[spec->policy]);
-  return buf;
 }

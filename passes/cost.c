@@ -82,12 +82,11 @@ static double bytes_moved(const Graph *g, const Node *n) {
   return bytes;
 }
 
-static bool is_gemm(const Node *n) { return !is_leaf(n) && op_info(n->op)->kernel == NULL; }
-
+/* Leaves and views run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
-  if (is_leaf(n)) return 0;
+  if (is_leaf(n) || node_is_view(n)) return 0;
   double flops = op_info(n->op)->flops(g, n);
-  double compute = flops / (is_gemm(n) ? m->gemm_flops : m->loop_flops);
+  double compute = flops / (op_info(n->op)->op_class == OPC_GEMM ? m->gemm_flops : m->loop_flops);
   double memory = bytes_moved(g, n) / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

@@ -13,7 +13,7 @@ static inline uint64_t node_bytes(const Node *n) {
 
 /* Set by the runtime, never computed (inputs, parameters, the loss seed,
  * the dropout key and training flag). */
-static inline bool is_leaf(const Node *n) { return op_info(n->op)->arity == 0; }
+static inline bool is_leaf(const Node *n) { return op_info(n->op)->op_class == OPC_LEAF; }
 
 /* live[i]: node i must be computed (or is a leaf that is read): it reaches
  * the loss, the prediction or a parameter's gradient. Caller frees. */

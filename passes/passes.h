@@ -62,7 +62,8 @@ MachineProfile profile_default(void);
 bool profile_read(const char *path, MachineProfile *p, char err[256]);
 void profile_write(FILE *out, const MachineProfile *p);
 /* Predicted seconds of one node's kernel: the slower of its FLOPs and its
- * memory traffic, plus the per-call overhead. */
+ * memory traffic, plus the per-call overhead; 0 for leaves and views, which
+ * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
@@ -135,10 +136,5 @@ typedef struct {
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count);
 void sweep_print(FILE *out, const SweepPoint *pts, int n);
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
-
-/* "off", "all", "sqrt", "auto", "every 4", "budget 64MiB" → spec. */
-bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
-/* Writes the spec back in that form. */
-const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 
 #endif
