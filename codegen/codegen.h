@@ -27,12 +27,14 @@ typedef struct {
 } BuildOptions;
 
 /* Compiles a C file written by emit_c into an executable. Returns true on
- * success; on failure the compiler's own messages have been shown. */
-bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt);
+ * success; on failure the compiler's own messages have been shown and
+ * trainc's (it could not run, it failed) reported through diag. With
+ * opt->verbose the command is printed where diag's messages go. */
+bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag);
 
 /* `trainc calibrate`: builds a small benchmark with the same compiler, flags
  * and BLAS as trainers, runs it and reads back the machine profile it
  * measures (GEMM FLOP/s, loop FLOP/s, memory bandwidth, call overhead). */
-bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile);
+bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *diag);
 
 #endif

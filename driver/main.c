@@ -1,6 +1,8 @@
 /* main.c — the trainc command line. A thin shell over the stages: every
  * decision lives in frontend/, ir/, passes/ and codegen/, so tests call those
- * directly; this file only parses flags and runs the pipeline. */
+ * directly; this file parses flags, runs the pipeline and does the I/O the
+ * passes do not (the model file, a machine profile, the machine's free
+ * memory, output files). Every error goes through one Diag. */
 #include "codegen.h"
 
 #include <errno.h>
@@ -33,6 +35,8 @@ static const char *usage_text =
     "                           'budget SIZE' (overrides the train block)\n"
     "  --budget SIZE            the same as --policy 'budget SIZE' (e.g. 64MiB)\n"
     "  --profile FILE           machine profile from `trainc calibrate`\n"
+    "  --memory SIZE            the memory `checkpoint auto` fits the plan in\n"
+    "                           (default: what this machine has free now)\n"
     "  --format table|json|dot  plan: output format (default table)\n"
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
@@ -53,14 +57,16 @@ static const char *usage_text =
 
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
-  const char *policy, *budget, *profile, *format, *svg;
+  const char *policy, *budget, *profile, *format, *svg, *memory;
   bool verbose, sweep, mpi;
+  uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
 } Options;
 
+static Diag diag; /* where every message of this run goes */
+
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "trainc: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(see trainc --help)\n");
+  diag_error(&diag, NO_LOC, fmt, arg);
+  diag_note(&diag, NO_LOC, "see trainc --help");
   return 2;
 }
 
@@ -99,6 +105,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--profile"))) o->profile = v;
     else if ((v = flag_value(argc, argv, &i, "--format"))) o->format = v;
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
+    else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -120,6 +127,8 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
   if (o->dump && strcmp(o->dump, "ast") && strcmp(o->dump, "ir") && strcmp(o->dump, "grad"))
     return usage_error("--dump takes ast, ir or grad, not '%s'", o->dump);
+  if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
+    return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   return -1;
@@ -133,13 +142,13 @@ static bool is_directory(const char *path) {
 static bool write_c(const Program *p, const char *path) {
   FILE *f = fopen(path, "w");
   if (!f) {
-    fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
+    diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
     return false;
   }
   emit_c(f, p);
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
-  if (!ok) fprintf(stderr, "trainc: error: cannot write %s\n", path);
+  if (!ok) diag_file_error(&diag, path, "cannot write");
   return ok;
 }
 
@@ -160,11 +169,11 @@ static BuildOptions build_options(const Options *o) {
 static int calibrate(const Options *o) {
   MachineProfile m;
   BuildOptions bo = build_options(o);
-  if (!calibrate_machine(&bo, &m)) return 1;
+  if (!calibrate_machine(&bo, &m, &diag)) return 1;
   FILE *f = o->output ? fopen(o->output, "w") : stdout;
   if (f) profile_write(f, &m);
   if (!f || (f != stdout && fclose(f) != 0)) {
-    fprintf(stderr, "trainc: error: cannot write %s\n", o->output);
+    diag_file_error(&diag, o->output, "cannot write");
     return 1;
   }
   if (o->output) printf("wrote %s\n", o->output);
@@ -174,28 +183,48 @@ static int calibrate(const Options *o) {
 static int build(const Program *p, const Options *o) {
   bool mpi = o->mpi || train_is_distributed(&p->g->train);
   if (mpi && !*TRAINC_RT_MPI_LIB) {
-    fprintf(stderr, "trainc: error: %s needs MPI, and this trainc was built without it (install "
-                    "libopenmpi-dev and rebuild trainc)\n", o->mpi ? "--mpi" : "the train block's distribution");
+    diag_error(&diag, NO_LOC, "%s needs MPI, and this trainc was built without it (install libopenmpi-dev and "
+               "rebuild trainc)", o->mpi ? "--mpi" : "the train block's distribution");
     return 1;
   }
   char tmp[] = "/tmp/trainc-XXXXXX";
   if (!mkdtemp(tmp)) {
-    fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
+    diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return 1;
   }
   char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
   BuildOptions bo = build_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
-  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo);
+  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
   if (ok) {
-    char b[32];
-    printf("built %s (model %s, arena %s%s)\n", o->output, p->g->model_name, format_bytes(p->arena_bytes, b),
-           mpi ? ", MPI" : "");
+    char b[32], m[32];
+    const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
+    printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
+    if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
+    printf("%s)\n", mpi ? ", MPI" : "");
   }
   return ok ? 0 : 1;
+}
+
+/* The memory `checkpoint auto` fits the plan in: --memory, else what this
+ * machine has free now (Linux's MemAvailable). */
+static bool auto_memory(const Options *o, uint64_t *bytes) {
+  static const char path[] = "/proc/meminfo";
+  if (o->memory_bytes) {
+    *bytes = o->memory_bytes;
+    return true;
+  }
+  SourceFile *f = source_read(path, &diag);
+  const char *line = f ? strstr(f->text, "MemAvailable:") : NULL;
+  unsigned long long kib = 0;
+  bool ok = line && sscanf(line, "MemAvailable: %llu kB", &kib) == 1 && kib > 0;
+  if (f && !ok) diag_file_error(&diag, path, "no MemAvailable figure (give --memory SIZE for checkpoint auto)");
+  source_free(f);
+  *bytes = (uint64_t)kib * 1024;
+  return ok;
 }
 
 /* The checkpoint policy: --policy / --budget, else the train block's. */
@@ -216,10 +245,11 @@ static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *sp
 
 static bool machine_profile(const Options *o, MachineProfile *m) {
   *m = profile_default();
-  char err[256];
-  if (!o->profile || profile_read(o->profile, m, err)) return true;
-  fprintf(stderr, "trainc: error: %s\n", err);
-  return false;
+  if (!o->profile) return true;
+  SourceFile *f = source_read(o->profile, &diag);
+  bool ok = f && profile_parse(f, m, &diag);
+  source_free(f);
+  return ok;
 }
 
 static PlanFormat plan_format(const Options *o) {
@@ -237,7 +267,7 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
     FILE *f = fopen(o->svg, "w");
     if (f) sweep_svg(f, pts, n, g->model_name);
     if (!f || fclose(f) != 0) {
-      fprintf(stderr, "trainc: error: cannot write %s\n", o->svg);
+      diag_file_error(&diag, o->svg, "cannot write");
       rc = 1;
     } else {
       printf("wrote %s\n", o->svg);
@@ -252,14 +282,11 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   CheckpointSpec spec;
   MachineProfile m;
   if (!checkpoint_spec(o, g, &spec)) return 2;
+  if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
   if (!machine_profile(o, &m)) return 1;
   if (o->sweep) return sweep(g, &m, o);
-  char err[512];
-  Plan *pl = plan_checkpoints(g, spec, &m, err);
-  if (!pl) {
-    fprintf(stderr, "%s: error: %s\n", o->file, err);
-    return 1;
-  }
+  Plan *pl = plan_checkpoints(g, spec, &m, &diag);
+  if (!pl) return 1;
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
   else rc = !strcmp(o->command, "emit") ? emit(pl->program, o->output) : build(pl->program, o);
@@ -269,10 +296,8 @@ static int plan_and_generate(const Graph *g, const Options *o) {
 
 /* Runs the pipeline up to the stage the command needs. */
 static int compile(const Options *o) {
-  SourceFile *src = source_read(o->file);
+  SourceFile *src = source_read(o->file, &diag);
   if (!src) return 1;
-  Diag diag;
-  diag_init(&diag, stderr);
   int rc = 1;
   Ast *ast = parse_source(src, &diag);
   Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
@@ -289,6 +314,7 @@ static int compile(const Options *o) {
 }
 
 int main(int argc, char **argv) {
+  diag_init(&diag, stderr);
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;

@@ -71,10 +71,7 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
   if (info->infer && (!info->infer(g, &n, diag) || !size_fits(&n, diag))) {
-    if (!diag) {
-      fprintf(stderr, "trainc: internal error: bad shapes for %s\n", info->name);
-      abort();
-    }
+    if (!diag) diag_internal_error("bad shapes for %s", info->name);
     return -1;
   }
   VEC_PUSH(g->nodes, g->n, g->cap, n);

@@ -5,8 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* No caller can go on from here, so the report goes to stderr. */
 static void out_of_memory(size_t n) {
-  fprintf(stderr, "trainc: error: out of memory (asked for %zu bytes)\n", n);
+  Diag d;
+  diag_init(&d, stderr);
+  diag_error(&d, NO_LOC, "out of memory (asked for %zu bytes)", n);
   exit(2);
 }
 
@@ -102,10 +105,10 @@ SourceFile *source_from_string(const char *path, const char *text) {
   return f;
 }
 
-SourceFile *source_read(const char *path) {
+SourceFile *source_read(const char *path, Diag *diag) {
   FILE *fp = fopen(path, "rb");
   if (!fp) {
-    fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
+    diag_file_error(diag, path, "cannot open: %s", strerror(errno));
     return NULL;
   }
   StrBuf sb = {0};
@@ -115,7 +118,7 @@ SourceFile *source_read(const char *path) {
   bool failed = ferror(fp);
   fclose(fp);
   if (failed) {
-    fprintf(stderr, "%s: error: cannot read\n", path);
+    diag_file_error(diag, path, "cannot read");
     sb_free(&sb);
     return NULL;
   }
@@ -156,22 +159,33 @@ static void print_caret(FILE *out, SrcLoc loc) {
   fputs("^\n", out);
 }
 
-static void report(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_list ap) {
+/* The one place messages are formatted: at loc when it points into a file,
+ * else at path (a whole file), else at "trainc". */
+static void report(Diag *d, SrcLoc loc, const char *path, const char *kind, const char *fmt, va_list ap) {
   if (loc.file)
     fprintf(d->out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
   else
-    fprintf(d->out, "trainc: %s: ", kind);
+    fprintf(d->out, "%s: %s: ", path ? path : "trainc", kind);
   vfprintf(d->out, fmt, ap);
   fputc('\n', d->out);
   print_caret(d->out, loc);
 }
 
-void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {
+static void count_error(Diag *d, SrcLoc loc, const char *path, const char *fmt, va_list ap) {
   d->errors++;
   int limit = d->max_errors > 0 ? d->max_errors : 20;
-  if (d->errors <= limit) report(d, loc, "error", fmt, ap);
+  if (d->errors <= limit) report(d, loc, path, "error", fmt, ap);
   else if (d->errors == limit + 1)
     fprintf(d->out, "trainc: too many errors, stopping here\n");
+}
+
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) { count_error(d, loc, NULL, fmt, ap); }
+
+void diag_file_error(Diag *d, const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  count_error(d, NO_LOC, path, fmt, ap);
+  va_end(ap);
 }
 
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
@@ -185,8 +199,18 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {
   if (d->errors > (d->max_errors > 0 ? d->max_errors : 20)) return;
   va_list ap;
   va_start(ap, fmt);
-  report(d, loc, "note", fmt, ap);
+  report(d, loc, NULL, "note", fmt, ap);
   va_end(ap);
+}
+
+void diag_internal_error(const char *fmt, ...) {
+  Diag d;
+  diag_init(&d, stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  report(&d, NO_LOC, NULL, "internal error", fmt, ap);
+  va_end(ap);
+  abort();
 }
 
 const char *format_bytes(uint64_t bytes, char buf[32]) {
