@@ -22,6 +22,7 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  check FILE.nn            parse and type-check; print nothing but errors\n"
+    "                           (and the --dump asked for)\n"
     "  plan  FILE.nn            show which activations are stored and which\n"
     "                           recomputed, the planned peak memory and step time\n"
     "  emit  FILE.nn -o OUT     write the trainer's C source (OUT: a .c file or a folder)\n"
@@ -40,8 +41,13 @@ static const char *usage_text =
     "  --format table|json|dot  plan: output format (default table)\n"
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
-    "  --dump=ast|ir|grad       print the parsed file, the forward graph, or the\n"
-    "                           graph with its backward pass (check only)\n"
+    "  --dump=STAGE             also print the program after a stage (check,\n"
+    "                           plan, emit, build): ast (the parsed file), ir\n"
+    "                           (the forward graph), grad (with its backward\n"
+    "                           pass), weave (after recompute weaving: the\n"
+    "                           planned graph, recompute nodes marked), schedule\n"
+    "                           (forward and backward steps, arena offsets and\n"
+    "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
     "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
@@ -68,6 +74,20 @@ static int usage_error(const char *fmt, const char *arg) {
   diag_error(&diag, NO_LOC, fmt, arg);
   diag_note(&diag, NO_LOC, "see trainc --help");
   return 2;
+}
+
+/* The stages --dump can show, in pipeline order. */
+static const char *dump_stages[] = {"ast", "ir", "grad", "weave", "schedule"};
+
+static bool dump_is(const Options *o, const char *stage) { return o->dump && !strcmp(o->dump, stage); }
+
+/* weave and schedule show a plan, so even `check` plans for them. */
+static bool dump_needs_plan(const Options *o) { return dump_is(o, "weave") || dump_is(o, "schedule"); }
+
+static bool known_dump(const char *stage) {
+  for (size_t i = 0; i < sizeof dump_stages / sizeof dump_stages[0]; i++)
+    if (!strcmp(stage, dump_stages[i])) return true;
+  return false;
 }
 
 /* Takes the value of --flag VALUE or --flag=VALUE; NULL when absent. */
@@ -125,8 +145,9 @@ static int parse_options(int argc, char **argv, Options *o) {
   if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
     return usage_error("%s", "--format, --sweep and --svg go with the plan command");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
-  if (o->dump && strcmp(o->dump, "ast") && strcmp(o->dump, "ir") && strcmp(o->dump, "grad"))
-    return usage_error("--dump takes ast, ir or grad, not '%s'", o->dump);
+  if (o->dump && !known_dump(o->dump))
+    return usage_error("--dump takes ast, ir, grad, weave or schedule, not '%s'", o->dump);
+  if (o->sweep && dump_needs_plan(o)) return usage_error("--dump=%s shows one plan, not a --sweep", o->dump);
   if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
     return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
@@ -277,7 +298,8 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
   return rc;
 }
 
-/* plan, emit or build, from the graph with its backward pass. */
+/* plan, emit or build (or check with a dump of a plan), from the graph with
+ * its backward pass. */
 static int plan_and_generate(const Graph *g, const Options *o) {
   CheckpointSpec spec;
   MachineProfile m;
@@ -287,25 +309,29 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   if (o->sweep) return sweep(g, &m, o);
   Plan *pl = plan_checkpoints(g, spec, &m, &diag);
   if (!pl) return 1;
+  if (dump_is(o, "weave")) graph_print(stdout, pl->graph);
+  if (dump_is(o, "schedule")) program_print(stdout, pl->program);
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
-  else rc = !strcmp(o->command, "emit") ? emit(pl->program, o->output) : build(pl->program, o);
+  else if (!strcmp(o->command, "emit")) rc = emit(pl->program, o->output);
+  else if (!strcmp(o->command, "build")) rc = build(pl->program, o);
   plan_free(pl);
   return rc;
 }
 
-/* Runs the pipeline up to the stage the command needs. */
+/* Runs the pipeline up to the stage the command (or the dump) needs. */
 static int compile(const Options *o) {
   SourceFile *src = source_read(o->file, &diag);
   if (!src) return 1;
   int rc = 1;
   Ast *ast = parse_source(src, &diag);
   Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
-  if (o->dump && !strcmp(o->dump, "ast") && ast) ast_print(stdout, ast);
+  if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
-    if (!o->dump || strcmp(o->dump, "ir")) autodiff(g);
-    if (o->dump && strcmp(o->dump, "ast")) graph_print(stdout, g);
-    rc = !strcmp(o->command, "check") ? 0 : plan_and_generate(g, o);
+    if (dump_is(o, "ir")) graph_print(stdout, g);
+    autodiff(g);
+    if (dump_is(o, "grad")) graph_print(stdout, g);
+    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(g, o);
   }
   graph_free(g);
   ast_free(ast);

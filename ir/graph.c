@@ -179,6 +179,7 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   }
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (n->grad_of_param >= 0) fprintf(out, " +=> grad(%s)", g->nodes[n->grad_of_param].name);
+  if (n->recompute_of >= 0) fprintf(out, " (recompute of %%%d)", n->recompute_of);
   if (n->name && n->op != OP_PARAM && n->op != OP_INPUT) fprintf(out, "  # %s", n->name);
   if (n->loc.file) fprintf(out, "  @%d:%d", n->loc.line, n->loc.col);
   fputc('\n', out);

@@ -26,6 +26,10 @@ typedef struct {
   int *forward, n_forward;   /* node ids computed by forward(), in order */
   int *backward, n_backward; /* node ids computed by backward(), in order */
   uint64_t *offset;          /* per node id: byte offset of its value */
+  int *live_until;           /* per node id with a range of its own: the last
+                                step that reads it (steps count forward, then
+                                backward; n_forward + n_backward: read by the
+                                runtime after backward); -1 for the others */
   Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM or leaf) */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
@@ -46,6 +50,10 @@ void program_free(Program *p);
 
 /* Byte offset of the gradient slot of parameter node `param`. */
 uint64_t program_grad_offset(const Program *p, int param);
+/* The schedule as text (`--dump=schedule`; golden tests): the arena's
+ * regions, then one line per leaf, step and view in graph order (offset,
+ * bytes, lifetime, what forward stores), then the stored set. */
+void program_print(FILE *out, const Program *p);
 
 /* ---- cost model: FLOPs and bytes per op, turned into seconds ---- */
 typedef struct {
