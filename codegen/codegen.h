@@ -10,10 +10,12 @@
 
 #include "passes.h"
 
-/* Writes one self-contained C file: the arena layout as constants, one static
- * function per kernel, forward() and backward() as flat lists of calls (each
- * commented with its model-file line), and the trc_model descriptor and main()
- * for the runtime (runtime/trainc_rt.h). */
+/* Writes one self-contained C file: a header comment with the planned arena
+ * size, one static function per kernel (its arena offsets written into it as
+ * numbers), forward() and backward() as flat lists of calls (each commented
+ * with its model-file line), the parameter and input tables, and the
+ * trc_model descriptor (the offsets the runtime reads, the train defaults)
+ * and main() for the runtime (runtime/trainc_rt.h). */
 void emit_c(FILE *out, const Program *p);
 
 typedef struct {
