@@ -1,15 +1,19 @@
 /* build.c — compiles an emitted C file into a trainer executable, and builds
  * and runs the calibration program behind `trainc calibrate`.
- * Programs run through execvp with an argument vector (no shell), so
- * nothing in a path or in --cflags is ever interpreted as a command. */
+ * Programs run through posix_spawnp with an argument vector (no shell), so
+ * nothing in a path or in --cflags is ever interpreted as a command; trainc's
+ * messages about them go through the Diag, their own output is theirs. */
 #include "codegen.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 typedef struct {
   char **items;
@@ -29,31 +33,49 @@ static void push_words(Argv *a, const char *flags) {
   }
 }
 
-/* Runs argv; its stdout goes to out_path when given. Returns its exit status. */
-static int run(Argv *a, bool verbose, const char *out_path) {
+static void free_argv(Argv *a) {
+  for (int i = 0; i < a->n; i++) free(a->items[i]);
+  free(a->items);
+}
+
+/* Runs argv (`what` names it in messages); its stdout goes to out_path when
+ * given. Returns its exit status, or -1 after reporting why it could not
+ * start or did not exit. */
+static int run(Argv *a, const char *what, const char *out_path, bool verbose, Diag *diag) {
   if (verbose) {
-    for (int i = 0; i < a->n; i++) fprintf(stderr, "%s%s", i ? " " : "", a->items[i]);
-    fputc('\n', stderr);
+    for (int i = 0; i < a->n; i++) fprintf(diag->out, "%s%s", i ? " " : "", a->items[i]);
+    fputc('\n', diag->out);
   }
   VEC_PUSH(a->items, a->n, a->cap, NULL);
-  pid_t pid = fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int fd = out_path ? open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
-    if (out_path && (fd < 0 || dup2(fd, 1) < 0)) _exit(127);
-    execvp(a->items[0], a->items);
-    fprintf(stderr, "trainc: error: cannot run the C compiler '%s': %s\n", a->items[0], strerror(errno));
-    _exit(127);
+  a->n--; /* the terminator is not an argument */
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (out_path) posix_spawn_file_actions_addopen(&actions, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  pid_t pid;
+  int err = posix_spawnp(&pid, a->items[0], &actions, NULL, a->items, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (err) {
+    diag_error(diag, NO_LOC, "cannot run %s '%s': %s", what, a->items[0], strerror(err));
+    return -1;
   }
   int status;
   while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (errno != EINTR) {
+      diag_error(diag, NO_LOC, "lost %s '%s': %s", what, a->items[0], strerror(errno));
+      return -1;
+    }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  diag_error(diag, NO_LOC, "%s '%s' was killed by signal %d", what, a->items[0], WTERMSIG(status));
+  return -1;
 }
 
-bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt) {
+bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
   Argv a = {0};
   const char *cc = opt->cc ? opt->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+  if (cc[strspn(cc, " \t")] == '\0') {
+    diag_error(diag, NO_LOC, "no C compiler: --cc is blank");
+    return false;
+  }
   push_words(&a, cc);
   push_words(&a, opt->cflags);
   push(&a, "-std=c11");
@@ -69,10 +91,9 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt) 
   if (opt->mpi_libs) push_words(&a, opt->mpi_libs);
   push(&a, "-lz");
   push(&a, "-lm");
-  int rc = run(&a, opt->verbose, NULL);
-  for (int i = 0; i < a.n; i++) free(a.items[i]);
-  free(a.items);
-  if (rc != 0) fprintf(stderr, "trainc: error: the C compiler failed (exit %d) on %s\n", rc, c_path);
+  int rc = run(&a, "the C compiler", NULL, opt->verbose, diag);
+  free_argv(&a);
+  if (rc > 0) diag_error(diag, NO_LOC, "the C compiler failed (exit %d) on %s", rc, c_path);
   return rc == 0;
 }
 
@@ -108,27 +129,32 @@ static const char calibration_source[] =
     "         2.0 * n * n * n / gemm, 256.0 * small * 32 / loop, 12.0 * big / bw, call / 100000 + 1e-9);\n"
     "  return 0;\n}\n";
 
-bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile) {
+/* Runs the built calibration program and parses the profile it prints. */
+static bool measure(const char *exe, const char *out, const BuildOptions *opt, MachineProfile *profile, Diag *diag) {
+  Argv a = {0};
+  push(&a, exe);
+  int rc = run(&a, "the calibration program", out, opt->verbose, diag);
+  free_argv(&a);
+  if (rc > 0) diag_error(diag, NO_LOC, "the calibration program failed (exit %d)", rc);
+  if (rc != 0) return false;
+  SourceFile *f = source_read(out, diag);
+  bool ok = f && profile_parse(f, profile, diag);
+  source_free(f);
+  return ok;
+}
+
+bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *diag) {
   char dir[] = "/tmp/trainc-calibrate-XXXXXX";
   if (!mkdtemp(dir)) {
-    fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
+    diag_error(diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return false;
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
   bool ok = f && fputs(calibration_source, f) >= 0;
   ok = f && fclose(f) == 0 && ok;
-  ok = ok && build_c(src, exe, opt);
-  if (ok) {
-    Argv a = {0};
-    push(&a, exe);
-    ok = run(&a, opt->verbose, out) == 0;
-    for (int i = 0; i < a.n; i++) free(a.items[i]);
-    free(a.items);
-    char err[256];
-    if (!ok) fprintf(stderr, "trainc: error: the calibration program failed\n");
-    else if (!(ok = profile_read(out, profile, err))) fprintf(stderr, "trainc: error: %s\n", err);
-  }
+  if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
+  ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);
   unlink(src), unlink(exe), unlink(out), rmdir(dir);
   free(src), free(exe), free(out);
   return ok;

@@ -10,10 +10,12 @@
 
 #include "passes.h"
 
-/* Writes one self-contained C file: the arena layout as constants, one static
- * function per kernel, forward() and backward() as flat lists of calls (each
- * commented with its model-file line), and the trc_model descriptor and main()
- * for the runtime (runtime/trainc_rt.h). */
+/* Writes one self-contained C file: a header comment with the planned arena
+ * size, one static function per kernel (its arena offsets written into it as
+ * numbers), forward() and backward() as flat lists of calls (each commented
+ * with its model-file line), the parameter and input tables, and the
+ * trc_model descriptor (the offsets the runtime reads, the train defaults)
+ * and main() for the runtime (runtime/trainc_rt.h). */
 void emit_c(FILE *out, const Program *p);
 
 typedef struct {
@@ -27,12 +29,14 @@ typedef struct {
 } BuildOptions;
 
 /* Compiles a C file written by emit_c into an executable. Returns true on
- * success; on failure the compiler's own messages have been shown. */
-bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt);
+ * success; on failure the compiler's own messages have been shown and
+ * trainc's (it could not run, it failed) reported through diag. With
+ * opt->verbose the command is printed where diag's messages go. */
+bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag);
 
 /* `trainc calibrate`: builds a small benchmark with the same compiler, flags
  * and BLAS as trainers, runs it and reads back the machine profile it
  * measures (GEMM FLOP/s, loop FLOP/s, memory bandwidth, call overhead). */
-bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile);
+bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *diag);
 
 #endif

@@ -1,6 +1,8 @@
 /* main.c — the trainc command line. A thin shell over the stages: every
  * decision lives in frontend/, ir/, passes/ and codegen/, so tests call those
- * directly; this file only parses flags and runs the pipeline. */
+ * directly; this file parses flags, runs the pipeline and does the I/O the
+ * passes do not (the model file, a machine profile, the machine's free
+ * memory, output files). Every error goes through one Diag. */
 #include "codegen.h"
 
 #include <errno.h>
@@ -20,6 +22,7 @@ static const char *usage_text =
     "\n"
     "commands:\n"
     "  check FILE.nn            parse and type-check; print nothing but errors\n"
+    "                           (and the --dump asked for)\n"
     "  plan  FILE.nn            show which activations are stored and which\n"
     "                           recomputed, the planned peak memory and step time\n"
     "  emit  FILE.nn -o OUT     write the trainer's C source (OUT: a .c file or a folder)\n"
@@ -33,11 +36,18 @@ static const char *usage_text =
     "                           'budget SIZE' (overrides the train block)\n"
     "  --budget SIZE            the same as --policy 'budget SIZE' (e.g. 64MiB)\n"
     "  --profile FILE           machine profile from `trainc calibrate`\n"
+    "  --memory SIZE            the memory `checkpoint auto` fits the plan in\n"
+    "                           (default: what this machine has free now)\n"
     "  --format table|json|dot  plan: output format (default table)\n"
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
-    "  --dump=ast|ir|grad       print the parsed file, the forward graph, or the\n"
-    "                           graph with its backward pass (check only)\n"
+    "  --dump=STAGE             also print the program after a stage (check,\n"
+    "                           plan, emit, build): ast (the parsed file), ir\n"
+    "                           (the forward graph), grad (with its backward\n"
+    "                           pass), weave (after recompute weaving: the\n"
+    "                           planned graph, recompute nodes marked), schedule\n"
+    "                           (forward and backward steps, arena offsets and\n"
+    "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
     "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
@@ -53,15 +63,31 @@ static const char *usage_text =
 
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
-  const char *policy, *budget, *profile, *format, *svg;
+  const char *policy, *budget, *profile, *format, *svg, *memory;
   bool verbose, sweep, mpi;
+  uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
 } Options;
 
+static Diag diag; /* where every message of this run goes */
+
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "trainc: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(see trainc --help)\n");
+  diag_error(&diag, NO_LOC, fmt, arg);
+  diag_note(&diag, NO_LOC, "see trainc --help");
   return 2;
+}
+
+/* The stages --dump can show, in pipeline order. */
+static const char *dump_stages[] = {"ast", "ir", "grad", "weave", "schedule"};
+
+static bool dump_is(const Options *o, const char *stage) { return o->dump && !strcmp(o->dump, stage); }
+
+/* weave and schedule show a plan, so even `check` plans for them. */
+static bool dump_needs_plan(const Options *o) { return dump_is(o, "weave") || dump_is(o, "schedule"); }
+
+static bool known_dump(const char *stage) {
+  for (size_t i = 0; i < sizeof dump_stages / sizeof dump_stages[0]; i++)
+    if (!strcmp(stage, dump_stages[i])) return true;
+  return false;
 }
 
 /* Takes the value of --flag VALUE or --flag=VALUE; NULL when absent. */
@@ -99,6 +125,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--profile"))) o->profile = v;
     else if ((v = flag_value(argc, argv, &i, "--format"))) o->format = v;
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
+    else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -118,8 +145,11 @@ static int parse_options(int argc, char **argv, Options *o) {
   if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
     return usage_error("%s", "--format, --sweep and --svg go with the plan command");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
-  if (o->dump && strcmp(o->dump, "ast") && strcmp(o->dump, "ir") && strcmp(o->dump, "grad"))
-    return usage_error("--dump takes ast, ir or grad, not '%s'", o->dump);
+  if (o->dump && !known_dump(o->dump))
+    return usage_error("--dump takes ast, ir, grad, weave or schedule, not '%s'", o->dump);
+  if (o->sweep && dump_needs_plan(o)) return usage_error("--dump=%s shows one plan, not a --sweep", o->dump);
+  if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
+    return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   return -1;
@@ -131,12 +161,12 @@ static bool is_directory(const char *path) {
 }
 
 static bool write_c(const Program *p, const char *path) {
-  FILE *f = output_open(path);
+  FILE *f = output_open(path, &diag);
   if (!f) return false;
   emit_c(f, p);
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
-  if (!ok) fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
+  if (!ok) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
   return ok;
 }
 
@@ -146,8 +176,7 @@ static bool not_an_input(const Options *o, const char *flag, const char *path) {
   const char *inputs[] = {o->file, o->profile};
   for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++)
     if (inputs[i] && same_file(path, inputs[i])) {
-      fprintf(stderr, "trainc: error: %s %s is the input file %s; refusing to overwrite it\n", flag,
-              path, inputs[i]);
+      diag_file_error(&diag, path, "%s names the input file %s; refusing to overwrite it", flag, inputs[i]);
       return false;
     }
   return true;
@@ -167,17 +196,16 @@ static bool outputs_ok(const Options *o) {
     const char *path = outs[i].path;
     bool emit_folder = i == 0 && !strcmp(o->command, "emit") && is_directory(path);
     if (path && !emit_folder &&
-        (!output_path_ok(path, outs[i].stream) || !not_an_input(o, outs[i].flag, path)))
+        (!output_path_ok(path, outs[i].stream, &diag) || !not_an_input(o, outs[i].flag, path)))
       return false;
   }
   if (o->keep_c && o->output && same_file(o->keep_c, o->output)) {
-    fprintf(stderr, "trainc: error: -o and --keep-c name the same file %s\n", o->output);
+    diag_file_error(&diag, o->output, "-o and --keep-c name the same file");
     return false;
   }
   size_t n = o->keep_c ? strlen(o->keep_c) : 0;
   if (o->keep_c && (n < 3 || strcmp(o->keep_c + n - 2, ".c"))) {
-    fprintf(stderr, "trainc: error: --keep-c %s: the name must end in .c (the C compiler picks the "
-                    "language by it)\n", o->keep_c);
+    diag_file_error(&diag, o->keep_c, "--keep-c: the name must end in .c (the C compiler picks the language by it)");
     return false;
   }
   return true;
@@ -187,7 +215,7 @@ static int emit(const Program *p, const Options *o) {
   bool folder = is_directory(o->output);
   char *path = folder ? xsprintf("%s/%s.c", o->output, p->g->model_name) : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
-  bool ok = (!folder || (output_path_ok(path, true) && not_an_input(o, "-o", path))) && write_c(p, path);
+  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) && write_c(p, path);
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
@@ -202,12 +230,12 @@ static BuildOptions build_options(const Options *o) {
 static int calibrate(const Options *o) {
   MachineProfile m;
   BuildOptions bo = build_options(o);
-  if (!calibrate_machine(&bo, &m)) return 1;
-  FILE *f = o->output ? output_open(o->output) : stdout;
+  if (!calibrate_machine(&bo, &m, &diag)) return 1;
+  FILE *f = o->output ? output_open(o->output, &diag) : stdout;
   if (!f) return 1;
   profile_write(f, &m);
   if (f != stdout && fclose(f) != 0) {
-    fprintf(stderr, "trainc: error: cannot write %s: %s\n", o->output, strerror(errno));
+    diag_file_error(&diag, o->output, "cannot write: %s", strerror(errno));
     return 1;
   }
   if (o->output) printf("wrote %s\n", o->output);
@@ -217,28 +245,48 @@ static int calibrate(const Options *o) {
 static int build(const Program *p, const Options *o) {
   bool mpi = o->mpi || train_is_distributed(&p->g->train);
   if (mpi && !*TRAINC_RT_MPI_LIB) {
-    fprintf(stderr, "trainc: error: %s needs MPI, and this trainc was built without it (install "
-                    "libopenmpi-dev and rebuild trainc)\n", o->mpi ? "--mpi" : "the train block's distribution");
+    diag_error(&diag, NO_LOC, "%s needs MPI, and this trainc was built without it (install libopenmpi-dev and "
+               "rebuild trainc)", o->mpi ? "--mpi" : "the train block's distribution");
     return 1;
   }
   char tmp[] = "/tmp/trainc-XXXXXX";
   if (!mkdtemp(tmp)) {
-    fprintf(stderr, "trainc: error: cannot make a temporary folder: %s\n", strerror(errno));
+    diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return 1;
   }
   char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
   BuildOptions bo = build_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
-  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo);
+  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
   if (ok) {
-    char b[32];
-    printf("built %s (model %s, arena %s%s)\n", o->output, p->g->model_name, format_bytes(p->arena_bytes, b),
-           mpi ? ", MPI" : "");
+    char b[32], m[32];
+    const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
+    printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
+    if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
+    printf("%s)\n", mpi ? ", MPI" : "");
   }
   return ok ? 0 : 1;
+}
+
+/* The memory `checkpoint auto` fits the plan in: --memory, else what this
+ * machine has free now (Linux's MemAvailable). */
+static bool auto_memory(const Options *o, uint64_t *bytes) {
+  static const char path[] = "/proc/meminfo";
+  if (o->memory_bytes) {
+    *bytes = o->memory_bytes;
+    return true;
+  }
+  SourceFile *f = source_read(path, &diag);
+  const char *line = f ? strstr(f->text, "MemAvailable:") : NULL;
+  unsigned long long kib = 0;
+  bool ok = line && sscanf(line, "MemAvailable: %llu kB", &kib) == 1 && kib > 0;
+  if (f && !ok) diag_file_error(&diag, path, "no MemAvailable figure (give --memory SIZE for checkpoint auto)");
+  source_free(f);
+  *bytes = (uint64_t)kib * 1024;
+  return ok;
 }
 
 /* The checkpoint policy: --policy / --budget, else the train block's. */
@@ -259,10 +307,11 @@ static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *sp
 
 static bool machine_profile(const Options *o, MachineProfile *m) {
   *m = profile_default();
-  char err[256];
-  if (!o->profile || profile_read(o->profile, m, err)) return true;
-  fprintf(stderr, "trainc: error: %s\n", err);
-  return false;
+  if (!o->profile) return true;
+  SourceFile *f = source_read(o->profile, &diag);
+  bool ok = f && profile_parse(f, m, &diag);
+  source_free(f);
+  return ok;
 }
 
 static PlanFormat plan_format(const Options *o) {
@@ -277,10 +326,10 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
   sweep_print(stdout, pts, n);
   int rc = 0;
   if (o->svg) {
-    FILE *f = output_open(o->svg);
+    FILE *f = output_open(o->svg, &diag);
     if (f) sweep_svg(f, pts, n, g->model_name);
     if (!f || fclose(f) != 0) {
-      if (f) fprintf(stderr, "trainc: error: cannot write %s: %s\n", o->svg, strerror(errno));
+      if (f) diag_file_error(&diag, o->svg, "cannot write: %s", strerror(errno));
       rc = 1;
     } else {
       printf("wrote %s\n", o->svg);
@@ -290,40 +339,40 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
   return rc;
 }
 
-/* plan, emit or build, from the graph with its backward pass. */
+/* plan, emit or build (or check with a dump of a plan), from the graph with
+ * its backward pass. */
 static int plan_and_generate(const Graph *g, const Options *o) {
   CheckpointSpec spec;
   MachineProfile m;
   if (!checkpoint_spec(o, g, &spec)) return 2;
+  if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
   if (!machine_profile(o, &m)) return 1;
   if (o->sweep) return sweep(g, &m, o);
-  char err[512];
-  Plan *pl = plan_checkpoints(g, spec, &m, err);
-  if (!pl) {
-    fprintf(stderr, "%s: error: %s\n", o->file, err);
-    return 1;
-  }
+  Plan *pl = plan_checkpoints(g, spec, &m, &diag);
+  if (!pl) return 1;
+  if (dump_is(o, "weave")) graph_print(stdout, pl->graph);
+  if (dump_is(o, "schedule")) program_print(stdout, pl->program);
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
-  else rc = !strcmp(o->command, "emit") ? emit(pl->program, o) : build(pl->program, o);
+  else if (!strcmp(o->command, "emit")) rc = emit(pl->program, o);
+  else if (!strcmp(o->command, "build")) rc = build(pl->program, o);
   plan_free(pl);
   return rc;
 }
 
-/* Runs the pipeline up to the stage the command needs. */
+/* Runs the pipeline up to the stage the command (or the dump) needs. */
 static int compile(const Options *o) {
-  SourceFile *src = source_read(o->file);
+  SourceFile *src = source_read(o->file, &diag);
   if (!src) return 1;
-  Diag diag;
-  diag_init(&diag, stderr);
   int rc = 1;
   Ast *ast = parse_source(src, &diag);
   Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
-  if (o->dump && !strcmp(o->dump, "ast") && ast) ast_print(stdout, ast);
+  if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
-    if (!o->dump || strcmp(o->dump, "ir")) autodiff(g);
-    if (o->dump && strcmp(o->dump, "ast")) graph_print(stdout, g);
-    rc = !strcmp(o->command, "check") ? 0 : plan_and_generate(g, o);
+    if (dump_is(o, "ir")) graph_print(stdout, g);
+    autodiff(g);
+    if (dump_is(o, "grad")) graph_print(stdout, g);
+    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(g, o);
   }
   graph_free(g);
   ast_free(ast);
@@ -332,6 +381,7 @@ static int compile(const Options *o) {
 }
 
 int main(int argc, char **argv) {
+  diag_init(&diag, stderr);
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;

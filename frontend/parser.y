@@ -512,13 +512,13 @@ Ast *parse_source(SourceFile *file, Diag *diag) {
   } else {
     yyscan_t scanner;
     if (yylex_init_extra(&ctx, &scanner) != 0) {
-      fprintf(stderr, "trainc: error: cannot create the scanner\n");
-      exit(2);
+      parse_error(&ctx, NO_LOC, "cannot create the scanner (out of memory)");
+    } else {
+      YY_BUFFER_STATE buffer = yy_scan_bytes(file->text, (int)file->len, scanner);
+      yyparse(scanner, &ctx);
+      yy_delete_buffer(buffer, scanner);
+      yylex_destroy(scanner);
     }
-    YY_BUFFER_STATE buffer = yy_scan_bytes(file->text, (int)file->len, scanner);
-    yyparse(scanner, &ctx);
-    yy_delete_buffer(buffer, scanner);
-    yylex_destroy(scanner);
   }
   free(ctx.brackets);
   if (ctx.errors > 0) {

@@ -41,8 +41,10 @@ static const size_t node_storage = (size_t)IR_MAX_NODES * sizeof(Node);
 static Node *reserve_nodes(void) {
   void *p = mmap(NULL, node_storage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
-    fprintf(stderr, "trainc: cannot reserve %zu MiB of address space for a graph: %s\n", node_storage >> 20,
-            strerror(errno));
+    Diag d; /* no caller can go on from here (as when memory runs out) */
+    diag_init(&d, stderr);
+    diag_error(&d, NO_LOC, "cannot reserve %zu MiB of address space for a graph: %s", node_storage >> 20,
+               strerror(errno));
     exit(1);
   }
   return p;
@@ -70,8 +72,7 @@ void graph_free(Graph *g) {
  * (IR_MAX_NODES), so a full one here is a compiler bug. */
 static int append_node(Graph *g, const Node *n) {
   if (g->n == IR_MAX_NODES) {
-    fprintf(stderr, "trainc: internal error: a graph of more than %d nodes\n", IR_MAX_NODES);
-    abort();
+    diag_internal_error("a graph of more than %d nodes", IR_MAX_NODES);
   }
   g->nodes[g->n] = *n;
   g->nodes[g->n].id = g->n;
@@ -109,10 +110,7 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   } else if (!info->infer || (info->infer(g, &n, diag) && size_fits(&n, diag))) {
     return append_node(g, &n);
   }
-  if (!diag) {
-    fprintf(stderr, "trainc: internal error: bad shapes for %s, or a full graph\n", info->name);
-    abort();
-  }
+  if (!diag) diag_internal_error("bad shapes for %s, or a full graph", info->name);
   return -1;
 }
 
@@ -176,6 +174,7 @@ static void print_node(FILE *out, const Graph *g, const Node *n) {
   if (info->print_attrs) info->print_attrs(out, n);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (n->grad_of_param >= 0) fprintf(out, " +=> grad(%s)", g->nodes[n->grad_of_param].name);
+  if (n->recompute_of >= 0) fprintf(out, " (recompute of %%%d)", n->recompute_of);
   if (n->name && n->op != OP_PARAM && n->op != OP_INPUT) fprintf(out, "  # %s", n->name);
   if (n->loc.file) fprintf(out, "  @%d:%d", n->loc.line, n->loc.col);
   fputc('\n', out);

@@ -116,7 +116,9 @@ typedef enum { CKPT_OFF, CKPT_ALL, CKPT_SQRT, CKPT_EVERY, CKPT_BUDGET, CKPT_AUTO
 typedef struct {
   CheckpointPolicy policy;
   int64_t every;   /* CKPT_EVERY: store every N-th stage boundary */
-  uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in */
+  uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in;
+                      CKPT_AUTO: the machine's memory, which the driver
+                      fills in (--memory, else what is free) */
 } CheckpointSpec;
 
 /* The policy's forms, as error messages list them. */

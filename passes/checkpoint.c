@@ -439,17 +439,6 @@ static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t ev
   if (policy == CKPT_SQRT) modes_every(modes, n, sqrt_period(n));
 }
 
-/* Total memory of the machine that is free now, for `auto`. */
-static uint64_t available_memory(void) {
-  FILE *f = fopen("/proc/meminfo", "r");
-  unsigned long long kib = 0;
-  char line[256];
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
-  if (f) fclose(f);
-  return kib ? (uint64_t)kib * 1024 : UINT64_MAX;
-}
-
 /* A plan the budget search may pick: stage modes and their true figures. */
 typedef struct {
   StageMode *modes;
@@ -552,15 +541,12 @@ static Plan *plan_finish(Plan *pl, bool *live) {
   return pl;
 }
 
-Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]) {
+Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak) {
   bool *live;
   Plan *pl = plan_prepare(g, spec, m, &live);
   if (spec.policy == CKPT_BUDGET || spec.policy == CKPT_AUTO) {
-    uint64_t budget = spec.policy == CKPT_AUTO ? available_memory() : spec.budget;
-    if (!search_budget(pl, g, live, budget)) {
-      char b1[32], b2[32];
-      snprintf(err, 512, "budget %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
-               format_bytes(budget, b1), format_bytes(pl->peak_bytes, b2), (unsigned long long)pl->peak_bytes);
+    if (!search_budget(pl, g, live, spec.budget)) {
+      *least_peak = pl->peak_bytes;
       free(live);
       plan_free(pl);
       return NULL;
@@ -572,6 +558,18 @@ Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile
     free(modes);
   }
   return plan_finish(pl, live);
+}
+
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, Diag *diag) {
+  uint64_t least;
+  Plan *pl = plan_fitting(g, spec, m, &least);
+  if (!pl) {
+    char b1[32], b2[32];
+    diag_file_error(diag, g->source_path, "%s %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
+                    spec.policy == CKPT_AUTO ? "checkpoint auto: memory" : "budget", format_bytes(spec.budget, b1),
+                    format_bytes(least, b2), (unsigned long long)least);
+  }
+  return pl;
 }
 
 Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m) {

@@ -1,10 +1,11 @@
 /* cost.c — the cost model: an op's FLOPs (from the op table) and the bytes it
  * moves, turned into seconds by a machine profile. GEMMs run at the BLAS's
  * rate; loop nests at the slower of their arithmetic and their memory
- * traffic (pointwise chains are bandwidth-bound here: DESIGN.md). */
+ * traffic (pointwise chains are bandwidth-bound here). Reading a profile
+ * file is the driver's job; this file parses its text. */
 #include "internal.h"
 
-#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 MachineProfile profile_default(void) {
@@ -31,7 +32,9 @@ void profile_write(FILE *out, const MachineProfile *p) {
     fprintf(out, "%s = %.6g\n", profile_keys[i].key, *(const double *)((const char *)p + profile_keys[i].offset));
 }
 
-static bool profile_line(char *line, MachineProfile *p, bool *seen) {
+/* One `key = value` line (a NUL-terminated copy); false when it is not one
+ * of the keys, given a positive value for the first time. */
+static bool profile_line(const char *line, MachineProfile *p, bool *seen) {
   char key[64];
   double v;
   int used = 0;
@@ -46,33 +49,26 @@ static bool profile_line(char *line, MachineProfile *p, bool *seen) {
   return false;
 }
 
-bool profile_read(const char *path, MachineProfile *p, char err[256]) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    snprintf(err, 256, "%s: %s", path, strerror(errno));
-    return false;
-  }
+bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   bool seen[N_PROFILE_KEYS] = {false};
-  char line[256];
-  int lineno = 0;
-  bool ok = true;
-  while (ok && fgets(line, sizeof line, f)) {
-    lineno++;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == '\0') continue;
-    if (!profile_line(line, p, seen)) {
-      snprintf(err, 256, "%s:%d: expected `key = positive number` with a key of gemm_flops, loop_flops, bandwidth, "
-               "kernel_overhead (each once)", path, lineno);
-      ok = false;
-    }
+  int errors = diag_count(diag);
+  const char *at = f->text, *end = f->text + f->len;
+  for (int lineno = 1; at < end; lineno++) {
+    size_t len = strcspn(at, "\n");
+    char *line = xstrndup(at, len);
+    line[strcspn(line, "\r")] = '\0';
+    const char *first = line + strspn(line, " \t");
+    if (*first != '#' && *first != '\0' && !profile_line(line, p, seen))
+      diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
+                 "expected `key = positive number` with a key of gemm_flops, loop_flops, bandwidth, kernel_overhead "
+                 "(each once)");
+    free(line);
+    at += len + (at + len < end);
   }
-  fclose(f);
-  for (int i = 0; ok && i < N_PROFILE_KEYS; i++)
-    if (!seen[i]) {
-      snprintf(err, 256, "%s: missing `%s = ...`", path, profile_keys[i].key);
-      ok = false;
-    }
-  return ok;
+  bool lines_ok = diag_count(diag) == errors;
+  for (int i = 0; lines_ok && i < N_PROFILE_KEYS; i++)
+    if (!seen[i]) diag_file_error(diag, f->path, "missing `%s = ...`", profile_keys[i].key);
+  return diag_count(diag) == errors;
 }
 
 /* Bytes a kernel reads and writes. */

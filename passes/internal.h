@@ -19,4 +19,9 @@ static inline bool is_leaf(const Node *n) { return op_info(n->op)->op_class == O
  * the loss, the prediction or a parameter's gradient. Caller frees. */
 bool *live_nodes(const Graph *g);
 
+/* plan_checkpoints without the message: NULL when no plan fits spec's
+ * budget, *least_peak then the smallest peak found (the sweep asks this of
+ * budgets it knows may be too small). */
+Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak);
+
 #endif

@@ -162,7 +162,12 @@ Program *program_schedule(const Graph *g) {
   Interval *iv = lifetimes(p, &n);
   p->activation_bytes = place_intervals(iv, n);
   p->stored_bytes = stored_bytes(iv, n, p->n_forward);
-  for (int i = 0; i < n; i++) p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
+  p->live_until = xmalloc((size_t)g->n * sizeof *p->live_until);
+  for (int i = 0; i < g->n; i++) p->live_until[i] = -1;
+  for (int i = 0; i < n; i++) {
+    p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
+    p->live_until[iv[i].node] = iv[i].end;
+  }
   free(iv);
   for (int i = 0; i < g->n; i++) {
     if (g->nodes[i].grad_of_param >= 0) p->offset[i] = program_grad_offset(p, g->nodes[i].grad_of_param);
@@ -188,6 +193,7 @@ void program_free(Program *p) {
   for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
   free(p->kernels);
   free(p->offset);
+  free(p->live_until);
   free(p->forward);
   free(p->backward);
   free(p);

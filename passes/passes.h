@@ -26,6 +26,10 @@ typedef struct {
   int *forward, n_forward;   /* node ids computed by forward(), in order */
   int *backward, n_backward; /* node ids computed by backward(), in order */
   uint64_t *offset;          /* per node id: byte offset of its value */
+  int *live_until;           /* per node id with a range of its own: the last
+                                step that reads it (steps count forward, then
+                                backward; n_forward + n_backward: read by the
+                                runtime after backward); -1 for the others */
   Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM or leaf) */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
@@ -46,6 +50,10 @@ void program_free(Program *p);
 
 /* Byte offset of the gradient slot of parameter node `param`. */
 uint64_t program_grad_offset(const Program *p, int param);
+/* The schedule as text (`--dump=schedule`; golden tests): the arena's
+ * regions, then one line per leaf, step and view in graph order (offset,
+ * bytes, lifetime, what forward stores), then the stored set. */
+void program_print(FILE *out, const Program *p);
 
 /* ---- cost model: FLOPs and bytes per op, turned into seconds ---- */
 typedef struct {
@@ -57,9 +65,11 @@ typedef struct {
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
 MachineProfile profile_default(void);
-/* Reads a profile written by `trainc calibrate` (lines `key = value`);
- * on failure writes the reason to err and returns false. */
-bool profile_read(const char *path, MachineProfile *p, char err[256]);
+/* Parses the text of a profile written by `trainc calibrate` (lines
+ * `key = value`, `#` comments) into p; false after reporting what is wrong.
+ * The passes do no I/O: the driver reads the file (and the machine's free
+ * memory for `checkpoint auto`) and hands the figures down. */
+bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag);
 void profile_write(FILE *out, const MachineProfile *p);
 /* Predicted seconds of one node's kernel: the slower of its FLOPs and its
  * memory traffic, plus the per-call overhead; 0 for leaves and views, which
@@ -114,10 +124,12 @@ typedef struct {
   uint64_t peak_bytes;     /* arena + optimizer state: what the budget bounds */
 } Plan;
 
-/* Plans g (after autodiff) under spec. Returns NULL and writes a message to
- * err (e.g. an impossible budget, naming the smallest feasible one). g is
- * only read; the plan owns its rewritten graph and program. */
-Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, char err[512]);
+/* Plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is the
+ * memory the caller found for it (`--memory`, else the machine's). Returns
+ * NULL after reporting an impossible budget (naming the smallest feasible
+ * peak) against g's source file. g is only read; the plan owns its
+ * rewritten graph and program. */
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, Diag *diag);
 void plan_free(Plan *p);
 /* The plan with the given stage modes, 1..n, n from a plan of the same graph
  * (exhaustive searches in tests compare against the planner with it). */

@@ -59,8 +59,10 @@ static void print_table(FILE *out, const Plan *pl) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
   char spec[64], sb[128], b[32];
-  fprintf(out, "model %s, batch %lld, checkpoint %s: %d stages\n\n", w->model_name, (long long)w->train.batch,
-          checkpoint_spec_str(&pl->spec, spec), pl->model.n);
+  fprintf(out, "model %s, batch %lld, checkpoint %s", w->model_name, (long long)w->train.batch,
+          checkpoint_spec_str(&pl->spec, spec));
+  if (pl->spec.policy == CKPT_AUTO) fprintf(out, " (memory %s)", format_bytes(pl->spec.budget, b));
+  fprintf(out, ": %d stages\n\n", pl->model.n);
   fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s  %s\n", "stage", "value", "op", "line", "shape", "bytes", "decision");
   for (int v = 0; v < pl->n_forward; v++) {
     if (!listed(pl, v)) continue;
@@ -108,6 +110,8 @@ static void print_json(FILE *out, const Plan *pl) {
   json_string(out, w->model_name);
   fprintf(out, ", \"batch\": %lld, \"policy\": ", (long long)w->train.batch);
   json_string(out, checkpoint_spec_str(&pl->spec, spec));
+  if (pl->spec.policy == CKPT_AUTO) fprintf(out, ", \"memory\": %llu", (unsigned long long)pl->spec.budget);
+  else fputs(", \"memory\": null", out);
   fprintf(out, ", \"stages\": %d,\n \"values\": [", pl->model.n);
   bool first = true;
   for (int v = 0; v < pl->n_forward; v++) {
@@ -166,9 +170,9 @@ void plan_print(FILE *out, const Plan *pl, PlanFormat format) {
 /* ------------------------------------------------------------------ sweep */
 
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count) {
-  char err[512];
-  Plan *lo = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_ALL}, m, err);
-  Plan *hi = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_OFF}, m, err);
+  uint64_t least;
+  Plan *lo = plan_fitting(g, (CheckpointSpec){.policy = CKPT_ALL}, m, &least);
+  Plan *hi = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, &least);
   uint64_t min = lo->peak_bytes < hi->peak_bytes ? lo->peak_bytes : hi->peak_bytes, max = hi->peak_bytes;
   plan_free(lo);
   plan_free(hi);
@@ -177,7 +181,7 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count) {
   int n = 0;
   for (int i = 0; i <= STEPS; i++) {
     uint64_t budget = min + (max - min) * (uint64_t)i / STEPS;
-    Plan *pl = plan_checkpoints(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget}, m, err);
+    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget}, m, &least);
     pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
     if (pl) pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl);
     n++;

@@ -8,8 +8,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* No caller can go on from here, so the report goes to stderr. */
 static void out_of_memory(size_t n) {
-  fprintf(stderr, "trainc: error: out of memory (asked for %zu bytes)\n", n);
+  Diag d;
+  diag_init(&d, stderr);
+  diag_error(&d, NO_LOC, "out of memory (asked for %zu bytes)", n);
   exit(2);
 }
 
@@ -117,33 +120,33 @@ static const char *file_kind(mode_t mode) {
 
 /* Opens a regular file no larger than `limit` for reading. A FIFO or device
  * is refused before open() could block on it or read it without end. */
-static FILE *open_regular(const char *path, off_t limit) {
+static FILE *open_regular(const char *path, off_t limit, Diag *diag) {
   struct stat st;
   char b[32];
   if (stat(path, &st) != 0) {
-    fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
+    diag_file_error(diag, path, "cannot open: %s", strerror(errno));
     return NULL;
   }
   if (!S_ISREG(st.st_mode)) {
-    fprintf(stderr, "%s: error: not a regular file (%s)\n", path, file_kind(st.st_mode));
+    diag_file_error(diag, path, "not a regular file (%s)", file_kind(st.st_mode));
     return NULL;
   }
   if (st.st_size > limit) {
-    fprintf(stderr, "%s: error: %lld bytes; a model file may be at most %s\n", path,
-            (long long)st.st_size, format_bytes((uint64_t)limit, b));
+    diag_file_error(diag, path, "%lld bytes; a model file may be at most %s", (long long)st.st_size,
+                    format_bytes((uint64_t)limit, b));
     return NULL;
   }
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   FILE *fp = fd < 0 ? NULL : fdopen(fd, "rb");
   if (!fp) {
-    fprintf(stderr, "%s: error: cannot open: %s\n", path, strerror(errno));
+    diag_file_error(diag, path, "cannot open: %s", strerror(errno));
     if (fd >= 0) close(fd);
   }
   return fp;
 }
 
-SourceFile *source_read(const char *path) {
-  FILE *fp = open_regular(path, MAX_SOURCE_BYTES);
+SourceFile *source_read(const char *path, Diag *diag) {
+  FILE *fp = open_regular(path, MAX_SOURCE_BYTES, diag);
   if (!fp) return NULL;
   StrBuf sb = {0};
   char chunk[65536];
@@ -153,8 +156,7 @@ SourceFile *source_read(const char *path) {
   bool failed = ferror(fp), grew = sb.len > MAX_SOURCE_BYTES;
   fclose(fp);
   if (failed || grew) {
-    fprintf(stderr, "%s: error: %s\n", path, grew ? "grew past the size limit while being read"
-                                                    : "cannot read");
+    diag_file_error(diag, path, "%s", grew ? "grew past the size limit while being read" : "cannot read");
     sb_free(&sb);
     return NULL;
   }
@@ -191,27 +193,26 @@ bool same_file(const char *a, const char *b) {
   return !strcmp(na, nb) && stat(fa, &x) == 0 && stat(fb, &y) == 0 && same_inode(&x, &y);
 }
 
-bool output_path_ok(const char *path, bool stream) {
+bool output_path_ok(const char *path, bool stream, Diag *diag) {
   struct stat st;
   char folder[4096];
   if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode)) {
     if (stream && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) return true;
-    fprintf(stderr, "trainc: error: %s is %s; refusing to write over it\n", path,
-            file_kind(st.st_mode));
+    diag_file_error(diag, path, "refusing to write over %s", file_kind(st.st_mode));
     return false;
   }
   if (stat(path, &st) == 0) {
     if (access(path, W_OK) == 0) return true;
-    fprintf(stderr, "trainc: error: cannot write %s: %s\n", path, strerror(errno));
+    diag_file_error(diag, path, "cannot write: %s", strerror(errno));
     return false;
   }
   folder_of(path, folder, sizeof folder);
   if (access(folder, W_OK | X_OK) == 0) return true;
-  fprintf(stderr, "trainc: error: cannot create %s: %s: %s\n", path, folder, strerror(errno));
+  diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
   return false;
 }
 
-FILE *output_open(const char *path) {
+FILE *output_open(const char *path, Diag *diag) {
   int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
   struct stat st;
   FILE *f = NULL;
@@ -222,8 +223,7 @@ FILE *output_open(const char *path) {
   if (f) return f;
   int e = errno;
   if (fd >= 0) close(fd);
-  fprintf(stderr, "trainc: error: cannot write %s: %s\n", path,
-          e == ENXIO ? "a FIFO that no process reads" : strerror(e));
+  diag_file_error(diag, path, "cannot write: %s", e == ENXIO ? "a FIFO that no process reads" : strerror(e));
   return NULL;
 }
 
@@ -257,22 +257,33 @@ static void print_caret(FILE *out, SrcLoc loc) {
   fputs("^\n", out);
 }
 
-static void report(Diag *d, SrcLoc loc, const char *kind, const char *fmt, va_list ap) {
+/* The one place messages are formatted: at loc when it points into a file,
+ * else at path (a whole file), else at "trainc". */
+static void report(Diag *d, SrcLoc loc, const char *path, const char *kind, const char *fmt, va_list ap) {
   if (loc.file)
     fprintf(d->out, "%s:%d:%d: %s: ", loc.file->path, loc.line, loc.col, kind);
   else
-    fprintf(d->out, "trainc: %s: ", kind);
+    fprintf(d->out, "%s: %s: ", path ? path : "trainc", kind);
   vfprintf(d->out, fmt, ap);
   fputc('\n', d->out);
   print_caret(d->out, loc);
 }
 
-void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) {
+static void count_error(Diag *d, SrcLoc loc, const char *path, const char *fmt, va_list ap) {
   d->errors++;
   int limit = d->max_errors > 0 ? d->max_errors : 20;
-  if (d->errors <= limit) report(d, loc, "error", fmt, ap);
+  if (d->errors <= limit) report(d, loc, path, "error", fmt, ap);
   else if (d->errors == limit + 1)
     fprintf(d->out, "trainc: too many errors, stopping here\n");
+}
+
+void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap) { count_error(d, loc, NULL, fmt, ap); }
+
+void diag_file_error(Diag *d, const char *path, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  count_error(d, NO_LOC, path, fmt, ap);
+  va_end(ap);
 }
 
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) {
@@ -286,8 +297,18 @@ void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) {
   if (d->errors > (d->max_errors > 0 ? d->max_errors : 20)) return;
   va_list ap;
   va_start(ap, fmt);
-  report(d, loc, "note", fmt, ap);
+  report(d, loc, NULL, "note", fmt, ap);
   va_end(ap);
+}
+
+void diag_internal_error(const char *fmt, ...) {
+  Diag d;
+  diag_init(&d, stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  report(&d, NO_LOC, NULL, "internal error", fmt, ap);
+  va_end(ap);
+  abort();
 }
 
 const char *format_bytes(uint64_t bytes, char buf[32]) {

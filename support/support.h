@@ -2,11 +2,16 @@
  * source files and diagnostics. It knows nothing about the model language.
  *
  * Diagnostics follow the compilers users know:
- *     file:line:col: error: message
+ *     file:line:col: error: message        (a place in a model or profile file)
  *       source line
  *           ^
- * Every stage reports through diag_error() and checks diag_count() to decide
- * whether it may go on; nothing prints errors directly. */
+ *     file: error: message                 (a whole file: one that cannot be
+ *                                           read or written, a plan for it)
+ *     trainc: error: message               (nowhere: a flag, the C compiler)
+ * Every error of the compiler — stages, driver and the helpers here — is
+ * reported through a Diag, and callers check diag_count() to decide whether
+ * they may go on; nothing else prints errors. (The C compiler's own messages
+ * are its output, not trainc's.) */
 #ifndef TRAINC_SUPPORT_H
 #define TRAINC_SUPPORT_H
 
@@ -48,6 +53,8 @@ char *sb_take(StrBuf *sb); /* hands the string over; sb is empty afterwards */
 void sb_free(StrBuf *sb);
 
 /* ---- source files and locations ---- */
+typedef struct Diag Diag;
+
 typedef struct {
   char *path; /* as given by the user, used in messages */
   char *text; /* whole file, NUL-terminated */
@@ -65,7 +72,7 @@ typedef struct {
 
 /* Reads a whole regular file of at most MAX_SOURCE_BYTES; on failure reports
  * "path: error: ..." and returns NULL. */
-SourceFile *source_read(const char *path);
+SourceFile *source_read(const char *path, Diag *diag);
 SourceFile *source_from_string(const char *path, const char *text);
 void source_free(SourceFile *f);
 
@@ -76,23 +83,31 @@ bool same_file(const char *a, const char *b);
 /* Checks before any work that `path` can take an output: absent with a
  * writable folder, or a writable regular file or symlink; when `stream`, also
  * a character device or FIFO, written in place (-o /dev/stdout). A directory,
- * device node or socket is never written over. Prints "trainc: error: ..." */
-bool output_path_ok(const char *path, bool stream);
+ * device node or socket is never written over. Reports through diag. */
+bool output_path_ok(const char *path, bool stream, Diag *diag);
 /* fopen(path, "w") that never blocks: a FIFO must have a reader already.
- * Prints "trainc: error: ..." and returns NULL on failure. */
-FILE *output_open(const char *path);
+ * Reports through diag and returns NULL on failure. */
+FILE *output_open(const char *path, Diag *diag);
 
 /* ---- diagnostics ---- */
-typedef struct {
+struct Diag {
   FILE *out;     /* where messages go (stderr by default) */
   int errors;    /* errors reported so far */
   int max_errors;/* stop reporting (but keep counting) past this many; 0 = 20 */
-} Diag;
+};
+
+/* A location that points nowhere: the message starts "trainc: ". */
+#define NO_LOC ((SrcLoc){0})
 
 void diag_init(Diag *d, FILE *out);
 void diag_error(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_verror(Diag *d, SrcLoc loc, const char *fmt, va_list ap);
+/* An error about a whole file known by its path (NULL: nowhere). */
+void diag_file_error(Diag *d, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void diag_note(Diag *d, SrcLoc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A broken invariant of the compiler (a bug, not bad input), where no caller
+ * can go on: "trainc: internal error: ..." on stderr, then abort(). */
+_Noreturn void diag_internal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline int diag_count(const Diag *d) { return d->errors; }
 
 /* ---- sizes ---- */

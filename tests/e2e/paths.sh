@@ -36,30 +36,30 @@ printf 'model p {\n  input x : f32[B, 4]\n  loss = mean(x)\n}\n' >m.nn
 cp m.nn original.nn
 
 echo "1. no output overwrites the model file"
-refused build_self "-o m.nn is the input file m.nn; refusing to overwrite it" build m.nn -o m.nn
-refused emit_self "-o ./m.nn is the input file m.nn" emit m.nn -o ./m.nn
+refused build_self "m.nn: error: -o names the input file m.nn; refusing to overwrite it" build m.nn -o m.nn
+refused emit_self "./m.nn: error: -o names the input file m.nn" emit m.nn -o ./m.nn
 ln m.nn same.nn
-refused emit_link "-o same.nn is the input file m.nn" emit m.nn -o same.nn
+refused emit_link "same.nn: error: -o names the input file m.nn" emit m.nn -o same.nn
 refused keep_c_self "--keep-c" build m.nn -o t --keep-c m.nn
 cmp -s m.nn original.nn || fail "the model file was changed"
 
 echo "2. outputs checked before any work"
 mkfifo fifo
 mkdir folder
-refused missing_folder "cannot create no/such/t: no/such: No such file or directory" build m.nn -o no/such/t
-refused build_fifo "fifo is a FIFO; refusing to write over it" build m.nn -o fifo
-refused build_folder "folder is a directory" build m.nn -o folder
+refused missing_folder "no/such/t: error: cannot create (folder no/such): No such file or directory" build m.nn -o no/such/t
+refused build_fifo "fifo: error: refusing to write over a FIFO" build m.nn -o fifo
+refused build_folder "folder: error: refusing to write over a directory" build m.nn -o folder
 refused keep_c_is_o "-o and --keep-c name the same file" build m.nn -o t.c --keep-c ./t.c
-refused keep_c_suffix "--keep-c t.txt: the name must end in .c" build m.nn -o t --keep-c t.txt
-refused svg_folder "folder is a directory" plan m.nn --sweep --svg folder
-refused emit_fifo "cannot write fifo: a FIFO that no process reads" emit m.nn -o fifo
+refused keep_c_suffix "t.txt: error: --keep-c: the name must end in .c" build m.nn -o t --keep-c t.txt
+refused svg_folder "folder: error: refusing to write over a directory" plan m.nn --sweep --svg folder
+refused emit_fifo "fifo: error: cannot write: a FIFO that no process reads" emit m.nn -o fifo
 [ -p fifo ] && [ -d folder ] || fail "a refused output was replaced"
 timeout 30 "$trainc" emit m.nn -o /dev/stdout >stdout.c || fail "emit -o /dev/stdout failed"
 grep -q "trc_main" stdout.c || fail "emit -o /dev/stdout wrote no C"
 if mknod null c 1 3 2>/dev/null; then
   timeout 30 "$trainc" plan m.nn --sweep --svg null >/dev/null || fail "--svg into a character device failed"
   [ -c null ] || fail "--svg replaced a character device"
-  refused build_device "null is a character device" build m.nn -o null
+  refused build_device "null: error: refusing to write over a character device" build m.nn -o null
 else
   echo "   (mknod not permitted: device cases skipped)"
 fi

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # `trainc plan --format json` against its documented schema (docs/planner.md,
 # "trainc-plan/1"): every key, every type, and the sums the doc promises
-# (total = arena + optimizer state; arena = the categories below it).
+# (total = arena + optimizer state; arena = the categories below it; memory:
+# what `auto` planned for, null for the other policies).
 # usage: plan_json.sh TRAINC MODEL.nn...
 set -euo pipefail
 trainc=$1
 shift
 for model in "$@"; do
-  for policy in off all sqrt "every 2"; do
-    "$trainc" plan "$model" --policy "$policy" --format json | /usr/bin/python3 -c '
+  for policy in off all sqrt "every 2" auto; do
+    "$trainc" plan "$model" --policy "$policy" --memory 64GiB --format json | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 def want(obj, key, types):
     assert key in obj, f"missing key {key!r}"
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
-assert set(d) == {"schema", "model", "batch", "policy", "stages", "values", "peak", "flops", "seconds"}, sorted(d)
+assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "peak", "flops", "seconds"}, sorted(d)
 want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "stages", int)
 assert d["policy"] == sys.argv[1], d["policy"]
+assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
 for v in d["values"]:
     assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "boundary", "decision"}, sorted(v)
     for k in ("id", "line", "bytes", "stage"): want(v, k, int)

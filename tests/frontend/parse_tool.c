@@ -53,7 +53,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: parse_tool [--roundtrip] FILE\n");
     return 2;
   }
-  SourceFile *file = source_read(argv[argc - 1]);
+  Diag diag;
+  diag_init(&diag, stderr);
+  SourceFile *file = source_read(argv[argc - 1], &diag);
   if (!file) return 2;
   int status;
   if (check_roundtrip) {

@@ -1,0 +1,77 @@
+/* program_print.c — the schedule and memory plan as text (`--dump=schedule`),
+ * one line per leaf, step and view, in graph order:
+ *
+ *     f2    %6 = relu %5 : f32[128, 512]  @803200 +262144  live f2..b9  stored
+ *
+ * f<i> / b<i> is the i-th call of forward() / backward(); `live` runs from
+ * that step to the last one reading the value (`end`: the runtime reads it
+ * after backward); `stored` marks what forward() leaves for backward(). */
+#include "internal.h"
+
+#include <stdlib.h>
+
+static const char *step_name(const Program *p, int step, char buf[16]) {
+  if (step < p->n_forward) snprintf(buf, 16, "f%d", step);
+  else if (step < p->n_forward + p->n_backward) snprintf(buf, 16, "b%d", step - p->n_forward);
+  else snprintf(buf, 16, "end");
+  return buf;
+}
+
+static void print_regions(FILE *out, const Program *p) {
+  fprintf(out, "schedule %s: %d forward steps, %d backward steps, arena %llu bytes\n", p->g->model_name, p->n_forward,
+          p->n_backward, (unsigned long long)p->arena_bytes);
+  char scalars[96];
+  snprintf(scalars, sizeof scalars, "  (loss seed; dropout key @%llu, training flag @%llu)",
+           (unsigned long long)p->rng_key_offset, (unsigned long long)p->training_offset);
+  const struct { const char *what; uint64_t at, bytes; const char *note; } regions[] = {
+      {"parameters", p->param_offset, p->param_bytes, ""},
+      {"gradients", p->grad_offset, p->param_bytes, ""},
+      {"inputs", p->input_offset, p->input_bytes, ""},
+      {"scalars", p->seed_offset, p->activation_offset - p->seed_offset, scalars},
+      {"activations", p->activation_offset, p->activation_bytes, ""},
+  };
+  for (size_t i = 0; i < sizeof regions / sizeof regions[0]; i++)
+    fprintf(out, "  %-12s @%-10llu +%llu%s\n", regions[i].what, (unsigned long long)regions[i].at,
+            (unsigned long long)regions[i].bytes, regions[i].note);
+}
+
+/* label: the step, "leaf" or "view"; the value; where it lives and why. */
+static void print_line(FILE *out, const Program *p, int id, int step) {
+  const Graph *g = p->g;
+  const Node *n = &g->nodes[id];
+  char b1[16], b2[16], sb[128];
+  fprintf(out, "  %-5s %%%d = %s", step >= 0 ? step_name(p, step, b1) : is_leaf(n) ? "leaf" : "view", id,
+          op_info(n->op)->name);
+  if (is_leaf(n) && n->name) fprintf(out, " %s", n->name);
+  for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
+  fprintf(out, " : %s%s  @%llu +%llu", dtype_name(n->dtype), shape_str(&n->shape, sb), (unsigned long long)p->offset[id],
+          (unsigned long long)node_bytes(n));
+  if (node_is_view(n)) fprintf(out, "  view of %%%d", graph_storage_root(g, id));
+  if (n->grad_of_param >= 0) fprintf(out, "  +=> grad(%s)", g->nodes[n->grad_of_param].name);
+  if (n->recompute_of >= 0) fprintf(out, "  recompute of %%%d", n->recompute_of);
+  if (step >= 0 && p->live_until[id] >= 0)
+    fprintf(out, "  live %s..%s%s", step_name(p, step, b1), step_name(p, p->live_until[id], b2),
+            step < p->n_forward && p->live_until[id] >= p->n_forward ? "  stored" : "");
+  fputc('\n', out);
+}
+
+void program_print(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  int *step = xmalloc((size_t)g->n * sizeof *step);
+  for (int i = 0; i < g->n; i++) step[i] = -1;
+  for (int s = 0; s < p->n_forward; s++) step[p->forward[s]] = s;
+  for (int s = 0; s < p->n_backward; s++) step[p->backward[s]] = p->n_forward + s;
+  bool *live = live_nodes(g);
+  print_regions(out, p);
+  fputs("forward:\n", out);
+  for (int i = 0; i < g->n; i++) {
+    if (i == g->n_forward) fputs("backward:\n", out);
+    if (live[i] && (step[i] >= 0 || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i]))) print_line(out, p, i, step[i]);
+  }
+  fprintf(out, "stored (%llu bytes):", (unsigned long long)p->stored_bytes);
+  for (int s = 0; s < p->n_forward; s++)
+    if (p->live_until[p->forward[s]] >= p->n_forward) fprintf(out, " %%%d", p->forward[s]);
+  fputc('\n', out);
+  free(live);
+  free(step);
+}

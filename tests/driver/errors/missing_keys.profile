@@ -1,0 +1,2 @@
+gemm_flops = 1e11
+loop_flops = 8e9
