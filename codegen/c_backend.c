@@ -228,8 +228,7 @@ static void print_dims(FILE *out, const Shape *s) {
 }
 
 static void print_params(FILE *out, const Program *p) {
-  static const char *init_enum[] = {"TRC_INIT_ZEROS", "TRC_INIT_ONES", "TRC_INIT_NORMAL",
-                                    "TRC_INIT_UNIFORM", "TRC_INIT_XAVIER", "TRC_INIT_HE"};
+  static const char *const init_enum[] = {TRC_INIT_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_param params[] = {\n", out);
   for (int i = 0; i < g->n_params; i++) {
@@ -247,13 +246,14 @@ static void print_params(FILE *out, const Program *p) {
 }
 
 static void print_inputs(FILE *out, const Program *p) {
-  static const char *dtype_enum[] = {[DT_F32] = "TRC_F32", [DT_I32] = "TRC_I32", [DT_U8] = "TRC_U8"};
+  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
+  static const char *const dtype_enum[] = {TRC_DTYPES(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_input inputs[] = {\n", out);
   for (int i = 0; i < g->n_inputs; i++) {
     const Node *n = &g->nodes[g->inputs[i]];
     uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
-    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[n->dtype], n->shape.rank);
+    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
     print_dims(out, &n->shape);
     fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id], (unsigned long long)example,
             (long long)n->index_limit);
@@ -267,25 +267,31 @@ static int input_index(const Graph *g, int node) {
   return -1;
 }
 
-static void print_defaults(FILE *out, const TrainConfig *t) {
-  static const char *opt[] = {"TRC_SGD", "TRC_ADAMW"};
-  static const char *sched[] = {"TRC_SCHED_CONSTANT", "TRC_SCHED_LINEAR", "TRC_SCHED_COSINE"};
-  fprintf(out, "    .defaults = {\n");
-  fprintf(out, "        .accumulate = %lld, .epochs = %lld, .steps = %lld,\n", (long long)t->accumulate,
-          (long long)t->epochs, (long long)t->steps);
-  fprintf(out, "        .optimizer = %s, .lr = %.17g, .momentum = %.17g, .weight_decay = %.17g,\n", opt[t->optimizer],
-          t->lr, t->momentum, t->weight_decay);
-  fprintf(out, "        .beta1 = %.17g, .beta2 = %.17g, .eps = %.17g, .nesterov = %d,\n", t->beta1, t->beta2, t->eps,
-          t->nesterov);
-  fprintf(out, "        .schedule = %s, .warmup = %lld, .min_lr = %.17g, .clip_norm = %.17g,\n", sched[t->schedule],
-          (long long)t->warmup, t->min_lr, t->clip_norm);
-  fprintf(out, "        .seed = %lluu, .eval_every_epoch = %d, .eval_every_steps = %lld, .metrics = %uu,\n",
-          (unsigned long long)t->seed, t->eval_every_epoch, (long long)t->eval_every_steps, t->metrics);
-  fprintf(out, "        .log_every = %lld, .val_split = %.17g,\n", (long long)t->log_every, t->val_split);
-  fprintf(out, "        .local_sgd = %lld, .local_sgd_warmup = %lld, .sync_gradients = %d, .sync_optimizer_state = %d,\n",
-          (long long)t->local_sgd, (long long)t->local_sgd_warmup, t->sync_gradients, t->sync_optimizer_state);
-  fprintf(out, "        .outer_optimizer = %d, .outer_lr = %.17g, .outer_momentum = %.17g,\n    },\n", t->outer_optimizer,
-          t->outer_lr, t->outer_momentum);
+/* Values of trc_train_config by the kind of their row in TRC_TRAIN_CONFIG,
+ * as C that reads back the same value. */
+static void print_cfg_I64(FILE *out, int64_t v) { fprintf(out, "%lld", (long long)v); }
+static void print_cfg_U64(FILE *out, uint64_t v) { fprintf(out, "%lluu", (unsigned long long)v); }
+static void print_cfg_F64(FILE *out, double v) { fprintf(out, "%.17g", v); }
+static void print_cfg_BOOL(FILE *out, int v) { fprintf(out, "%d", v); }
+static void print_cfg_METRICS(FILE *out, unsigned v) { fprintf(out, "%uu", v); }
+static void print_cfg_OPTIMIZER(FILE *out, trc_optimizer_kind v) {
+  static const char *const names[] = {TRC_OPTIMIZERS(TRC_ENUM_IDENT)};
+  fputs(names[v], out);
+}
+static void print_cfg_SCHEDULE(FILE *out, trc_schedule_kind v) {
+  static const char *const names[] = {TRC_SCHEDULES(TRC_ENUM_IDENT)};
+  fputs(names[v], out);
+}
+
+static void print_defaults(FILE *out, const trc_train_config *c) {
+  fputs("    .defaults = {\n", out);
+#define PRINT_FIELD(kind, name, run, help)                                                         \
+  fputs("        ." #name " = ", out);                                                           \
+  print_cfg_##kind(out, c->name);                                                                \
+  fputs(",\n", out);
+  TRC_TRAIN_CONFIG(PRINT_FIELD)
+#undef PRINT_FIELD
+  fputs("    },\n", out);
 }
 
 /* The source path is user text: keep only characters that cannot end a
@@ -296,7 +302,7 @@ static void print_safe_path(FILE *out, const char *path) {
 }
 
 static void print_model(FILE *out, const Program *p) {
-  static const char *loss_enum[] = {"TRC_LOSS_CROSS_ENTROPY", "TRC_LOSS_MSE", "TRC_LOSS_OTHER"};
+  static const char *const loss_enum[] = {TRC_LOSS_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_model model = {\n", out);
   fprintf(out, "    .name = \"%s\",\n    .source = \"", g->model_name);
@@ -323,7 +329,7 @@ static void print_model(FILE *out, const Program *p) {
   char spec[64];
   fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .checkpoint = \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
-  print_defaults(out, &g->train);
+  print_defaults(out, &g->train.run);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
 }
 
@@ -335,7 +341,7 @@ void emit_c(FILE *out, const Program *p) {
   fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
   fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
           format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
-  fputs("#include <math.h>\n#include <stdint.h>\n#include <cblas.h>\n#include \"trainc_rt.h\"\n\n", out);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
   fputs("/* ---- forward kernels ---- */\n\n", out);
   print_kernels(out, p, p->forward, p->n_forward);
   fputs("/* ---- backward kernels ---- */\n\n", out);

@@ -135,8 +135,8 @@ int graph_expand_to(Graph *g, int x, int like) {
   return graph_add_attr(g, OP_EXPAND, &x, 1, 0, like, 0, g->nodes[x].loc, NULL);
 }
 
-static const char *init_name(InitKind k) {
-  static const char *names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
+static const char *init_name(trc_init_kind k) {
+  static const char *const names[] = {TRC_INIT_KINDS(TRC_ENUM_WORD)};
   return names[k];
 }
 

@@ -5,12 +5,8 @@
 #include <math.h>
 
 const char *trc_dtype_name(trc_dtype dtype) {
-  switch (dtype) {
-  case TRC_F32: return "f32";
-  case TRC_I32: return "i32";
-  case TRC_U8: return "u8";
-  }
-  return "?";
+  static const char *const words[] = {TRC_DTYPES(TRC_ENUM_WORD)};
+  return (unsigned)dtype < sizeof words / sizeof words[0] ? words[dtype] : "?";
 }
 
 size_t trc_dtype_size(trc_dtype dtype) {

@@ -71,6 +71,18 @@ int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err);
 int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 
+/* ---- the train config, field by field (config.c) ---- */
+
+#define TRC_CONFIG_COUNT_FIELD(kind, name, run, help) +1
+enum { TRC_CONFIG_FIELDS = 0 TRC_TRAIN_CONFIG(TRC_CONFIG_COUNT_FIELD) };
+typedef struct {
+  const char *name, *help; /* the field's name and help line in TRC_TRAIN_CONFIG */
+  int shapes_run;          /* its RUN column */
+  char value[48];          /* the value as text, exact ("0.9", "adamw", "yes") */
+} trc_config_field;
+/* Every field of c, in the table's order. */
+void trc_config_fields(const trc_train_config *c, trc_config_field out[TRC_CONFIG_FIELDS]);
+
 /* ---- the step schedule (steps.c) ---- */
 
 typedef struct {

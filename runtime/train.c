@@ -37,7 +37,7 @@ typedef struct {
   trc_progress progress;
   int64_t step;                /* optimizer steps done */
   int in_sync;                 /* every rank holds the same parameters */
-  char fingerprint[1024];      /* see state.c */
+  char fingerprint[2048];      /* see state.c */
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
@@ -201,20 +201,21 @@ static double train_step(trainer *t, double lr) {
   return loss;
 }
 
-/* Everything a saved state must agree with to continue this run exactly. */
+/* Everything a saved state must agree with to continue this run exactly:
+ * the model, the ranks, the training rows, the step count and every setting
+ * that shapes the weights (the RUN rows of TRC_TRAIN_CONFIG). */
 static void make_fingerprint(trainer *t) {
-  const trc_train_config *c = &t->opt.cfg;
-  snprintf(t->fingerprint, sizeof t->fingerprint,
-           "model %s params %" PRIu64 " ranks %d rank %d batch %" PRId64 " accumulate %" PRId64
-           " examples %" PRId64 " steps %" PRId64 " seed %" PRIu64
-           " optimizer %d lr %.17g momentum %.17g nesterov %d weight_decay %.17g betas %.17g "
-           "%.17g eps %.17g schedule %d warmup %" PRId64 " min_lr %.17g clip %.17g local_sgd %" PRId64
-           " warmup %" PRId64 " sync_gradients %d sync_state %d outer %d %.17g %.17g",
-           t->m->name, t->m->param_count, t->ranks, t->rank, t->m->batch, c->accumulate,
-           t->train.n, t->plan.total_steps, c->seed, (int)c->optimizer, c->lr, c->momentum,
-           c->nesterov, c->weight_decay, c->beta1, c->beta2, c->eps, (int)c->schedule, c->warmup,
-           c->min_lr, c->clip_norm, c->local_sgd, c->local_sgd_warmup, c->sync_gradients,
-           c->sync_optimizer_state, c->outer_optimizer, c->outer_lr, c->outer_momentum);
+  trc_config_field fields[TRC_CONFIG_FIELDS];
+  trc_config_fields(&t->opt.cfg, fields);
+  size_t len = (size_t)snprintf(t->fingerprint, sizeof t->fingerprint,
+                                "model %s params %" PRIu64 " ranks %d rank %d batch %" PRId64
+                                " examples %" PRId64 " steps %" PRId64,
+                                t->m->name, t->m->param_count, t->ranks, t->rank, t->m->batch,
+                                t->train.n, t->plan.total_steps);
+  for (int i = 0; i < TRC_CONFIG_FIELDS && len < sizeof t->fingerprint; i++)
+    if (fields[i].shapes_run)
+      len += (size_t)snprintf(t->fingerprint + len, sizeof t->fingerprint - len, " %s %s",
+                              fields[i].name, fields[i].value);
 }
 
 static trc_run_state run_state(trainer *t) {
