@@ -209,14 +209,73 @@ static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
   }
 }
 
-static void print_call_list(FILE *out, const Program *p, const char *name, const int *ids, int n) {
-  fprintf(out, "static void %s(char *A) {\n", name);
-  for (int i = 0; i < n; i++) {
-    const Node *nd = &p->g->nodes[ids[i]];
-    fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", ids[i], nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
-            op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
+static void print_call(FILE *out, const Program *p, int id) {
+  const Node *nd = &p->g->nodes[id];
+  fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", id, nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
+          op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
+}
+
+static void print_forward(FILE *out, const Program *p) {
+  fputs("static void forward(char *A) {\n", out);
+  for (int i = 0; i < p->n_forward; i++) print_call(out, p, p->forward[i]);
+  fputs("}\n\n", out);
+}
+
+/* The buckets final after backward kernel `at` (-1: before the first). */
+static void print_buckets_ready(FILE *out, const Program *p, int at) {
+  const Graph *g = p->g;
+  for (int b = 0; b < p->n_buckets; b++) {
+    const GradBucket *bk = &p->buckets[b];
+    if (bk->ready != at) continue;
+    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)", (unsigned long long)bk->first,
+            (unsigned long long)bk->count, b, g->nodes[g->params[bk->first_param]].name);
+    if (bk->n_params > 1) fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
+    fputs(" */\n", out);
+  }
+}
+
+/* backward(A, s): the kernels, and with a step s each gradient bucket handed
+ * to its all-reduce as soon as the kernel that finishes it has run. */
+static void print_backward(FILE *out, const Program *p) {
+  fputs("static void backward(char *A, trc_step *s) {\n", out);
+  print_buckets_ready(out, p, -1);
+  for (int i = 0; i < p->n_backward; i++) {
+    print_call(out, p, p->backward[i]);
+    print_buckets_ready(out, p, i);
   }
   fputs("}\n\n", out);
+}
+
+/* The optimizer step the runtime's loop calls (runtime/trainc.h). What the
+ * run decides (window, sync mode, clip, optimizer) comes from the trc_step_*
+ * calls; the order of the work is this function's. */
+static void print_step(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  fputs("/* One optimizer step: the accumulation window's micro-batches, each forward and\n"
+        " * backward (with the planner's recompute); with gradients averaged over the\n"
+        " * ranks, each bucket's all-reduce starts in the last backward as soon as it is\n"
+        " * final (or the whole region's after it); then clipping, the optimizer, and\n"
+        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n", out);
+  fputs("static double step(trc_step *s) {\n  char *A = trc_step_arena(s);\n", out);
+  fputs("  const int64_t window = trc_step_micro_batches(s);\n", out);
+  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup */\n", out);
+  fputs("  trc_step *overlap = average && trc_step_overlaps(s) ? s : NULL;\n", out);
+  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged */\n", out);
+  fputs("  double loss_sum = 0.0;\n", out);
+  fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
+          (unsigned long long)p->param_bytes);
+  fputs("  for (int64_t k = 0; k < window; k++) {\n", out);
+  fputs("    trc_step_micro_batch(s, k); /* its rows, dropout key and training flag */\n", out);
+  fprintf(out, "    *(float *)(A + %llu) = seed;\n", (unsigned long long)p->seed_offset);
+  fputs("    forward(A);\n", out);
+  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n", (unsigned long long)p->offset[g->loss]);
+  fputs("    backward(A, k == window - 1 ? overlap : NULL);\n  }\n", out);
+  fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
+  fputs("  else if (average) trc_step_allreduce_gradients(s);\n", out);
+  fputs("  const double loss = loss_sum / (double)window;\n", out);
+  fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
+  fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
+  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n", out);
 }
 
 /* ---- tables for the runtime ---- */
@@ -327,7 +386,7 @@ static void print_model(FILE *out, const Program *p) {
   fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);
   char spec[64];
-  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .checkpoint = \"%s\",\n",
+  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint = \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
   print_defaults(out, &g->train.run);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
@@ -341,13 +400,14 @@ void emit_c(FILE *out, const Program *p) {
   fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
   fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
           format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
-  fputs("#include <math.h>\n#include <stdint.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
   fputs("/* ---- forward kernels ---- */\n\n", out);
   print_kernels(out, p, p->forward, p->n_forward);
   fputs("/* ---- backward kernels ---- */\n\n", out);
   print_kernels(out, p, p->backward, p->n_backward);
-  print_call_list(out, p, "forward", p->forward, p->n_forward);
-  print_call_list(out, p, "backward", p->backward, p->n_backward);
+  print_forward(out, p);
+  print_backward(out, p);
+  print_step(out, p);
   print_params(out, p);
   print_inputs(out, p);
   print_model(out, p);

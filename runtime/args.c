@@ -44,6 +44,8 @@ static const flag flags[] = {
     {"prompt", FLAG_TEXT, OPT(prompt), 0, "TEXT", "the context --sample continues (default: a newline)"},
     {"temperature", FLAG_RATE, OPT(temperature), 0, "X", "--sample's temperature (0: greedy; default 1)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, NULL, "no progress display"},
+    {"no-overlap", FLAG_SWITCH, OPT(no_overlap), 0, NULL,
+     "MPI: all-reduce averaged gradients after backward, not bucket by bucket during it"},
     {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, NULL,
      "check backward against finite differences, then exit"},
     {"dump-step", FLAG_PATH, OPT(dump_path), 0, "FILE",

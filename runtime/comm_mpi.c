@@ -31,6 +31,31 @@ static void allreduce(void *buf, uint64_t n, MPI_Datatype type, size_t elem) {
 
 void trc_comm_allreduce_f32(float *buf, uint64_t n) { allreduce(buf, n, MPI_FLOAT, sizeof *buf); }
 void trc_comm_allreduce_f64(double *buf, uint64_t n) { allreduce(buf, n, MPI_DOUBLE, sizeof *buf); }
+
+/* The non-blocking sums in flight. A fixed table, so that every rank makes
+ * the same calls: when it is full, the ones in it are finished first. */
+enum { MAX_PENDING = 64 };
+static MPI_Request pending[MAX_PENDING];
+static int n_pending;
+
+void trc_comm_wait_all(void) {
+  MPI_Waitall(n_pending, pending, MPI_STATUSES_IGNORE);
+  n_pending = 0;
+}
+
+void trc_comm_iallreduce_f32(float *buf, uint64_t n) {
+  while (n > 0) {
+    if (n_pending == MAX_PENDING) trc_comm_wait_all();
+    int count = n > INT_MAX ? INT_MAX : (int)n;
+    MPI_Iallreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &pending[n_pending++]);
+    buf += count;
+    n -= (uint64_t)count;
+  }
+  int done;
+  MPI_Testall(n_pending, pending, &done, MPI_STATUSES_IGNORE);
+  if (done) n_pending = 0;
+}
 void trc_comm_barrier(void) { MPI_Barrier(MPI_COMM_WORLD); }
 
 void trc_comm_finalize(int status) {

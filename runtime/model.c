@@ -102,8 +102,9 @@ static int valid_row_input(const trc_model *m, int i) {
 }
 
 int trc_model_check(const trc_model *m, trc_error *err) {
-  if (!m->name || !m->forward || !m->backward || m->batch < 1)
-    return trc_fail(err, "model descriptor: name, forward, backward and batch >= 1 are required");
+  if (!m->name || !m->forward || !m->backward || !m->step || m->batch < 1)
+    return trc_fail(err, "model descriptor: name, forward, backward, step and batch >= 1 are "
+                         "required");
   uint64_t region;
   if (!trc_mul_ok(m->param_count, 4, &region) ||
       !region_inside(m->param_offset, region, m->arena_bytes) ||

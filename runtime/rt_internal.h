@@ -134,6 +134,10 @@ int trc_sync_gradient_step(const trc_train_config *c, int64_t step);
  * steps after the warm-up). */
 int trc_sync_due(const trc_train_config *c, int64_t done);
 void trc_sync_gradients(trc_sync *s, float *grad);
+/* The same in buckets: each started (non-blocking) as backward finishes it,
+ * then all waited for; counted as one sync of every bucket's bytes. */
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n);
+void trc_sync_gradients_wait(trc_sync *s);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);
 /* The smallest and largest of every rank's `mine` (exact below 2^53), by
@@ -141,6 +145,23 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
 int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
+
+/* ---- the runtime's side of the generated step() (step.c) ---- */
+
+struct trc_step {
+  const trc_model *model;
+  char *arena;
+  const trc_train_config *cfg;
+  trc_step_plan *plan;
+  const trc_dataset *train;
+  trc_optimizer *optim;
+  trc_sync *sync;
+  int64_t step;        /* this optimizer step, 0-based */
+  int rank, ranks;
+  double lr;           /* this step's learning rate */
+  int overlap;         /* bucketed all-reduces allowed (not --no-overlap) */
+  int params_averaged; /* set by trc_step_average_parameters */
+};
 
 /* ---- resumable state (state.c) ---- */
 

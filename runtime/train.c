@@ -4,12 +4,8 @@
  * and resumable state (state.c) at their schedule points, and the weights
  * saved last.
  *
- * One optimizer step: zero the gradients; for each of the window's w
- * micro-batches, forward() then backward() with loss seed 1/w (1/(w*ranks)
- * when gradients are averaged, which sums them over the ranks), so the
- * gradient is that of the mean loss over every example of the window; then
- * the gradient all-reduce (if this step averages gradients), clipping, the
- * optimizer, and the parameter average when LocalSGD's round ends.
+ * One optimizer step is the model's step(), generated with the model
+ * (trainc.h): this file owns the loop over steps around it.
  *
  * Under MPI, rank 0 alone prints, logs and saves weights; every rank saves
  * its own resumable state. */
@@ -154,49 +150,23 @@ static void report_step(trainer *t, double loss, double lr) {
 
 /* ---- training ---- */
 
-/* Forward and backward over the window's micro-batches; returns the mean of
- * their losses. */
-static double accumulate_window(trainer *t, int average_gradients) {
-  const trc_model *m = t->m;
-  const int64_t window = trc_step_window(&t->plan, t->step);
-  const float seed = 1.0f / (float)(window * (average_gradients ? t->ranks : 1));
-  double loss_sum = 0.0;
-  memset(t->arena + m->grad_offset, 0, m->param_count * sizeof(float));
-  for (int64_t k = 0; k < window; k++) {
-    /* Dropout masks are keyed by (step, micro-batch, rank): the same on a
-     * resumed run, distinct across ranks. */
-    const trc_train_config *c = &t->opt.cfg;
-    uint64_t micro_batch =
-        ((uint64_t)t->step * (uint64_t)c->accumulate + (uint64_t)k) * (uint64_t)t->ranks + (uint64_t)t->rank;
-    trc_set_mode(m, t->arena, trc_rng_key(c->seed, TRC_STREAM_DROPOUT, micro_batch), 1);
-    trc_dataset_gather(&t->train, m, trc_step_rows(&t->plan, t->step, k), m->batch, t->arena);
-    memcpy(t->arena + m->loss_seed_offset, &seed, sizeof seed);
-    float loss;
-    m->forward(t->arena);
-    memcpy(&loss, t->arena + m->loss_offset, sizeof loss);
-    loss_sum += loss;
-    m->backward(t->arena);
-  }
-  return loss_sum / (double)window;
-}
-
-/* One optimizer step; returns the mean of its micro-batch losses. */
+/* One optimizer step: the model's own step() (generated code: the window's
+ * forward and backward passes, the gradient sync, clipping, the optimizer
+ * and the LocalSGD average), then which ranks now agree. Returns the mean of
+ * its micro-batch losses. */
 static double train_step(trainer *t, double lr) {
-  const trc_train_config *c = &t->opt.cfg;
-  float *grad = (float *)(t->arena + t->m->grad_offset);
-  int average_gradients = trc_sync_gradient_step(c, t->step);
-  double loss = accumulate_window(t, average_gradients);
+  trc_step s = {.model = t->m,         .arena = t->arena,    .cfg = &t->opt.cfg,
+                .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
+                .sync = &t->sync,      .step = t->step,      .rank = t->rank,
+                .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap};
+  double loss = t->m->step(&s);
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
-  if (average_gradients) trc_sync_gradients(&t->sync, grad);
-  if (c->clip_norm > 0) trc_clip_grad_norm(grad, t->m->param_count, c->clip_norm);
-  trc_optimizer_step(&t->optim, t->m, c, t->arena, lr);
   t->step++;
-  if (average_gradients) { /* the ranks took the same step */
+  if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
     t->in_sync = 1;
     trc_sync_restart_outer(&t->sync, params(t));
   } else {
-    t->in_sync = 0;
-    if (trc_sync_due(c, t->step)) sync_parameters(t);
+    t->in_sync = s.params_averaged;
   }
   return loss;
 }

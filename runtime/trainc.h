@@ -1,12 +1,13 @@
 /* trainc.h — the ABI between the code trainc generates and the runtime.
  *
  * A generated trainer is one C file that includes this header and nothing
- * else of the runtime: it defines its kernels, forward(), backward() and a
- * trc_model describing its arena, then calls trc_main(). The compiler
- * includes this header too (ir/ir.h), so the train-config struct, its enums
- * and their names exist once, for both sides. The runtime library's own API
- * (data, optimizers, files, communication) is trainc_rt.h, which includes
- * this one — as Lua's lauxlib.h stands on lua.h.
+ * else of the runtime: it defines its kernels, forward(), backward(), the
+ * training step step(), and a trc_model describing its arena, then calls
+ * trc_main(). The compiler includes this header too (ir/ir.h), so the
+ * train-config struct, its enums and their names exist once, for both sides.
+ * The runtime library's own API (data, optimizers, files, communication)
+ * is trainc_rt.h, which includes this one — as Lua's lauxlib.h stands on
+ * lua.h.
  *
  * Layout contract (the compiler writes it, the runtime reads it):
  *   - one arena of `arena_bytes`, 64-byte aligned, allocated once;
@@ -16,15 +17,23 @@
  *   - each input has a fixed slot of batch*example_bytes at its offset;
  *   - forward() reads the inputs and parameters and writes loss (and predict);
  *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param)
- *     into the gradient region, where loss_seed is the f32 the runtime stores
- *     at loss_seed_offset before each micro-batch (1/accumulate for plain
- *     means). The runtime zeroes the gradients at the start of each
- *     optimizer step.
+ *     into the gradient region, where loss_seed is the f32 at
+ *     loss_seed_offset (step() stores it before each micro-batch);
  *   - dropout reads a u64 key at rng_key_offset and an f32 flag at
- *     training_offset: the runtime sets the key before each training
- *     micro-batch (from seed and the micro-batch's index) and the flag to 1
- *     while training, 0 in evaluation and sampling, so a kernel that is run
- *     again (recompute, backward) regenerates the same mask. */
+ *     training_offset: step() has the runtime set the key before each
+ *     training micro-batch (from seed and the micro-batch's index) and the
+ *     flag to 1; evaluation and sampling set it to 0. So a kernel that is run
+ *     again (recompute, backward) regenerates the same mask.
+ *
+ * The step (the generated step(), called by the runtime's loop over
+ * optimizer steps): zero the gradients; for each micro-batch of the window,
+ * load it, store the loss seed, forward, read the loss, backward; the
+ * gradient all-reduce when the step averages gradients (started bucket by
+ * bucket inside the last backward, or the whole region after it); clipping;
+ * the optimizer; LocalSGD's parameter average when a round ends. The
+ * trc_step_* functions below are what it calls for data, optimizer math and
+ * communication; settings (window, clip, sync mode) stay run-time values
+ * behind them. */
 #ifndef TRAINC_H
 #define TRAINC_H
 
@@ -149,6 +158,46 @@ typedef struct {
 #undef TRC_CFG_FIELD
 } trc_train_config;
 
+/* ---- the step's calls into the runtime ----
+ * The runtime's state of the optimizer step under way: which micro-batches,
+ * this step's learning rate, the ranks, the optimizer and the pending
+ * all-reduces. Valid only during the step() call it is passed to. */
+typedef struct trc_step trc_step;
+
+char *trc_step_arena(trc_step *s);
+/* Micro-batches in this step's window: accumulate, or fewer at the end of an
+ * epoch. */
+int64_t trc_step_micro_batches(const trc_step *s);
+/* 1 when this step averages gradients over the ranks: `sync gradients`, or a
+ * step within local_sgd_warmup. */
+int trc_step_averages_gradients(const trc_step *s);
+/* 1 when averaged gradients are all-reduced bucket by bucket during the last
+ * backward (more than one rank, and not --no-overlap). */
+int trc_step_overlaps(const trc_step *s);
+/* 1/window, or 1/(window*ranks) when the step averages gradients, so that
+ * the gradient is that of the mean loss over every example of the window. */
+float trc_step_loss_seed(const trc_step *s);
+/* Micro-batch k of the window into the arena: its rows into the input
+ * slots, its dropout key and the training flag. */
+void trc_step_micro_batch(trc_step *s, int64_t k);
+/* Gradient floats [first, first + count) are final: starts their all-reduce
+ * (non-blocking; nothing may touch them until trc_step_wait_gradients). */
+void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count);
+/* Waits for the buckets' all-reduces. */
+void trc_step_wait_gradients(trc_step *s);
+/* All-reduces the whole gradient region (blocking). */
+void trc_step_allreduce_gradients(trc_step *s);
+/* Scales the gradients to the run's clip_norm (nothing when it is 0). */
+void trc_step_clip_gradients(trc_step *s);
+/* One update of every parameter by the run's optimizer at this step's
+ * learning rate. */
+void trc_step_update(trc_step *s);
+/* 1 when this step ends a LocalSGD round (never when it averaged gradients):
+ * the parameters are then averaged, with the optional outer step, by
+ * trc_step_average_parameters. */
+int trc_step_ends_round(const trc_step *s);
+void trc_step_average_parameters(trc_step *s);
+
 typedef struct trc_model {
   const char *name;          /* model name from the file */
   const char *source;        /* the .nn path it was compiled from (for --help) */
@@ -173,7 +222,13 @@ typedef struct trc_model {
   uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
   uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
   void (*forward)(char *arena);
-  void (*backward)(char *arena);
+  /* step: NULL, or the step whose gradient buckets it hands to
+   * trc_step_bucket_ready as they become final. */
+  void (*backward)(char *arena, trc_step *step);
+  /* One optimizer step (see above); returns the mean of its micro-batch
+   * losses. When that is not finite, it returns after the gradient
+   * all-reduce and before the update, and the runtime stops. */
+  double (*step)(trc_step *step);
   const char *checkpoint;    /* the checkpoint policy it was planned with */
   trc_train_config defaults;
 } trc_model;

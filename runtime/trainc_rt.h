@@ -242,6 +242,13 @@ int trc_comm_size(void);
 /* In-place sums over all ranks; every rank gets the same bits. */
 void trc_comm_allreduce_f32(float *buf, uint64_t n);
 void trc_comm_allreduce_f64(double *buf, uint64_t n);
+/* The same, non-blocking: starts the sum of buf (which nothing may touch
+ * until trc_comm_wait_all returns) and lets the sums started before it
+ * progress (MPI moves a non-blocking collective on only inside MPI calls).
+ * Every rank must start the same sums in the same order. */
+void trc_comm_iallreduce_f32(float *buf, uint64_t n);
+/* Waits for every sum started. */
+void trc_comm_wait_all(void);
 void trc_comm_barrier(void);
 /* Ends communication. A status other than 0 aborts every rank of the job
  * (MPI_Abort), so that no rank waits forever on one that failed. */
@@ -256,6 +263,8 @@ typedef struct {
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
+  int no_overlap;          /* --no-overlap: averaged gradients all-reduced after
+                              backward, not bucket by bucket during it */
   int64_t sample;          /* bytes to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
