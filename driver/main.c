@@ -44,6 +44,9 @@ static const char *usage_text =
     "  --keep-c FILE            build: also keep the generated C source in FILE\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
     "                           asks for local_sgd > 1 or sync gradients)\n"
+    "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
+    "                           SIZE (e.g. 256KiB; default 1MiB), started during\n"
+    "                           backward when gradients are averaged\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -53,8 +56,9 @@ static const char *usage_text =
 
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
-  const char *policy, *budget, *profile, *format, *svg;
+  const char *policy, *budget, *profile, *format, *svg, *bucket;
   bool verbose, sweep, mpi;
+  uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -99,6 +103,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--profile"))) o->profile = v;
     else if ((v = flag_value(argc, argv, &i, "--format"))) o->format = v;
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
+    else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -118,6 +123,10 @@ static int parse_options(int argc, char **argv, Options *o) {
   if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
     return usage_error("%s", "--format, --sweep and --svg go with the plan command");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
+  if (o->bucket && (!parse_size(o->bucket, &o->bucket_bytes) || o->bucket_bytes == 0))
+    return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
+  if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
+    return usage_error("%s", "--bucket goes with emit and build");
   if (o->dump && strcmp(o->dump, "ast") && strcmp(o->dump, "ir") && strcmp(o->dump, "grad"))
     return usage_error("--dump takes ast, ir or grad, not '%s'", o->dump);
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
@@ -260,6 +269,7 @@ static int plan_and_generate(const Graph *g, const Options *o) {
     fprintf(stderr, "%s: error: %s\n", o->file, err);
     return 1;
   }
+  if (o->bucket_bytes) program_bucket_gradients(pl->program, o->bucket_bytes);
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
   else rc = !strcmp(o->command, "emit") ? emit(pl->program, o->output) : build(pl->program, o);
