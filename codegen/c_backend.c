@@ -1,11 +1,15 @@
 /* c_backend.c — prints a Program as one readable C file.
  *
- * Layout of the output, top to bottom: a header comment, the arena offsets of
- * the model's named values, one static function per kernel (loop nests as the
- * op table built them; GEMMs as cblas_sgemm calls), forward() and backward() as
- * flat call lists, the parameter and input tables, the trc_model descriptor
- * and main(). Buffers are never aliased within a kernel (the memory plan gives
- * values that are alive together disjoint ranges), hence `restrict`. */
+ * Layout of the output, top to bottom: a header comment, one static function
+ * per kernel (loop nests as the op table built them; GEMMs as cblas_sgemm
+ * calls; arena offsets as literals), forward() and backward() as flat call
+ * lists (backward with the gradient buckets' all-reduce starts after the
+ * kernels that finish them), step() — the whole optimizer step, calling the
+ * runtime through runtime/trainc.h — then the parameter and input tables, the
+ * trc_model descriptor with its compiled defaults (printed from the config
+ * table TRC_TRAIN_CONFIG) and main(). Buffers are never aliased within a
+ * kernel (the memory plan gives values that are alive together disjoint
+ * ranges), hence `restrict`. */
 #include "codegen.h"
 
 #include <ctype.h>

@@ -201,7 +201,7 @@ typedef enum {
   KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
   KE_TO_FLOAT, /* (float)a, a integer */
   KE_RANDOM, /* uniform [0, 1) at counter a of stream i under the key in buf
-                (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc_rt.h */
+                (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc.h */
 } KExprKind;
 
 typedef enum { KU_NEG, KU_EXP, KU_LOG, KU_TANH, KU_ERF, KU_SQRT } KUnaryOp;
