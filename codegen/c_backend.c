@@ -1,11 +1,15 @@
 /* c_backend.c — prints a Program as one readable C file.
  *
- * Layout of the output, top to bottom: a header comment, the arena offsets of
- * the model's named values, one static function per kernel (loop nests as the
- * op table built them; GEMMs as cblas_sgemm calls), forward() and backward() as
- * flat call lists, the parameter and input tables, the trc_model descriptor
- * and main(). Buffers are never aliased within a kernel (the memory plan gives
- * values that are alive together disjoint ranges), hence `restrict`. */
+ * Layout of the output, top to bottom: a header comment, one static function
+ * per kernel (loop nests as the op table built them; GEMMs as cblas_sgemm
+ * calls; arena offsets as literals), forward() and backward() as flat call
+ * lists (backward with the gradient buckets' all-reduce starts after the
+ * kernels that finish them), step() — the whole optimizer step, calling the
+ * runtime through runtime/trainc.h — then the parameter and input tables, the
+ * trc_model descriptor with its compiled defaults (printed from the config
+ * table TRC_TRAIN_CONFIG) and main(). Buffers are never aliased within a
+ * kernel (the memory plan gives values that are alive together disjoint
+ * ranges), hence `restrict`. */
 #include "codegen.h"
 
 #include <ctype.h>
@@ -209,14 +213,73 @@ static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
   }
 }
 
-static void print_call_list(FILE *out, const Program *p, const char *name, const int *ids, int n) {
-  fprintf(out, "static void %s(char *A) {\n", name);
-  for (int i = 0; i < n; i++) {
-    const Node *nd = &p->g->nodes[ids[i]];
-    fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", ids[i], nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
-            op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
+static void print_call(FILE *out, const Program *p, int id) {
+  const Node *nd = &p->g->nodes[id];
+  fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", id, nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
+          op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
+}
+
+static void print_forward(FILE *out, const Program *p) {
+  fputs("static void forward(char *A) {\n", out);
+  for (int i = 0; i < p->n_forward; i++) print_call(out, p, p->forward[i]);
+  fputs("}\n\n", out);
+}
+
+/* The buckets final after backward kernel `at` (-1: before the first). */
+static void print_buckets_ready(FILE *out, const Program *p, int at) {
+  const Graph *g = p->g;
+  for (int b = 0; b < p->n_buckets; b++) {
+    const GradBucket *bk = &p->buckets[b];
+    if (bk->ready != at) continue;
+    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)", (unsigned long long)bk->first,
+            (unsigned long long)bk->count, b, g->nodes[g->params[bk->first_param]].name);
+    if (bk->n_params > 1) fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
+    fputs(" */\n", out);
+  }
+}
+
+/* backward(A, s): the kernels, and with a step s each gradient bucket handed
+ * to its all-reduce as soon as the kernel that finishes it has run. */
+static void print_backward(FILE *out, const Program *p) {
+  fputs("static void backward(char *A, trc_step *s) {\n", out);
+  print_buckets_ready(out, p, -1);
+  for (int i = 0; i < p->n_backward; i++) {
+    print_call(out, p, p->backward[i]);
+    print_buckets_ready(out, p, i);
   }
   fputs("}\n\n", out);
+}
+
+/* The optimizer step the runtime's loop calls (runtime/trainc.h). What the
+ * run decides (window, sync mode, clip, optimizer) comes from the trc_step_*
+ * calls; the order of the work is this function's. */
+static void print_step(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  fputs("/* One optimizer step: the accumulation window's micro-batches, each forward and\n"
+        " * backward (with the planner's recompute); with gradients averaged over the\n"
+        " * ranks, each bucket's all-reduce starts in the last backward as soon as it is\n"
+        " * final (or the whole region's after it); then clipping, the optimizer, and\n"
+        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n", out);
+  fputs("static double step(trc_step *s) {\n  char *A = trc_step_arena(s);\n", out);
+  fputs("  const int64_t window = trc_step_micro_batches(s);\n", out);
+  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup */\n", out);
+  fputs("  trc_step *overlap = average && trc_step_overlaps(s) ? s : NULL;\n", out);
+  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged */\n", out);
+  fputs("  double loss_sum = 0.0;\n", out);
+  fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
+          (unsigned long long)p->param_bytes);
+  fputs("  for (int64_t k = 0; k < window; k++) {\n", out);
+  fputs("    trc_step_micro_batch(s, k); /* its rows, dropout key and training flag */\n", out);
+  fprintf(out, "    *(float *)(A + %llu) = seed;\n", (unsigned long long)p->seed_offset);
+  fputs("    forward(A);\n", out);
+  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n", (unsigned long long)p->offset[g->loss]);
+  fputs("    backward(A, k == window - 1 ? overlap : NULL);\n  }\n", out);
+  fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
+  fputs("  else if (average) trc_step_allreduce_gradients(s);\n", out);
+  fputs("  const double loss = loss_sum / (double)window;\n", out);
+  fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
+  fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
+  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n", out);
 }
 
 /* ---- tables for the runtime ---- */
@@ -228,8 +291,7 @@ static void print_dims(FILE *out, const Shape *s) {
 }
 
 static void print_params(FILE *out, const Program *p) {
-  static const char *init_enum[] = {"TRC_INIT_ZEROS", "TRC_INIT_ONES", "TRC_INIT_NORMAL",
-                                    "TRC_INIT_UNIFORM", "TRC_INIT_XAVIER", "TRC_INIT_HE"};
+  static const char *const init_enum[] = {TRC_INIT_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_param params[] = {\n", out);
   for (int i = 0; i < g->n_params; i++) {
@@ -247,13 +309,14 @@ static void print_params(FILE *out, const Program *p) {
 }
 
 static void print_inputs(FILE *out, const Program *p) {
-  static const char *dtype_enum[] = {[DT_F32] = "TRC_F32", [DT_I32] = "TRC_I32", [DT_U8] = "TRC_U8"};
+  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
+  static const char *const dtype_enum[] = {TRC_DTYPES(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_input inputs[] = {\n", out);
   for (int i = 0; i < g->n_inputs; i++) {
     const Node *n = &g->nodes[g->inputs[i]];
     uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
-    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[n->dtype], n->shape.rank);
+    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
     print_dims(out, &n->shape);
     fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id], (unsigned long long)example,
             (long long)n->index_limit);
@@ -267,25 +330,31 @@ static int input_index(const Graph *g, int node) {
   return -1;
 }
 
-static void print_defaults(FILE *out, const TrainConfig *t) {
-  static const char *opt[] = {"TRC_SGD", "TRC_ADAMW"};
-  static const char *sched[] = {"TRC_SCHED_CONSTANT", "TRC_SCHED_LINEAR", "TRC_SCHED_COSINE"};
-  fprintf(out, "    .defaults = {\n");
-  fprintf(out, "        .accumulate = %lld, .epochs = %lld, .steps = %lld,\n", (long long)t->accumulate,
-          (long long)t->epochs, (long long)t->steps);
-  fprintf(out, "        .optimizer = %s, .lr = %.17g, .momentum = %.17g, .weight_decay = %.17g,\n", opt[t->optimizer],
-          t->lr, t->momentum, t->weight_decay);
-  fprintf(out, "        .beta1 = %.17g, .beta2 = %.17g, .eps = %.17g, .nesterov = %d,\n", t->beta1, t->beta2, t->eps,
-          t->nesterov);
-  fprintf(out, "        .schedule = %s, .warmup = %lld, .min_lr = %.17g, .clip_norm = %.17g,\n", sched[t->schedule],
-          (long long)t->warmup, t->min_lr, t->clip_norm);
-  fprintf(out, "        .seed = %lluu, .eval_every_epoch = %d, .eval_every_steps = %lld, .metrics = %uu,\n",
-          (unsigned long long)t->seed, t->eval_every_epoch, (long long)t->eval_every_steps, t->metrics);
-  fprintf(out, "        .log_every = %lld, .val_split = %.17g,\n", (long long)t->log_every, t->val_split);
-  fprintf(out, "        .local_sgd = %lld, .local_sgd_warmup = %lld, .sync_gradients = %d, .sync_optimizer_state = %d,\n",
-          (long long)t->local_sgd, (long long)t->local_sgd_warmup, t->sync_gradients, t->sync_optimizer_state);
-  fprintf(out, "        .outer_optimizer = %d, .outer_lr = %.17g, .outer_momentum = %.17g,\n    },\n", t->outer_optimizer,
-          t->outer_lr, t->outer_momentum);
+/* Values of trc_train_config by the kind of their row in TRC_TRAIN_CONFIG,
+ * as C that reads back the same value. */
+static void print_cfg_I64(FILE *out, int64_t v) { fprintf(out, "%lld", (long long)v); }
+static void print_cfg_U64(FILE *out, uint64_t v) { fprintf(out, "%lluu", (unsigned long long)v); }
+static void print_cfg_F64(FILE *out, double v) { fprintf(out, "%.17g", v); }
+static void print_cfg_BOOL(FILE *out, int v) { fprintf(out, "%d", v); }
+static void print_cfg_METRICS(FILE *out, unsigned v) { fprintf(out, "%uu", v); }
+static void print_cfg_OPTIMIZER(FILE *out, trc_optimizer_kind v) {
+  static const char *const names[] = {TRC_OPTIMIZERS(TRC_ENUM_IDENT)};
+  fputs(names[v], out);
+}
+static void print_cfg_SCHEDULE(FILE *out, trc_schedule_kind v) {
+  static const char *const names[] = {TRC_SCHEDULES(TRC_ENUM_IDENT)};
+  fputs(names[v], out);
+}
+
+static void print_defaults(FILE *out, const trc_train_config *c) {
+  fputs("    .defaults = {\n", out);
+#define PRINT_FIELD(kind, name, run, help)                                                         \
+  fputs("        ." #name " = ", out);                                                           \
+  print_cfg_##kind(out, c->name);                                                                \
+  fputs(",\n", out);
+  TRC_TRAIN_CONFIG(PRINT_FIELD)
+#undef PRINT_FIELD
+  fputs("    },\n", out);
 }
 
 /* The source path is user text, printed inside a C string and a comment:
@@ -302,7 +371,7 @@ static void print_safe_path(FILE *out, const char *path) {
 }
 
 static void print_model(FILE *out, const Program *p) {
-  static const char *loss_enum[] = {"TRC_LOSS_CROSS_ENTROPY", "TRC_LOSS_MSE", "TRC_LOSS_OTHER"};
+  static const char *const loss_enum[] = {TRC_LOSS_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_model model = {\n", out);
   fprintf(out, "    .name = \"%s\",\n    .source = \"", g->model_name);
@@ -327,9 +396,9 @@ static void print_model(FILE *out, const Program *p) {
   fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);
   char spec[64];
-  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .checkpoint = \"%s\",\n",
+  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint = \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
-  print_defaults(out, &g->train);
+  print_defaults(out, &g->train.run);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
 }
 
@@ -341,13 +410,14 @@ void emit_c(FILE *out, const Program *p) {
   fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
   fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
           format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
-  fputs("#include <math.h>\n#include <stdint.h>\n#include <cblas.h>\n#include \"trainc_rt.h\"\n\n", out);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
   fputs("/* ---- forward kernels ---- */\n\n", out);
   print_kernels(out, p, p->forward, p->n_forward);
   fputs("/* ---- backward kernels ---- */\n\n", out);
   print_kernels(out, p, p->backward, p->n_backward);
-  print_call_list(out, p, "forward", p->forward, p->n_forward);
-  print_call_list(out, p, "backward", p->backward, p->n_backward);
+  print_forward(out, p);
+  print_backward(out, p);
+  print_step(out, p);
   print_params(out, p);
   print_inputs(out, p);
   print_model(out, p);

@@ -1,8 +1,9 @@
 /* codegen.h — backends over the scheduled Program.
  *
  * The whole interface of the codegen stage. Each backend prints (or builds)
- * the very loop nests the op table produced; none invents kernels of its own.
- * Today: the C backend. Nothing from the model file reaches generated code
+ * the very loop nests the op table produced and the Program's step schedule
+ * (the order of forward and backward, the gradient buckets); none invents
+ * kernels or a schedule of its own. Today: the C backend. Nothing from the model file reaches generated code
  * except identifiers (which the scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
  * and numbers; the source path is written with octal escapes (c_backend.c). */
 #ifndef TRAINC_CODEGEN_H
@@ -10,18 +11,18 @@
 
 #include "passes.h"
 
-/* Writes one self-contained C file: a header comment with the planned arena
- * size, one static function per kernel (its arena offsets written into it as
- * numbers), forward() and backward() as flat lists of calls (each commented
- * with its model-file line), the parameter and input tables, and the
- * trc_model descriptor (the offsets the runtime reads, the train defaults)
- * and main() for the runtime (runtime/trainc_rt.h). */
+/* Writes one self-contained C file that includes runtime/trainc.h only: one
+ * static function per kernel (arena offsets as literals), forward() and
+ * backward() as flat lists of calls (each commented with its model-file
+ * line; backward hands each gradient bucket to its all-reduce once final),
+ * the optimizer step step(), and the trc_model descriptor and main() for the
+ * runtime. */
 void emit_c(FILE *out, const Program *p);
 
 typedef struct {
   const char *cc;        /* C compiler; NULL: $CC, else "cc" */
   const char *cflags;    /* e.g. "-O3 -march=native" */
-  const char *rt_include;/* folder of trainc_rt.h */
+  const char *rt_include;/* folder of trainc.h */
   const char *rt_lib;    /* libtrainc_rt.a, or libtrainc_rt_mpi.a for MPI */
   const char *blas_lib;  /* BLAS to link, e.g. "-lopenblas" or a path */
   const char *mpi_libs;  /* MPI's libraries when rt_lib is the MPI runtime; else NULL */

@@ -54,6 +54,9 @@ static const char *usage_text =
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
     "                           asks for local_sgd > 1 or sync gradients)\n"
+    "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
+    "                           SIZE (e.g. 256KiB; default 1MiB), started during\n"
+    "                           backward when gradients are averaged\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -63,9 +66,10 @@ static const char *usage_text =
 
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
-  const char *policy, *budget, *profile, *format, *svg, *memory;
+  const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
   bool verbose, sweep, mpi;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
+  uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
 
 static Diag diag; /* where every message of this run goes */
@@ -126,6 +130,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--format"))) o->format = v;
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
+    else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -150,6 +155,10 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->sweep && dump_needs_plan(o)) return usage_error("--dump=%s shows one plan, not a --sweep", o->dump);
   if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
     return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
+  if (o->bucket && (!parse_size(o->bucket, &o->bucket_bytes) || o->bucket_bytes == 0))
+    return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
+  if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
+    return usage_error("%s", "--bucket goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   return -1;
@@ -352,6 +361,7 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   if (!pl) return 1;
   if (dump_is(o, "weave")) graph_print(stdout, pl->graph);
   if (dump_is(o, "schedule")) program_print(stdout, pl->program);
+  if (o->bucket_bytes) program_bucket_gradients(pl->program, o->bucket_bytes);
   int rc = 0;
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
   else if (!strcmp(o->command, "emit")) rc = emit(pl->program, o);

@@ -39,7 +39,7 @@ static bool mark_index_input(Lower *L, Value v, SrcLoc loc, int64_t limit, const
 /* PyTorch's default for Linear: uniform(±1/sqrt(fan_in)) for weight and bias. */
 static Init torch_linear_init(int64_t fan_in) {
   double bound = 1.0 / sqrt((double)fan_in);
-  return (Init){.kind = INIT_UNIFORM, .a = -bound, .b = bound, .fan_in = fan_in};
+  return (Init){.kind = TRC_INIT_UNIFORM, .a = -bound, .b = bound, .fan_in = fan_in};
 }
 
 /* x @ weight^T + bias with weight [out, in], bias [out], named
@@ -85,8 +85,8 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   Shape vec = {.rank = 1, .dim = {x->dim[x->rank - 1]}};
   char *prefix = param_prefix(s, "layernorm");
   char *wname = xsprintf("%sweight", prefix), *bname = xsprintf("%sbias", prefix);
-  int gamma = add_param(L, wname, &vec, (Init){.kind = INIT_ONES}, false, call->loc);
-  int beta = add_param(L, bname, &vec, (Init){.kind = INIT_ZEROS}, false, call->loc);
+  int gamma = add_param(L, wname, &vec, (Init){.kind = TRC_INIT_ONES}, false, call->loc);
+  int beta = add_param(L, bname, &vec, (Init){.kind = TRC_INIT_ZEROS}, false, call->loc);
   free(prefix), free(wname), free(bname);
   int in[3] = {v[0].node, gamma, beta};
   return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 3, v[1].num, 0, 0, call->loc, L->diag));
@@ -116,7 +116,7 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
     return error_value;
   char *prefix = param_prefix(s, "embedding");
   char *name = xsprintf("%sweight", prefix);
-  Init init = {.kind = INIT_NORMAL, .a = 0, .b = 1};
+  Init init = {.kind = TRC_INIT_NORMAL, .a = 0, .b = 1};
   int table = add_param(L, name, &(Shape){.rank = 2, .dim = {vocab, dim}}, init, true, call->loc);
   free(prefix), free(name);
   return tensor_value(table < 0 ? -1 : add_node(L, OP_EMBEDDING, table, v[0].node, call->loc));

@@ -25,6 +25,7 @@
 #define TRAINC_IR_H
 
 #include "frontend.h"
+#include "trainc.h" /* the train config and its enums: the ABI shared with the runtime */
 
 #define IR_MAX_RANK 8
 #define IR_MAX_IN 3
@@ -63,10 +64,8 @@ typedef enum {
   OPC_LOOP, /* a loop-nest kernel */
 } OpClass;
 
-typedef enum { INIT_ZEROS, INIT_ONES, INIT_NORMAL, INIT_UNIFORM, INIT_XAVIER, INIT_HE } InitKind;
-
 typedef struct {
-  InitKind kind;
+  trc_init_kind kind;
   double a, b;             /* normal: mean, std; uniform: low, high; xavier/he: gain */
   int64_t fan_in, fan_out;
 } Init;
@@ -106,11 +105,6 @@ typedef struct {
 } Node;
 
 /* ---- the train block, given meaning ---- */
-typedef enum { OPT_SGD, OPT_ADAMW } OptimizerKind;
-typedef enum { SCHED_CONSTANT, SCHED_LINEAR, SCHED_COSINE } ScheduleKind;
-typedef enum { LOSS_CROSS_ENTROPY, LOSS_MSE, LOSS_OTHER } LossKind;
-enum { METRIC_LOSS = 1, METRIC_ACCURACY = 2, METRIC_F1 = 4 };
-
 /* `checkpoint off | all | sqrt | every N | budget SIZE | auto` (docs/planner.md). */
 typedef enum { CKPT_OFF, CKPT_ALL, CKPT_SQRT, CKPT_EVERY, CKPT_BUDGET, CKPT_AUTO } CheckpointPolicy;
 typedef struct {
@@ -135,28 +129,12 @@ bool checkpoint_spec_parse(const char *text, CheckpointSpec *spec);
 /* Writes the spec back in that form (a budget in bytes: "budget 1048576B"). */
 const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 
+/* The compile-time settings, and the run-time ones the trainer is compiled
+ * with as its defaults (trc_model.defaults; its flags override them). */
 typedef struct {
-  int64_t batch, accumulate, epochs, steps;
-  OptimizerKind optimizer;
-  double lr, momentum, weight_decay, beta1, beta2, eps;
-  bool nesterov;
-  ScheduleKind schedule;
-  int64_t warmup;
-  double min_lr, clip_norm;
-  uint64_t seed;
-  bool eval_every_epoch;
-  int64_t eval_every_steps;
-  unsigned metrics;
-  int64_t log_every;
-  double val_split;
+  int64_t batch;             /* B, compiled into every shape */
   CheckpointSpec checkpoint;
-  /* distribution (docs/ops.md, the train block) */
-  int64_t local_sgd;       /* optimizer steps between parameter averages */
-  int64_t local_sgd_warmup;/* synchronous (gradient all-reduce) steps first */
-  bool sync_gradients;     /* `sync gradients`: all-reduce gradients every step */
-  bool sync_optimizer_state; /* `sync parameters optimizer_state` */
-  bool outer_optimizer;    /* `outer_optimizer nesterov(lr, momentum)` (DiLoCo) */
-  double outer_lr, outer_momentum;
+  trc_train_config run;      /* runtime/trainc.h */
 } TrainConfig;
 
 /* True when the train block asks for more than one process (LocalSGD, data
@@ -178,7 +156,7 @@ typedef struct {
   int loss_seed;           /* OP_LOSS_SEED node, created by autodiff; -1 before */
   int rng_key, training;   /* OP_RNG_KEY / OP_TRAINING leaves (dropout), -1 if unused */
   int n_dropout;           /* dropout ops so far: each gets its own random stream */
-  LossKind loss_kind;
+  trc_loss_kind loss_kind;
   int *params;             /* param node ids, in declaration order */
   int n_params, cap_params;
   int *inputs;             /* input node ids, in declaration order */
@@ -267,7 +245,7 @@ typedef enum {
   KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
   KE_TO_FLOAT, /* (float)a, a integer */
   KE_RANDOM, /* uniform [0, 1) at counter a of stream i under the key in buf
-                (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc_rt.h */
+                (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc.h */
 } KExprKind;
 
 typedef enum { KU_NEG, KU_EXP, KU_LOG, KU_TANH, KU_ERF, KU_SQRT } KUnaryOp;

@@ -450,15 +450,15 @@ static void lower_input(Lower *L, Scope *s, const Stmt *st) {
 
 static const struct {
   const char *name;
-  InitKind kind;
+  trc_init_kind kind;
   Signature sig;
 } inits[] = {
-    {"zeros", INIT_ZEROS, {{0}, 0, 0, {0}}},
-    {"ones", INIT_ONES, {{0}, 0, 0, {0}}},
-    {"normal", INIT_NORMAL, {{"mean", "std"}, 2, 0, {0, 1}}},
-    {"uniform", INIT_UNIFORM, {{"low", "high"}, 2, 0, {0, 1}}},
-    {"xavier", INIT_XAVIER, {{"gain"}, 1, 0, {1}}},
-    {"he", INIT_HE, {{"gain"}, 1, 0, {1}}},
+    {"zeros", TRC_INIT_ZEROS, {{0}, 0, 0, {0}}},
+    {"ones", TRC_INIT_ONES, {{0}, 0, 0, {0}}},
+    {"normal", TRC_INIT_NORMAL, {{"mean", "std"}, 2, 0, {0, 1}}},
+    {"uniform", TRC_INIT_UNIFORM, {{"low", "high"}, 2, 0, {0, 1}}},
+    {"xavier", TRC_INIT_XAVIER, {{"gain"}, 1, 0, {1}}},
+    {"he", TRC_INIT_HE, {{"gain"}, 1, 0, {1}}},
 };
 
 static bool is_init_name(const char *name) {
@@ -484,7 +484,7 @@ static bool eval_init(Lower *L, Scope *s, const Expr *call, const Shape *sh, Ini
     for (int a = 0; a < inits[i].sig.count; a++)
       if (!want_number(L, v[a], locs[a], inits[i].sig.names[a])) return false;
     *init = (Init){.kind = inits[i].kind, .a = v[0].num, .b = v[1].num};
-    if (init->kind == INIT_XAVIER || init->kind == INIT_HE) init->b = 0;
+    if (init->kind == TRC_INIT_XAVIER || init->kind == TRC_INIT_HE) init->b = 0;
     set_fans(init, sh);
     return true;
   }
@@ -608,7 +608,7 @@ static void finish_model(Lower *L, Scope *s, const Model *m) {
     return;
   }
   g->loss = n->id;
-  g->loss_kind = n->op == OP_CROSS_ENTROPY ? LOSS_CROSS_ENTROPY : n->id == L->mse_node ? LOSS_MSE : LOSS_OTHER;
+  g->loss_kind = n->op == OP_CROSS_ENTROPY ? TRC_LOSS_CROSS_ENTROPY : n->id == L->mse_node ? TRC_LOSS_MSE : TRC_LOSS_OTHER;
   if (g->predict < 0) {
     g->labels = -1;
     return;

@@ -8,10 +8,11 @@
 
 static TrainConfig default_train(void) {
   return (TrainConfig){
-      .batch = 32, .accumulate = 1, .epochs = 1, .optimizer = OPT_ADAMW, .lr = 1e-3, .momentum = 0,
-      .weight_decay = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .schedule = SCHED_CONSTANT,
-      .seed = 42, .metrics = METRIC_LOSS | METRIC_ACCURACY, .log_every = 50,
-      .local_sgd = 1, .outer_lr = 1, .outer_momentum = 0,
+      .batch = 32,
+      .run = {.accumulate = 1, .epochs = 1, .optimizer = TRC_ADAMW, .lr = 1e-3, .momentum = 0,
+              .weight_decay = 0.01, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+              .schedule = TRC_SCHED_CONSTANT, .seed = 42, .metrics = TRC_METRIC_LOSS | TRC_METRIC_ACCURACY,
+              .log_every = 50, .local_sgd = 1, .outer_lr = 1, .outer_momentum = 0},
   };
 }
 
@@ -46,7 +47,7 @@ static bool is_word(const Expr *e, const char *word) {
 }
 
 /* `optimizer sgd(lr = 0.1, momentum = 0.9)` or `optimizer adamw(...)`. */
-static void lower_optimizer(Lower *L, const Setting *st, TrainConfig *t) {
+static void lower_optimizer(Lower *L, const Setting *st, trc_train_config *t) {
   static const Signature sgd = {{"lr", "momentum", "weight_decay", "nesterov"}, 4, 0, {0.01, 0, 0, 0}};
   static const Signature adamw = {{"lr", "beta1", "beta2", "eps", "weight_decay"}, 5, 0, {1e-3, 0.9, 0.999, 1e-8, 0.01}};
   const Expr *c = st->nitems == 1 ? st->items[0] : NULL;
@@ -65,26 +66,26 @@ static void lower_optimizer(Lower *L, const Setting *st, TrainConfig *t) {
   for (int i = 0; i < sig->count; i++) /* lr up to 1000, the rest are fractions */
     if (!number_in(L, v[i], locs[i], sig->names[i], 0, i == 0 ? 1e3 : 1, &x[i])) return;
   if (is_sgd) {
-    t->optimizer = OPT_SGD, t->lr = x[0], t->momentum = x[1], t->weight_decay = x[2], t->nesterov = x[3] != 0;
+    t->optimizer = TRC_SGD, t->lr = x[0], t->momentum = x[1], t->weight_decay = x[2], t->nesterov = x[3] != 0;
   } else {
-    t->optimizer = OPT_ADAMW, t->lr = x[0], t->beta1 = x[1], t->beta2 = x[2], t->eps = x[3], t->weight_decay = x[4];
+    t->optimizer = TRC_ADAMW, t->lr = x[0], t->beta1 = x[1], t->beta2 = x[2], t->eps = x[3], t->weight_decay = x[4];
   }
 }
 
 /* `schedule constant`, `schedule linear(warmup = 100, min_lr = 0)`, `schedule cosine(...)`. */
-static void lower_schedule(Lower *L, const Setting *st, TrainConfig *t) {
-  static const char *names[] = {"constant", "linear", "cosine"};
+static void lower_schedule(Lower *L, const Setting *st, trc_train_config *t) {
+  static const char *const names[] = {TRC_SCHEDULES(TRC_ENUM_WORD)};
   static const Signature sig = {{"warmup", "min_lr"}, 2, 0, {0, 0}};
   if (!setting_arity(L, st, 1)) return;
   const Expr *c = st->items[0];
   int kind = -1;
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
     if ((c->kind == EX_IDENT || c->kind == EX_CALL) && strcmp(c->name, names[i]) == 0) kind = i;
   if (kind < 0) {
     diag_error(L->diag, c->loc, "schedule is constant, linear(...) or cosine(...)");
     return;
   }
-  t->schedule = (ScheduleKind)kind;
+  t->schedule = (trc_schedule_kind)kind;
   if (c->kind != EX_CALL) return;
   Value v[MAX_PARAMS];
   SrcLoc locs[MAX_PARAMS];
@@ -97,7 +98,7 @@ static void lower_schedule(Lower *L, const Setting *st, TrainConfig *t) {
 }
 
 /* `eval every epoch: accuracy, f1` or `eval every 500 steps: loss`. */
-static void lower_eval(Lower *L, const Setting *st, TrainConfig *t) {
+static void lower_eval(Lower *L, const Setting *st, trc_train_config *t) {
   bool epoch = st->nitems == 2 && is_word(st->items[0], "every") && is_word(st->items[1], "epoch");
   bool steps = st->nitems == 3 && is_word(st->items[0], "every") && is_word(st->items[2], "steps");
   if (!epoch && !steps) {
@@ -110,8 +111,8 @@ static void lower_eval(Lower *L, const Setting *st, TrainConfig *t) {
     return;
   if (!st->has_colon) return;
   static const struct { const char *name; unsigned bit; } metrics[] = {
-      {"loss", METRIC_LOSS}, {"accuracy", METRIC_ACCURACY}, {"f1", METRIC_F1}};
-  t->metrics = METRIC_LOSS;
+      {"loss", TRC_METRIC_LOSS}, {"accuracy", TRC_METRIC_ACCURACY}, {"f1", TRC_METRIC_F1}};
+  t->metrics = TRC_METRIC_LOSS;
   for (int i = 0; i < st->nafter; i++) {
     const Expr *m = st->after_colon[i];
     unsigned bit = 0;
@@ -193,7 +194,7 @@ static void lower_checkpoint(Lower *L, const Setting *st, CheckpointSpec *c) {
 }
 
 /* `sync parameters`, `sync parameters optimizer_state` or `sync gradients`. */
-static void lower_sync(Lower *L, const Setting *st, TrainConfig *t) {
+static void lower_sync(Lower *L, const Setting *st, trc_train_config *t) {
   const Expr *const *it = (const Expr *const *)st->items;
   bool params = st->nitems >= 1 && is_word(it[0], "parameters");
   bool grads = st->nitems == 1 && is_word(it[0], "gradients");
@@ -207,7 +208,7 @@ static void lower_sync(Lower *L, const Setting *st, TrainConfig *t) {
 }
 
 /* `outer_optimizer none` or `outer_optimizer nesterov(lr = 0.7, momentum = 0.9)`. */
-static void lower_outer_optimizer(Lower *L, const Setting *st, TrainConfig *t) {
+static void lower_outer_optimizer(Lower *L, const Setting *st, trc_train_config *t) {
   static const Signature sig = {{"lr", "momentum"}, 2, 0, {0.7, 0.9}};
   if (!setting_arity(L, st, 1)) return;
   const Expr *c = st->items[0];
@@ -239,7 +240,7 @@ static const Setting *find_setting(const TrainBlock *tb, const char *key) {
 
 /* Combinations that mean nothing: gradient averaging keeps every rank's
  * parameters and optimizer state equal, so it has no rounds to shape. */
-static void check_distribution(Lower *L, const TrainBlock *tb, const TrainConfig *t) {
+static void check_distribution(Lower *L, const TrainBlock *tb, const trc_train_config *t) {
   if (!t->sync_gradients) return;
   const Setting *sync = find_setting(tb, "sync");
   if (t->local_sgd > 1)
@@ -251,14 +252,16 @@ static void check_distribution(Lower *L, const TrainBlock *tb, const TrainConfig
   }
 }
 
-bool train_is_distributed(const TrainConfig *t) {
+bool train_is_distributed(const TrainConfig *train) {
+  const trc_train_config *t = &train->run;
   return t->local_sgd > 1 || t->sync_gradients || t->local_sgd_warmup > 0 || t->outer_optimizer;
 }
 
-static void lower_setting(Lower *L, const Setting *st, TrainConfig *t) {
+static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   const char *k = st->key;
   int64_t big = INT64_C(1) << 40;
-  if (!strcmp(k, "batch")) setting_int(L, st, 1, 1 << 20, &t->batch);
+  trc_train_config *t = &train->run;
+  if (!strcmp(k, "batch")) setting_int(L, st, 1, 1 << 20, &train->batch);
   else if (!strcmp(k, "accumulate")) setting_int(L, st, 1, 1 << 20, &t->accumulate);
   else if (!strcmp(k, "epochs")) setting_int(L, st, 1, big, &t->epochs);
   else if (!strcmp(k, "steps")) setting_int(L, st, 1, big, &t->steps);
@@ -271,7 +274,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *t) {
   else if (!strcmp(k, "optimizer")) lower_optimizer(L, st, t);
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
-  else if (!strcmp(k, "checkpoint")) lower_checkpoint(L, st, &t->checkpoint);
+  else if (!strcmp(k, "checkpoint")) lower_checkpoint(L, st, &train->checkpoint);
   else if (!strcmp(k, "local_sgd")) setting_int(L, st, 1, big, &t->local_sgd);
   else if (!strcmp(k, "local_sgd_warmup")) setting_int(L, st, 0, big, &t->local_sgd_warmup);
   else if (!strcmp(k, "sync")) lower_sync(L, st, t);
@@ -284,5 +287,5 @@ void lower_train(Lower *L, const TrainBlock *tb) {
   if (!tb) return;
   if (tb->next) diag_error(L->diag, tb->next->loc, "a file has at most one train block");
   for (const Setting *st = tb->settings; st; st = st->next) lower_setting(L, st, &L->g->train);
-  check_distribution(L, tb, &L->g->train);
+  check_distribution(L, tb, &L->g->train.run);
 }

@@ -376,8 +376,8 @@ static Graph *weave_recompute(const Graph *g, const bool *recompute) {
 /* ------------------------------------------------------------------- plans */
 
 static uint64_t optimizer_state_bytes(const Graph *g, uint64_t param_bytes) {
-  if (g->train.optimizer == OPT_ADAMW) return 2 * param_bytes;
-  return g->train.momentum > 0 ? param_bytes : 0;
+  if (g->train.run.optimizer == TRC_ADAMW) return 2 * param_bytes;
+  return g->train.run.momentum > 0 ? param_bytes : 0;
 }
 
 /* STORE/RECOMPUTE per forward value from the stage modes and the pins. */

@@ -175,6 +175,7 @@ Program *program_schedule(const Graph *g) {
       p->offset[i] = p->offset[g->nodes[i].in[0]] + view_offset(g, &g->nodes[i]);
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
+  program_bucket_gradients(p, GRAD_BUCKET_BYTES);
   return p;
 }
 
@@ -196,5 +197,6 @@ void program_free(Program *p) {
   free(p->live_until);
   free(p->forward);
   free(p->backward);
+  free(p->buckets);
   free(p);
 }

@@ -17,6 +17,20 @@ void autodiff(Graph *g);
 
 #define ARENA_ALIGN 64
 
+/* The step schedule's gradient buckets (buckets.c): the gradient region cut
+ * into contiguous ranges that together cover it, each final after one
+ * backward kernel, where its all-reduce can start. */
+typedef struct {
+  uint64_t first, count;      /* floats of the gradient region */
+  int first_param, n_params;  /* g->params[first_param .. first_param + n_params) */
+  int ready;                  /* index into backward after which it is final; -1:
+                                 before backward (no gradient reaches it) */
+} GradBucket;
+
+/* Buckets of at least this many bytes (bar the last): measured with
+ * bench/localsgd.sh (bench/RESULTS.md). */
+#define GRAD_BUCKET_BYTES (1u << 20)
+
 /* A scheduled, memory-planned training program.
  * Arena layout: [parameters | gradients (same layout) | inputs | loss seed,
  * rng key, training flag | activations]. Parameters and gradients are each one contiguous f32 block so
@@ -39,6 +53,8 @@ typedef struct {
   uint64_t activation_offset, activation_bytes; /* peak of the planned workspace */
   uint64_t stored_bytes;     /* activations forward() leaves alive for backward() */
   uint64_t arena_bytes;      /* the planned peak: the arena's high-water mark */
+  GradBucket *buckets;       /* in the order backward finishes them, roughly: */
+  int n_buckets;             /* from the end of the region to its start */
 } Program;
 
 /* Orders the graph's live nodes into forward and backward and gives every
@@ -47,6 +63,10 @@ Program *program_schedule(const Graph *g);
 /* program_schedule, then every kernel lowered to its loop nest. */
 Program *program_build(const Graph *g);
 void program_free(Program *p);
+
+/* Cuts the gradient region into buckets of at least bucket_bytes
+ * (program_schedule uses GRAD_BUCKET_BYTES). */
+void program_bucket_gradients(Program *p, uint64_t bucket_bytes);
 
 /* Byte offset of the gradient slot of parameter node `param`. */
 uint64_t program_grad_offset(const Program *p, int param);

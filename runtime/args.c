@@ -55,6 +55,8 @@ static const flag flags[] = {
     {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
      "under MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
+    {"no-overlap", FLAG_SWITCH, OPT(no_overlap), 0, TRAIN, NULL,
+     "MPI: all-reduce averaged gradients after backward, not bucket by bucket during it"},
     {"gradcheck", FLAG_SWITCH, OPT(gradcheck), 0, GRADCHECK, NULL,
      "check backward against finite differences, then exit"},
     {"dump-step", FLAG_PATH, OPT(dump_path), 0, DUMP, "FILE",
@@ -193,31 +195,14 @@ static void print_input(const trc_input *in, FILE *out) {
     fprintf(out, "  %-16s %s\n", in->name, shape);
 }
 
+/* The train block's settings as compiled in, from the config table. */
 static void print_defaults(const trc_model *m, FILE *out) {
-  const trc_train_config *c = &m->defaults;
-  static const char *const schedules[] = {"constant", "linear", "cosine"};
-  fprintf(out, "\ncompiled defaults:\n  batch %lld, accumulate %lld, ", (long long)m->batch,
-          (long long)c->accumulate);
-  if (c->steps > 0)
-    fprintf(out, "steps %lld\n", (long long)c->steps);
-  else
-    fprintf(out, "epochs %lld\n", (long long)c->epochs);
-  if (c->optimizer == TRC_ADAMW)
-    fprintf(out, "  adamw(lr=%g, betas=(%g, %g), eps=%g, weight_decay=%g)\n", c->lr, c->beta1,
-            c->beta2, c->eps, c->weight_decay);
-  else
-    fprintf(out, "  sgd(lr=%g, momentum=%g, nesterov=%d, weight_decay=%g)\n", c->lr, c->momentum,
-            c->nesterov, c->weight_decay);
-  fprintf(out, "  schedule %s(warmup=%lld, min_lr=%g), clip_norm %g, seed %llu, log every %lld\n",
-          schedules[c->schedule], (long long)c->warmup, c->min_lr, c->clip_norm,
-          (unsigned long long)c->seed, (long long)c->log_every);
-  fprintf(out, "  under MPI: local_sgd %lld, sync %s%s, local_sgd_warmup %lld, ",
-          (long long)c->local_sgd, c->sync_gradients ? "gradients" : "parameters",
-          c->sync_optimizer_state ? " optimizer_state" : "", (long long)c->local_sgd_warmup);
-  if (c->outer_optimizer)
-    fprintf(out, "outer_optimizer nesterov(lr=%g, momentum=%g)\n", c->outer_lr, c->outer_momentum);
-  else
-    fprintf(out, "outer_optimizer none\n");
+  trc_config_field fields[TRC_CONFIG_FIELDS];
+  trc_config_fields(&m->defaults, fields);
+  fprintf(out, "\ncompiled defaults (the train block; batch %lld is compiled into every shape):\n",
+          (long long)m->batch);
+  for (int i = 0; i < TRC_CONFIG_FIELDS; i++)
+    fprintf(out, "  %-20s %-14s %s\n", fields[i].name, fields[i].value, fields[i].help);
 }
 
 void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {

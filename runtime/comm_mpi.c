@@ -126,6 +126,33 @@ void trc_comm_barrier(void) {
 
 void trc_comm_abort(int status) { MPI_Abort(MPI_COMM_WORLD, status); }
 
+/* The non-blocking sums in flight. A fixed table, so that every rank makes
+ * the same calls: when it is full, the ones in it are finished first. */
+enum { MAX_PENDING = 64 };
+static MPI_Request pending[MAX_PENDING];
+static int n_pending;
+
+void trc_comm_wait_all(void) {
+  arm("all-reduce");
+  MPI_Waitall(n_pending, pending, MPI_STATUSES_IGNORE);
+  disarm();
+  n_pending = 0;
+}
+
+void trc_comm_iallreduce_f32(float *buf, uint64_t n) {
+  while (n > 0) {
+    if (n_pending == MAX_PENDING) trc_comm_wait_all();
+    int count = n > INT_MAX ? INT_MAX : (int)n;
+    MPI_Iallreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                   &pending[n_pending++]);
+    buf += count;
+    n -= (uint64_t)count;
+  }
+  int done;
+  MPI_Testall(n_pending, pending, &done, MPI_STATUSES_IGNORE);
+  if (done) n_pending = 0;
+}
+
 void trc_comm_finalize(int status) {
   if (status != 0 && world_size > 1) MPI_Abort(MPI_COMM_WORLD, status);
   MPI_Finalize();

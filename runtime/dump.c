@@ -24,7 +24,7 @@ static float forward_backward(const trc_model *m, char *arena, const trc_dataset
   memset(arena + m->grad_offset, 0, m->param_count * sizeof(float));
   memcpy(arena + m->loss_seed_offset, &loss_seed, sizeof loss_seed);
   m->forward(arena);
-  m->backward(arena);
+  m->backward(arena, NULL);
   float loss;
   memcpy(&loss, arena + m->loss_offset, sizeof loss);
   return loss;

@@ -117,7 +117,7 @@ static double forward_backward(const trc_model *m, char *arena) {
   memset(arena + m->grad_offset, 0, m->param_count * sizeof(float));
   memcpy(arena + m->loss_seed_offset, &seed, sizeof seed);
   double loss = loss_of(m, arena);
-  m->backward(arena);
+  m->backward(arena, NULL);
   return loss;
 }
 

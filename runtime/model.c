@@ -5,12 +5,8 @@
 #include <math.h>
 
 const char *trc_dtype_name(trc_dtype dtype) {
-  switch (dtype) {
-  case TRC_F32: return "f32";
-  case TRC_I32: return "i32";
-  case TRC_U8: return "u8";
-  }
-  return "?";
+  static const char *const words[] = {TRC_DTYPES(TRC_ENUM_WORD)};
+  return (unsigned)dtype < sizeof words / sizeof words[0] ? words[dtype] : "?";
 }
 
 size_t trc_dtype_size(trc_dtype dtype) {
@@ -106,8 +102,9 @@ static int valid_row_input(const trc_model *m, int i) {
 }
 
 int trc_model_check(const trc_model *m, trc_error *err) {
-  if (!m->name || !m->forward || !m->backward || m->batch < 1)
-    return trc_fail(err, "model descriptor: name, forward, backward and batch >= 1 are required");
+  if (!m->name || !m->forward || !m->backward || !m->step || m->batch < 1)
+    return trc_fail(err, "model descriptor: name, forward, backward, step and batch >= 1 are "
+                         "required");
   uint64_t region;
   if (!trc_mul_ok(m->param_count, 4, &region) ||
       !region_inside(m->param_offset, region, m->arena_bytes) ||

@@ -146,6 +146,18 @@ int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err);
 int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 
+/* ---- the train config, field by field (config.c) ---- */
+
+#define TRC_CONFIG_COUNT_FIELD(kind, name, run, help) +1
+enum { TRC_CONFIG_FIELDS = 0 TRC_TRAIN_CONFIG(TRC_CONFIG_COUNT_FIELD) };
+typedef struct {
+  const char *name, *help; /* the field's name and help line in TRC_TRAIN_CONFIG */
+  int shapes_run;          /* its RUN column */
+  char value[48];          /* the value as text, exact ("0.9", "adamw", "yes") */
+} trc_config_field;
+/* Every field of c, in the table's order. */
+void trc_config_fields(const trc_train_config *c, trc_config_field out[TRC_CONFIG_FIELDS]);
+
 /* ---- the step schedule (steps.c) ---- */
 
 typedef struct {
@@ -200,6 +212,10 @@ int trc_sync_due(const trc_train_config *c, int64_t done);
 /* Both end the job (trc_comm_abort) when this rank's gradients or parameters
  * are not finite, before the all-reduce would spread them. */
 void trc_sync_gradients(trc_sync *s, float *grad);
+/* The same in buckets: each started (non-blocking) as backward finishes it,
+ * then all waited for; counted as one sync of every bucket's bytes. */
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n);
+void trc_sync_gradients_wait(trc_sync *s);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);
 /* The smallest and largest of every rank's `mine` (exact below 2^53), by
@@ -209,6 +225,23 @@ int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
 int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
+
+/* ---- the runtime's side of the generated step() (step.c) ---- */
+
+struct trc_step {
+  const trc_model *model;
+  char *arena;
+  const trc_train_config *cfg;
+  trc_step_plan *plan;
+  const trc_dataset *train;
+  trc_optimizer *optim;
+  trc_sync *sync;
+  int64_t step;        /* this optimizer step, 0-based */
+  int rank, ranks;
+  double lr;           /* this step's learning rate */
+  int overlap;         /* bucketed all-reduces allowed (not --no-overlap) */
+  int params_averaged; /* set by trc_step_average_parameters */
+};
 
 /* ---- resumable state (state.c) ---- */
 

@@ -5,7 +5,11 @@
  *
  * Every average is ONE all-reduce over one contiguous block: the arena's
  * parameter (or gradient) region itself, or, when the optimizer state is
- * averaged too, a staging buffer [parameters | state...] allocated once. */
+ * averaged too, a staging buffer [parameters | state...] allocated once —
+ * except gradients under overlap, which go as the compiler's buckets
+ * (contiguous pieces of the region), each started when backward has
+ * finished it. With two ranks every element is one sum a + b either way, so
+ * the buckets give the very same bits. */
 #include "rt_internal.h"
 
 #include <stdio.h>
@@ -88,6 +92,20 @@ void trc_sync_gradients(trc_sync *s, float *grad) {
   if (s->ranks == 1) return;
   stop_unless_finite(s, grad, "the gradient of parameter");
   allreduce_counted(s, grad, s->count);
+}
+
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n) {
+  double t0 = trc_now();
+  trc_comm_iallreduce_f32(bucket, n);
+  s->seconds += trc_now() - t0;
+  s->bytes += n * sizeof(float);
+}
+
+void trc_sync_gradients_wait(trc_sync *s) {
+  double t0 = trc_now();
+  trc_comm_wait_all();
+  s->seconds += trc_now() - t0;
+  s->syncs++;
 }
 
 /* DiLoCo's outer step on the average x: delta = anchor - x is the outer

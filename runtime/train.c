@@ -4,12 +4,8 @@
  * and resumable state (state.c) at their schedule points, and the weights
  * saved last.
  *
- * One optimizer step: zero the gradients; for each of the window's w
- * micro-batches, forward() then backward() with loss seed 1/w (1/(w*ranks)
- * when gradients are averaged, which sums them over the ranks), so the
- * gradient is that of the mean loss over every example of the window; then
- * the gradient all-reduce (if this step averages gradients), clipping, the
- * optimizer, and the parameter average when LocalSGD's round ends.
+ * One optimizer step is the model's step(), generated with the model
+ * (trainc.h): this file owns the loop over steps around it.
  *
  * Under MPI, rank 0 alone prints, logs and saves weights; every rank saves
  * its own resumable state. */
@@ -38,7 +34,7 @@ typedef struct {
   trc_progress progress;
   int64_t step;                /* optimizer steps done */
   int in_sync;                 /* every rank holds the same parameters */
-  char fingerprint[1024];      /* see state.c */
+  char fingerprint[2048];      /* see state.c */
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
@@ -155,67 +151,42 @@ static void report_step(trainer *t, double loss, double lr) {
 
 /* ---- training ---- */
 
-/* Forward and backward over the window's micro-batches; returns the mean of
- * their losses. */
-static double accumulate_window(trainer *t, int average_gradients) {
-  const trc_model *m = t->m;
-  const int64_t window = trc_step_window(&t->plan, t->step);
-  const float seed = 1.0f / (float)(window * (average_gradients ? t->ranks : 1));
-  double loss_sum = 0.0;
-  memset(t->arena + m->grad_offset, 0, m->param_count * sizeof(float));
-  for (int64_t k = 0; k < window; k++) {
-    /* Dropout masks are keyed by (step, micro-batch, rank): the same on a
-     * resumed run, distinct across ranks. */
-    const trc_train_config *c = &t->opt.cfg;
-    uint64_t micro_batch =
-        ((uint64_t)t->step * (uint64_t)c->accumulate + (uint64_t)k) * (uint64_t)t->ranks + (uint64_t)t->rank;
-    trc_set_mode(m, t->arena, trc_rng_key(c->seed, TRC_STREAM_DROPOUT, micro_batch), 1);
-    trc_dataset_gather(&t->train, m, trc_step_rows(&t->plan, t->step, k), m->batch, t->arena);
-    memcpy(t->arena + m->loss_seed_offset, &seed, sizeof seed);
-    float loss;
-    m->forward(t->arena);
-    memcpy(&loss, t->arena + m->loss_offset, sizeof loss);
-    loss_sum += loss;
-    m->backward(t->arena);
-  }
-  return loss_sum / (double)window;
-}
-
-/* One optimizer step; returns the mean of its micro-batch losses. */
+/* One optimizer step: the model's own step() (generated code: the window's
+ * forward and backward passes, the gradient sync, clipping, the optimizer
+ * and the LocalSGD average), then which ranks now agree. Returns the mean of
+ * its micro-batch losses. */
 static double train_step(trainer *t, double lr) {
-  const trc_train_config *c = &t->opt.cfg;
-  float *grad = (float *)(t->arena + t->m->grad_offset);
-  int average_gradients = trc_sync_gradient_step(c, t->step);
-  double loss = accumulate_window(t, average_gradients);
+  trc_step s = {.model = t->m,         .arena = t->arena,    .cfg = &t->opt.cfg,
+                .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
+                .sync = &t->sync,      .step = t->step,      .rank = t->rank,
+                .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap};
+  double loss = t->m->step(&s);
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
-  if (average_gradients) trc_sync_gradients(&t->sync, grad);
-  if (c->clip_norm > 0) trc_clip_grad_norm(grad, t->m->param_count, c->clip_norm);
-  trc_optimizer_step(&t->optim, t->m, c, t->arena, lr);
   t->step++;
-  if (average_gradients) { /* the ranks took the same step */
+  if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
     t->in_sync = 1;
     trc_sync_restart_outer(&t->sync, params(t));
   } else {
-    t->in_sync = 0;
-    if (trc_sync_due(c, t->step)) sync_parameters(t);
+    t->in_sync = s.params_averaged;
   }
   return loss;
 }
 
-/* Everything a saved state must agree with to continue this run exactly. */
+/* Everything a saved state must agree with to continue this run exactly:
+ * the model, the ranks, the training rows, the step count and every setting
+ * that shapes the weights (the RUN rows of TRC_TRAIN_CONFIG). */
 static void make_fingerprint(trainer *t) {
-  const trc_train_config *c = &t->opt.cfg;
-  snprintf(t->fingerprint, sizeof t->fingerprint,
-           "model %s params %" PRIu64 " ranks %d rank %d batch %" PRId64 " accumulate %" PRId64
-           " examples %" PRId64 " steps %" PRId64 " seed %" PRIu64
-           " optimizer %d lr %.17g momentum %.17g nesterov %d weight_decay %.17g betas %.17g "
-           "%.17g eps %.17g schedule %d warmup %" PRId64 " min_lr %.17g clip %.17g local_sgd %" PRId64
-           " warmup %" PRId64 " sync_gradients %d sync_state %d outer %d %.17g %.17g",
-           t->m->name, t->m->param_count, t->ranks, t->rank, t->m->batch, c->accumulate,
-           t->train.n, t->plan.total_steps, c->seed, (int)c->optimizer, c->lr, c->momentum,
-           c->nesterov, c->weight_decay, c->beta1, c->beta2, c->eps, (int)c->schedule, c->warmup,
-           c->min_lr, c->clip_norm, c->local_sgd, c->local_sgd_warmup, c->sync_gradients,
-           c->sync_optimizer_state, c->outer_optimizer, c->outer_lr, c->outer_momentum);
+  trc_config_field fields[TRC_CONFIG_FIELDS];
+  trc_config_fields(&t->opt.cfg, fields);
+  size_t len = (size_t)snprintf(t->fingerprint, sizeof t->fingerprint,
+                                "model %s params %" PRIu64 " ranks %d rank %d batch %" PRId64
+                                " examples %" PRId64 " steps %" PRId64,
+                                t->m->name, t->m->param_count, t->ranks, t->rank, t->m->batch,
+                                t->train.n, t->plan.total_steps);
+  for (int i = 0; i < TRC_CONFIG_FIELDS && len < sizeof t->fingerprint; i++)
+    if (fields[i].shapes_run)
+      len += (size_t)snprintf(t->fingerprint + len, sizeof t->fingerprint - len, " %s %s",
+                              fields[i].name, fields[i].value);
 }
 
 static trc_run_state run_state(trainer *t) {

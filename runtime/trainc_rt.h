@@ -1,142 +1,19 @@
 /* trainc_rt.h — the runtime library every generated trainer links.
  *
- * The whole interface of the runtime. A generated trainer is one C file that
- * defines its kernels and a `trc_model` describing its arena, then calls
- * trc_main(). The runtime owns what does not depend on the model's math: the
- * command line, data files (.npy, IDX), batching, parameter init, optimizers,
- * LR schedules, evaluation metrics, logs, progress and weight files.
- *
- * Layout contract with generated code (codegen/ writes, the runtime reads):
- *   - one arena of `arena_bytes`, 64-byte aligned, allocated once;
- *   - all parameters are f32 and contiguous: [param_offset, +param_count*4);
- *   - their gradients are contiguous with the same layout at grad_offset, so an
- *     optimizer (and, later, an MPI all-reduce) is one flat loop over floats;
- *   - each input has a fixed slot of batch*example_bytes at its offset;
- *   - forward() reads the inputs and parameters and writes loss (and predict);
- *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param) into
- *     the gradient region, where loss_seed is the f32 the runtime stores at
- *     loss_seed_offset before each micro-batch (1/accumulate for plain means).
- *     The runtime zeroes the gradients at the start of each optimizer step.
- *   - dropout reads a u64 key at rng_key_offset and an f32 flag at
- *     training_offset: the runtime sets the key before each training
- *     micro-batch (from seed and the micro-batch's index) and the flag to 1
- *     while training, 0 in evaluation and sampling, so a kernel that is run
- *     again (recompute, backward) regenerates the same mask. */
+ * The runtime's own API: what trc_main is made of, for the runtime's files,
+ * its tests and hand-written trainers. It owns what does not depend on the
+ * model's math: the command line, data files (.npy, IDX), batching,
+ * parameter init, optimizers, LR schedules, evaluation metrics, logs,
+ * progress, weight files and communication between ranks. What generated
+ * code sees of it — trc_model, trc_param, trc_input, the train config and
+ * trc_main — is the ABI in trainc.h, included here. */
 #ifndef TRAINC_RT_H
 #define TRAINC_RT_H
 
+#include "trainc.h"
+
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
-
-#define TRC_MAX_RANK 8
-
-typedef enum { TRC_F32, TRC_I32, TRC_U8 } trc_dtype;
-
-typedef struct {
-  const char *name;       /* model-file name: `image` → reads image.npy */
-  trc_dtype dtype;
-  int rank;               /* dims[0] is the micro-batch B */
-  int64_t dims[TRC_MAX_RANK];
-  uint64_t offset;        /* bytes into the arena */
-  uint64_t example_bytes; /* bytes of one example (product of dims[1..]) */
-  int64_t index_limit;    /* integer inputs used as indices (class labels,
-                             token ids): every value must lie in [0, limit);
-                             0 when the input is not an index */
-} trc_input;
-
-typedef enum {
-  TRC_INIT_ZEROS,
-  TRC_INIT_ONES,
-  TRC_INIT_NORMAL,  /* a = mean, b = std */
-  TRC_INIT_UNIFORM, /* a = low,  b = high */
-  TRC_INIT_XAVIER,  /* uniform ±sqrt(6/(fan_in+fan_out)) * a (gain, default 1) */
-  TRC_INIT_HE,      /* normal(0, sqrt(2/fan_in)) * a (gain, default 1) */
-} trc_init_kind;
-
-typedef struct {
-  const char *name;       /* as in the plan and in .safetensors files: "h1.weight" */
-  int rank;
-  int64_t dims[TRC_MAX_RANK];
-  uint64_t offset;        /* bytes into the arena (inside the parameter region) */
-  uint64_t count;         /* number of f32 elements */
-  trc_init_kind init;
-  float a, b;
-  int64_t fan_in, fan_out;
-  int decay;              /* 1 when weight decay applies (weights), 0 (biases, norms) */
-} trc_param;
-
-typedef enum { TRC_SGD, TRC_ADAMW } trc_optimizer_kind;
-typedef enum { TRC_SCHED_CONSTANT, TRC_SCHED_LINEAR, TRC_SCHED_COSINE } trc_schedule_kind;
-typedef enum { TRC_LOSS_CROSS_ENTROPY, TRC_LOSS_MSE, TRC_LOSS_OTHER } trc_loss_kind;
-
-enum { /* trc_train_config.metrics bits */
-  TRC_METRIC_LOSS = 1,
-  TRC_METRIC_ACCURACY = 2,
-  TRC_METRIC_F1 = 4,
-};
-
-/* The train block's policy, as compiled in; the trainer's flags override it. */
-typedef struct {
-  int64_t accumulate;        /* micro-batches per optimizer step (>= 1) */
-  int64_t epochs;            /* used when steps == 0 */
-  int64_t steps;             /* optimizer steps; 0 = run `epochs` epochs */
-  trc_optimizer_kind optimizer;
-  double lr, momentum, weight_decay, beta1, beta2, eps;
-  int nesterov;
-  trc_schedule_kind schedule;
-  int64_t warmup;            /* optimizer steps of linear warm-up from 0 */
-  double min_lr;             /* floor of linear/cosine decay */
-  double clip_norm;          /* global gradient-norm clip; 0 = off */
-  uint64_t seed;
-  int eval_every_epoch;      /* 1: evaluate after every epoch */
-  int64_t eval_every_steps;  /* > 0: also every N optimizer steps */
-  unsigned metrics;          /* TRC_METRIC_* bits */
-  int64_t log_every;         /* optimizer steps between log lines (>= 1) */
-  double val_split;          /* fraction of --data held out when no --eval-data */
-  /* Distribution over MPI ranks (a trainer built without MPI is one rank). */
-  int64_t local_sgd;         /* optimizer steps between parameter averages (>= 1) */
-  int64_t local_sgd_warmup;  /* first steps synchronous (gradients averaged) */
-  int sync_gradients;        /* 1: average gradients every step (data parallel) */
-  int sync_optimizer_state;  /* 1: average the optimizer state at each sync too */
-  int outer_optimizer;       /* 1: Nesterov outer step at each sync (DiLoCo) */
-  double outer_lr, outer_momentum;
-} trc_train_config;
-
-typedef struct trc_model {
-  const char *name;          /* model name from the file */
-  const char *source;        /* the .nn path it was compiled from (for --help) */
-  int64_t batch;             /* micro-batch B, compiled into every shape */
-  uint64_t arena_bytes;
-  uint64_t param_offset, param_count, grad_offset;
-  int n_params;
-  const trc_param *params;
-  int n_inputs;
-  const trc_input *inputs;
-  uint64_t loss_offset;      /* f32 scalar written by forward() */
-  uint64_t loss_seed_offset; /* f32 scalar read by backward() */
-  trc_loss_kind loss_kind;
-  int has_predict;           /* predict_offset holds f32[B, predict_rows, predict_classes] */
-  uint64_t predict_offset;
-  int64_t predict_classes;
-  int64_t predict_rows;      /* rows of scores per example: 1, or T of a sequence model */
-  int label_input;           /* index into inputs of the class labels (predict_rows
-                                per example), -1 if none */
-  int token_input;           /* sequence models: the i32 input [B, predict_rows] of
-                                token ids that sampling feeds a context, -1 if none */
-  uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
-  uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
-  void (*forward)(char *arena);
-  void (*backward)(char *arena);
-  const char *checkpoint;    /* the checkpoint policy it was planned with */
-  trc_train_config defaults;
-} trc_model;
-
-/* Runs the trainer's command line: parses flags, loads data, initializes or
- * loads weights, trains, evaluates, saves. Returns the process exit status:
- * 0 success, 1 runtime failure (bad data, NaN loss, failed gradcheck, I/O),
- * 2 bad command line. Never calls exit(); everything it allocates is freed. */
-int trc_main(const trc_model *model, int argc, char **argv);
 
 /* ======================================================================
  * The pieces trc_main is made of. Tests (and future backends) call them
@@ -238,28 +115,6 @@ double trc_rng_uniform(uint64_t key, uint64_t counter);  /* [0, 1) */
 double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
-
-/* fmaxf and fminf (a NaN operand yields the other one), for generated
- * kernels: the C library's are calls that GCC does not inline or vectorize. */
-static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
-static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
-
-/* splitmix64's output function. */
-static inline uint64_t trc_mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/* Dropout's random numbers, called by generated kernels: uniform in [0, 1)
- * (24 bits), a pure function of the u64 key stored at `key` (the arena's
- * rng_key slot), the op's stream and the element's index. */
-static inline float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
-  uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
-  uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
-                         0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
-  return (float)(z >> 40) * 0x1.0p-24f;
-}
 
 /* Sets the dropout key and the training flag in an arena. */
 void trc_set_mode(const trc_model *model, char *arena, uint64_t rng_key, int training);
@@ -387,6 +242,13 @@ int trc_comm_size(void);
 /* In-place sums over all ranks; every rank gets the same bits. */
 void trc_comm_allreduce_f32(float *buf, uint64_t n);
 void trc_comm_allreduce_f64(double *buf, uint64_t n);
+/* The same, non-blocking: starts the sum of buf (which nothing may touch
+ * until trc_comm_wait_all returns) and lets the sums started before it
+ * progress (MPI moves a non-blocking collective on only inside MPI calls).
+ * Every rank must start the same sums in the same order. */
+void trc_comm_iallreduce_f32(float *buf, uint64_t n);
+/* Waits for every sum started. */
+void trc_comm_wait_all(void);
 void trc_comm_barrier(void);
 /* Ends communication. A status other than 0 aborts every rank of the job
  * (MPI_Abort), so that no rank waits forever on one that failed. */
@@ -407,6 +269,8 @@ typedef struct {
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
+  int no_overlap;          /* --no-overlap: averaged gradients all-reduced after
+                              backward, not bucket by bucket during it */
   int64_t sample;          /* bytes to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */

@@ -22,16 +22,11 @@
 set -euo pipefail
 trainc=$1 src=$2 work=$3
 PY=/usr/bin/python3 tools=$src/tests/e2e/schedule/tools.py
-command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
 $PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
-MPI_OPTS=(--oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
-          --mca mpi_yield_when_idle 1)
-MPIRUN=(mpirun -np 2 "${MPI_OPTS[@]}")
 rm -rf "$work" && mkdir -p "$work/train" "$work/test"
 cd "$work"
 fail() { echo "FAIL: $*"; exit 1; }
+. "$src/tests/e2e/schedule/mpi.sh"
 
 # model NAME BATCH TRAIN_SETTINGS... (one per argument)
 model() {
@@ -47,12 +42,6 @@ model() {
   "$trainc" build "$name.nn" -o "$name" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
 }
 
-printf 'model p {\n  input x : f32[B, 4]\n  loss = mean(x)\n}\n' >probe.nn
-if ! "$trainc" build --mpi probe.nn -o probe 2>probe.err >/dev/null; then
-  grep -q "built without" probe.err && { echo "SKIP: this trainc was built without MPI"; exit 77; }
-  cat probe.err
-  fail "cannot build a trainer with --mpi"
-fi
 $PY "$tools" data train 256 1
 $PY "$tools" data test 65 2
 

@@ -11,22 +11,11 @@
  *    often its recompute time equals the exhaustive true optimum is printed,
  *    not asserted: the model it optimizes is an estimate of the true peak
  *    (docs/planner.md). */
-#include "passes.h"
+#include "test_passes.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int failures;
-#define CHECK(cond, ...)                                                                   \
-  do {                                                                                     \
-    if (!(cond)) {                                                                         \
-      failures++;                                                                          \
-      fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);             \
-      fprintf(stderr, __VA_ARGS__);                                                        \
-      fputc('\n', stderr);                                                                 \
-    }                                                                                      \
-  } while (0)
 
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 static uint64_t next_u64(void) {
@@ -136,17 +125,7 @@ static char *random_model_text(void) {
   return text;
 }
 
-static Graph *compile_text(const char *text) {
-  SourceFile *src = source_from_string("random.nn", text);
-  Diag diag;
-  diag_init(&diag, stderr);
-  Ast *ast = parse_source(src, &diag);
-  Graph *g = ast ? lower_ast(ast, NULL, &diag) : NULL;
-  if (g) autodiff(g);
-  ast_free(ast);
-  source_free(src);
-  return g;
-}
+static Graph *compile_text(const char *text) { return compile_source(source_from_string("random.nn", text)); }
 
 /* A random budget may be infeasible, an outcome the tests check: the
  * planner's message about it is not shown. */

@@ -138,7 +138,11 @@ static void test_usage(void) {
   CHECK(strstr(text, "label") && strstr(text, "i32[B]") && strstr(text, "values in [0, 10)"));
   CHECK(strstr(text, "B = 128") != NULL);
   CHECK(strstr(text, "--gradcheck") && strstr(text, "--log-every N"));
-  CHECK(strstr(text, "adamw(lr=0.001") != NULL);
+  CHECK(strstr(text, "batch 128 is compiled") != NULL);
+  CHECK(strstr(text, "\n  optimizer            adamw ") != NULL);
+  CHECK(strstr(text, "\n  lr                   0.001 ") != NULL);
+  CHECK(strstr(text, "\n  beta1                0.9 ") != NULL); /* exact, and short */
+  CHECK(strstr(text, "\n  schedule             cosine ") != NULL);
   free(text);
 }
 

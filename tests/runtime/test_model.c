@@ -12,6 +12,15 @@ static void nothing(char *arena) {
   (void)arena;
 }
 
+static void no_backward(char *arena, trc_step *step) {
+  (void)arena, (void)step;
+}
+
+static double no_step(trc_step *step) {
+  (void)step;
+  return 0.0;
+}
+
 /* A consistent descriptor: x f32[4, 3], y i32[4] < 3, W f32[3, 3]. */
 static void reset(void) {
   inputs[0] = (trc_input){"x", TRC_F32, 2, {4, 3}, 256, 12, 0};
@@ -38,7 +47,8 @@ static void reset(void) {
                       .rng_key_offset = 136,
                       .training_offset = 144,
                       .forward = nothing,
-                      .backward = nothing,
+                      .backward = no_backward,
+                      .step = no_step,
                       .defaults = {.accumulate = 1, .epochs = 1, .log_every = 1, .local_sgd = 1}};
 }
 

@@ -7,7 +7,9 @@
  * -DTINY_BROKEN_BACKWARD, whose backward forgets the relu mask, so the tests
  * can show that --gradcheck fails on a wrong backward rule. With MPI, a third
  * time: tiny_trainer_mpi (-DTINY_MPI), whose backward can be told to make a
- * NaN gradient on one rank. */
+ * NaN gradient on one rank. Its step() is the generated one's without
+ * gradient buckets: averaged gradients are all-reduced after the last
+ * backward. */
 #include "trainc_rt.h"
 
 #include <math.h>
@@ -81,7 +83,8 @@ static void forward(char *a) {
   *F(a, OFF_LOSS) = loss / B;
 }
 
-static void backward(char *a) {
+static void backward(char *a, trc_step *s) {
+  (void)s; /* no gradient buckets */
   const float seed = *F(a, OFF_SEED);
   const int32_t *y = (const int32_t *)(a + OFF_Y);
   const float *probs = F(a, OFF_PROBS), *z1 = F(a, OFF_Z1), *w2 = F(a, OFF_W2);
@@ -107,6 +110,28 @@ static void backward(char *a) {
    * loss staying finite: the sync must stop it reaching the other ranks */
   if (getenv("TINY_NAN_GRADIENT")) grad[OFF_B2 / 4 + 1] = NAN;
 #endif
+}
+
+static double step(trc_step *s) {
+  char *a = trc_step_arena(s);
+  const int64_t window = trc_step_micro_batches(s);
+  const float seed = trc_step_loss_seed(s);
+  double loss_sum = 0.0;
+  memset(a + OFF_GRAD, 0, 4 * N_PARAMS);
+  for (int64_t k = 0; k < window; k++) {
+    trc_step_micro_batch(s, k);
+    *F(a, OFF_SEED) = seed;
+    forward(a);
+    loss_sum += *F(a, OFF_LOSS);
+    backward(a, NULL);
+  }
+  if (trc_step_averages_gradients(s)) trc_step_allreduce_gradients(s);
+  const double loss = loss_sum / (double)window;
+  if (!isfinite(loss)) return loss;
+  trc_step_clip_gradients(s);
+  trc_step_update(s);
+  if (trc_step_ends_round(s)) trc_step_average_parameters(s);
+  return loss;
 }
 
 static const trc_input inputs[] = {
@@ -146,6 +171,7 @@ static const trc_model model = {
     .training_offset = OFF_TRAINING,
     .forward = forward,
     .backward = backward,
+    .step = step,
     .defaults = {.accumulate = 2,
                  .epochs = 6,
                  .optimizer = TRC_ADAMW,

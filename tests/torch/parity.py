@@ -199,16 +199,17 @@ def zero_gradients(params):
 
 
 def compiled_adamw(help_text):
-    """The trainer's compiled AdamW, schedule and clip norm (0: none), from its --help text."""
-    opt = re.search(r"adamw\(lr=([^,]+), betas=\(([^,]+), ([^)]+)\), eps=([^,]+), "
-                    r"weight_decay=([^)]+)\)", help_text)
-    sched = re.search(r"schedule (\w+)\(warmup=(\d+), min_lr=([^)]+)\), clip_norm ([^,]+),",
-                      help_text)
-    if not opt or not sched:
-        sys.exit("parity.py: the trainer's --help shows no adamw(...) and schedule line")
-    lr, b1, b2, eps, wd = map(float, opt.groups())
-    return dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=wd), \
-        (sched.group(1), int(sched.group(2)), float(sched.group(3))), float(sched.group(4))
+    """The trainer's compiled AdamW, schedule and clip norm (0: none), from the
+    table of compiled defaults in its --help text (one `  name value help` line
+    per setting, values exact)."""
+    table = help_text.split("compiled defaults", 1)[-1]
+    cfg = dict(re.findall(r"^  (\w+) +(\S+)", table, re.M))
+    if cfg.get("optimizer") != "adamw" or "schedule" not in cfg:
+        sys.exit("parity.py: the trainer's --help lists no adamw optimizer and schedule")
+    num = lambda k: float(cfg[k])
+    return dict(lr=num("lr"), betas=(num("beta1"), num("beta2")), eps=num("eps"),
+                weight_decay=num("weight_decay")), \
+        (cfg["schedule"], int(cfg["warmup"]), num("min_lr")), num("clip_norm")
 
 
 def schedule_factor(kind, warmup, min_ratio, step, total):

@@ -1,0 +1,59 @@
+/* step.c — what the generated step() calls (trainc.h): the data of each
+ * micro-batch, the optimizer math and the communication, with the run-time
+ * settings (window, clip, sync mode) behind them. The structure of the step
+ * is the generated code's; train.c's loop over steps builds a trc_step and
+ * calls it. */
+#include "rt_internal.h"
+
+
+static float *gradients(trc_step *s) { return (float *)(s->arena + s->model->grad_offset); }
+
+char *trc_step_arena(trc_step *s) { return s->arena; }
+
+int64_t trc_step_micro_batches(const trc_step *s) { return trc_step_window(s->plan, s->step); }
+
+int trc_step_averages_gradients(const trc_step *s) {
+  return trc_sync_gradient_step(s->cfg, s->step);
+}
+
+int trc_step_overlaps(const trc_step *s) { return s->overlap && s->ranks > 1; }
+
+float trc_step_loss_seed(const trc_step *s) {
+  int64_t ranks = trc_step_averages_gradients(s) ? s->ranks : 1;
+  return 1.0f / (float)(trc_step_micro_batches(s) * ranks);
+}
+
+/* Dropout masks are keyed by (step, micro-batch, rank): the same on a
+ * resumed run, distinct across ranks. */
+void trc_step_micro_batch(trc_step *s, int64_t k) {
+  const trc_model *m = s->model;
+  uint64_t micro_batch =
+      ((uint64_t)s->step * (uint64_t)s->cfg->accumulate + (uint64_t)k) * (uint64_t)s->ranks +
+      (uint64_t)s->rank;
+  trc_set_mode(m, s->arena, trc_rng_key(s->cfg->seed, TRC_STREAM_DROPOUT, micro_batch), 1);
+  trc_dataset_gather(s->train, m, trc_step_rows(s->plan, s->step, k), m->batch, s->arena);
+}
+
+void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
+  trc_sync_gradients_start(s->sync, gradients(s) + first, count);
+}
+
+void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
+
+void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gradients(s)); }
+
+void trc_step_clip_gradients(trc_step *s) {
+  if (s->cfg->clip_norm > 0)
+    trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
+}
+
+void trc_step_update(trc_step *s) {
+  trc_optimizer_step(s->optim, s->model, s->cfg, s->arena, s->lr);
+}
+
+int trc_step_ends_round(const trc_step *s) { return trc_sync_due(s->cfg, s->step + 1); }
+
+void trc_step_average_parameters(trc_step *s) {
+  trc_sync_parameters(s->sync, s->cfg, (float *)(s->arena + s->model->param_offset), s->optim);
+  s->params_averaged = 1;
+}

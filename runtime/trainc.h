@@ -1,0 +1,266 @@
+/* trainc.h — the ABI between the code trainc generates and the runtime.
+ *
+ * A generated trainer is one C file that includes this header and nothing
+ * else of the runtime: it defines its kernels, forward(), backward(), the
+ * training step step(), and a trc_model describing its arena, then calls
+ * trc_main(). The compiler includes this header too (ir/ir.h), so the
+ * train-config struct, its enums and their names exist once, for both sides.
+ * The runtime library's own API (data, optimizers, files, communication)
+ * is trainc_rt.h, which includes this one — as Lua's lauxlib.h stands on
+ * lua.h.
+ *
+ * Layout contract (the compiler writes it, the runtime reads it):
+ *   - one arena of `arena_bytes`, 64-byte aligned, allocated once;
+ *   - all parameters are f32 and contiguous: [param_offset, +param_count*4);
+ *   - their gradients are contiguous with the same layout at grad_offset, so
+ *     an optimizer or an all-reduce is one flat loop over floats;
+ *   - each input has a fixed slot of batch*example_bytes at its offset;
+ *   - forward() reads the inputs and parameters and writes loss (and predict);
+ *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param)
+ *     into the gradient region, where loss_seed is the f32 at
+ *     loss_seed_offset (step() stores it before each micro-batch);
+ *   - dropout reads a u64 key at rng_key_offset and an f32 flag at
+ *     training_offset: step() has the runtime set the key before each
+ *     training micro-batch (from seed and the micro-batch's index) and the
+ *     flag to 1; evaluation and sampling set it to 0. So a kernel that is run
+ *     again (recompute, backward) regenerates the same mask.
+ *
+ * The step (the generated step(), called by the runtime's loop over
+ * optimizer steps): zero the gradients; for each micro-batch of the window,
+ * load it, store the loss seed, forward, read the loss, backward; the
+ * gradient all-reduce when the step averages gradients (started bucket by
+ * bucket inside the last backward, or the whole region after it); clipping;
+ * the optimizer; LocalSGD's parameter average when a round ends. The
+ * trc_step_* functions below are what it calls for data, optimizer math and
+ * communication; settings (window, clip, sync mode) stay run-time values
+ * behind them. */
+#ifndef TRAINC_H
+#define TRAINC_H
+
+#include <stdint.h>
+
+#define TRC_MAX_RANK 8
+
+/* Enumerations as X-macro lists, X(ENUM_CONSTANT, "word"): the word is how
+ * model files and the trainer's --help spell it. Expand with TRC_ENUM_VALUE
+ * for the enum, TRC_ENUM_IDENT for the constants' names as strings (what the
+ * compiler prints), TRC_ENUM_WORD for the words. */
+#define TRC_ENUM_VALUE(e, word) e,
+#define TRC_ENUM_IDENT(e, word) #e,
+#define TRC_ENUM_WORD(e, word) word,
+
+#define TRC_DTYPES(X) X(TRC_F32, "f32") X(TRC_I32, "i32") X(TRC_U8, "u8")
+typedef enum { TRC_DTYPES(TRC_ENUM_VALUE) } trc_dtype;
+
+typedef struct {
+  const char *name;       /* model-file name: `image` → reads image.npy */
+  trc_dtype dtype;
+  int rank;               /* dims[0] is the micro-batch B */
+  int64_t dims[TRC_MAX_RANK];
+  uint64_t offset;        /* bytes into the arena */
+  uint64_t example_bytes; /* bytes of one example (product of dims[1..]) */
+  int64_t index_limit;    /* integer inputs used as indices (class labels,
+                             token ids): every value must lie in [0, limit);
+                             0 when the input is not an index */
+} trc_input;
+
+/* a, b of trc_param: normal: mean, std; uniform: low, high; xavier:
+ * uniform ±sqrt(6/(fan_in+fan_out)) * a (gain); he: normal(0,
+ * sqrt(2/fan_in)) * a (gain). */
+#define TRC_INIT_KINDS(X)                                                                          \
+  X(TRC_INIT_ZEROS, "zeros") X(TRC_INIT_ONES, "ones") X(TRC_INIT_NORMAL, "normal")                 \
+  X(TRC_INIT_UNIFORM, "uniform") X(TRC_INIT_XAVIER, "xavier") X(TRC_INIT_HE, "he")
+typedef enum { TRC_INIT_KINDS(TRC_ENUM_VALUE) } trc_init_kind;
+
+typedef struct {
+  const char *name;       /* as in the plan and in .safetensors files: "h1.weight" */
+  int rank;
+  int64_t dims[TRC_MAX_RANK];
+  uint64_t offset;        /* bytes into the arena (inside the parameter region) */
+  uint64_t count;         /* number of f32 elements */
+  trc_init_kind init;
+  float a, b;
+  int64_t fan_in, fan_out;
+  int decay;              /* 1 when weight decay applies (weights), 0 (biases, norms) */
+} trc_param;
+
+#define TRC_OPTIMIZERS(X) X(TRC_SGD, "sgd") X(TRC_ADAMW, "adamw")
+typedef enum { TRC_OPTIMIZERS(TRC_ENUM_VALUE) } trc_optimizer_kind;
+
+#define TRC_SCHEDULES(X)                                                                           \
+  X(TRC_SCHED_CONSTANT, "constant") X(TRC_SCHED_LINEAR, "linear") X(TRC_SCHED_COSINE, "cosine")
+typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
+
+#define TRC_LOSS_KINDS(X)                                                                          \
+  X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
+typedef enum { TRC_LOSS_KINDS(TRC_ENUM_VALUE) } trc_loss_kind;
+
+enum { /* trc_train_config.metrics bits */
+  TRC_METRIC_LOSS = 1,
+  TRC_METRIC_ACCURACY = 2,
+  TRC_METRIC_F1 = 4,
+};
+
+/* The train block's run-time settings, one row each:
+ *   X(KIND, name, RUN, "help")
+ * KIND is how the field is stored, printed and parsed (the TRC_CFG_TYPE_*
+ * below): I64, U64, F64, BOOL (int, 0 or 1), OPTIMIZER and SCHEDULE (the
+ * enums above), METRICS (TRC_METRIC_* bits). RUN is 1 when the setting
+ * shapes the trained weights, so that a resumable state saved under another
+ * value is refused (the run's fingerprint, runtime/train.c); eval and log
+ * settings do not, and epochs and the validation split enter the
+ * fingerprint as the step count and the number of training examples. The
+ * compiler prints the defaults from this table (codegen/c_backend.c), the
+ * trainer lists them in --help. Shapes (batch) and the checkpoint policy are
+ * compile-time only and live in the compiler's TrainConfig (ir/ir.h). */
+#define TRC_TRAIN_CONFIG(X)                                                                        \
+  X(I64, accumulate, 1, "micro-batches per optimizer step")                                       \
+  X(I64, epochs, 0, "passes over the data (when steps is 0)")                                     \
+  X(I64, steps, 0, "optimizer steps (0: run the epochs)")                                         \
+  X(OPTIMIZER, optimizer, 1, "sgd or adamw")                                                      \
+  X(F64, lr, 1, "peak learning rate")                                                             \
+  X(F64, momentum, 1, "sgd's momentum")                                                           \
+  X(F64, weight_decay, 1, "weight decay (weights only, not biases or norm scales)")               \
+  X(F64, beta1, 1, "adamw's beta1")                                                               \
+  X(F64, beta2, 1, "adamw's beta2")                                                               \
+  X(F64, eps, 1, "adamw's eps")                                                                   \
+  X(BOOL, nesterov, 1, "sgd's Nesterov momentum")                                                 \
+  X(SCHEDULE, schedule, 1, "learning-rate schedule: constant, linear or cosine")                  \
+  X(I64, warmup, 1, "optimizer steps of linear warm-up from 0")                                   \
+  X(F64, min_lr, 1, "floor of the linear or cosine decay")                                        \
+  X(F64, clip_norm, 1, "global gradient-norm clip (0: off)")                                      \
+  X(U64, seed, 1, "seed of init, shuffling, dropout and gradcheck data")                          \
+  X(BOOL, eval_every_epoch, 0, "evaluate after every epoch")                                      \
+  X(I64, eval_every_steps, 0, "also evaluate every N optimizer steps (0: not)")                   \
+  X(METRICS, metrics, 0, "evaluation metrics")                                                    \
+  X(I64, log_every, 0, "optimizer steps between log records")                                     \
+  X(F64, val_split, 0, "fraction of --data held out when there is no --eval-data")                \
+  X(I64, local_sgd, 1, "MPI: optimizer steps between parameter averages")                         \
+  X(I64, local_sgd_warmup, 1, "MPI: first steps synchronous (gradients averaged)")                \
+  X(BOOL, sync_gradients, 1, "MPI: average gradients every step (data parallel)")                 \
+  X(BOOL, sync_optimizer_state, 1, "MPI: average the optimizer state at each sync too")           \
+  X(BOOL, outer_optimizer, 1, "MPI: Nesterov outer step at each sync (DiLoCo)")                   \
+  X(F64, outer_lr, 1, "MPI: the outer step's learning rate")                                      \
+  X(F64, outer_momentum, 1, "MPI: the outer step's momentum")
+
+#define TRC_CFG_TYPE_I64 int64_t
+#define TRC_CFG_TYPE_U64 uint64_t
+#define TRC_CFG_TYPE_F64 double
+#define TRC_CFG_TYPE_BOOL int
+#define TRC_CFG_TYPE_OPTIMIZER trc_optimizer_kind
+#define TRC_CFG_TYPE_SCHEDULE trc_schedule_kind
+#define TRC_CFG_TYPE_METRICS unsigned
+
+/* The train block's policy, as compiled in; the trainer's flags override it. */
+typedef struct {
+#define TRC_CFG_FIELD(kind, name, run, help) TRC_CFG_TYPE_##kind name;
+  TRC_TRAIN_CONFIG(TRC_CFG_FIELD)
+#undef TRC_CFG_FIELD
+} trc_train_config;
+
+/* ---- the step's calls into the runtime ----
+ * The runtime's state of the optimizer step under way: which micro-batches,
+ * this step's learning rate, the ranks, the optimizer and the pending
+ * all-reduces. Valid only during the step() call it is passed to. */
+typedef struct trc_step trc_step;
+
+char *trc_step_arena(trc_step *s);
+/* Micro-batches in this step's window: accumulate, or fewer at the end of an
+ * epoch. */
+int64_t trc_step_micro_batches(const trc_step *s);
+/* 1 when this step averages gradients over the ranks: `sync gradients`, or a
+ * step within local_sgd_warmup. */
+int trc_step_averages_gradients(const trc_step *s);
+/* 1 when averaged gradients are all-reduced bucket by bucket during the last
+ * backward (more than one rank, and not --no-overlap). */
+int trc_step_overlaps(const trc_step *s);
+/* 1/window, or 1/(window*ranks) when the step averages gradients, so that
+ * the gradient is that of the mean loss over every example of the window. */
+float trc_step_loss_seed(const trc_step *s);
+/* Micro-batch k of the window into the arena: its rows into the input
+ * slots, its dropout key and the training flag. */
+void trc_step_micro_batch(trc_step *s, int64_t k);
+/* Gradient floats [first, first + count) are final: starts their all-reduce
+ * (non-blocking; nothing may touch them until trc_step_wait_gradients). */
+void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count);
+/* Waits for the buckets' all-reduces. */
+void trc_step_wait_gradients(trc_step *s);
+/* All-reduces the whole gradient region (blocking). */
+void trc_step_allreduce_gradients(trc_step *s);
+/* Scales the gradients to the run's clip_norm (nothing when it is 0). */
+void trc_step_clip_gradients(trc_step *s);
+/* One update of every parameter by the run's optimizer at this step's
+ * learning rate. */
+void trc_step_update(trc_step *s);
+/* 1 when this step ends a LocalSGD round (never when it averaged gradients):
+ * the parameters are then averaged, with the optional outer step, by
+ * trc_step_average_parameters. */
+int trc_step_ends_round(const trc_step *s);
+void trc_step_average_parameters(trc_step *s);
+
+typedef struct trc_model {
+  const char *name;          /* model name from the file */
+  const char *source;        /* the .nn path it was compiled from (for --help) */
+  int64_t batch;             /* micro-batch B, compiled into every shape */
+  uint64_t arena_bytes;
+  uint64_t param_offset, param_count, grad_offset;
+  int n_params;
+  const trc_param *params;
+  int n_inputs;
+  const trc_input *inputs;
+  uint64_t loss_offset;      /* f32 scalar written by forward() */
+  uint64_t loss_seed_offset; /* f32 scalar read by backward() */
+  trc_loss_kind loss_kind;
+  int has_predict;           /* predict_offset holds f32[B, predict_rows, predict_classes] */
+  uint64_t predict_offset;
+  int64_t predict_classes;
+  int64_t predict_rows;      /* rows of scores per example: 1, or T of a sequence model */
+  int label_input;           /* index into inputs of the class labels (predict_rows
+                                per example), -1 if none */
+  int token_input;           /* sequence models: the i32 input [B, predict_rows] of
+                                token ids that sampling feeds a context, -1 if none */
+  uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
+  uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
+  void (*forward)(char *arena);
+  /* step: NULL, or the step whose gradient buckets it hands to
+   * trc_step_bucket_ready as they become final. */
+  void (*backward)(char *arena, trc_step *step);
+  /* One optimizer step (see above); returns the mean of its micro-batch
+   * losses. When that is not finite, it returns after the gradient
+   * all-reduce and before the update, and the runtime stops. */
+  double (*step)(trc_step *step);
+  const char *checkpoint;    /* the checkpoint policy it was planned with */
+  trc_train_config defaults;
+} trc_model;
+
+/* Runs the trainer's command line: parses flags, loads data, initializes or
+ * loads weights, trains, evaluates, saves. Returns the process exit status:
+ * 0 success, 1 runtime failure (bad data, NaN loss, failed gradcheck, I/O),
+ * 2 bad command line. Never calls exit(); everything it allocates is freed. */
+int trc_main(const trc_model *model, int argc, char **argv);
+
+/* ---- helpers for generated kernels ---- */
+
+/* fmaxf and fminf (a NaN operand yields the other one): the C library's are
+ * calls that GCC does not inline or vectorize. */
+static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
+static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+
+/* splitmix64's output function. */
+static inline uint64_t trc_mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* Dropout's random numbers: uniform in [0, 1) (24 bits), a pure function of
+ * the u64 key stored at `key` (the arena's rng_key slot), the op's stream and
+ * the element's index. */
+static inline float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
+  uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
+  uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
+                         0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
+  return (float)(z >> 40) * 0x1.0p-24f;
+}
+
+#endif
