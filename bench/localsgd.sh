@@ -28,6 +28,7 @@
 #                                                      deep_mlp runs STEPS/30 + 2 steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/quiet.sh
 part=sync
 [[ ${1:-} != overlap ]] || { part=overlap; shift; }
 build=${1:-build} epochs=${2:-4} reps=${3:-3}
@@ -68,7 +69,7 @@ np.save(sys.argv[1] + "/label.npy", r.integers(0, 10, size=2048, dtype=np.int32)
       runs+=("$name:$data:$n:$b")
     done
   done
-  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  wait_quiet
   local r run side flag
   for r in $(seq "$reps"); do
     for run in "${runs[@]}"; do
