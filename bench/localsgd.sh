@@ -8,8 +8,8 @@
 # and reports, per configuration: syncs, bytes all-reduced per rank, seconds
 # inside all-reduces, time per optimizer step (medians of REPS runs; the
 # trained weights do not depend on the run, timings do) and final accuracy.
-# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (see
-# DESIGN.md); each rank runs OpenBLAS on one thread (2 ranks, 2 cores).
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (this machine sets them;
+# they select a slower sgemm kernel); each rank runs OpenBLAS on one thread.
 # Syncs, bytes and seconds come from the trainer's closing summary (they
 # include the sync at the end of training, after the last logged step).
 #
