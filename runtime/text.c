@@ -142,14 +142,19 @@ static int make_windows(const trc_model *m, const trc_tokens *tk, trc_dataset *d
   return 0;
 }
 
+int trc_text_tokenize(const trc_tokenizer *tok, const char *name, const unsigned char *data,
+                      size_t len, trc_tokens *out, trc_error *err) {
+  int jsonl = ends_with(name, ".jsonl") || ends_with(name, ".jsonl.gz");
+  return jsonl ? encode_jsonl(tok, data, len, out, err) : encode_plain(tok, data, len, out, err);
+}
+
 int trc_text_load(const trc_model *m, const trc_tokenizer *tok, const char *path,
                   trc_dataset *ds, trc_error *err) {
   unsigned char *data;
   size_t len;
   trc_tokens tk = {0};
   if (trc_read_file(path, &data, &len, err)) return -1;
-  int jsonl = ends_with(path, ".jsonl") || ends_with(path, ".jsonl.gz");
-  int rc = jsonl ? encode_jsonl(tok, data, len, &tk, err) : encode_plain(tok, data, len, &tk, err);
+  int rc = trc_text_tokenize(tok, path, data, len, &tk, err);
   free(data);
   if (rc == 0) rc = make_windows(m, &tk, ds, err);
   trc_tokens_free(&tk);

@@ -256,19 +256,6 @@ static int find_byte_tokens(trc_tokenizer *t, trc_error *err) {
   return 0;
 }
 
-static int load_vocab(trc_tokenizer *t, const char *path, trc_error *err) {
-  unsigned char *text;
-  size_t len, n = 0;
-  vocab_entry *e = NULL;
-  if (trc_read_file(path, &text, &len, err)) return -1;
-  int rc = parse_vocab((const char *)text, len, &e, &n, err);
-  free(text);
-  if (rc) return trc_set_where(err, path);
-  rc = build_vocab(t, e, n, err) || find_byte_tokens(t, err);
-  free_entries(e, n);
-  return rc ? trc_set_where(err, path) : 0;
-}
-
 /* ---- merges.txt ---- */
 
 /* One "LEFT RIGHT" line (in the byte alphabet), as token ids and the id of
@@ -328,15 +315,25 @@ static int add_merges(trc_tokenizer *t, unsigned char *text, size_t len, trc_err
   return 0;
 }
 
-static int load_merges(trc_tokenizer *t, const char *path, trc_error *err) {
-  unsigned char *text;
-  size_t len;
-  if (trc_read_file(path, &text, &len, err)) return -1;
-  size_t bad = trc_utf8_invalid_at(text, len);
-  int rc = bad < len ? trc_fail(err, "invalid UTF-8 at byte %zu", bad)
-                     : add_merges(t, text, len, err);
-  free(text);
-  return rc ? trc_set_where(err, path) : 0;
+/* ---- the BPE from its two texts ---- */
+
+/* vocab.json's and merges.txt's contents (merges' is changed in place);
+ * the names are the files' for messages. */
+static int parse_bpe(trc_tokenizer *t, const char *vocab, size_t vocab_len,
+                     unsigned char *merges, size_t merges_len, const char *vocab_name,
+                     const char *merges_name, trc_error *err) {
+  vocab_entry *e = NULL;
+  size_t n = 0;
+  t->bpe = 1;
+  int rc = parse_vocab(vocab, vocab_len, &e, &n, err) || build_vocab(t, e, n, err) ||
+           find_byte_tokens(t, err);
+  free_entries(e, n);
+  if (rc) return trc_set_where(err, vocab_name);
+  size_t bad = trc_utf8_invalid_at(merges, merges_len);
+  if (bad < merges_len ? trc_fail(err, "invalid UTF-8 at byte %zu", bad)
+                       : add_merges(t, merges, merges_len, err))
+    return trc_set_where(err, merges_name);
+  return 0;
 }
 
 /* ---- loading ---- */
@@ -359,20 +356,45 @@ static int load_bpe(trc_tokenizer *t, const char *dir, trc_error *err) {
   if ((size_t)snprintf(vocab, sizeof vocab, "%s/vocab.json", dir) >= sizeof vocab ||
       (size_t)snprintf(merges, sizeof merges, "%s/merges.txt", dir) >= sizeof merges)
     return trc_fail_at(err, dir, "the tokenizer's folder name is too long");
-  t->bpe = 1;
-  return load_vocab(t, vocab, err) || load_merges(t, merges, err) ? -1 : 0;
+  unsigned char *v = NULL, *m = NULL;
+  size_t v_len, m_len;
+  int rc = trc_read_file(vocab, &v, &v_len, err) || trc_read_file(merges, &m, &m_len, err) ||
+           parse_bpe(t, (const char *)v, v_len, m, m_len, vocab, merges, err);
+  free(v);
+  free(m);
+  return rc ? -1 : 0;
 }
 
-int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err) {
-  trc_tokenizer *t = calloc(1, sizeof *t);
-  if (!t) return trc_fail(err, "out of memory (tokenizer)");
-  int rc = strcmp(spec, "bytes") == 0 ? load_bytes(t, err) : load_bpe(t, spec, err);
+/* *out = t when rc is 0, else t freed; returns -1 or 0. */
+static int hand_over(trc_tokenizer **out, int rc, trc_tokenizer *t) {
   if (rc) {
     trc_tokenizer_free(t);
     return -1;
   }
   *out = t;
   return 0;
+}
+
+int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err) {
+  trc_tokenizer *t = calloc(1, sizeof *t);
+  if (!t) return trc_fail(err, "out of memory (tokenizer)");
+  int rc = strcmp(spec, "bytes") == 0 ? load_bytes(t, err) : load_bpe(t, spec, err);
+  return hand_over(out, rc, t);
+}
+
+int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
+                        size_t merges_len, trc_tokenizer **out, trc_error *err) {
+  trc_tokenizer *t = calloc(1, sizeof *t);
+  unsigned char *copy = malloc(merges_len ? merges_len : 1);
+  if (!t || !copy) {
+    free(t);
+    free(copy);
+    return trc_fail(err, "out of memory (tokenizer)");
+  }
+  memcpy(copy, merges, merges_len);
+  int rc = parse_bpe(t, vocab, vocab_len, copy, merges_len, "vocab.json", "merges.txt", err);
+  free(copy);
+  return hand_over(out, rc, t);
 }
 
 void trc_tokenizer_free(trc_tokenizer *t) {

@@ -331,6 +331,9 @@ int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uin
  * "#version" line is skipped), both in GPT-2's byte alphabet (space is 'Ġ').
  * Errors name the file and what is wrong. */
 int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err);
+/* The BPE from the two files' contents, held in memory (for tests). */
+int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
+                        size_t merges_len, trc_tokenizer **out, trc_error *err);
 void trc_tokenizer_free(trc_tokenizer *t);
 int64_t trc_tokenizer_vocab(const trc_tokenizer *t); /* ids are below this */
 int32_t trc_tokenizer_eot(const trc_tokenizer *t);   /* <|endoftext|>'s id, or -1 */
@@ -365,6 +368,10 @@ int trc_text_check_model(const trc_model *m, const trc_tokenizer *tok, trc_error
  * labels (the next token at every position). */
 int trc_text_load(const trc_model *m, const trc_tokenizer *tok, const char *path,
                   trc_dataset *ds, trc_error *err);
+/* The tokens of a file's content held in memory (`name`'s suffix says
+ * whether it is JSON Lines), appended to out. */
+int trc_text_tokenize(const trc_tokenizer *tok, const char *name, const unsigned char *data,
+                      size_t len, trc_tokens *out, trc_error *err);
 
 /* ---- TensorBoard event files: --tensorboard DIR (tensorboard.c) ---- */
 /* DIR/events.out.tfevents.SECONDS.HOST.PID: TFRecord records (length,
