@@ -154,7 +154,7 @@ static void test_hostile(void) {
   test_make_dir(dir, sizeof dir);
   size_t n = byte_members(vocab, sizeof vocab);
   CHECK_LOAD_FAILS(dir, "vocab.json"); /* nothing there */
-  write_bpe(dir, "{\"a\": 0,", NULL);
+  write_bpe(dir, "{\"a\": 0,", "");
   CHECK_LOAD_FAILS(dir, "malformed JSON");
   snprintf(vocab + n, sizeof vocab - n, "\"ab\": 256}");
   write_bpe(dir, vocab, NULL);
