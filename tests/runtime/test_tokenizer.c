@@ -106,13 +106,17 @@ static void test_bpe(const char *dir) {
 
 static void clear_error(trc_error *e) { e->where[0] = e->msg[0] = '\0'; }
 
-/* A BPE folder whose vocab.json and merges.txt are these texts. */
+/* A BPE folder whose vocab.json and merges.txt are these texts (NULL: no
+ * merges.txt). */
 static void write_bpe(const char *dir, const char *vocab, const char *merges) {
   char path[4096];
   test_path(path, sizeof path, dir, "vocab.json");
   test_write_file(path, vocab, strlen(vocab));
   test_path(path, sizeof path, dir, "merges.txt");
-  if (merges) test_write_file(path, merges, strlen(merges));
+  if (merges)
+    test_write_file(path, merges, strlen(merges));
+  else
+    remove(path);
 }
 
 #define CHECK_LOAD_FAILS(dir, needle)                                                              \
