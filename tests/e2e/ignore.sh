@@ -8,7 +8,9 @@
 #     NumPy reference in float64, and differs from the same reference with
 #     each micro-batch averaged on its own and the means averaged (the 2024
 #     Hugging Face gradient-accumulation bug);
-#  3. PyTorch's F.cross_entropy(ignore_index=-100) gives the --dump-step
+#  3. `sync gradients` on 2 ranks of batch 10 equals one process of batch 20
+#     (the count is summed over the ranks; skipped without MPI);
+#  4. PyTorch's F.cross_entropy(ignore_index=-100) gives the --dump-step
 #     loss and gradients on the same weights and batch (skipped without torch).
 # usage: ignore.sh TRAINC SOURCE_DIR WORKDIR PRINT_ORDER
 set -euo pipefail
@@ -63,6 +65,26 @@ wrong = t.max_rel_diff("b10a3.safetensors", "wrong.safetensors")
 print(f"against the reference: {right:.3g}; against the per-micro-batch mean: {wrong:.3g}")
 sys.exit(0 if right <= 1e-5 and wrong > 1e-3 else 1)
 EOF
+
+echo "sync gradients on 2 ranks against one process on both ranks' rows:"
+set +e
+(
+  set -e
+  fail() { echo "FAIL: $*"; exit 1; }
+  . "$src/tests/e2e/schedule/mpi.sh"
+  acc_model b20 20 1 ", ignore = -100"
+  acc_model dp10 10 1 ", ignore = -100" "sync gradients"
+  ./b20 --data data --init init.safetensors --save b20.safetensors --quiet
+  "${MPIRUN[@]}" ./dp10 --data data --init init.safetensors --save dp10.safetensors --quiet
+  $PY "$tools" close dp10.safetensors b20.safetensors 1e-5
+)
+rc=$?
+set -e
+case $rc in
+  0) ;;
+  77) echo "(skipped: no MPI)" ;;
+  *) exit 1 ;;
+esac
 
 echo "--dump-step against PyTorch's cross_entropy(ignore_index=-100):"
 if ! $PY -c 'import torch' 2>/dev/null; then echo "(skipped: no python3-torch)"; exit 0; fi
