@@ -229,7 +229,10 @@ static void print_defaults(const trc_model *m, FILE *out) {
 }
 
 void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
-  fprintf(out, "usage: %s --data DIR [options]\n\n", prog);
+  fprintf(out, "usage: %s --data DIR [options]\n", prog);
+  if (m->token_input >= 0 && m->label_input >= 0)
+    fprintf(out, "       %s --text FILE [--tokenizer DIR] [options]\n", prog);
+  fputc('\n', out);
   fprintf(out, "Trains model '%s'%s%s.\n", m->name, m->source ? " compiled from " : "",
           m->source ? m->source : "");
   fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",
