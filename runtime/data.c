@@ -295,7 +295,6 @@ static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *
   if (ignored && check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;
-  ds->n_columns = i + 1;
   if (i == 0) {
     ds->n = rows;
     snprintf(first_path, cap, "%s", path);

@@ -11,7 +11,6 @@ int trc_log_open(trc_log *log, const char *path, int append, trc_error *err) {
   log->f = NULL;
   log->path = path;
   log->failed = 0;
-  log->tb.f = NULL;
   if (!path) return 0;
   int fd = trc_open_stream(path, append, err);
   if (fd < 0) return -1;

@@ -331,7 +331,8 @@ typedef struct {
   FILE *f; /* NULL: no log */
   const char *path;
   int failed; /* a write failed (said once on stderr) */
-  trc_tensorboard tb;  /* --tensorboard: the same numbers as scalars (opened by the caller) */
+  trc_tensorboard tb;  /* --tensorboard: the same numbers as scalars (opened by the
+                          caller, before or after trc_log_open; closed with the log) */
   const char *group;   /* the record being written: "train", "eval", "memory" */
   int64_t step;
 } trc_log;

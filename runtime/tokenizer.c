@@ -49,11 +49,13 @@ static int byte_is_printable(int b) {
 
 /* The byte that code point cp stands for, or -1. */
 static int byte_of_char(uint32_t cp) {
+  static int16_t after_255[68]; /* U+0100.. stand for the 68 other bytes, in order */
   if (cp < 256) return byte_is_printable((int)cp) ? (int)cp : -1;
-  int n = 256;
-  for (int b = 0; b < 256; b++)
-    if (!byte_is_printable(b) && (uint32_t)n++ == cp) return b;
-  return -1;
+  if (cp >= 256 + 68) return -1;
+  if (!after_255[1])
+    for (int b = 0, n = 0; b < 256; b++)
+      if (!byte_is_printable(b)) after_255[n++] = (int16_t)b;
+  return after_255[cp - 256];
 }
 
 /* ---- UTF-8 ---- */

@@ -196,8 +196,10 @@ static double train_step(trainer *t, double lr) {
                 .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap};
   count_window_labels(t, &s);
   double loss = t->m->step(&s);
-  if (s.labels >= 0 && isfinite(loss)) /* step() returns the mean of per-micro-batch sums */
-    loss = s.labels > 0 ? loss * (double)trc_step_window(&t->plan, t->step) / (double)s.labels : 0;
+  if (s.labels >= 0 && isfinite(loss)) { /* step() returns the mean of per-micro-batch sums */
+    double sum = loss * (double)trc_step_window(&t->plan, t->step);
+    loss = s.labels > 0 ? sum / (double)s.labels : 0;
+  }
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
   t->step++;
   if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
@@ -373,10 +375,11 @@ static int run(trainer *t, trc_error *err) {
                ? EXIT_FAILURE
                : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
-  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
+  const char *tensorboard = t->rank == 0 ? t->opt.tensorboard_dir : NULL;
+  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) ||
+      trc_tensorboard_open(&t->log.tb, tensorboard, err) || load_data(t, err) ||
       check_ranks_agree(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
-      trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err) ||
-      trc_tensorboard_open(&t->log.tb, t->rank == 0 ? t->opt.tensorboard_dir : NULL, err))
+      trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
   trc_arena_poison(m, t->arena);
