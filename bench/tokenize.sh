@@ -13,8 +13,9 @@ tool=$build/tests/runtime/tokenize_tool
 scripts/fetch-kjv data/kjv >/dev/null
 bpe=$build/bench_bpe_$merges
 mkdir -p "$bpe"
+head -c 300000 data/kjv/kjv.txt >"$bpe/corpus.txt"
 [ -f "$bpe/merges.txt" ] ||
-  /usr/bin/python3 tests/runtime/bpe_reference.py learn <(head -c 300000 data/kjv/kjv.txt) "$bpe" "$merges"
+  /usr/bin/python3 tests/runtime/bpe_reference.py learn "$bpe/corpus.txt" "$bpe" "$merges"
 bytes=$(wc -c <data/kjv/kjv.txt)
 for spec in bytes "$bpe"; do
   best=
