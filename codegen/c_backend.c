@@ -395,6 +395,10 @@ static void print_model(FILE *out, const Program *p) {
   }
   fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->nodes[g->inputs[i]].has_ignore)
+      fprintf(out, "    .has_ignore = 1, .ignore_input = %d, .ignore_label = %lld,\n", i,
+              (long long)g->nodes[g->inputs[i]].ignore_label);
   char spec[64];
   fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint = \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));

@@ -95,6 +95,8 @@ typedef struct {
   Init init;               /* OP_PARAM */
   bool decay;              /* OP_PARAM: weight decay applies */
   int64_t index_limit;     /* OP_INPUT: values must be < this (0: not an index) */
+  bool has_ignore;         /* OP_INPUT labels of cross_entropy(..., ignore = L): */
+  int64_t ignore_label;    /* L (< 0) is allowed too, and such rows count for nothing */
   int grad_of_param;       /* >= 0: this node ADDS its value into that param's
                               gradient slot instead of owning a buffer */
   int recompute_of;        /* >= 0: a backward-time recomputation of that

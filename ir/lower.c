@@ -592,6 +592,27 @@ static int token_input(const Graph *g, const Shape *rows) {
   return found;
 }
 
+/* A cross_entropy with `ignore` is a sum that the trainer divides by the
+ * number of labels that count in the whole accumulation window, so it must
+ * be the loss itself (a term of a larger loss would be mis-scaled), and its
+ * labels may feed nothing else (no other op can take the ignored value). */
+static void check_ignored_labels(Lower *L) {
+  Graph *g = L->g;
+  for (int i = 0; i < g->n; i++) {
+    const Node *n = &g->nodes[i];
+    if (n->op == OP_CROSS_ENTROPY && n->attr.i[0] && i != g->loss)
+      diag_error(L->diag, n->loc, "cross_entropy with ignore must be the model's loss itself "
+                                  "(the trainer divides its sum by the labels that count)");
+    for (int k = 0; k < n->nin; k++) {
+      const Node *in = &g->nodes[n->in[k]];
+      if (in->op == OP_INPUT && in->has_ignore && !(n->op == OP_CROSS_ENTROPY && n->attr.i[0]))
+        diag_error(L->diag, n->loc, "input '%s' holds ignored labels (%lld): only the loss's "
+                                    "cross_entropy may read it", in->name,
+                   (long long)in->ignore_label);
+    }
+  }
+}
+
 /* The trainer needs a scalar f32 `loss`; accuracy needs predict [B, C] and
  * labels [B] (or [B, T, C] and [B, T]); sampling needs token ids [B, T]. */
 static void finish_model(Lower *L, Scope *s, const Model *m) {
@@ -609,6 +630,7 @@ static void finish_model(Lower *L, Scope *s, const Model *m) {
   }
   g->loss = n->id;
   g->loss_kind = n->op == OP_CROSS_ENTROPY ? TRC_LOSS_CROSS_ENTROPY : n->id == L->mse_node ? TRC_LOSS_MSE : TRC_LOSS_OTHER;
+  check_ignored_labels(L);
   if (g->predict < 0) {
     g->labels = -1;
     return;

@@ -29,6 +29,14 @@ static const flag flags[] = {
      "training data: one NAME.npy / NAME.idx[.gz] per input"},
     {"eval-data", FLAG_PATH, OPT(eval_dir), 0, TRAIN, "DIR",
      "evaluation data (default: the val_split tail of --data)"},
+    {"text", FLAG_PATH, OPT(text_path), 0, TRAIN, "FILE",
+     "training text instead of --data: .txt, or .jsonl with a \"text\" field (.gz too)"},
+    {"eval-text", FLAG_PATH, OPT(eval_text_path), 0, TRAIN, "FILE",
+     "evaluation text instead of --eval-data"},
+    {"tokenizer", FLAG_PATH, OPT(tokenizer), 0, TRAIN, "DIR|bytes",
+     "for --text and --sample: GPT-2 BPE (vocab.json, merges.txt) or bytes (default)"},
+    {"tensorboard", FLAG_PATH, OPT(tensorboard_dir), 0, TRAIN, "DIR",
+     "also write the logged numbers as a TensorBoard event file in DIR"},
     {"epochs", FLAG_COUNT, OPT(cfg.epochs), 1, TRAIN, "N", "passes over the data"},
     {"steps", FLAG_COUNT, OPT(cfg.steps), 0, TRAIN, "N",
      "optimizer steps (overrides --epochs); 0: no training"},
@@ -47,11 +55,15 @@ static const flag flags[] = {
     {"log-every", FLAG_COUNT, OPT(cfg.log_every), 1, TRAIN, "N",
      "optimizer steps between log lines"},
     {"sample", FLAG_COUNT, OPT(sample), 0, TRAIN, "N",
-     "after training, generate N bytes (byte-level sequence models)"},
+     "after training, generate N tokens (sequence models; see --tokenizer)"},
     {"prompt", FLAG_TEXT, OPT(prompt), 0, TRAIN, "TEXT",
      "the context --sample continues (default: a newline)"},
     {"temperature", FLAG_RATE, OPT(temperature), 0, TRAIN, "X",
      "--sample's temperature (0: greedy; default 1)"},
+    {"top-k", FLAG_COUNT, OPT(top_k), 0, TRAIN, "K",
+     "--sample draws from the K most likely tokens only (0: all; default)"},
+    {"top-p", FLAG_RATE, OPT(top_p), 0, TRAIN, "P",
+     "--sample draws from the fewest most likely tokens that hold P of the mass (default 1)"},
     {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
      "under MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
@@ -150,8 +162,17 @@ static int check_combinations(const trc_options *o, uint32_t given, trc_error *e
       return trc_fail(err, "--%s does nothing with %s", flags[i].name, what);
   if (o->init_path && o->resume_dir)
     return trc_fail(err, "--init does nothing with --resume (the saved state holds the weights)");
-  if ((was_given(given, "prompt") || was_given(given, "temperature")) && o->sample == 0)
-    return trc_fail(err, "--prompt and --temperature need --sample N");
+  if ((was_given(given, "prompt") || was_given(given, "temperature") ||
+       was_given(given, "top-k") || was_given(given, "top-p")) && o->sample == 0)
+    return trc_fail(err, "--prompt, --temperature, --top-k and --top-p need --sample N");
+  if (o->top_p <= 0 || o->top_p > 1)
+    return trc_fail(err, "--top-p: expected a number in (0, 1], got %g", o->top_p);
+  if (o->text_path && o->data_dir)
+    return trc_fail(err, "--text and --data both give the training data: give one");
+  if (o->eval_text_path && o->eval_dir)
+    return trc_fail(err, "--eval-text and --eval-data both give the evaluation data: give one");
+  if (was_given(given, "tokenizer") && !o->text_path && !o->eval_text_path && o->sample == 0)
+    return trc_fail(err, "--tokenizer is for --text, --eval-text and --sample");
   if (was_given(given, "save-every") && !o->state_dir)
     return trc_fail(err, "--save-every needs --save-state DIR");
   return 0;
@@ -163,6 +184,8 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   o->cfg = m->defaults;
   o->save_every = 100;
   o->temperature = 1.0;
+  o->top_p = 1.0;
+  o->tokenizer = "bytes";
   o->comm_timeout = 300;
   uint32_t given = 0;
   for (int i = 1; i < argc; i++)
@@ -175,10 +198,10 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   if (o->gradcheck) return 0;
   if (o->dump_path && !o->data_dir) return trc_fail(err, "--dump-step needs --data DIR");
   if (o->sample > 0 && !trc_can_sample(m))
-    return trc_fail(err, "--sample: model '%s' is not a byte-level sequence model (predict [B, T, "
-                         "vocab <= 256] over an embedded token input)", m->name);
-  if (!o->data_dir && !(o->steps_given && o->cfg.steps == 0))
-    return trc_fail(err, "--data DIR is required");
+    return trc_fail(err, "--sample: model '%s' is not a sequence model (predict [B, T, vocab] "
+                         "over an embedded token input)", m->name);
+  if (!o->data_dir && !o->text_path && !(o->steps_given && o->cfg.steps == 0))
+    return trc_fail(err, "--data DIR (or --text FILE) is required");
   return 0;
 }
 
@@ -206,7 +229,10 @@ static void print_defaults(const trc_model *m, FILE *out) {
 }
 
 void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
-  fprintf(out, "usage: %s --data DIR [options]\n\n", prog);
+  fprintf(out, "usage: %s --data DIR [options]\n", prog);
+  if (m->token_input >= 0 && m->label_input >= 0)
+    fprintf(out, "       %s --text FILE [--tokenizer DIR] [options]\n", prog);
+  fputc('\n', out);
   fprintf(out, "Trains model '%s'%s%s.\n", m->name, m->source ? " compiled from " : "",
           m->source ? m->source : "");
   fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",

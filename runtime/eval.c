@@ -49,7 +49,8 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
       y = col[r];
     else
       memcpy(&y, col + 4 * r, 4);
-    if (y < 0 || y >= m->predict_classes)
+    if ((y < 0 || y >= m->predict_classes) &&
+        !(trc_ignore_input(m) == m->label_input && y == m->ignore_label))
       return trc_fail_at(err, what,
                          "label '%s' of row %lld is %d, outside the model's %lld classes", in->name,
                          (long long)(r / m->predict_rows), (int)y, (long long)m->predict_classes);
@@ -63,9 +64,10 @@ static void batch_rows(int64_t *rows, int64_t batch, int64_t first, int64_t n) {
 }
 
 /* Adds every rank's counts into every rank's: [examples, correct, ce_sum,
- * loss_sum, full_batches, then true_pos, false_pos, false_neg per class].
- * The metrics count predictions: `rows` per example (tokens of a sequence). */
-static void reduce_over_ranks(trc_evaluator *ev, int64_t rows, int64_t *examples, double *loss_sum,
+ * loss_sum, full_batches, predictions, then true_pos, false_pos, false_neg
+ * per class]. The metrics count predictions: one per label that counts (a
+ * row of an example, a token of a sequence; ignored labels are not). */
+static void reduce_over_ranks(trc_evaluator *ev, int64_t *examples, double *loss_sum,
                               int64_t *full_batches) {
   trc_metrics *mt = &ev->metrics;
   const int64_t c = ev->classify ? mt->classes : 0;
@@ -76,6 +78,7 @@ static void reduce_over_ranks(trc_evaluator *ev, int64_t rows, int64_t *examples
   s[2] = mt->ce_sum;
   s[3] = *loss_sum;
   s[4] = (double)*full_batches;
+  s[5] = (double)mt->examples;
   for (int a = 0; a < 3; a++)
     for (int64_t k = 0; k < c; k++) s[EVAL_SUMS + a * c + k] = (double)per_class[a][k];
   trc_comm_allreduce_f64(s, (uint64_t)(EVAL_SUMS + 3 * c));
@@ -83,7 +86,7 @@ static void reduce_over_ranks(trc_evaluator *ev, int64_t rows, int64_t *examples
   *loss_sum = s[3];
   *full_batches = (int64_t)s[4];
   if (!ev->classify) return;
-  mt->examples = *examples * rows;
+  mt->examples = (int64_t)s[5];
   mt->correct = (int64_t)s[1];
   mt->ce_sum = s[2];
   for (int a = 0; a < 3; a++)
@@ -106,6 +109,10 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
     if (valid == B) {
       float loss;
       memcpy(&loss, arena + m->loss_offset, sizeof loss);
+      if (trc_ignore_input(m) >= 0) { /* a sum over the labels that count: their mean */
+        int64_t labels = trc_count_labels_in_arena(m, arena);
+        loss = labels > 0 ? loss / (float)labels : 0.0f;
+      }
       loss_sum += loss;
       full_batches++;
     }
@@ -115,7 +122,7 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
                       valid * m->predict_rows);
   }
   int64_t examples = ds->n;
-  reduce_over_ranks(ev, m->predict_rows, &examples, &loss_sum, &full_batches);
+  reduce_over_ranks(ev, &examples, &loss_sum, &full_batches);
   out->examples = examples;
   if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {
     out->loss = trc_metrics_cross_entropy(&ev->metrics);

@@ -67,7 +67,7 @@ void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
   for (int64_t r = 0; r < rows; r++) {
     const float *x = logits + r * k;
     int64_t y = label_at(labels, label_dtype, r), pred = argmax(x, k);
-    if (y < 0 || y >= k) continue; /* loading checked labels against index_limit */
+    if (y < 0 || y >= k) continue; /* an ignored label (loading checked the others) */
     mt->examples++;
     mt->ce_sum += cross_entropy(x, k, y);
     if (pred == y) {

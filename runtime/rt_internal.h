@@ -145,6 +145,11 @@ int trc_json_string(trc_json *j, char **out, trc_error *err); /* malloc'ed, no N
 int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err);
 int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
+/* Skips one value of any kind (nested at most 64 deep). */
+int trc_json_skip_value(trc_json *j, trc_error *err);
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);
 
 /* ---- the train config, field by field (config.c) ---- */
 
@@ -241,6 +246,8 @@ struct trc_step {
   double lr;           /* this step's learning rate */
   int overlap;         /* bucketed all-reduces allowed (not --no-overlap) */
   int params_averaged; /* set by trc_step_average_parameters */
+  int64_t labels;      /* with ignored labels: the window's labels that count, this */
+  int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
 };
 
 /* ---- resumable state (state.c) ---- */
@@ -264,6 +271,17 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
 /* Loads the newest step saved by every rank. Collective. */
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
 
+/* ---- ignored labels (labels.c): cross_entropy(..., ignore = L) ---- */
+/* The input whose labels may be ignored (has_ignore), -1 if none. The model's
+ * loss is then a sum over the labels that count, which the runtime divides
+ * by their number. */
+int trc_ignore_input(const trc_model *m);
+/* Labels that count (not ignored) in rows[0..count) of ds. */
+int64_t trc_count_labels(const trc_model *m, const trc_dataset *ds, const int64_t *rows,
+                         int64_t count);
+/* The same for the batch now in the arena's input slot. */
+int64_t trc_count_labels_in_arena(const trc_model *m, const char *arena);
+
 /* ---- pieces of trc_main (train.c) ---- */
 
 /* Fails, naming what differs, unless every rank has the same model,
@@ -283,7 +301,7 @@ typedef struct {
 
 /* Evaluation state, allocated once: a row list for one batch, metrics, and
  * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class). */
-enum { EVAL_SUMS = 5 };
+enum { EVAL_SUMS = 6 };
 typedef struct {
   int64_t *rows;
   double *sums;
@@ -313,6 +331,10 @@ typedef struct {
   FILE *f; /* NULL: no log */
   const char *path;
   int failed; /* a write failed (said once on stderr) */
+  trc_tensorboard tb;  /* --tensorboard: the same numbers as scalars (opened by the
+                          caller, before or after trc_log_open; closed with the log) */
+  const char *group;   /* the record being written: "train", "eval", "memory" */
+  int64_t step;
 } trc_log;
 
 /* append: continue a resumed run's log instead of truncating it. A regular

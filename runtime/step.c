@@ -19,6 +19,7 @@ int trc_step_averages_gradients(const trc_step *s) {
 int trc_step_overlaps(const trc_step *s) { return s->overlap && s->ranks > 1; }
 
 float trc_step_loss_seed(const trc_step *s) {
+  if (s->labels_all >= 0) return s->labels_all > 0 ? 1.0f / (float)s->labels_all : 0.0f;
   int64_t ranks = trc_step_averages_gradients(s) ? s->ranks : 1;
   return 1.0f / (float)(trc_step_micro_batches(s) * ranks);
 }

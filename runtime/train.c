@@ -32,6 +32,8 @@ typedef struct {
   trc_evaluator evaluator;
   trc_log log;
   trc_progress progress;
+  trc_tokenizer *tok;          /* --tokenizer, loaded when --text, --eval-text or --sample
+                                  need it */
   int64_t step;                /* optimizer steps done */
   int in_sync;                 /* every rank holds the same parameters */
   char fingerprint[2048];      /* see state.c */
@@ -53,12 +55,29 @@ static float *params(const trainer *t) { return (float *)(t->arena + t->m->param
 
 /* ---- data ---- */
 
+static int load_tokenizer(trainer *t, trc_error *err) {
+  return t->tok ? 0 : trc_tokenizer_load(t->opt.tokenizer, &t->tok, err);
+}
+
+/* A folder of input files (--data DIR) or a text file (--text FILE). */
+static int load_set(trainer *t, const char *dir, const char *text, trc_dataset *ds,
+                    trc_error *err) {
+  if (dir) return trc_dataset_load(t->m, dir, ds, err);
+  if (!text) return 0;
+  return load_tokenizer(t, err) || trc_text_check_model(t->m, t->tok, err) ||
+                 trc_text_load(t->m, t->tok, text, ds, err)
+             ? -1
+             : 0;
+}
+
 /* Training rows: --data less its val_split tail when there is no --eval-data;
- * evaluation rows: --eval-data, else that tail; this rank's share of them. */
+ * evaluation rows: --eval-data, else that tail; this rank's share of them.
+ * --text and --eval-text stand for --data and --eval-data. */
 static int load_data(trainer *t, trc_error *err) {
-  const char *data = t->opt.data_dir, *eval = t->opt.eval_dir;
-  if ((data && trc_dataset_load(t->m, data, &t->data, err)) ||
-      (eval && trc_dataset_load(t->m, eval, &t->eval_file, err)))
+  const char *data = t->opt.data_dir ? t->opt.data_dir : t->opt.text_path;
+  const char *eval = t->opt.eval_dir ? t->opt.eval_dir : t->opt.eval_text_path;
+  if (load_set(t, t->opt.data_dir, t->opt.text_path, &t->data, err) ||
+      load_set(t, t->opt.eval_dir, t->opt.eval_text_path, &t->eval_file, err))
     return -1;
   int64_t n = t->data.n, n_val = eval ? 0 : (int64_t)((double)n * t->opt.cfg.val_split);
   int64_t val_first = eval ? 0 : n - n_val, val_n = eval ? t->eval_file.n : n_val;
@@ -151,16 +170,36 @@ static void report_step(trainer *t, double loss, double lr) {
 
 /* ---- training ---- */
 
+/* With ignored labels, the labels of the step's window that count, before
+ * the step runs (its loss seed divides by them; labels.c). */
+static void count_window_labels(trainer *t, trc_step *s) {
+  s->labels = s->labels_all = -1;
+  if (trc_ignore_input(t->m) < 0) return;
+  s->labels = 0;
+  for (int64_t k = 0; k < trc_step_window(&t->plan, t->step); k++)
+    s->labels +=
+        trc_count_labels(t->m, &t->train, trc_step_rows(&t->plan, t->step, k), t->m->batch);
+  double all = (double)s->labels;
+  if (t->ranks > 1 && trc_step_averages_gradients(s)) trc_comm_allreduce_f64(&all, 1);
+  s->labels_all = (int64_t)all;
+}
+
 /* One optimizer step: the model's own step() (generated code: the window's
  * forward and backward passes, the gradient sync, clipping, the optimizer
  * and the LocalSGD average), then which ranks now agree. Returns the mean of
- * its micro-batch losses. */
+ * its micro-batch losses (with ignored labels: the mean over the labels that
+ * count, 0 when none does). */
 static double train_step(trainer *t, double lr) {
   trc_step s = {.model = t->m,         .arena = t->arena,    .cfg = &t->opt.cfg,
                 .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
                 .sync = &t->sync,      .step = t->step,      .rank = t->rank,
                 .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap};
+  count_window_labels(t, &s);
   double loss = t->m->step(&s);
+  if (s.labels >= 0 && isfinite(loss)) { /* step() returns the mean of per-micro-batch sums */
+    double sum = loss * (double)trc_step_window(&t->plan, t->step);
+    loss = s.labels > 0 ? sum / (double)s.labels : 0;
+  }
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
   t->step++;
   if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
@@ -215,7 +254,8 @@ static int setup_training(trainer *t, trc_error *err) {
   const trc_train_config *c = &t->opt.cfg;
   trc_step_plan_spec spec = {t->train.n, t->m->batch, c->accumulate, t->rank, t->ranks,
                              c->seed,    c->steps,    c->epochs};
-  if (trc_step_plan_init(&t->plan, &spec, err)) return trc_set_where(err, t->opt.data_dir);
+  if (trc_step_plan_init(&t->plan, &spec, err))
+    return trc_set_where(err, t->opt.data_dir ? t->opt.data_dir : t->opt.text_path);
   if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
       trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err))
     return -1;
@@ -314,8 +354,9 @@ static void report_high_water(trainer *t) {
 static int sample(trainer *t, trc_error *err) {
   if (t->opt.sample == 0) return 0;
   const char *prompt = t->opt.prompt && t->opt.prompt[0] ? t->opt.prompt : "\n";
-  return trc_sample(t->m, t->arena, (const unsigned char *)prompt, strlen(prompt), t->opt.sample,
-                    t->opt.temperature, t->opt.cfg.seed, stdout, err);
+  trc_sample_settings s = {t->opt.temperature, t->opt.top_k, t->opt.top_p, t->opt.cfg.seed};
+  return load_tokenizer(t, err) ||
+         trc_sample(t->m, t->arena, t->tok, prompt, t->opt.sample, &s, stdout, err);
 }
 
 /* Everything after the flags; returns an exit status. */
@@ -334,7 +375,9 @@ static int run(trainer *t, trc_error *err) {
                ? EXIT_FAILURE
                : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
-  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
+  const char *tensorboard = t->rank == 0 ? t->opt.tensorboard_dir : NULL;
+  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) ||
+      trc_tensorboard_open(&t->log.tb, tensorboard, err) || load_data(t, err) ||
       check_ranks_agree(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
@@ -359,6 +402,7 @@ static void teardown(trainer *t) {
   trc_dataset_free(&t->eval_file);
   trc_dataset_free(&t->data);
   trc_arena_free(t->arena);
+  trc_tokenizer_free(t->tok);
 }
 
 static const char *program_name(const char *argv0) {

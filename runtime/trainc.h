@@ -175,7 +175,9 @@ int trc_step_averages_gradients(const trc_step *s);
  * backward (more than one rank, and not --no-overlap). */
 int trc_step_overlaps(const trc_step *s);
 /* 1/window, or 1/(window*ranks) when the step averages gradients, so that
- * the gradient is that of the mean loss over every example of the window. */
+ * the gradient is that of the mean loss over every example of the window.
+ * With ignored labels (the loss is a sum): 1 / the labels that count in the
+ * window (of every rank, when averaged); 0 when none does. */
 float trc_step_loss_seed(const trc_step *s);
 /* Micro-batch k of the window into the arena: its rows into the input
  * slots, its dropout key and the training flag. */
@@ -219,6 +221,13 @@ typedef struct trc_model {
                                 per example), -1 if none */
   int token_input;           /* sequence models: the i32 input [B, predict_rows] of
                                 token ids that sampling feeds a context, -1 if none */
+  /* cross_entropy(..., ignore = L): the labels of input ignore_input may
+   * also be L (< 0), and such rows count for nothing. The loss is then the
+   * sum over the rows that count, which the runtime divides by their number
+   * in the whole window (the loss seed). 0 without. */
+  int has_ignore;
+  int ignore_input;
+  int64_t ignore_label;
   uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
   uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
   void (*forward)(char *arena);

@@ -271,9 +271,14 @@ typedef struct {
   int quiet, gradcheck, help, version;
   int no_overlap;          /* --no-overlap: averaged gradients all-reduced after
                               backward, not bucket by bucket during it */
-  int64_t sample;          /* bytes to generate after training (0: none) */
+  const char *text_path, *eval_text_path; /* --text, --eval-text: instead of the folders */
+  const char *tokenizer;   /* --tokenizer: "bytes" (default) or a BPE folder */
+  const char *tensorboard_dir; /* --tensorboard DIR */
+  int64_t sample;          /* tokens to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
+  int64_t top_k;           /* 0: every token */
+  double top_p;            /* in (0, 1]; 1: every token */
   double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
 } trc_options;
 
@@ -281,17 +286,26 @@ int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *o
                    trc_error *err);
 void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
 
-/* ---- sampling from a byte-level sequence model ---- */
-/* Generates `count` tokens after `prompt` (len bytes, each a token below the
- * token input's limit): each step runs forward() in evaluation mode on the
- * last T tokens (row 0 of the batch, zero-padded after them; causal models
- * ignore the padding) and draws the next token from softmax(logits /
- * temperature) at the last position (the arg-max when temperature is 0),
- * with random numbers keyed by seed. Writes the prompt and the tokens, as
- * bytes, to out. Needs trc_can_sample(model) and len >= 1. */
-int trc_can_sample(const trc_model *model); /* token_input >= 0, predict_classes <= 256 */
-int trc_sample(const trc_model *model, char *arena, const unsigned char *prompt, size_t len,
-               int64_t count, double temperature, uint64_t seed, FILE *out, trc_error *err);
+/* ---- sampling from a sequence model (sample.c) ---- */
+typedef struct trc_tokenizer trc_tokenizer; /* see tokenizer.c's section below */
+typedef struct {
+  double temperature; /* 0: the arg-max */
+  int64_t top_k;      /* 0: every token */
+  double top_p;       /* in (0, 1]; 1: every token */
+  uint64_t seed;      /* keys the random numbers */
+} trc_sample_settings;
+/* Generates `count` tokens after `prompt` (tokenized by tok; at least one
+ * token, each below the token input's limit): each step runs forward() in
+ * evaluation mode on the last T tokens (row 0 of the batch, zero-padded
+ * after them; causal models ignore the padding) and draws the next token at
+ * the last position from softmax(logits / temperature) over the ids that the
+ * tokenizer, the predictions and the embedding all have, kept to the top_k
+ * most likely, then to the fewest most likely holding top_p of the mass.
+ * Writes the prompt and each token's bytes to out, then a newline. Needs
+ * trc_can_sample(model). */
+int trc_can_sample(const trc_model *model); /* an embedded token input and predict */
+int trc_sample(const trc_model *model, char *arena, const trc_tokenizer *tok, const char *prompt,
+               int64_t count, const trc_sample_settings *s, FILE *out, trc_error *err);
 
 /* ---- gradient check ---- */
 /* Fills the inputs with seeded random data and compares backward() with
@@ -309,5 +323,70 @@ int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out,
  * "grad.<param>" for every parameter, in parameter order. */
 int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uint64_t seed,
                   const char *path, trc_error *err);
+
+/* ---- tokenizers (tokenizer.c) ---- */
+/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding GPT-2's
+ * byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1, every byte a
+ * token) and merges.txt (one "LEFT RIGHT" pair a line, by rank; a first
+ * "#version" line is skipped), both in GPT-2's byte alphabet (space is 'Ġ').
+ * Errors name the file and what is wrong. */
+int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err);
+/* The BPE from the two files' contents, held in memory (for tests). */
+int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
+                        size_t merges_len, trc_tokenizer **out, trc_error *err);
+void trc_tokenizer_free(trc_tokenizer *t);
+int64_t trc_tokenizer_vocab(const trc_tokenizer *t); /* ids are below this */
+int32_t trc_tokenizer_eot(const trc_tokenizer *t);   /* <|endoftext|>'s id, or -1 */
+int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 for the BPE */
+
+typedef struct {
+  int32_t *ids;
+  uint64_t n, cap;
+} trc_tokens;
+int trc_tokens_push(trc_tokens *tk, int32_t id, trc_error *err);
+void trc_tokens_free(trc_tokens *tk);
+/* Appends the ids of text[0..len) to out. The BPE needs valid UTF-8 (its
+ * pre-tokenizer splits by Unicode classes): anything else fails, naming the
+ * byte offset; the byte tokenizer takes any bytes. */
+int trc_tokenizer_encode(const trc_tokenizer *t, const unsigned char *text, size_t len,
+                         trc_tokens *out, trc_error *err);
+/* The bytes of token `id` (below the vocabulary size). */
+const unsigned char *trc_tokenizer_token(const trc_tokenizer *t, int32_t id, size_t *len);
+/* The offset of the first byte that is not valid UTF-8, len when none. */
+size_t trc_utf8_invalid_at(const unsigned char *s, size_t len);
+
+/* ---- text data: --text FILE (text.c) ---- */
+/* Fails unless `tok` can feed the model: a sequence model whose only inputs
+ * are the token input and the labels, both [B, T], with every id of the
+ * tokenizer below both their index limits. */
+int trc_text_check_model(const trc_model *m, const trc_tokenizer *tok, trc_error *err);
+/* Reads FILE — plain text, or JSON Lines (a name ending in .jsonl: one object
+ * a line with a "text" string; the documents joined by the tokenizer's
+ * <|endoftext|>, or a newline byte when it has none); either may be .gz —
+ * tokenizes it, and cuts the tokens into windows of T + 1: example i is
+ * tokens [iT, iT + T) in the token input and [iT + 1, iT + T + 1) in the
+ * labels (the next token at every position). */
+int trc_text_load(const trc_model *m, const trc_tokenizer *tok, const char *path,
+                  trc_dataset *ds, trc_error *err);
+/* The tokens of a file's content held in memory (`name`'s suffix says
+ * whether it is JSON Lines), appended to out. */
+int trc_text_tokenize(const trc_tokenizer *tok, const char *name, const unsigned char *data,
+                      size_t len, trc_tokens *out, trc_error *err);
+
+/* ---- TensorBoard event files: --tensorboard DIR (tensorboard.c) ---- */
+/* DIR/events.out.tfevents.SECONDS.HOST.PID: TFRecord records (length,
+ * masked CRC-32C of the length, an Event protobuf, masked CRC-32C of it);
+ * the first Event says the file version, each scalar is an Event with a
+ * Summary of one simple_value. Flushed after every record. */
+typedef struct {
+  FILE *f; /* NULL: not writing */
+  char path[4096];
+  int failed; /* a write failed (said once on stderr) */
+} trc_tensorboard;
+int trc_tensorboard_open(trc_tensorboard *tb, const char *dir, trc_error *err);
+void trc_tensorboard_scalar(trc_tensorboard *tb, const char *tag, int64_t step, double value);
+void trc_tensorboard_close(trc_tensorboard *tb);
+/* CRC-32C (Castagnoli), as TFRecord frames use it before masking. */
+uint32_t trc_crc32c(const void *data, size_t n);
 
 #endif

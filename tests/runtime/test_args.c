@@ -58,28 +58,36 @@ static void test_good(void) {
   model.defaults.steps = 0;
 }
 
-/* --sample needs a byte-level sequence model; --prompt and --temperature. */
+/* --sample needs a sequence model (any vocabulary: the tokenizer's); --prompt,
+ * --temperature, --top-k, --top-p. */
 static void test_sample(void) {
   trc_options o;
   trc_error err;
   CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.sample == 0 && o.temperature == 1.0 && !o.prompt);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "5", NULL), err,
-                   "not a byte-level sequence model");
+                   "not a sequence model");
   model.token_input = 0, model.predict_rows = 784, model.predict_classes = 256;
+  model.has_predict = 1;
   CHECK(parse(&o, &err, "--steps", "0", "--sample", "5", "--prompt=", "--temperature", "0", NULL) == 0);
   CHECK(o.sample == 5 && strcmp(o.prompt, "") == 0 && o.temperature == 0);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "-1", NULL), err, "--sample");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--temperature", "-1", NULL), err, "--temperature");
   model.predict_classes = 50257;
-  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--sample", "5", NULL), err, "byte-level");
+  CHECK(parse(&o, &err, "--steps", "0", "--sample", "5", "--top-k", "40", "--top-p=0.9", NULL) == 0);
+  CHECK(o.top_k == 40 && o.top_p == 0.9 && strcmp(o.tokenizer, "bytes") == 0);
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "0", "--sample", "5", "--top-p", "0", NULL), err,
+                   "--top-p: expected a number in (0, 1]");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--top-k", "3", NULL), err,
+                   "--top-k and --top-p need --sample N");
   model.token_input = -1, model.predict_rows = 0, model.predict_classes = 0;
+  model.has_predict = 0;
 }
 
 static void test_bad(void) {
   trc_options o;
   trc_error err;
-  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR is required");
-  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR is required");
+  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR (or --text FILE) is required");
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR (or --text FILE) is required");
   CHECK_FAILS_WITH(parse(&o, &err, "--dump-step", "s", NULL), err, "--dump-step needs --data DIR");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
@@ -120,7 +128,7 @@ static void test_moot_combinations(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--resume", "st", "--init", "w", NULL), err,
                    "--init does nothing with --resume");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--prompt", "hi", NULL), err,
-                   "--prompt and --temperature need --sample N");
+                   "--prompt, --temperature, --top-k and --top-p need --sample N");
   CHECK(parse(&o, &err, "--gradcheck", "--init", "w", "--seed", "3", "--quiet", NULL) == 0);
   CHECK(parse(&o, &err, "--data", "d", "--dump-step", "s", "--init", "w", "--seed", "3", NULL) == 0);
   CHECK(parse(&o, &err, "--data", "d", "--resume", "st", "--save-state", "st", NULL) == 0);
