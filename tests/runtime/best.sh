@@ -21,20 +21,22 @@ states() { (cd "$1" && ls state-*.rank-0.safetensors 2>/dev/null | sort -t- -k2 
 
 echo "1. --save-total-limit"
 common=(--data d --steps 40 --quiet --save-state)
-run limit3 0 "$TRAINER" "${common[@]}" s3 --save-every 5 --save-total-limit 3 --save full.safetensors
-[ "$(states s3)" = "state-30.rank-0.safetensors state-35.rank-0.safetensors state-40.rank-0.safetensors " ] ||
+run limit3 0 "$TRAINER" "${common[@]}" s3 --save-every 5 --save-total-limit 3 \
+  --save full.safetensors
+s=.rank-0.safetensors
+[ "$(states s3)" = "state-30$s state-35$s state-40$s " ] ||
   fail "--save-total-limit 3 left: $(states s3)"
 run limit_all 0 "$TRAINER" "${common[@]}" s0 --save-every 5 --save-total-limit 0
 [ "$(states s0 | wc -w)" -eq 8 ] || fail "--save-total-limit 0 left: $(states s0)"
 run limit_default 0 "$TRAINER" "${common[@]}" s1 --save-every epoch
-[ "$(states s1)" = "state-40.rank-0.safetensors " ] || fail "the default limit left: $(states s1)"
+[ "$(states s1)" = "state-40$s " ] || fail "the default limit left: $(states s1)"
 rm s3/state-40.rank-0.safetensors s3/state-35.rank-0.safetensors
 run limit_resume 0 "$TRAINER" "${common[@]}" s3 --save-every 5 --save-total-limit 3 --resume s3 \
   --save resumed.safetensors
-cmp -s full.safetensors resumed.safetensors || fail "resumed from the oldest state kept: other weights"
+cmp -s full.safetensors resumed.safetensors || fail "resumed from the oldest state: other weights"
 # --save-every epoch: 320 training rows / batch 32 / accumulate 2 = 5 steps an epoch
 run every_epoch 0 "$TRAINER" "${common[@]}" se --save-every epoch --save-total-limit 0 --steps 12
-[ "$(states se)" = "state-5.rank-0.safetensors state-10.rank-0.safetensors state-12.rank-0.safetensors " ] ||
+[ "$(states se)" = "state-5$s state-10$s state-12$s " ] ||
   fail "--save-every epoch saved: $(states se)"
 
 echo "2. --load-best"
@@ -57,7 +59,7 @@ for r in evals[1:]:  # strictly better replaces: the first of equals stays
 said = [r for r in records if "best_step" in r]
 assert len(said) == 1 and said[0]["best_step"] == best["step"], (said, best)
 assert said[0]["best_metric"] == metric and said[0]["best_value"] == best[metric], said
-assert evals[0]["step"] < best["step"] < evals[-1]["step"], "the best is the first or last evaluation"
+assert evals[0]["step"] < best["step"] < evals[-1]["step"], "the best is the first or the last"
 
 def tensors(path):
     raw = open(path, "rb").read()
@@ -72,7 +74,7 @@ last = tensors("%s.st/state-60.rank-0.safetensors" % name)
 assert any(saved[k] != last[k] for k in saved), "the saved weights are the last step's"
 again = [json.loads(l) for l in open(name + ".again.jsonl") if metric in l]
 assert again[0][metric] == best[metric], (again, best)
-print("%s: best %s %s at step %d of %d" % (name, metric, best[metric], best["step"], evals[-1]["step"]))
+print("%s: best %s at step %d of %d" % (name, best[metric], best["step"], evals[-1]["step"]))
 EOF
 }
 for metric in eval_loss eval_accuracy; do
@@ -88,10 +90,12 @@ cp -r best_eval_loss.st resume.st
 rm -f $(ls resume.st/state-*.rank-0.safetensors | sort -t- -k2 -n | tail -n 5)
 run best_resumed 0 "$TRAINER" "${bumpy[@]}" --load-best --save best_resumed.safetensors \
   --save-state resume.st --save-every 4 --save-total-limit 0 --resume resume.st
-cmp -s best_eval_loss.safetensors best_resumed.safetensors || fail "a resumed --load-best run saved other weights"
+cmp -s best_eval_loss.safetensors best_resumed.safetensors ||
+  fail "a resumed --load-best run saved other weights"
 run best_noeval 2 "$TRAINER" --data d --steps 10 --validation 0 --load-best
 expect best_noeval err "--load-best needs evaluation data"
-run best_metric 2 "$TRAINER" --data d --steps 10 --load-best --metrics loss --metric-for-best eval_f1
+run best_metric 2 "$TRAINER" --data d --steps 10 --load-best --metrics loss \
+  --metric-for-best eval_f1
 expect best_metric err "--metric-for-best eval_f1: the run does not compute it"
 
 echo "3. --early-stopping"
@@ -100,7 +104,7 @@ for threshold in 0 0.02; do
   run "stopped_$threshold" 0 "$TRAINER" "${bumpy[@]}" --log "stopped_$threshold.jsonl" \
     --early-stopping 6 --early-stopping-threshold "$threshold"
   expect "stopped_$threshold" err "stopped early at step"
-  "$PY" - "$threshold" <<'EOF' || fail "early stopping (threshold $threshold) stopped at the wrong step"
+  "$PY" - "$threshold" <<'EOF' || fail "early stopping (threshold $threshold): the wrong step"
 import json, sys
 threshold = float(sys.argv[1])
 full = [json.loads(l) for l in open("full_run.jsonl")]
@@ -116,12 +120,13 @@ for r in (r for r in full if "eval_loss" in r):  # EarlyStoppingCallback's rule
     if bad >= 6:
         expected = r["step"]
         break
-assert expected is not None and expected < 60, "no early stop in the full run: the test shows nothing"
+assert expected is not None and expected < 60, "no early stop in the full run: no test"
 steps = [r["step"] for r in stopped if "loss" in r]
 evals = [r for r in stopped if "eval_loss" in r]
-assert evals == [r for r in full if "eval_loss" in r and r["step"] <= expected], "evaluations differ"
+assert evals == [r for r in full if "eval_loss" in r and r["step"] <= expected], "other evals"
 assert max(steps) == expected, (max(steps), expected)
-print("threshold %g: stopped at step %d of 60 (%d resets), as the rule says" % (threshold, expected, resets))
+print("threshold %g: stopped at step %d of 60 (%d resets), as the rule says"
+      % (threshold, expected, resets))
 EOF
 done
 

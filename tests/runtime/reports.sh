@@ -79,7 +79,8 @@ for seed in 1 2; do
     --seed "$seed" --quiet
 done
 [ "$(cat split_1.out)" != "$(cat split_2.out)" ] || fail "seeds 1 and 2 evaluated the same rows"
-run split_1_again 0 "$TRAINER" --steps 0 --init w0.safetensors --data d --validation 0.5 --seed 1 --quiet
+run split_1_again 0 "$TRAINER" --steps 0 --init w0.safetensors --data d --validation 0.5 \
+  --seed 1 --quiet
 cmp -s split_1.out split_1_again.out || fail "seed 1 twice evaluated different rows"
 
 finish
