@@ -221,7 +221,7 @@ static int check_best(const trc_model *m, const trc_options *o, trc_error *err) 
   const char *what = o->load_best ? "--load-best" : "--early-stopping";
   if (!o->load_best && !o->early_stopping) return 0;
   if (!o->eval_dir && c->validation == 0)
-    return trc_fail(err, "%s needs evaluation data: --eval-data DIR or --validation F", what);
+    return trc_fail(err, "%s needs evaluation data: --eval-data DIR or --validation X", what);
   if (!c->eval_every_epoch && c->eval_every_steps == 0)
     return trc_fail(err, "%s needs evaluations during training: --eval-every-epoch yes or "
                          "--eval-every-steps N", what);

@@ -252,7 +252,7 @@ static void test_save_strategy(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "0", NULL), err,
                    "--early-stopping: expected an integer >= 1");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", NULL), err,
-                   "--load-best needs evaluation data: --eval-data DIR or --validation F");
+                   "--load-best needs evaluation data: --eval-data DIR or --validation X");
   CHECK(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", "--eval-data", "e",
               NULL) == 0);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "2", "--eval-every-epoch",
