@@ -141,33 +141,37 @@ static int word_index(const char *const *words, int n, const char *text, size_t 
   return -1;
 }
 
+/* The index of text among n words, or -1 after a message naming them. */
+static int one_of(const char *flag, const char *text, const char *const *words, int n,
+                  const char *expected, trc_error *err) {
+  int i = word_index(words, n, text, strlen(text));
+  return i >= 0 ? i : trc_fail(err, "--%s: expected %s, got '%s'", flag, expected, text);
+}
+
 static int set_BOOL(const char *flag, const char *name, const char *text, int *out,
                     trc_error *err) {
   (void)name;
   static const char *const words[] = {"no", "yes", "false", "true", "0", "1"};
-  int i = word_index(words, 6, text, strlen(text));
-  if (i < 0) return trc_fail(err, "--%s: expected yes or no, got '%s'", flag, text);
-  *out = i % 2;
-  return 0;
+  int i = one_of(flag, text, words, 6, "yes or no", err);
+  if (i >= 0) *out = i % 2;
+  return i < 0 ? -1 : 0;
 }
 
 static int set_OPTIMIZER(const char *flag, const char *name, const char *text,
                          trc_optimizer_kind *out, trc_error *err) {
   (void)name;
-  int i = word_index(optimizer_words, TRC_ADAMW + 1, text, strlen(text));
-  if (i < 0) return trc_fail(err, "--%s: expected sgd or adamw, got '%s'", flag, text);
-  *out = (trc_optimizer_kind)i;
-  return 0;
+  int i = one_of(flag, text, optimizer_words, TRC_ADAMW + 1, "sgd or adamw", err);
+  if (i >= 0) *out = (trc_optimizer_kind)i;
+  return i < 0 ? -1 : 0;
 }
 
 static int set_SCHEDULE(const char *flag, const char *name, const char *text,
                         trc_schedule_kind *out, trc_error *err) {
   (void)name;
-  int i = word_index(schedule_words, TRC_SCHED_COSINE + 1, text, strlen(text));
-  if (i < 0)
-    return trc_fail(err, "--%s: expected constant, linear or cosine, got '%s'", flag, text);
-  *out = (trc_schedule_kind)i;
-  return 0;
+  int i = one_of(flag, text, schedule_words, TRC_SCHED_COSINE + 1, "constant, linear or cosine",
+                 err);
+  if (i >= 0) *out = (trc_schedule_kind)i;
+  return i < 0 ? -1 : 0;
 }
 
 /* A comma-separated list of metric words; loss is always evaluated. */
