@@ -3,7 +3,8 @@
 # and Best weights), with the tiny trainer:
 #  1. --save-total-limit K keeps exactly the newest K states, and resuming
 #     from the newest one left still ends bitwise where an uninterrupted run
-#     ends;
+#     ends; a run with another value of a flag that shapes the weights
+#     (--weight-decay, --early-stopping) cannot resume from them;
 #  2. --load-best ends with the weights of the best evaluation in the log
 #     (the lowest eval_loss, or the highest eval_accuracy), bitwise the
 #     parameters of the state saved at that step, and evaluating them again
@@ -34,6 +35,11 @@ rm s3/state-40.rank-0.safetensors s3/state-35.rank-0.safetensors
 run limit_resume 0 "$TRAINER" "${common[@]}" s3 --save-every 5 --save-total-limit 3 --resume s3 \
   --save resumed.safetensors
 cmp -s full.safetensors resumed.safetensors || fail "resumed from the oldest state: other weights"
+# a flag that shapes the weights is in the run's fingerprint: another value is refused
+for flag in "--weight-decay 0.5" "--early-stopping 3 --eval-every-steps 5"; do
+  run other_run 1 "$TRAINER" "${common[@]}" s3 --save-every 5 --resume s3 $flag
+  expect other_run err "saved by a different run"
+done
 # --save-every epoch: 320 training rows / batch 32 / accumulate 2 = 5 steps an epoch
 run every_epoch 0 "$TRAINER" "${common[@]}" se --save-every epoch --save-total-limit 0 --steps 12
 [ "$(states se)" = "state-5$s state-10$s state-12$s " ] ||
