@@ -111,7 +111,7 @@ static void remove_old_states(const char *dir, int rank, int64_t newest, int64_t
   step_list older = {0};
   if (keep == 0) return;
   scan_states(dir, rank, newest, add_step, &older);
-  if (!older.failed) {
+  if (!older.failed && older.n > 0) {
     qsort(older.steps, older.n, sizeof *older.steps, newest_first);
     for (size_t i = (size_t)keep - 1; i < older.n; i++) {
       char path[4096];
