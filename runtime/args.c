@@ -130,7 +130,10 @@ static int parse_value(const flag *f, const char *text, trc_options *o, trc_erro
       *(int64_t *)field = -1;
       return 0;
     }
-    return parse_count(f, text, field, err);
+    if (parse_count(f, text, field, err))
+      return trc_fail(err, "--%s: expected an integer >= %lld or 'epoch', got '%s'", f->name,
+                      (long long)f->min, text);
+    return 0;
   case FLAG_METRIC: return parse_metric(f, text, field, err);
   case FLAG_RATE: {
     char *end;

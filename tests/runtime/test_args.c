@@ -228,7 +228,7 @@ static void test_save_strategy(void) {
               "--save-total-limit", "0", NULL) == 0 &&
         o.save_every == -1 && o.save_total_limit == 0);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--save-state", "s", "--save-every", "0", NULL),
-                   err, "--save-every: expected an integer >= 1");
+                   err, "--save-every: expected an integer >= 1 or 'epoch', got '0'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--save-total-limit", "2", NULL), err,
                    "--save-total-limit needs --save-state DIR");
   model.defaults.validation = 0.1, model.defaults.eval_every_epoch = 1;
