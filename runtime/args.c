@@ -292,7 +292,7 @@ static void print_input(const trc_input *in, FILE *out) {
 static void print_settings(const trc_model *m, FILE *out) {
   trc_config_field fields[TRC_CONFIG_FIELDS];
   trc_config_fields(&m->defaults, fields);
-  fprintf(out, "\ntraining settings: each flag overrides the train block's value, shown (batch "
+  fprintf(out, "\ntraining settings (each flag overrides the train block's value shown; batch "
                "%lld is compiled into every shape):\n", (long long)m->batch);
   for (int i = 0; i < TRC_CONFIG_FIELDS; i++) {
     char left[96];
