@@ -188,7 +188,7 @@ static void test_every_setting(void) {
   trc_config_fields(&model.defaults, defaults);
   trc_config_fields(&others, wanted);
   for (int i = 0; i < TRC_CONFIG_FIELDS; i++) {
-    char flag[64];
+    char flag[128];
     trc_options o;
     trc_error err;
     CHECK(strcmp(defaults[i].value, wanted[i].value) != 0);
