@@ -668,6 +668,7 @@ Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag) {
     if (diag_count(diag) == 0 && g->n > IR_MAX_FORWARD)
       diag_error(diag, m->loc, "model '%s' has more than %d operations", m->name, IR_MAX_FORWARD);
     if (diag_count(diag) == 0) finish_model(&L, &s, m);
+    if (diag_count(diag) == 0) check_train_metrics(&L, ast->trains);
     scope_free(&s);
   }
   scope_free(&L.globals);

@@ -88,5 +88,7 @@ const Builtin *find_builtin(const char *name);
 /* ---- train_block.c ---- */
 /* Sets L->g->train from the file's train block (defaults where it is silent). */
 void lower_train(Lower *L, const TrainBlock *tb);
+/* After the model: metrics the model cannot have (f1_binary needs 2 classes). */
+void check_train_metrics(Lower *L, const TrainBlock *tb);
 
 #endif

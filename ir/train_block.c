@@ -110,15 +110,15 @@ static void lower_eval(Lower *L, const Setting *st, trc_train_config *t) {
                            INT64_C(1) << 40, &t->eval_every_steps))
     return;
   if (!st->has_colon) return;
-  static const struct { const char *name; unsigned bit; } metrics[] = {
-      {"loss", TRC_METRIC_LOSS}, {"accuracy", TRC_METRIC_ACCURACY}, {"f1", TRC_METRIC_F1}};
+  static const char *const words[] = {TRC_METRIC_WORDS}; /* bit i is words[i] */
   t->metrics = TRC_METRIC_LOSS;
   for (int i = 0; i < st->nafter; i++) {
     const Expr *m = st->after_colon[i];
     unsigned bit = 0;
-    for (int j = 0; j < 3; j++)
-      if (m->kind == EX_IDENT && strcmp(m->name, metrics[j].name) == 0) bit = metrics[j].bit;
-    if (!bit) diag_error(L->diag, m->loc, "unknown metric (expected loss, accuracy or f1)");
+    for (unsigned j = 0; j < sizeof words / sizeof words[0]; j++)
+      if (m->kind == EX_IDENT && strcmp(m->name, words[j]) == 0) bit = 1u << j;
+    if (!bit)
+      diag_error(L->diag, m->loc, "unknown metric (expected loss, accuracy, f1, f1_macro or f1_binary)");
     t->metrics |= bit;
   }
 }
@@ -270,7 +270,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
     int64_t seed;
     if (setting_int(L, st, 0, big, &seed)) t->seed = (uint64_t)seed;
   } else if (!strcmp(k, "clip")) setting_number(L, st, 0, 1e9, &t->clip_norm);
-  else if (!strcmp(k, "validation")) setting_number(L, st, 0, 0.9, &t->val_split);
+  else if (!strcmp(k, "validation")) setting_number(L, st, 0, 0.9, &t->validation);
   else if (!strcmp(k, "optimizer")) lower_optimizer(L, st, t);
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
@@ -280,6 +280,17 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   else if (!strcmp(k, "sync")) lower_sync(L, st, t);
   else if (!strcmp(k, "outer_optimizer")) lower_outer_optimizer(L, st, t);
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
+}
+
+void check_train_metrics(Lower *L, const TrainBlock *tb) {
+  const Graph *g = L->g;
+  const Setting *st = tb ? find_setting(tb, "eval") : NULL;
+  if (!st || !(g->train.run.metrics & TRC_METRIC_F1_BINARY) || g->predict < 0) return;
+  const Shape *p = &g->nodes[g->predict].shape;
+  if (p->dim[p->rank - 1] != 2)
+    diag_error(L->diag, st->loc,
+               "f1_binary is the F1 of class 1 of two; this model predicts %lld classes (f1_macro: their mean)",
+               (long long)p->dim[p->rank - 1]);
 }
 
 void lower_train(Lower *L, const TrainBlock *tb) {

@@ -68,6 +68,7 @@ void trc_log_step(trc_log *log, const trc_step_record *r) {
   begin(log, "train", r->step, r->epoch);
   field(log, "loss", r->loss);
   field(log, "lr", r->lr);
+  field(log, "grad_norm", r->grad_norm);
   field(log, "examples_per_s", r->examples_per_s);
   field(log, "seconds", r->seconds);
   if (log->f)
@@ -79,10 +80,54 @@ void trc_log_step(trc_log *log, const trc_step_record *r) {
 
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r) {
   if (!logging(log)) return;
+  static const char *const names[] = {TRC_EVAL_NAMES};
   begin(log, "eval", step, epoch);
-  if (r->has_loss) field(log, "eval_loss", r->loss);
-  if (r->has_accuracy) field(log, "eval_accuracy", r->accuracy);
-  if (r->has_f1) field(log, "eval_f1", r->f1);
+  for (int i = 0; i < TRC_EVAL_METRICS; i++)
+    if (r->has >> i & 1) field(log, names[i], r->value[i]);
+  end(log);
+}
+
+/* ,"key":[f(mt, 0), f(mt, 1), ...] */
+static void per_class(FILE *f, const char *key, const trc_metrics *mt,
+                      double (*fn)(const trc_metrics *, int64_t)) {
+  fprintf(f, ",\"%s\":[", key);
+  for (int64_t c = 0; c < mt->classes; c++) {
+    if (c) fputc(',', f);
+    trc_json_write_number(f, fn(mt, c));
+  }
+  fputc(']', f);
+}
+
+static double support(const trc_metrics *mt, int64_t c) {
+  return (double)trc_metrics_support(mt, c);
+}
+
+void trc_log_classes(trc_log *log, int64_t step, const trc_metrics *mt) {
+  if (!log->f || !mt->confusion || mt->examples == 0) return;
+  const int64_t k = mt->classes;
+  fprintf(log->f, "{\"step\":%lld", (long long)step);
+  per_class(log->f, "precision", mt, trc_metrics_precision);
+  per_class(log->f, "recall", mt, trc_metrics_recall);
+  per_class(log->f, "f1", mt, trc_metrics_f1);
+  per_class(log->f, "support", mt, support);
+  fputs(",\"confusion_matrix\":[", log->f);
+  for (int64_t t = 0; t < k; t++)
+    for (int64_t c = 0; c < k; c++)
+      fprintf(log->f, "%s%lld%s", c ? "," : t ? ",[" : "[", (long long)mt->confusion[t * k + c],
+              c == k - 1 ? "]" : "");
+  fputc(']', log->f);
+  end(log);
+}
+
+void trc_log_best(trc_log *log, int64_t step, const trc_best *best) {
+  static const char *const names[] = {TRC_EVAL_NAMES};
+  if (!logging(log)) return;
+  log->group = "best";
+  log->step = step;
+  if (log->f)
+    fprintf(log->f, "{\"step\":%lld,\"best_step\":%lld,\"best_metric\":\"%s\"", (long long)step,
+            (long long)best->step, names[best->metric]);
+  field(log, "best_value", best->value);
   end(log);
 }
 

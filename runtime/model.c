@@ -88,8 +88,8 @@ static int check_config(const trc_train_config *c, trc_error *err) {
     return trc_fail(err, "defaults: local_sgd must be >= 1 and local_sgd_warmup >= 0");
   if (!(c->outer_lr >= 0 && c->outer_momentum >= 0 && c->outer_momentum < 1))
     return trc_fail(err, "defaults: outer lr must be >= 0 and outer momentum in [0, 1)");
-  if (!(c->val_split >= 0 && c->val_split < 1))
-    return trc_fail(err, "defaults: val_split must be in [0, 1)");
+  if (!(c->validation >= 0 && c->validation < 1))
+    return trc_fail(err, "defaults: validation must be in [0, 1)");
   if (!isfinite(c->lr) || c->lr < 0) return trc_fail(err, "defaults: lr must be finite and >= 0");
   return 0;
 }

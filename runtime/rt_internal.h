@@ -31,7 +31,7 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 
 /* Independent random streams (rng.c keys). */
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
-       TRC_STREAM_SAMPLE = 5 };
+       TRC_STREAM_SAMPLE = 5, TRC_STREAM_HOLDOUT = 6 };
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
@@ -157,11 +157,17 @@ size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);
 enum { TRC_CONFIG_FIELDS = 0 TRC_TRAIN_CONFIG(TRC_CONFIG_COUNT_FIELD) };
 typedef struct {
   const char *name, *help; /* the field's name and help line in TRC_TRAIN_CONFIG */
+  const char *metavar;     /* what its flag's value looks like: "N", "X", "yes|no", ... */
+  char flag[40];           /* its flag, without the dashes before it: "weight-decay" */
   int shapes_run;          /* its RUN column */
   char value[48];          /* the value as text, exact ("0.9", "adamw", "yes") */
 } trc_config_field;
 /* Every field of c, in the table's order. */
 void trc_config_fields(const trc_train_config *c, trc_config_field out[TRC_CONFIG_FIELDS]);
+/* Field number `field` of c from a flag's text, parsed by its kind and
+ * checked against its range; messages name the flag (--FLAG). */
+int trc_config_set(trc_train_config *c, int field, const char *flag, const char *text,
+                   trc_error *err);
 
 /* ---- the step schedule (steps.c) ---- */
 
@@ -248,17 +254,46 @@ struct trc_step {
   int params_averaged; /* set by trc_step_average_parameters */
   int64_t labels;      /* with ignored labels: the window's labels that count, this */
   int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
+  double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped) */
 };
 
 /* ---- resumable state (state.c) ---- */
+
+/* What one evaluation found (eval.c). */
+typedef struct {
+  double value[TRC_EVAL_METRICS]; /* by TRC_EVAL_* */
+  unsigned has;                   /* bit i: value[i] was computed */
+  int64_t examples;
+} trc_eval_result;
+
+/* The best evaluation so far (best.c), for --load-best and --early-stopping. */
+typedef struct {
+  int metric;          /* TRC_EVAL_*: lower is better for eval_loss, higher otherwise */
+  int64_t patience;    /* --early-stopping (0: never stop) */
+  double threshold;    /* --early-stopping-threshold */
+  float *weights;      /* --load-best: the best evaluation's parameters; else NULL */
+  uint64_t count;      /* parameters (f32) */
+  int64_t step;        /* the step of the best evaluation; 0: none yet */
+  double value;        /* its metric */
+  int64_t bad_evals;   /* evaluations since the last improvement beyond the threshold */
+} trc_best;
+
+int trc_best_init(trc_best *b, const trc_options *o, uint64_t count, trc_error *err);
+void trc_best_free(trc_best *b);
+/* After an evaluation at `step` of the parameters `params`. */
+void trc_best_update(trc_best *b, const trc_eval_result *r, int64_t step, const float *params);
+/* 1 when --early-stopping's patience has run out. */
+int trc_best_stops(const trc_best *b);
 
 typedef struct {
   const trc_model *model;
   char *arena;
   trc_optimizer *opt;
   trc_sync *sync;
+  trc_best *best;          /* its counters and weights are saved too */
   int64_t step;            /* optimizer steps done */
   int in_sync;             /* the ranks hold the same parameters */
+  int64_t keep;            /* --save-total-limit: states kept, 0: all */
   const char *fingerprint; /* what shapes the run; a state saved by another run is refused */
 } trc_run_state;
 
@@ -266,7 +301,8 @@ typedef struct {
  * before training, not at the first save. */
 int trc_state_prepare(const char *dir, trc_error *err);
 /* Writes DIR/state-STEP.rank-R.safetensors atomically, then (after every
- * rank has) removes this rank's older ones. Collective: every rank calls it. */
+ * rank has) removes this rank's older ones beyond the newest st->keep.
+ * Collective: every rank calls it. */
 int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
 /* Loads the newest step saved by every rank. Collective. */
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
@@ -293,14 +329,9 @@ int trc_ranks_agree(const trc_model *m, const trc_options *o, const char *arena,
  * same file; then removes the temp files interrupted saves left (outputs.c). */
 int trc_check_outputs(const trc_model *m, const trc_options *o, int rank, trc_error *err);
 
-typedef struct {
-  double loss, accuracy, f1;
-  int has_loss, has_accuracy, has_f1;
-  int64_t examples;
-} trc_eval_result;
-
 /* Evaluation state, allocated once: a row list for one batch, metrics, and
- * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class). */
+ * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class, then
+ * the confusion matrix when the metrics keep one). */
 enum { EVAL_SUMS = 6 };
 typedef struct {
   int64_t *rows;
@@ -318,10 +349,14 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *model, const trc_train_con
                   char *arena, const trc_dataset *ds, trc_eval_result *out);
 int trc_check_labels(const trc_model *model, const trc_dataset *ds, const char *what,
                      trc_error *err);
+/* The per-class precision, recall, F1, support and the confusion matrix of
+ * the metrics (report.c); nothing without a confusion matrix. */
+void trc_report_classes(const trc_metrics *mt, FILE *out);
 
 typedef struct {
   int64_t step; /* optimizer steps done */
   double epoch, loss, lr, examples_per_s, seconds;
+  double grad_norm;   /* before clipping (under MPI, the mean over the ranks) */
   int64_t syncs;      /* cumulative, see trc_sync */
   uint64_t comm_bytes;
   double comm_seconds;
@@ -344,6 +379,10 @@ void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);
 void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water);
+/* The per-class report of the last evaluation (nothing without a confusion
+ * matrix), and which evaluation --load-best restored. */
+void trc_log_classes(trc_log *log, int64_t step, const trc_metrics *mt);
+void trc_log_best(trc_log *log, int64_t step, const trc_best *best);
 
 typedef struct {
   int64_t total;

@@ -43,9 +43,9 @@ void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
 
 void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gradients(s)); }
 
+/* The norm before clipping is kept for the log (grad_norm), clipped or not. */
 void trc_step_clip_gradients(trc_step *s) {
-  if (s->cfg->clip_norm > 0)
-    trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
+  s->grad_norm = trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
 }
 
 void trc_step_update(trc_step *s) {

@@ -95,11 +95,17 @@ typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
   X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
 typedef enum { TRC_LOSS_KINDS(TRC_ENUM_VALUE) } trc_loss_kind;
 
-enum { /* trc_train_config.metrics bits */
+/* trc_train_config.metrics bits: bit i is metric word i of TRC_METRIC_WORDS,
+ * reported as "eval_" + the word. f1 is Hugging Face's eval_f1: class 1's F1
+ * for two classes, macro-F1 for more; f1_macro and f1_binary name one. */
+enum {
   TRC_METRIC_LOSS = 1,
   TRC_METRIC_ACCURACY = 2,
   TRC_METRIC_F1 = 4,
+  TRC_METRIC_F1_MACRO = 8,
+  TRC_METRIC_F1_BINARY = 16,
 };
+#define TRC_METRIC_WORDS "loss", "accuracy", "f1", "f1_macro", "f1_binary"
 
 /* The train block's run-time settings, one row each:
  *   X(KIND, name, RUN, "help")
@@ -134,7 +140,7 @@ enum { /* trc_train_config.metrics bits */
   X(I64, eval_every_steps, 0, "also evaluate every N optimizer steps (0: not)")                   \
   X(METRICS, metrics, 0, "evaluation metrics")                                                    \
   X(I64, log_every, 0, "optimizer steps between log records")                                     \
-  X(F64, val_split, 0, "fraction of --data held out when there is no --eval-data")                \
+  X(F64, validation, 0, "share of --data held out (drawn by the seed) without --eval-data")      \
   X(I64, local_sgd, 1, "MPI: optimizer steps between parameter averages")                         \
   X(I64, local_sgd_warmup, 1, "MPI: first steps synchronous (gradients averaged)")                \
   X(BOOL, sync_gradients, 1, "MPI: average gradients every step (data parallel)")                 \
@@ -189,7 +195,8 @@ void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count);
 void trc_step_wait_gradients(trc_step *s);
 /* All-reduces the whole gradient region (blocking). */
 void trc_step_allreduce_gradients(trc_step *s);
-/* Scales the gradients to the run's clip_norm (nothing when it is 0). */
+/* Scales the gradients to the run's clip_norm (nothing when it is 0); their
+ * norm before clipping is what the log reports as grad_norm. */
 void trc_step_clip_gradients(trc_step *s);
 /* One update of every parameter by the run's optimizer at this step's
  * learning rate. */

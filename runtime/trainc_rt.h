@@ -103,6 +103,10 @@ int trc_dataset_load(const trc_model *model, const char *dir, trc_dataset *ds, t
 int trc_dataset_view(const trc_dataset *src, int64_t first, int64_t count, trc_dataset *view,
                      trc_error *err);
 void trc_dataset_free(trc_dataset *ds);
+/* The validation split (holdout.c): moves n_held rows, drawn by the seed
+ * (every subset of that size equally likely), to the end of ds; the other
+ * rows stay first. Both parts keep their file order. */
+int trc_dataset_hold_out(trc_dataset *ds, int64_t n_held, uint64_t seed, trc_error *err);
 /* Copies rows[0..count) of every column into the inputs' arena slots. */
 void trc_dataset_gather(const trc_dataset *ds, const trc_model *model, const int64_t *rows,
                         int64_t count, char *arena);
@@ -166,10 +170,16 @@ double trc_clip_grad_norm(float *g, uint64_t n, double max_norm);
 double trc_schedule_lr(const trc_train_config *cfg, int64_t step, int64_t total);
 
 /* ---- evaluation metrics ---- */
+/* The confusion matrix is kept up to this many classes (a language model's
+ * vocabulary gets the per-class counts only). */
+#define TRC_CONFUSION_MAX_CLASSES 32
+
 typedef struct {
   int64_t classes;
   int64_t examples, correct;
   int64_t *true_pos, *false_pos, *false_neg;   /* per class, allocated once */
+  int64_t *confusion;                          /* [true class][predicted class], or NULL
+                                                  above TRC_CONFUSION_MAX_CLASSES */
   double ce_sum;                               /* sum of per-example cross-entropy */
 } trc_metrics;
 
@@ -181,9 +191,26 @@ void trc_metrics_free(trc_metrics *mt);
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows);
 double trc_metrics_accuracy(const trc_metrics *mt);
-/* Mean F1 over the classes that occur in labels or predictions. */
+/* Class c's precision TP/(TP+FP), recall TP/(TP+FN), F1 2TP/(2TP+FP+FN)
+ * (each 0 when its denominator is, as scikit-learn's zero_division) and
+ * support TP+FN (how often it is the label). */
+double trc_metrics_precision(const trc_metrics *mt, int64_t c);
+double trc_metrics_recall(const trc_metrics *mt, int64_t c);
+double trc_metrics_f1(const trc_metrics *mt, int64_t c);
+int64_t trc_metrics_support(const trc_metrics *mt, int64_t c);
+/* Mean F1 over the classes that occur in labels or predictions
+ * (f1_score(average="macro")). */
 double trc_metrics_macro_f1(const trc_metrics *mt);
+/* Hugging Face's eval_f1: class 1's F1 for two classes (f1_score's
+ * average="binary"), macro-F1 for more; NaN before any example. */
+double trc_metrics_task_f1(const trc_metrics *mt);
 double trc_metrics_cross_entropy(const trc_metrics *mt);   /* mean per example */
+
+/* What an evaluation reports, "eval_" + TRC_METRIC_WORDS: metric i is
+ * computed when bit i of the run's metrics is set (loss always). */
+#define TRC_EVAL_NAMES "eval_loss", "eval_accuracy", "eval_f1", "eval_f1_macro", "eval_f1_binary"
+enum { TRC_EVAL_LOSS, TRC_EVAL_ACCURACY, TRC_EVAL_F1, TRC_EVAL_F1_MACRO, TRC_EVAL_F1_BINARY,
+       TRC_EVAL_METRICS };
 
 /* ---- weights: .safetensors ---- */
 typedef struct {
@@ -264,7 +291,12 @@ void trc_comm_set_timeout(double seconds);
 typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
   const char *state_dir, *resume_dir; /* --save-state, --resume */
-  int64_t save_every;      /* optimizer steps between state saves */
+  int64_t save_every;      /* optimizer steps between state saves; -1: every epoch */
+  int64_t save_total_limit; /* states kept: the newest K (default 1); 0: all */
+  int load_best;           /* --load-best: end with the best evaluation's weights */
+  int metric_for_best;     /* TRC_EVAL_*: what --load-best and --early-stopping compare */
+  int64_t early_stopping;  /* patience in evaluations; 0: off */
+  double early_stopping_threshold; /* an improvement must exceed it */
   const char *dump_path;   /* --dump-step FILE */
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */

@@ -102,10 +102,11 @@ for e in evs[1:]:
 want = {}
 for line in open(log):
     r = json.loads(line)
-    group = ("memory" if "arena_planned" in r
+    group = ("memory" if "arena_planned" in r else "best" if "best_step" in r
              else "eval" if any(k.startswith("eval_") for k in r) else "train")
     for k, v in r.items():
-        if k in ("step", "syncs", "comm_bytes") or v is None:
+        # counters and words stay in the log only, as do the per-class lists
+        if k in ("step", "syncs", "comm_bytes", "best_step") or not isinstance(v, (int, float)):
             continue
         tag = "eval/" + k[5:] if k.startswith("eval_") else f"{group}/{k}"
         want[(r["step"], tag)] = f32(v)
