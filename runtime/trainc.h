@@ -260,6 +260,17 @@ void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
 int trc_threads(void);
 
+/* C = op(A) op(B) + beta*C for `batch` row-major matrices (matrix i of X at
+ * x + i*stride_x; op transposes when ta / tb), on the trainer's threads.
+ * The work is cut into single-threaded BLAS calls by a partition that
+ * depends on the shapes only — for a batch of fewer than 8, the larger of
+ * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
+ * number of threads: OpenBLAS's own threading changes the result with the
+ * thread count for some shapes (K = 784: most of C), this does not. */
+void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+              int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+              float beta, float *c, int64_t ldc, int64_t stride_c);
+
 /* ---- helpers for generated kernels ---- */
 
 /* A kernel's parallel loop of n iterations and `work` innermost statements
