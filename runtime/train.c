@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef struct {
   const trc_model *m;
@@ -38,6 +39,7 @@ typedef struct {
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
+  int64_t window_faults;       /* page faults inside steps since then */
   int64_t steps_run;           /* steps done by this process (not before a resume) */
   double run_examples;         /* and their examples (all ranks) */
 } trainer;
@@ -129,7 +131,13 @@ static void evaluate(trainer *t) {
 static trc_step_record step_record(const trainer *t, double loss, double lr, double per_s) {
   return (trc_step_record){t->step,      epochs_done(t),   loss,           lr,
                            per_s,        trc_now() - t->start, t->sync.syncs, t->sync.bytes,
-                           t->sync.seconds};
+                           t->sync.seconds, t->window_faults};
+}
+
+/* Page faults of the whole process so far (every thread's). */
+static int64_t page_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)(u.ru_minflt + u.ru_majflt) : 0;
 }
 
 static void report_step(trainer *t, double loss, double lr) {
@@ -147,6 +155,7 @@ static void report_step(trainer *t, double loss, double lr) {
   trc_log_step(&t->log, &rec);
   t->window_start = t->train_seconds;
   t->window_examples = 0;
+  t->window_faults = 0;
 }
 
 /* ---- training ---- */
@@ -265,8 +274,10 @@ static int train(trainer *t, trc_error *err) {
   while (t->step < total) {
     double lr = trc_schedule_lr(c, t->step, total);
     double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
+    int64_t faults = page_faults();
     double t0 = trc_now(), loss = train_step(t, lr);
     t->train_seconds += trc_now() - t0;
+    t->window_faults += page_faults() - faults;
     t->window_examples += examples;
     t->run_examples += examples;
     t->steps_run++;

@@ -241,10 +241,10 @@ int trc_main(const trc_model *model, int argc, char **argv);
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
- * OpenMP's: OMP_NUM_THREADS, else every core it may run on), which the loop
- * kernels, the runtime's flat loops and the BLAS share: the runtime runs on
- * OpenMP and links Debian's OpenMP build of OpenBLAS, so a GEMM and the loop
- * after it use the same threads, which sleep between steps. */
+ * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
+ * (runtime/parallel.c), which runs the loop kernels, the runtime's flat
+ * loops and the GEMMs (trc_gemm: single-threaded OpenBLAS calls). Idle
+ * threads spin a few microseconds, then sleep. */
 
 /* A loop body: iterations [lo, hi) of a loop whose iterations are
  * independent (for a kernel's loop, kernel_mark_parallel in ir/ir.h). */
@@ -252,10 +252,11 @@ typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
 /* Runs body over [0, n) on the trainer's threads, cut into one contiguous
  * block per thread by a fixed static partition: with T = min(threads, n),
  * thread t runs [t*q + min(t, r), (t+1)*q + min(t+1, r)) where q = n / T and
- * r = n % T. Returns when every block is done. Runs body(ctx, 0, n) on the
- * caller when T is 1 or when called from inside a body. Whatever the
- * partition, results must not depend on it: a body whose iterations
- * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm. */
+ * r = n % T (the caller is thread 0). Returns when every block is done.
+ * Runs body(ctx, 0, n) on the caller when T is 1 or when called from inside
+ * a body. Results must not depend on the partition: a body whose iterations
+ * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm.
+ * Not for two callers at once (a trainer has one). */
 void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
 int trc_threads(void);

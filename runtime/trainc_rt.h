@@ -281,7 +281,7 @@ typedef struct {
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
   double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
-  int64_t threads;         /* --threads: 0: OpenMP's default (trainc.h) */
+  int64_t threads;         /* --threads; 0: the default (trainc.h) */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,
