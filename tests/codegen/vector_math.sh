@@ -16,7 +16,11 @@ cc=$(sed -n 's/^ *--cc CC .*(default: \$CC, else \(.*\))$/\1/p' <<<"$help")
 cc=${CC:-$cc}
 echo "compiler: $cc; flags: $flags"
 $cc $flags -std=c11 -I "$rt" "$src" -o "$work/vector_math" -lmvec -lm
-for f in expf logf tanhf erff; do
+# GCC (declarations in trainc.h) vectorizes all four; clang-19's
+# -fveclib=libmvec knows only expf and logf of them (tanhf, erff stay libm's).
+want="expf logf tanhf erff"
+[[ $cc == *clang* ]] && want="expf logf"
+for f in $want; do
   nm "$work/vector_math" | grep -Eq "_ZGV[A-Za-z0-9]+_$f(@|$)" ||
     { echo "FAIL: $f is not called as a vector function"; exit 1; }
 done
