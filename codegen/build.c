@@ -90,6 +90,7 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
   push_words(&a, opt->blas_lib);
   if (opt->mpi_libs) push_words(&a, opt->mpi_libs);
   push(&a, "-lz");
+  push(&a, "-lmvec"); /* glibc's vector math (trainc.h) */
   push(&a, "-lm");
   int rc = run(&a, "the C compiler", NULL, opt->verbose, diag);
   free_argv(&a);

@@ -1,15 +1,18 @@
 /* c_backend.c — prints a Program as one readable C file.
  *
  * Layout of the output, top to bottom: a header comment, one static function
- * per kernel (loop nests as the op table built them; GEMMs as cblas_sgemm
- * calls; arena offsets as literals), forward() and backward() as flat call
+ * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
+ * calls, the runtime's OpenBLAS; arena offsets as literals), forward() and backward() as flat call
  * lists (backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the
  * trc_model descriptor with its compiled defaults (printed from the config
  * table TRC_TRAIN_CONFIG) and main(). Buffers are never aliased within a
  * kernel (the memory plan gives values that are alive together disjoint
- * ranges), hence `restrict`. */
+ * ranges), hence `restrict`. A kernel's top-level loop that the IR proved
+ * parallel (kernel_mark_parallel) becomes a function of an iteration range,
+ * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
+ * when it has enough work. */
 #include "codegen.h"
 
 #include <ctype.h>
@@ -105,10 +108,63 @@ static void indent(FILE *out, int depth) {
   for (int i = 0; i < depth; i++) fputs("  ", out);
 }
 
+/* `a op b` for a reduction's op. */
+static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b_expr,
+                          const char *b) {
+  fprintf(out, op == KB_ADD ? "%s + " : op == KB_MAX ? "trc_maxf(%s, " : "trc_minf(%s, ", a);
+  if (b_expr)
+    print_expr(out, b_expr);
+  else
+    fputs(b, out);
+  fputs(op == KB_ADD ? ";\n" : ");\n", out);
+}
+
+/* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
+ * remainder, then the lanes folded in halves into the local. */
+static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int depth) {
+  const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
+  int64_t full = s->extent / K_LANES * K_LANES;
+  int v = s->var;
+  fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
+  indent(out, depth + 1);
+  fprintf(out, "float lane[%d];\n", K_LANES);
+  indent(out, depth + 1);
+  fprintf(out, "for (int l = 0; l < %d; l++) lane[l] = l ? %s : t%d;\n", K_LANES, identity, t);
+  indent(out, depth + 1);
+  fprintf(out, "for (int64_t c = 0; c < %lld; c += %d)\n", (long long)full, K_LANES);
+  indent(out, depth + 2);
+  char lane[64];
+  snprintf(lane, sizeof lane, "lane[i%d - c]", v);
+  fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
+  print_combine(out, op, lane, s->body[0]->value->b, NULL);
+  if (full < s->extent) {
+    snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
+    indent(out, depth + 1);
+    fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
+            (long long)s->extent, v, lane);
+    print_combine(out, op, lane, s->body[0]->value->b, NULL);
+  }
+  indent(out, depth + 1);
+  fprintf(out, "for (int w = %d; w > 0; w /= 2)\n", K_LANES / 2);
+  indent(out, depth + 2);
+  fputs("for (int l = 0; l < w; l++) lane[l] = ", out);
+  print_combine(out, op, "lane[l]", NULL, "lane[l + w]");
+  indent(out, depth + 1);
+  fprintf(out, "t%d = lane[0];\n", t);
+  indent(out, depth);
+  fputs("}\n", out);
+}
+
 static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
+    KBinaryOp op;
+    int t;
     indent(out, depth);
+    if (s->extent >= K_LANES && kstmt_is_reduction(s, &op, &t)) {
+      print_reduction(out, s, op, t, depth);
+      continue;
+    }
     switch (s->kind) {
     case KS_FOR:
       fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
@@ -166,24 +222,94 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
   fputs(" */\n", out);
 }
 
-static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+/* Declares, from the arena A, the buffers `used` marks (`restrict`: the
+ * buffers of one kernel never overlap). */
+static void print_buffers(FILE *out, const Program *p, int id, const bool *used) {
   const Graph *g = p->g;
-  bool *used = xcalloc((size_t)g->n, sizeof *used);
-  mark_stmts(k->body, k->nbody, used);
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
   for (int b = 0; b < g->n; b++) {
     if (!used[b]) continue;
     const char *qual = b == id ? "" : "const ";
     fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
             c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
   }
-  print_stmts(out, k->body, k->nbody, 1);
+}
+
+/* Innermost statements a loop runs: the work it would split among threads. */
+static double loop_work(const KStmt *s) {
+  double per_iteration = 0;
+  for (int i = 0; i < s->nbody; i++)
+    per_iteration += s->body[i]->kind == KS_FOR ? loop_work(s->body[i]) : 1;
+  return (double)s->extent * per_iteration;
+}
+
+static bool runs_parallel(const KStmt *s) {
+  return s->kind == KS_FOR && s->parallel && s->extent > 1;
+}
+
+/* Iterations a parallel loop hands to a thread at a time: a loop with no
+ * loop inside (a flat pointwise loop) goes in chunks of a constant count,
+ * so that the compiler vectorizes the loop over one chunk, from 0 to a
+ * constant (GCC's very-cheap cost model, trainc's default, vectorizes only
+ * such loops; not c*64 .. c*64 + 64); 1 for the others, whose inner loops
+ * have constant bounds. */
+static int64_t parallel_chunk(const KStmt *s) {
+  for (int i = 0; i < s->nbody; i++)
+    if (s->body[i]->kind == KS_FOR) return 1;
+  return s->extent % 64 == 0 ? 64 : s->extent % 16 == 0 ? 16 : 1;
+}
+
+/* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
+ * chunks [lo, hi) of loop `at` of kernel `id`. */
+static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
+  bool *used = xcalloc((size_t)p->g->n, sizeof *used);
+  mark_stmts(&s, 1, used);
+  int64_t chunk = parallel_chunk(s);
+  fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
+  fputs("  char *restrict A = ctx;\n", out);
+  print_buffers(out, p, id, used);
+  int v = s->var, depth = 2;
+  if (chunk == 1) {
+    fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
+  } else {
+    fputs("  for (int64_t c = lo; c < hi; c++) {\n", out);
+    fprintf(out, "    for (int64_t j = 0; j < %lld; j++) {\n", (long long)chunk);
+    fprintf(out, "      const int64_t i%d = c * %lld + j;\n", v, (long long)chunk);
+    depth = 3;
+  }
+  print_stmts(out, s->body, s->nbody, depth);
+  fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
+  free(used);
+}
+
+/* The kernel: the loops runs_parallel picks as calls of their bodies
+ * (printed first) through trc_kernel_loop, which runs them on the trainer's
+ * threads when they have enough work; the rest inline. */
+static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  bool *used = xcalloc((size_t)p->g->n, sizeof *used);
+  for (int i = 0; i < k->nbody; i++) {
+    if (runs_parallel(k->body[i]))
+      print_loop_body(out, p, id, i, k->body[i]);
+    else
+      mark_stmts(&k->body[i], 1, used);
+  }
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  print_buffers(out, p, id, used);
+  for (int i = 0; i < k->nbody; i++) {
+    if (runs_parallel(k->body[i]))
+      fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
+              (long long)(k->body[i]->extent / parallel_chunk(k->body[i])),
+              fmin(loop_work(k->body[i]), 9e18), id, i);
+    else
+      print_stmts(out, &k->body[i], 1, 1);
+  }
   fputs("}\n\n", out);
   free(used);
 }
 
 /* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last
- * dim]; bmm: a batch of matrices (the last two dims), one GEMM per batch. */
+ * dim]; bmm: a batch of matrices (the last two dims). The runtime's
+ * trc_gemm runs it on the trainer's threads, bitwise the same on any
+ * number of them. */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
@@ -193,14 +319,13 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, cols = tb ? b_rows : b_cols;
   int64_t batch = shape_numel(&n->shape) / (m * cols);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)batch);
-  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", ta ? "CblasTrans" : "CblasNoTrans",
-          tb ? "CblasTrans" : "CblasNoTrans", (long long)m, (long long)cols, (long long)k);
-  fprintf(out, "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + i * %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)(a_rows * a_cols), (long long)a_cols,
-          (unsigned long long)p->offset[n->in[1]], (long long)(b_rows * b_cols), (long long)b_cols);
-  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)(m * cols), (long long)cols);
+  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)batch, ta, tb, (long long)m,
+          (long long)cols, (long long)k);
+  fprintf(out, "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
+          (unsigned long long)p->offset[n->in[0]], (long long)a_cols, (long long)(a_rows * a_cols),
+          (unsigned long long)p->offset[n->in[1]], (long long)b_cols, (long long)(b_rows * b_cols));
+  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
+          (unsigned long long)p->offset[id], (long long)cols, (long long)(m * cols));
 }
 
 static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
@@ -414,7 +539,9 @@ void emit_c(FILE *out, const Program *p) {
   fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
   fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
           format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
-  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
+  fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
+  fputs("#include \"trainc.h\"\n\n", out);
   fputs("/* ---- forward kernels ---- */\n\n", out);
   print_kernels(out, p, p->forward, p->n_forward);
   fputs("/* ---- backward kernels ---- */\n\n", out);

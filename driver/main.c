@@ -49,7 +49,7 @@ static const char *usage_text =
     "                           (forward and backward steps, arena offsets and\n"
     "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
-    "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
+    "  --cc CC                  C compiler for build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
@@ -230,8 +230,11 @@ static int emit(const Program *p, const Options *o) {
   return ok ? 0 : 1;
 }
 
+/* The C compiler: --cc, else $CC, else the one trainc was configured with. */
 static BuildOptions build_options(const Options *o) {
-  return (BuildOptions){.cc = o->cc, .cflags = o->cflags ? o->cflags : TRAINC_DEFAULT_CFLAGS,
+  const char *env_cc = getenv("CC");
+  const char *cc = o->cc ? o->cc : env_cc && *env_cc ? env_cc : TRAINC_DEFAULT_CC;
+  return (BuildOptions){.cc = cc, .cflags = o->cflags ? o->cflags : TRAINC_DEFAULT_CFLAGS,
                         .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
                         .verbose = o->verbose};
 }

@@ -79,6 +79,8 @@ static const flag flags[] = {
      "--sample draws from the fewest most likely tokens that hold P of the mass (default 1)"},
     {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
      "MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
+    {"threads", FLAG_COUNT, OPT(threads), 1, ANY, "N",
+     "threads for kernels, optimizer and BLAS (default: OMP_NUM_THREADS, else the cores)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
     {"no-overlap", FLAG_SWITCH, OPT(no_overlap), 0, TRAIN, NULL,
      "MPI: all-reduce averaged gradients after backward, not bucket by bucket during it"},
@@ -235,6 +237,8 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
     return trc_fail(err, "--metric-for-best needs --load-best or --early-stopping PATIENCE");
   if (was_given(settings, given, "early-stopping-threshold") && !o->early_stopping)
     return trc_fail(err, "--early-stopping-threshold needs --early-stopping PATIENCE");
+  if (o->threads > TRC_MAX_THREADS)
+    return trc_fail(err, "--threads: at most %d, got %lld", TRC_MAX_THREADS, (long long)o->threads);
   return 0;
 }
 

@@ -75,6 +75,7 @@ void trc_log_step(trc_log *log, const trc_step_record *r) {
     fprintf(log->f, ",\"syncs\":%lld,\"comm_bytes\":%llu", (long long)r->syncs,
             (unsigned long long)r->comm_bytes);
   field(log, "comm_seconds", r->comm_seconds);
+  field(log, "page_faults", (double)r->page_faults);
   end(log);
 }
 

@@ -360,6 +360,7 @@ typedef struct {
   int64_t syncs;      /* cumulative, see trc_sync */
   uint64_t comm_bytes;
   double comm_seconds;
+  int64_t page_faults; /* inside the steps since the last record (whole process) */
 } trc_step_record;
 
 typedef struct {

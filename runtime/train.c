@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef struct {
   const trc_model *m;
@@ -43,6 +44,7 @@ typedef struct {
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
+  int64_t window_faults;       /* page faults inside steps since then */
   int64_t steps_run;           /* steps done by this process (not before a resume) */
   double run_examples;         /* and their examples (all ranks) */
 } trainer;
@@ -163,7 +165,14 @@ static trc_step_record step_record(const trainer *t, double loss, double lr, dou
                            .grad_norm = grad_norm,
                            .syncs = t->sync.syncs,
                            .comm_bytes = t->sync.bytes,
-                           .comm_seconds = t->sync.seconds};
+                           .comm_seconds = t->sync.seconds,
+                           .page_faults = t->window_faults};
+}
+
+/* Page faults of the whole process so far (every thread's). */
+static int64_t page_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)(u.ru_minflt + u.ru_majflt) : 0;
 }
 
 static void report_step(trainer *t, double loss, double lr, double grad_norm) {
@@ -184,6 +193,7 @@ static void report_step(trainer *t, double loss, double lr, double grad_norm) {
   trc_log_step(&t->log, &rec);
   t->window_start = t->train_seconds;
   t->window_examples = 0;
+  t->window_faults = 0;
 }
 
 /* ---- training ---- */
@@ -357,8 +367,10 @@ static int train(trainer *t, trc_error *err) {
   while (t->step < total && !t->stopped) {
     double lr = trc_schedule_lr(c, t->step, total), grad_norm;
     double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
+    int64_t faults = page_faults();
     double t0 = trc_now(), loss = train_step(t, lr, &grad_norm);
     t->train_seconds += trc_now() - t0;
+    t->window_faults += page_faults() - faults;
     t->window_examples += examples;
     t->run_examples += examples;
     t->steps_run++;
@@ -506,6 +518,7 @@ static int trainer_main(trainer *t, int argc, char **argv, trc_error *err) {
            TRC_RUNTIME_VERSION);
     return EXIT_SUCCESS;
   }
+  trc_set_threads((int)t->opt.threads);
   if (t->rank != 0) t->opt.quiet = 1;
   trc_comm_set_timeout(t->opt.comm_timeout);
   int rc = run(t, err);

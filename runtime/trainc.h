@@ -255,7 +255,75 @@ typedef struct trc_model {
  * 2 bad command line. Never calls exit(); everything it allocates is freed. */
 int trc_main(const trc_model *model, int argc, char **argv);
 
+/* ---- threads ----
+ * A trainer computes on one set of threads (--threads N; by default
+ * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
+ * (runtime/parallel.c), which runs the loop kernels, the runtime's flat
+ * loops and the GEMMs (trc_gemm: single-threaded OpenBLAS calls). Idle
+ * threads spin a few microseconds, then sleep. */
+
+/* A loop body: iterations [lo, hi) of a loop whose iterations are
+ * independent (for a kernel's loop, kernel_mark_parallel in ir/ir.h). */
+typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
+/* Runs body over [0, n) on the trainer's threads, cut into one contiguous
+ * block per thread by a fixed static partition: with T = min(threads, n),
+ * thread t runs [t*q + min(t, r), (t+1)*q + min(t+1, r)) where q = n / T and
+ * r = n % T (the caller is thread 0). Returns when every block is done.
+ * Runs body(ctx, 0, n) on the caller when T is 1 or when called from inside
+ * a body. Results must not depend on the partition: a body whose iterations
+ * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm.
+ * Not for two callers at once (a trainer has one). */
+void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
+/* The number of threads trc_parallel_for runs on. */
+int trc_threads(void);
+
+/* C = op(A) op(B) + beta*C for `batch` row-major matrices (matrix i of X at
+ * x + i*stride_x; op transposes when ta / tb), on the trainer's threads.
+ * The work is cut into single-threaded BLAS calls by a partition that
+ * depends on the shapes only — for a batch of fewer than 8, the larger of
+ * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
+ * number of threads: OpenBLAS's own threading changes the result with the
+ * thread count for some shapes (K = 784: most of C), this does not. */
+void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+              int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+              float beta, float *c, int64_t ldc, int64_t stride_c);
+
 /* ---- helpers for generated kernels ---- */
+
+/* A kernel's parallel loop of n iterations and `work` innermost statements
+ * in all: on the trainer's threads when work is at least
+ * TRC_PARALLEL_MIN_WORK (starting the threads costs microseconds), else on
+ * the caller. Compiling a trainer with -DTRC_PARALLEL_MIN_WORK=0 runs every
+ * parallel loop on the threads (tests/e2e/threads.sh). */
+#ifndef TRC_PARALLEL_MIN_WORK
+#define TRC_PARALLEL_MIN_WORK 32768
+#endif
+static inline void trc_kernel_loop(int64_t n, int64_t work, trc_loop_body body, void *ctx) {
+  if (work >= TRC_PARALLEL_MIN_WORK)
+    trc_parallel_for(n, body, ctx);
+  else
+    body(ctx, 0, n);
+}
+
+/* Vector math. glibc's libmvec (2.35 and later, x86-64) has AVX2 and
+ * AVX-512 versions of expf, logf, tanhf and erff, within 4 units in the last
+ * place of the exact result (tests/codegen/vector_math.sh checks that bound
+ * against libm over the whole float range). A generated file defines
+ * TRC_VECTOR_MATH before including this header; for GCC these declarations
+ * then say the vector versions exist, so a vectorized kernel loop calls them
+ * instead of the scalar function once per element (with -fno-math-errno,
+ * as trainc's default flags have; clang-19 is told the same by
+ * -fveclib=libmvec). Trainers link -lmvec. */
+#ifdef TRC_VECTOR_MATH
+#include <math.h>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+__attribute__((simd("notinbranch"))) float expf(float);
+__attribute__((simd("notinbranch"))) float logf(float);
+__attribute__((simd("notinbranch"))) float tanhf(float);
+__attribute__((simd("notinbranch"))) float erff(float);
+#endif
+#endif
 
 /* fmaxf and fminf (a NaN operand yields the other one): the C library's are
  * calls that GCC does not inline or vectorize. */

@@ -52,6 +52,12 @@ uint64_t trc_workspace_offset(const trc_model *m);
 void trc_arena_poison(const trc_model *m, char *arena);
 uint64_t trc_arena_high_water(const trc_model *m, const char *arena);
 
+/* ---- threads ---- */
+#define TRC_MAX_THREADS 1024
+/* Sets the number of threads trc_parallel_for and the BLAS run on (n >= 1;
+ * --threads). */
+void trc_set_threads(int n);
+
 /* ---- array files: .npy and IDX, parsed from memory ---- */
 typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;
 
@@ -312,6 +318,7 @@ typedef struct {
   int64_t top_k;           /* 0: every token */
   double top_p;            /* in (0, 1]; 1: every token */
   double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
+  int64_t threads;         /* --threads; 0: the default (trainc.h) */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,

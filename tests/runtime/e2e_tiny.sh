@@ -68,7 +68,7 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     if "loss" in r:
         assert set(r) == {"step", "epoch", "loss", "lr", "grad_norm", "examples_per_s", "seconds",
-                          "syncs", "comm_bytes", "comm_seconds"}, r
+                          "syncs", "comm_bytes", "comm_seconds", "page_faults"}, r
         assert r["grad_norm"] > 0, r
         assert r["syncs"] == 0 and r["comm_bytes"] == 0, r  # one process sends nothing
         steps += 1
