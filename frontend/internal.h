@@ -44,6 +44,7 @@ typedef struct {
   Diag *diag;
   int errors;     /* reported by this parse; yyparse may return 0 after recovery */
   int error_line; /* line of the last error reported */
+  int ops;        /* operators, calls and repeats so far (TRAINC_MAX_OPS) */
   Pool *pool;
   Vec consts, defs, models, trains; /* top-level items, in source order */
 

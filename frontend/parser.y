@@ -39,7 +39,11 @@ typedef void *yyscan_t; /* also typedef'd by lexer.h: breaks the include cycle *
 static void yyerror(SrcLoc *loc, yyscan_t scanner, ParseCtx *ctx, const char *msg);
 static void missing_brace(ParseCtx *ctx, SrcLoc open, int lookahead, SrcLoc where);
 
+/* Makes a node. Operators, calls and repeats count against the one size
+ * limit of a model (support.h), said once, where the file passes it. */
 static Expr *new_expr(ParseCtx *ctx, ExprKind kind, SrcLoc loc) {
+  if (kind != EX_IDENT && ++ctx->ops == TRAINC_MAX_OPS + 1)
+    parse_error(ctx, loc, "the file has more than %d operations, the limit of every model", TRAINC_MAX_OPS);
   return ast_new_expr(ctx->pool, kind, loc);
 }
 

@@ -142,6 +142,8 @@ typedef struct {
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */
   uint64_t peak_bytes;     /* arena + optimizer state: what the budget bounds */
+  double schedule_seconds; /* of the time planning took, what the schedules and
+                              memory plans of its candidates took (--time-phases) */
 } Plan;
 
 /* Plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is the
