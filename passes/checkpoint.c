@@ -338,7 +338,34 @@ static void front_insert(DPState **front, int *n, int *cap, DPState c) {
 typedef struct {
   DPState *s;
   int n, cap;
+  int limit; /* thinned past 2 * limit states, to limit (see front_thin) */
 } Front;
+
+/* The limits that keep the search near-linear on large models: fronts of
+ * DP_STATES / n states (at least MIN_FRONT), segments of at most
+ * max(MIN_SEGMENT, 2 sqrt(n)) stages (Chen's segments are sqrt(n) long). A
+ * search that never meets them (models of up to about 200 stages, every
+ * test chain) is exact. */
+enum { DP_STATES = 1 << 14, MIN_FRONT = 16, MIN_SEGMENT = 64 };
+
+static int longest_segment(int n) {
+  int two_roots = (int)ceil(2 * sqrt((double)n));
+  return two_roots > MIN_SEGMENT ? two_roots : MIN_SEGMENT;
+}
+
+/* Thins a front to its `limit` states spread evenly over its stored bytes,
+ * the least-stored and the cheapest always among them. Past this the search
+ * is no longer exact (near-optimal: the kept states span the trade-off),
+ * but it still finds a plan whenever one exists: what is left to decide
+ * depends on the past only through the bytes stored, and the state storing
+ * least stays. Without it, a model of n identical blocks has fronts of
+ * about n states (every count of stored stages is a different trade-off),
+ * so n^2 states: 1,000 blocks took minutes. */
+static void front_thin(Front *f) {
+  if (f->n <= 2 * f->limit) return;
+  for (int i = 0; i < f->limit; i++) f->s[i] = f->s[(int)((int64_t)i * (f->n - 1) / (f->limit - 1))];
+  f->n = f->limit;
+}
 
 /* Offers the segment (k, j] after state `from` (index `parent` in all[]), with
  * stage j in mode m, to j's front. */
@@ -351,6 +378,7 @@ static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *
       dominated(fj->s, fj->n, &c))
     return;
   front_insert(&fj->s, &fj->n, &fj->cap, c);
+  front_thin(fj);
 }
 
 /* Positions in increasing order: when position k is reached, its front is
@@ -361,9 +389,11 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
   int n = sm->n;
   Bound b = bound_new(sm, budget);
   Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
+  for (int j = 0; j <= n; j++) fronts[j].limit = n > 0 && DP_STATES / n > MIN_FRONT ? DP_STATES / n : MIN_FRONT;
   DPState *all = NULL; /* the states of positions already final; parents index it */
   int nall = 0, capall = 0;
   VEC_PUSH(fronts[0].s, fronts[0].n, fronts[0].cap, ((DPState){.at = 0, .parent = -1}));
+  int longest = longest_segment(n);
   for (int k = 0; k < n; k++) {
     int base = nall;
     for (int i = 0; i < fronts[k].n; i++) VEC_PUSH(all, nall, capall, fronts[k].s[i]);
@@ -372,7 +402,7 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
       uint64_t before = 0, peak = 0, transient = 0; /* segment_peak's sums over stages k+1..j-1 */
       double dropped_seconds = 0;
       double excess = excess_bytes(sm, &b, k, from.prefix, budget);
-      for (int j = k + 1; j <= n; j++) {
+      for (int j = k + 1; j <= n && j - k <= longest; j++) {
         if (sm->fixed_bytes + from.prefix + peak > budget) break; /* only grows with j */
         /* A bound below every state this segment can still make, which only
          * grows with j: a dropped stage costs at least rate[k] per keep byte. */
