@@ -238,31 +238,38 @@ static int64_t sqrt_period(int n) {
  * search near-linear in practice (its worst case is not). */
 typedef struct {
   double upper;        /* with a margin for rounding */
+  StageMode *simple;   /* the simple plan behind upper (when finite) */
   double *rate;        /* rate[j]: least seconds per byte saved, stages after j */
   uint64_t *rest_keep; /* rest_keep[j]: keep bytes of the stages after j */
   uint64_t *max_keep;  /* max_keep[j]: the largest keep of a stage after j */
 } Bound;
 
-static double least_simple_plan(const StageModel *sm, uint64_t budget) {
+/* The simple plan of least model time that fits (its modes in *best), or
+ * INFINITY when none does. */
+static double least_simple_plan(const StageModel *sm, uint64_t budget, StageMode *best) {
   int n = sm->n;
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
-  double best = INFINITY;
+  double least = INFINITY;
   for (int64_t every = 0; every <= 5; every++) { /* 0: off; 5: sqrt's period */
-    for (int s = 1; s <= n; s++) modes[s] = STAGE_KEEP;
+    for (int s = 0; s <= n; s++) modes[s] = STAGE_KEEP;
     if (every > 0) modes_every(modes, n, every == 5 ? sqrt_period(n) : every);
     double t = stage_model_seconds(sm, modes);
-    if (t < best && stage_model_peak(sm, modes) <= budget) best = t;
+    if (t < least && stage_model_peak(sm, modes) <= budget) {
+      least = t;
+      memcpy(best, modes, (size_t)(n + 1) * sizeof *modes);
+    }
   }
   free(modes);
-  return best;
+  return least;
 }
 
 static Bound bound_new(const StageModel *sm, uint64_t budget) {
   int n = sm->n;
-  Bound b = {.rate = xmalloc((size_t)(n + 1) * sizeof(double)),
+  Bound b = {.simple = xmalloc((size_t)(n + 1) * sizeof(StageMode)),
+             .rate = xmalloc((size_t)(n + 1) * sizeof(double)),
              .rest_keep = xmalloc((size_t)(n + 1) * sizeof(uint64_t)),
              .max_keep = xmalloc((size_t)(n + 1) * sizeof(uint64_t))};
-  double u = least_simple_plan(sm, budget);
+  double u = least_simple_plan(sm, budget, b.simple);
   b.upper = u + 1e-9 * u + 1e-15;
   b.rate[n] = INFINITY, b.rest_keep[n] = 0, b.max_keep[n] = 0;
   for (int j = n - 1; j >= 0; j--) {
@@ -279,7 +286,7 @@ static Bound bound_new(const StageModel *sm, uint64_t budget) {
   return b;
 }
 
-static void bound_free(Bound *b) { free(b->rate), free(b->rest_keep), free(b->max_keep); }
+static void bound_free(Bound *b) { free(b->simple), free(b->rate), free(b->rest_keep), free(b->max_keep); }
 
 /* The bytes past the budget if every stage after j kept all: what they must save. */
 static double excess_bytes(const StageModel *sm, const Bound *b, int j, uint64_t prefix, uint64_t budget) {
@@ -430,6 +437,9 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
     for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
     modes[n] = fronts[n].s[best].mode;
     for (int i = fronts[n].s[best].parent; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
+  } else if (isfinite(b.upper)) { /* thinned fronts lost every path under it */
+    memcpy(modes, b.simple, (size_t)(n + 1) * sizeof *modes);
+    found = true;
   }
   for (int j = 0; j <= n; j++) free(fronts[j].s);
   free(fronts);
