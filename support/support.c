@@ -252,14 +252,24 @@ bool output_path_ok(const char *path, bool stream, Diag *diag) {
     diag_file_error(diag, path, "refusing to write over %s", file_kind(st.st_mode));
     return false;
   }
-  if (stat(path, &st) == 0) {
-    if (access(path, W_OK) == 0) return true;
+  /* Opening is the one sure test: access() says yes to root in a folder
+   * such as /sys, where creating a file then fails (and the linker said so
+   * only after a whole compile). An existing file is opened without O_TRUNC,
+   * so it stays as it is; an absent one is created and removed. */
+  bool exists = stat(path, &st) == 0;
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (exists ? 0 : O_CREAT | O_EXCL), 0666);
+  if (fd >= 0) {
+    close(fd);
+    if (!exists) unlink(path);
+    return true;
+  }
+  if (exists) {
     diag_file_error(diag, path, "cannot write: %s", strerror(errno));
     return false;
   }
+  int e = errno;
   folder_of(path, folder, sizeof folder);
-  if (access(folder, W_OK | X_OK) == 0) return true;
-  diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
+  diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(e));
   return false;
 }
 

@@ -103,8 +103,9 @@ void source_free(SourceFile *f);
 /* True when both paths name one file: one device and inode (through links),
  * or for files not made yet, one name in one folder. */
 bool same_file(const char *a, const char *b);
-/* Checks before any work that `path` can take an output: absent with a
- * writable folder, or a writable regular file or symlink; when `stream`, also
+/* Checks before any work that `path` can take an output, by opening it: an
+ * absent path is created and removed again, an existing regular file (or
+ * symlink to one) opened for writing without truncating it; when `stream`, also
  * a character device or FIFO, written in place (-o /dev/stdout). A directory,
  * device node or socket is never written over. Reports through diag. */
 bool output_path_ok(const char *path, bool stream, Diag *diag);
