@@ -133,24 +133,43 @@ static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   }
 }
 
-/* ---- which buffers a kernel touches ---- */
+/* ---- which buffers a kernel touches ----
+ * A kernel reads a handful of buffers: a short list, not a flag per graph
+ * node (scanning every node for every kernel made emit quadratic: 10,000
+ * blocks took 17 s). */
 
-static void mark_expr(const KExpr *e, bool *used) {
+typedef struct {
+  int *ids;
+  int n, cap;
+} BufList;
+
+static void mark_buf(BufList *l, int buf) {
+  for (int i = 0; i < l->n; i++)
+    if (l->ids[i] == buf) return;
+  VEC_PUSH(l->ids, l->n, l->cap, buf);
+}
+
+static void mark_expr(const KExpr *e, BufList *used) {
   if (!e) return;
-  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
+  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) mark_buf(used, e->buf);
   mark_expr(e->a, used);
   mark_expr(e->b, used);
   mark_expr(e->c, used);
 }
 
-static void mark_stmts(KStmt **body, int n, bool *used) {
+static void mark_stmts(KStmt **body, int n, BufList *used) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
-    if (s->kind == KS_STORE) used[s->buf] = true;
+    if (s->kind == KS_STORE) mark_buf(used, s->buf);
     mark_expr(s->index, used);
     mark_expr(s->value, used);
   }
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 static void print_node_comment(FILE *out, const Program *p, int id) {
@@ -168,18 +187,19 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
 
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
   const Graph *g = p->g;
-  bool *used = xcalloc((size_t)g->n, sizeof *used);
-  mark_stmts(k->body, k->nbody, used);
+  BufList used = {0};
+  mark_stmts(k->body, k->nbody, &used);
+  qsort(used.ids, (size_t)used.n, sizeof *used.ids, compare_ints); /* declared in id order */
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  for (int b = 0; b < g->n; b++) {
-    if (!used[b]) continue;
+  for (int i = 0; i < used.n; i++) {
+    int b = used.ids[i];
     const char *qual = b == id ? "" : "const ";
     fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
             c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
   }
   print_stmts(out, k->body, k->nbody, 1);
   fputs("}\n\n", out);
-  free(used);
+  free(used.ids);
 }
 
 /* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last

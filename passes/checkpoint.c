@@ -392,7 +392,7 @@ static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *
  * final; each of its states is extended by segments (k, j] for growing j,
  * their sums built incrementally, until the dropped stages alone overflow
  * the budget (they only grow with j). */
-bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
+static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n;
   Bound b = bound_new(sm, budget);
   Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
@@ -446,6 +446,73 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
   free(all);
   bound_free(&b);
   return found;
+}
+
+/* ---- long models: groups of stages ----
+ * Past MAX_SEARCH_STAGES stages the search runs on groups of g consecutive
+ * stages, each group one stage of a coarser model whose modes mean: KEEP,
+ * all its stages KEEP; CKPT, its last stage CKPT and the others DROP; DROP,
+ * all DROP. Its figures are those segment_peak gives such runs (a group's
+ * inner peak is its stages' kept values rebuilt in turn, as in a dropped
+ * run), so a coarse plan's peak is never below the fine plan it stands for:
+ * what fits there fits here. The search's cost then no longer grows with n. */
+enum { MAX_SEARCH_STAGES = 1024 };
+
+static StageModel coarsen(const StageModel *sm, int g) {
+  int n = (sm->n + g - 1) / g;
+  StageModel c = {.n = n, .fixed_bytes = sm->fixed_bytes};
+  c.keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  c.boundary_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  for (int s = 1; s <= sm->n; s++) {
+    int G = (s - 1) / g + 1;
+    bool last = s == sm->n || s % g == 0;
+    if (c.keep_bytes[G] + sm->inner_bytes[s] > c.inner_bytes[G]) c.inner_bytes[G] = c.keep_bytes[G] + sm->inner_bytes[s];
+    c.keep_bytes[G] += sm->keep_bytes[s];
+    if (sm->transient_bytes[s] > c.transient_bytes[G]) c.transient_bytes[G] = sm->transient_bytes[s];
+    c.interior_seconds[G] += sm->interior_seconds[s] + (last ? 0 : sm->boundary_seconds[s]);
+    if (last) c.boundary_bytes[G] = sm->boundary_bytes[s], c.boundary_seconds[G] = sm->boundary_seconds[s];
+  }
+  return c;
+}
+
+static void free_stage_model(StageModel *sm) {
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
+  free(sm->interior_seconds), free(sm->boundary_seconds);
+}
+
+/* The fine modes of coarse modes cm over groups of g stages. */
+static void expand_groups(const StageMode *cm, int g, int n, StageMode *modes) {
+  for (int s = 1; s <= n; s++) {
+    StageMode m = cm[(s - 1) / g + 1];
+    bool last = s == n || s % g == 0;
+    modes[s] = m == STAGE_CKPT && !last ? STAGE_DROP : m;
+  }
+}
+
+/* Long models: the search over groups, or the best simple plan of the fine
+ * model when it fits and costs less. */
+static bool search_groups(const StageModel *sm, uint64_t budget, StageMode *modes) {
+  int n = sm->n, g = (n + MAX_SEARCH_STAGES - 1) / MAX_SEARCH_STAGES;
+  StageModel c = coarsen(sm, g);
+  StageMode *cm = xmalloc((size_t)(c.n + 1) * sizeof *cm), *simple = xmalloc((size_t)(n + 1) * sizeof *simple);
+  bool found = search_stages(&c, budget, cm);
+  if (found) expand_groups(cm, g, n, modes);
+  double least = least_simple_plan(sm, budget, simple);
+  if (isfinite(least) && (!found || least < stage_model_seconds(sm, modes))) {
+    memcpy(modes, simple, (size_t)(n + 1) * sizeof *modes);
+    found = true;
+  }
+  free(cm), free(simple);
+  free_stage_model(&c);
+  return found;
+}
+
+bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
+  return sm->n <= MAX_SEARCH_STAGES ? search_stages(sm, budget, modes) : search_groups(sm, budget, modes);
 }
 
 /* --------------------------------------------------------------- policies */
@@ -743,9 +810,7 @@ void plan_free(Plan *pl) {
   if (!pl) return;
   program_free(pl->program);
   graph_free(pl->graph);
-  StageModel *sm = &pl->model;
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
-  free(sm->interior_seconds), free(sm->boundary_seconds);
+  free_stage_model(&pl->model);
   free(pl->modes);
   free(pl->recompute);
   free(pl->stage);
