@@ -10,7 +10,8 @@
  *    pointwise work plus at most one GEMM.
  * 2. Modes. Each stage is KEEP, CKPT or DROP (passes.h); policies pick modes
  *    (`all`: every stage CKPT; `every N`/`sqrt`: CKPT every N-th, DROP the
- *    rest; `budget`: an exact dynamic program over the stage model, checked
+ *    rest; `budget`: a dynamic program over the stage model (exact up to
+ *    size limits, see stage_model_solve), checked
  *    against the true arena peak). Modes become one STORE/RECOMPUTE bit per
  *    forward value; store()/recompute() pins in the model file override it.
  * 3. Weaving. The backward graph is rebuilt with a clone of every recomputed
