@@ -6,6 +6,7 @@
 #include "codegen.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -431,6 +432,7 @@ static int compile(const Options *o) {
 
 int main(int argc, char **argv) {
   diag_init(&diag, stderr);
+  signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails with EFBIG and is reported */
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;

@@ -51,6 +51,13 @@ expect "relu(relu(...)) 4000 deep" 0 check "$work/nest.nn"
 expect "relu(relu(...)) 20000 deep" 1 check "$work/deep.nn"
 [ "$(grep -c 'error:' "$work/err")" -eq 1 ] && grep -q 'deep.nn:4:[0-9]*: error: nesting too deep' "$work/err" ||
   { echo "FAIL deep nesting: not one located error"; cat "$work/err" | head -c 400; failures=$((failures + 1)); }
+# An error at the end of a 1 MB line: the source line is shown clipped to
+# the part around the caret (in one write; it was a write per byte).
+model "h = $(chain 250000 ' + ' x) + y" >"$work/wide.nn"
+expect "an error at the end of a 1 MB line" 1 check "$work/wide.nn"
+[ "$(wc -c <"$work/err")" -lt 600 ] && grep -q "wide.nn:4:1000007: error: undefined name 'y'" "$work/err" ||
+  { echo "FAIL wide line: not one short located error"; head -c 600 "$work/err"; failures=$((failures + 1)); }
+
 # The one size limit (TRAINC_MAX_OPS, a million operations): a file past it
 # is one error where it passes it, before any lowering.
 model "h = $(chain 1000002 + x)" >"$work/huge.nn"
