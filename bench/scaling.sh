@@ -43,22 +43,25 @@ NN
 phases() {
   local start end line
   start=$(date +%s.%N)
-  line=$("$trainc" emit "$1" -o "$work/out.c" --policy auto --memory "$2" --time-phases 2>&1 >/dev/null |
-         grep '^phase seconds:')
+  line=$("$trainc" emit "$1" -o "$work/out.c" --policy auto --memory "$2" --time-phases \
+         2>&1 >/dev/null | grep '^phase seconds:')
   end=$(date +%s.%N)
   awk -v l="$line" -v s="$start" -v e="$end" 'BEGIN {
     n = split(l, f, " ")
     for (i = 3; i < n; i += 2) t[f[i]] = f[i + 1]
-    printf "%9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f", t["parse"], t["lower"], t["autodiff"], t["plan"],
-           t["schedule"], t["emit"], e - s }'
+    printf "%9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f", t["parse"], t["lower"], t["autodiff"],
+           t["plan"], t["schedule"], t["emit"], e - s }'
 }
 
-printf '%-6s %-7s %9s %9s %9s %9s %9s %9s %9s\n' blocks memory parse lower autodiff plan schedule emit total
+printf '%-6s %-7s %9s %9s %9s %9s %9s %9s %9s\n' \
+  blocks memory parse lower autodiff plan schedule emit total
 for n in "${sizes[@]}"; do
   nn=$work/res_$n.nn
   model "$n" >"$nn"
   tight=$("$trainc" plan "$nn" --policy off --format json | python3 -c '
-import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored_activations"] // 2)')
+import json, sys
+p = json.load(sys.stdin)["peak"]
+print(p["total"] - p["stored_activations"] // 2)')
   printf '%-6s %-7s %s\n' "$n" ample "$(phases "$nn" 64GiB)"
   printf '%-6s %-7s %s\n' "$n" tight "$(phases "$nn" "$tight")"
 done

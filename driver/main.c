@@ -81,7 +81,8 @@ static Diag diag; /* where every message of this run goes */
 
 /* --time-phases: seconds per compiler phase, -1 for a phase not run. */
 typedef enum { PH_PARSE, PH_LOWER, PH_AUTODIFF, PH_PLAN, PH_SCHEDULE, PH_EMIT, PH_COUNT } Phase;
-static const char *const phase_names[PH_COUNT] = {"parse", "lower", "autodiff", "plan", "schedule", "emit"};
+static const char *const phase_names[PH_COUNT] = {"parse", "lower", "autodiff",
+                                                  "plan", "schedule", "emit"};
 static double phase_seconds[PH_COUNT] = {-1, -1, -1, -1, -1, -1};
 static double phase_started;
 

@@ -95,8 +95,10 @@ static bool size_fits(const Node *n, Diag *diag) {
 static bool within_limit(Graph *g, SrcLoc loc, Diag *diag) {
   if (g->n < IR_MAX_FORWARD) return true;
   if (!g->too_large)
-    diag_error(diag, loc, "the model has more than %d operations here (defs inlined, repeats unrolled), "
-               "the limit of every model", IR_MAX_FORWARD);
+    diag_error(diag, loc,
+               "the model has more than %d operations here (defs inlined, repeats unrolled), "
+               "the limit of every model",
+               IR_MAX_FORWARD);
   g->too_large = true;
   return false;
 }
@@ -105,7 +107,8 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
                  Diag *diag) {
   for (int i = 0; i < nin; i++)
     if (in[i] < 0) { /* a value whose error was reported */
-      if (!diag || diag_count(diag) == 0) diag_internal_error("%s of a missing value", op_info(op)->name);
+      if (!diag || diag_count(diag) == 0)
+        diag_internal_error("%s of a missing value", op_info(op)->name);
       return -1;
     }
   if (diag && !within_limit(g, loc, diag)) return -1;

@@ -111,15 +111,17 @@ static bool check_numel(Lower *L, const Shape *sh, SrcLoc loc) {
 static bool reserved_param_name(Lower *L, const char *name, SrcLoc loc) {
   const char *prefix = TRC_STATE_PREFIX;
   if (strcmp(name, TRC_SAFETENSORS_METADATA) == 0) {
-    diag_error(L->diag, loc, "the parameter name '%s' is reserved: it is the .safetensors header's own key",
+    diag_error(L->diag, loc,
+               "the parameter name '%s' is reserved: it is the .safetensors header's own key",
                name);
     return true;
   }
   if (strncmp(name, prefix, strlen(prefix)) == 0) {
-    diag_error(L->diag, loc,
-               "the parameter name '%s' is reserved: names under '%s' are a state file's own arrays "
-               "(rename the def or variable '%.*s')",
-               name, prefix, (int)strlen(prefix) - 1, prefix);
+    diag_error(
+        L->diag, loc,
+        "the parameter name '%s' is reserved: names under '%s' are a state file's own arrays "
+        "(rename the def or variable '%.*s')",
+        name, prefix, (int)strlen(prefix) - 1, prefix);
     return true;
   }
   return false;
@@ -516,7 +518,8 @@ static void set_fans(Init *init, const Shape *sh) {
 
 /* Arguments that make no distribution: a negative std, low above high, a
  * value that is not finite (constant arithmetic can overflow). */
-static bool init_args_ok(Lower *L, const Expr *call, trc_init_kind kind, const Value *v, const SrcLoc *locs) {
+static bool init_args_ok(Lower *L, const Expr *call, trc_init_kind kind, const Value *v,
+                         const SrcLoc *locs) {
   for (int a = 0; a < 2; a++)
     if (!isfinite(v[a].num)) {
       diag_error(L->diag, locs[a], "%s() needs finite arguments, got %g", call->name, v[a].num);
@@ -568,7 +571,7 @@ static void lower_param(Lower *L, Scope *s, const Stmt *st) {
   char *name = xsprintf("%s%s", s->prefix, base);
   int id = add_param(L, name, &sh, init, sh.rank >= 2, st->loc);
   free(name);
-  bind(L, s, st->name, B_PARAM, tensor_value(id), st->loc); /* an error too: later uses stay quiet */
+  bind(L, s, st->name, B_PARAM, tensor_value(id), st->loc); /* errors too: uses stay quiet */
 }
 
 static void name_node(Lower *L, Value v, const char *name) {
@@ -704,8 +707,8 @@ static void index_defs(Lower *L) {
       diag_error(L->diag, d->loc, "def '%s' is already defined", d->name);
       diag_note(L->diag, L->def_list[first]->loc, "first defined here");
     } else if (find_builtin(d->name) || is_init_name(d->name)) {
-      diag_error(L->diag, d->loc, "def '%s' has the name of a builtin %s; give it another name", d->name,
-                 find_builtin(d->name) ? "function" : "initializer");
+      diag_error(L->diag, d->loc, "def '%s' has the name of a builtin %s; give it another name",
+                 d->name, find_builtin(d->name) ? "function" : "initializer");
     } else {
       L->def_list[n] = d;
       namemap_put(&L->defs, d->name, n++);

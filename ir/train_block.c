@@ -293,8 +293,9 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
  * climb instead. */
 static void check_schedule(Lower *L, const TrainBlock *tb, const trc_train_config *t) {
   if (t->schedule == TRC_SCHED_CONSTANT || t->min_lr <= t->lr) return;
-  diag_error(L->diag, find_setting(tb, "schedule")->loc, "min_lr %g is above the optimizer's lr %g%s", t->min_lr,
-             t->lr, find_setting(tb, "optimizer") ? "" : " (the default)");
+  diag_error(L->diag, find_setting(tb, "schedule")->loc,
+             "min_lr %g is above the optimizer's lr %g%s", t->min_lr, t->lr,
+             find_setting(tb, "optimizer") ? "" : " (the default)");
 }
 
 void lower_train(Lower *L, const TrainBlock *tb) {
@@ -307,8 +308,8 @@ void lower_train(Lower *L, const TrainBlock *tb) {
   for (const Setting *st = tb->settings; st; st = st->next) {
     int first;
     if (namemap_get(&seen, st->key, &first)) { /* a second one would silently win */
-      diag_error(L->diag, st->loc, "'%s' is set twice in the train block (first on line %d)", st->key,
-                 firsts[first]->loc.line);
+      diag_error(L->diag, st->loc, "'%s' is set twice in the train block (first on line %d)",
+                 st->key, firsts[first]->loc.line);
       diag_note(L->diag, firsts[first]->loc, "first set here");
       continue;
     }

@@ -287,14 +287,18 @@ static Bound bound_new(const StageModel *sm, uint64_t budget) {
   return b;
 }
 
-static void bound_free(Bound *b) { free(b->simple), free(b->rate), free(b->rest_keep), free(b->max_keep); }
+static void bound_free(Bound *b) {
+  free(b->simple), free(b->rate), free(b->rest_keep), free(b->max_keep);
+}
 
 /* The bytes past the budget if every stage after j kept all: what they must save. */
-static double excess_bytes(const StageModel *sm, const Bound *b, int j, uint64_t prefix, uint64_t budget) {
+static double excess_bytes(const StageModel *sm, const Bound *b, int j, uint64_t prefix,
+                           uint64_t budget) {
   return (double)b->rest_keep[j] + (double)prefix + (double)sm->fixed_bytes - (double)budget;
 }
 
-static double lower_bound(const StageModel *sm, const Bound *b, int j, uint64_t prefix, uint64_t budget) {
+static double lower_bound(const StageModel *sm, const Bound *b, int j, uint64_t prefix,
+                          uint64_t budget) {
   double excess = excess_bytes(sm, b, j, prefix, budget);
   return excess <= 0 ? 0 : b->rate[j] * excess;
 }
@@ -371,19 +375,21 @@ static int longest_segment(int n) {
  * so n^2 states: 1,000 blocks took minutes. */
 static void front_thin(Front *f) {
   if (f->n <= 2 * f->limit) return;
-  for (int i = 0; i < f->limit; i++) f->s[i] = f->s[(int)((int64_t)i * (f->n - 1) / (f->limit - 1))];
+  for (int i = 0; i < f->limit; i++)
+    f->s[i] = f->s[(int)((int64_t)i * (f->n - 1) / (f->limit - 1))];
   f->n = f->limit;
 }
 
 /* Offers the segment (k, j] after state `from` (index `parent` in all[]), with
  * stage j in mode m, to j's front. */
-static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *fj, const DPState *from, int parent,
-                  int j, StageMode m, uint64_t seg_peak, double seg_seconds) {
+static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *fj,
+                  const DPState *from, int parent, int j, StageMode m, uint64_t seg_peak,
+                  double seg_seconds) {
   if (seg_peak + from->prefix > budget) return;
   DPState c = {.at = j, .parent = parent, .mode = m, .prefix = from->prefix + stored_by(sm, j, m),
                .seconds = from->seconds + seg_seconds};
-  if (sm->fixed_bytes + c.prefix > budget || c.seconds + lower_bound(sm, b, j, c.prefix, budget) > b->upper ||
-      dominated(fj->s, fj->n, &c))
+  if (sm->fixed_bytes + c.prefix > budget ||
+      c.seconds + lower_bound(sm, b, j, c.prefix, budget) > b->upper || dominated(fj->s, fj->n, &c))
     return;
   front_insert(&fj->s, &fj->n, &fj->cap, c);
   front_thin(fj);
@@ -397,7 +403,8 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
   int n = sm->n;
   Bound b = bound_new(sm, budget);
   Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
-  for (int j = 0; j <= n; j++) fronts[j].limit = n > 0 && DP_STATES / n > MIN_FRONT ? DP_STATES / n : MIN_FRONT;
+  for (int j = 0; j <= n; j++)
+    fronts[j].limit = n > 0 && DP_STATES / n > MIN_FRONT ? DP_STATES / n : MIN_FRONT;
   DPState *all = NULL; /* the states of positions already final; parents index it */
   int nall = 0, capall = 0;
   VEC_PUSH(fronts[0].s, fronts[0].n, fronts[0].cap, ((DPState){.at = 0, .parent = -1}));
@@ -416,13 +423,14 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
          * grows with j: a dropped stage costs at least rate[k] per keep byte. */
         double rest = excess - (double)before;
         if (isfinite(b.rate[k]) &&
-            from.seconds + dropped_seconds + b.rate[k] * (fmax(rest, 0) - (double)b.max_keep[k]) > b.upper)
+            from.seconds + dropped_seconds + b.rate[k] * (fmax(rest, 0) - (double)b.max_keep[k]) >
+                b.upper)
           break;
         uint64_t p = before + sm->inner_bytes[j] > peak ? before + sm->inner_bytes[j] : peak;
         uint64_t t = sm->transient_bytes[j] > transient ? sm->transient_bytes[j] : transient;
         uint64_t rebuilt = before + sm->keep_bytes[j] + t > p ? before + sm->keep_bytes[j] + t : p;
-        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_KEEP, sm->fixed_bytes + (j > k + 1 ? rebuilt : p),
-              dropped_seconds);
+        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_KEEP,
+              sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds);
         offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
               dropped_seconds + sm->interior_seconds[j]);
         before += sm->keep_bytes[j], peak = p, transient = t;
@@ -471,11 +479,14 @@ static StageModel coarsen(const StageModel *sm, int g) {
   for (int s = 1; s <= sm->n; s++) {
     int G = (s - 1) / g + 1;
     bool last = s == sm->n || s % g == 0;
-    if (c.keep_bytes[G] + sm->inner_bytes[s] > c.inner_bytes[G]) c.inner_bytes[G] = c.keep_bytes[G] + sm->inner_bytes[s];
+    if (c.keep_bytes[G] + sm->inner_bytes[s] > c.inner_bytes[G])
+      c.inner_bytes[G] = c.keep_bytes[G] + sm->inner_bytes[s];
     c.keep_bytes[G] += sm->keep_bytes[s];
-    if (sm->transient_bytes[s] > c.transient_bytes[G]) c.transient_bytes[G] = sm->transient_bytes[s];
+    if (sm->transient_bytes[s] > c.transient_bytes[G])
+      c.transient_bytes[G] = sm->transient_bytes[s];
     c.interior_seconds[G] += sm->interior_seconds[s] + (last ? 0 : sm->boundary_seconds[s]);
-    if (last) c.boundary_bytes[G] = sm->boundary_bytes[s], c.boundary_seconds[G] = sm->boundary_seconds[s];
+    if (last)
+      c.boundary_bytes[G] = sm->boundary_bytes[s], c.boundary_seconds[G] = sm->boundary_seconds[s];
   }
   return c;
 }
@@ -499,7 +510,8 @@ static void expand_groups(const StageMode *cm, int g, int n, StageMode *modes) {
 static bool search_groups(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n, g = (n + MAX_SEARCH_STAGES - 1) / MAX_SEARCH_STAGES;
   StageModel c = coarsen(sm, g);
-  StageMode *cm = xmalloc((size_t)(c.n + 1) * sizeof *cm), *simple = xmalloc((size_t)(n + 1) * sizeof *simple);
+  StageMode *cm = xmalloc((size_t)(c.n + 1) * sizeof *cm),
+            *simple = xmalloc((size_t)(n + 1) * sizeof *simple);
   bool found = search_stages(&c, budget, cm);
   if (found) expand_groups(cm, g, n, modes);
   double least = least_simple_plan(sm, budget, simple);
@@ -513,7 +525,8 @@ static bool search_groups(const StageModel *sm, uint64_t budget, StageMode *mode
 }
 
 bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
-  return sm->n <= MAX_SEARCH_STAGES ? search_stages(sm, budget, modes) : search_groups(sm, budget, modes);
+  return sm->n <= MAX_SEARCH_STAGES ? search_stages(sm, budget, modes)
+                                    : search_groups(sm, budget, modes);
 }
 
 /* --------------------------------------------------------------- policies */

@@ -120,7 +120,7 @@ typedef struct {
   uint64_t lo, hi;                  /* the range [lo, hi) */
   uint64_t first, last, widest_gap; /* of its subtree */
   uint32_t priority;
-  int left, right;                  /* -1: none */
+  int left, right; /* -1: none */
 } FitNode;
 
 static void fit_update(FitNode *t, int x) {
@@ -129,7 +129,8 @@ static void fit_update(FitNode *t, int x) {
   n->first = l ? l->first : n->lo;
   n->last = r ? r->last : n->hi;
   n->widest_gap = 0;
-  uint64_t gaps[4] = {l ? l->widest_gap : 0, r ? r->widest_gap : 0, l ? n->lo - l->last : 0, r ? r->first - n->hi : 0};
+  uint64_t gaps[4] = {l ? l->widest_gap : 0, r ? r->widest_gap : 0, l ? n->lo - l->last : 0,
+                      r ? r->first - n->hi : 0};
   for (int i = 0; i < 4; i++)
     if (gaps[i] > n->widest_gap) n->widest_gap = gaps[i];
 }
@@ -195,7 +196,8 @@ static int *order_by_end(const Interval *iv, int n) {
   int max_end = 0;
   for (int i = 0; i < n; i++)
     if (iv[i].end > max_end) max_end = iv[i].end;
-  int *count = xcalloc((size_t)max_end + 2, sizeof *count), *order = xmalloc((size_t)(n + 1) * sizeof *order);
+  int *count = xcalloc((size_t)max_end + 2, sizeof *count),
+      *order = xmalloc((size_t)(n + 1) * sizeof *order);
   for (int i = 0; i < n; i++) count[iv[i].end + 1]++;
   for (int e = 0; e <= max_end; e++) count[e + 1] += count[e];
   for (int i = 0; i < n; i++) order[count[iv[i].end]++] = i;
@@ -218,7 +220,11 @@ static uint64_t place_intervals(Interval *iv, int n) {
     }
     uint64_t at = fit_find(t, root, iv[i].size);
     iv[i].offset = at;
-    t[i] = (FitNode){.lo = at, .hi = at + iv[i].size, .priority = fit_priority((uint32_t)i), .left = -1, .right = -1};
+    t[i] = (FitNode){.lo = at,
+                     .hi = at + iv[i].size,
+                     .priority = fit_priority((uint32_t)i),
+                     .left = -1,
+                     .right = -1};
     fit_update(t, i);
     int a, b;
     fit_split(t, root, at, &a, &b);

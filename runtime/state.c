@@ -112,7 +112,8 @@ static int state_arrays(const trc_run_state *st, state_array *out) {
   if (st->opt->m) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.m", st->opt->m};
   if (st->opt->v) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.v", st->opt->v};
   if (st->sync->anchor) out[n++] = (state_array){TRC_STATE_PREFIX "outer.anchor", st->sync->anchor};
-  if (st->sync->momentum) out[n++] = (state_array){TRC_STATE_PREFIX "outer.momentum", st->sync->momentum};
+  if (st->sync->momentum)
+    out[n++] = (state_array){TRC_STATE_PREFIX "outer.momentum", st->sync->momentum};
   return n;
 }
 

@@ -46,7 +46,7 @@ char *xsprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 typedef struct {
   const char **keys; /* NULL: an empty slot */
   int *values;
-  size_t cap, len;   /* cap: 0 or a power of two */
+  size_t cap, len; /* cap: 0 or a power of two */
 } NameMap;
 
 /* True when key is present; *value (when value is not NULL) is its value. */

@@ -11,10 +11,25 @@ work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
 failures=0
 
-# chain N SEP TERM: TERM SEP TERM SEP ... (N terms) on one line
-chain() { awk -v n="$1" -v sep="$2" -v t="$3" 'BEGIN { for (i = 1; i < n; i++) printf "%s%s", t, sep; print t }'; }
+fail() { # fail MESSAGE: counts a failure and shows the start of stderr
+  echo "FAIL $1"
+  head -c 600 "$work/err"
+  failures=$((failures + 1))
+}
 
-model() { # model BODY-LINE [CONST-LINE]
+# chain N SEP TERM: TERM SEP TERM SEP ... (N terms) on one line
+chain() {
+  awk -v n="$1" -v sep="$2" -v t="$3" \
+    'BEGIN { for (i = 1; i < n; i++) printf "%s%s", t, sep; print t }'
+}
+
+# nest N: relu(relu(...(x)...)), N calls deep
+nest() {
+  awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "relu("; printf "x"
+                         for (i = 0; i < n; i++) printf ")"; print "" }'
+}
+
+model() { # model BODY-LINE [CONST-LINE]: the body is on line 4
   printf '%s\nmodel m {\n  input x : f32[B, 4]\n  %s\n  loss = mean(h)\n}\n' "${2:-}" "$1"
 }
 
@@ -23,13 +38,15 @@ expect() { # expect NAME WANTED-STATUS ARGS...
   shift 2
   "$trainc" "$@" >"$work/out" 2>"$work/err"
   got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL $name: exit $got, expected $want"
-    head -c 600 "$work/err"
-    failures=$((failures + 1))
+  if [ "$got" -eq "$want" ]; then
+    echo "ok   $name"
   else
-    echo "ok   $name (exit $got)"
+    fail "$name: exit $got, expected $want"
   fi
+}
+
+one_error() { # one_error PATTERN: stderr holds one error, matching PATTERN
+  [ "$(grep -c 'error:' "$work/err")" -eq 1 ] && grep -q "$1" "$work/err"
 }
 
 model "h = $(chain 100000 ' + ' x)" >"$work/add.nn"
@@ -38,30 +55,28 @@ model "h = x * D" "const D = $(chain 100000 + 1)" >"$work/const.nn"
 expect "x + x + ... (100k terms)" 0 check "$work/add.nn"
 expect "x * x * ... (100k terms)" 0 check "$work/mul.nn"
 expect "const D = 1 + 1 + ... (100k terms)" 0 check "$work/const.nn" --dump=ir
-grep -q 'mul_scalar %0 {100000}' "$work/out" || { echo "FAIL const: D is not 100000"; failures=$((failures + 1)); }
+grep -q 'mul_scalar %0 {100000}' "$work/out" || fail "const: D is not 100000"
 expect "--dump=ast of the 100k chain" 0 check "$work/add.nn" --dump=ast
-[ "$(tr -cd '(' <"$work/out" | wc -c)" -ge 99999 ] || { echo "FAIL --dump=ast: the chain is not printed"; failures=$((failures + 1)); }
+[ "$(tr -cd '(' <"$work/out" | wc -c)" -ge 99999 ] || fail "--dump=ast: the chain is not printed"
 
 # Nesting: 4000 calls deep fits the parser's stack and compiles; 20000 is
 # one located error.
-nest() { awk -v n="$1" 'BEGIN { for (i = 0; i < n; i++) printf "relu("; printf "x"; for (i = 0; i < n; i++) printf ")"; print "" }'; }
 model "h = $(nest 4000)" >"$work/nest.nn"
 model "h = $(nest 20000)" >"$work/deep.nn"
 expect "relu(relu(...)) 4000 deep" 0 check "$work/nest.nn"
 expect "relu(relu(...)) 20000 deep" 1 check "$work/deep.nn"
-[ "$(grep -c 'error:' "$work/err")" -eq 1 ] && grep -q 'deep.nn:4:[0-9]*: error: nesting too deep' "$work/err" ||
-  { echo "FAIL deep nesting: not one located error"; cat "$work/err" | head -c 400; failures=$((failures + 1)); }
+one_error 'deep.nn:4:[0-9]*: error: nesting too deep' || fail "deep nesting: not one located error"
+
 # An error at the end of a 1 MB line: the source line is shown clipped to
 # the part around the caret (in one write; it was a write per byte).
 model "h = $(chain 250000 ' + ' x) + y" >"$work/wide.nn"
 expect "an error at the end of a 1 MB line" 1 check "$work/wide.nn"
-[ "$(wc -c <"$work/err")" -lt 600 ] && grep -q "wide.nn:4:1000007: error: undefined name 'y'" "$work/err" ||
-  { echo "FAIL wide line: not one short located error"; head -c 600 "$work/err"; failures=$((failures + 1)); }
+[ "$(wc -c <"$work/err")" -lt 600 ] && one_error "wide.nn:4:1000007: error: undefined name 'y'" ||
+  fail "wide line: not one short located error"
 
 # The one size limit (TRAINC_MAX_OPS, a million operations): a file past it
 # is one error where it passes it, before any lowering.
 model "h = $(chain 1000002 + x)" >"$work/huge.nn"
 expect "a file of 1000001 operations" 1 check "$work/huge.nn"
-[ "$(grep -c 'error:' "$work/err")" -eq 1 ] && grep -q 'more than 1000000 operations' "$work/err" ||
-  { echo "FAIL op limit: not one error"; head -c 400 "$work/err"; failures=$((failures + 1)); }
+one_error 'more than 1000000 operations' || fail "op limit: not one error"
 exit $((failures > 0))

@@ -122,11 +122,13 @@ static void test_long_chains(void) {
     CHECK(stage_model_solve(&sm, budget, got), "long chain %d: no plan at sqrt's own peak", t);
     CHECK(stage_model_peak(&sm, got) <= budget, "long chain %d: the plan peaks over the budget", t);
     CHECK(stage_model_seconds(&sm, got) <= stage_model_seconds(&sm, sq) * (1 + 1e-9),
-          "long chain %d: %g s, sqrt %g s", t, stage_model_seconds(&sm, got), stage_model_seconds(&sm, sq));
+          "long chain %d: %g s, sqrt %g s", t, stage_model_seconds(&sm, got),
+          stage_model_seconds(&sm, sq));
     free(sq), free(got);
     free_model(&sm);
   }
-  printf("long chains: 2 random chains of 3000 stages planned at sqrt's peak, none worse than sqrt\n");
+  printf(
+      "long chains: 2 random chains of 3000 stages planned at sqrt's peak, none worse than sqrt\n");
 }
 
 /* ---- 2. whole plans of random small models ---- */
