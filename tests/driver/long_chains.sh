@@ -33,10 +33,10 @@ model() { # model BODY-LINE [CONST-LINE]: the body is on line 4
   printf '%s\nmodel m {\n  input x : f32[B, 4]\n  %s\n  loss = mean(h)\n}\n' "${2:-}" "$1"
 }
 
-expect() { # expect NAME WANTED-STATUS ARGS...
+expect() { # expect NAME WANTED-STATUS ARGS...: trainc ARGS, within 120 s (124: timed out)
   name=$1 want=$2
   shift 2
-  "$trainc" "$@" >"$work/out" 2>"$work/err"
+  timeout 120 "$trainc" "$@" >"$work/out" 2>"$work/err"
   got=$?
   if [ "$got" -eq "$want" ]; then
     echo "ok   $name"
@@ -73,6 +73,15 @@ model "h = $(chain 250000 ' + ' x) + y" >"$work/wide.nn"
 expect "an error at the end of a 1 MB line" 1 check "$work/wide.nn"
 [ "$(wc -c <"$work/err")" -lt 600 ] && one_error "wide.nn:4:1000007: error: undefined name 'y'" ||
   fail "wide line: not one short located error"
+
+# Many names: 100,000 variables, and one name assigned 20,000 times (its
+# parameters h, h_1, h_2, ...): hash tables, not scans (80k names took 44 s).
+# expect's timeout only catches a quadratic search; the work is a second or less.
+awk 'BEGIN { print "model m {\n  input x : f32[B, 4]\n  v0 = x"
+             for (i = 1; i <= 100000; i++) printf "  v%d = v%d\n", i, i - 1
+             for (i = 0; i < 20000; i++) print "  h = linear(x, 4)"
+             print "  loss = mean(v100000 + h)\n}" }' >"$work/names.nn"
+expect "100,000 names, one of them 20,000 times" 0 check "$work/names.nn"
 
 # The one size limit (TRAINC_MAX_OPS, a million operations): a file past it
 # is one error where it passes it, before any lowering.
