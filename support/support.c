@@ -256,7 +256,13 @@ bool output_path_ok(const char *path, bool stream, Diag *diag) {
    * such as /sys, where creating a file then fails (and the linker said so
    * only after a whole compile). An existing file is opened without O_TRUNC,
    * so it stays as it is; an absent one is created and removed. */
-  bool exists = stat(path, &st) == 0;
+  bool exists = stat(path, &st) == 0, dangling = !exists && lstat(path, &st) == 0;
+  folder_of(path, folder, sizeof folder);
+  if (dangling) { /* a symlink to nothing yet: writing creates its target, elsewhere */
+    if (access(folder, W_OK | X_OK) == 0) return true;
+    diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
+    return false;
+  }
   int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (exists ? 0 : O_CREAT | O_EXCL), 0666);
   if (fd >= 0) {
     close(fd);
@@ -267,9 +273,7 @@ bool output_path_ok(const char *path, bool stream, Diag *diag) {
     diag_file_error(diag, path, "cannot write: %s", strerror(errno));
     return false;
   }
-  int e = errno;
-  folder_of(path, folder, sizeof folder);
-  diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(e));
+  diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
   return false;
 }
 
