@@ -354,10 +354,10 @@ typedef struct {
 } Front;
 
 /* The limits that keep the search near-linear on large models: fronts of
- * DP_STATES / n states (at least MIN_FRONT), segments of at most
- * max(MIN_SEGMENT, 2 sqrt(n)) stages (Chen's segments are sqrt(n) long). A
- * search that never meets them (models of up to about 200 stages, every
- * test chain) is exact. */
+ * DP_STATES / n states (at least MIN_FRONT; thinned when they pass twice
+ * that), segments of at most max(MIN_SEGMENT, 2 sqrt(n)) stages (Chen's
+ * segments are sqrt(n) long). A search that never meets them is exact:
+ * every test chain; not a model of more than about 100 identical blocks. */
 enum { DP_STATES = 1 << 14, MIN_FRONT = 16, MIN_SEGMENT = 64 };
 
 static int longest_segment(int n) {
@@ -366,13 +366,13 @@ static int longest_segment(int n) {
 }
 
 /* Thins a front to its `limit` states spread evenly over its stored bytes,
- * the least-stored and the cheapest always among them. Past this the search
- * is no longer exact (near-optimal: the kept states span the trade-off),
- * but it still finds a plan whenever one exists: what is left to decide
- * depends on the past only through the bytes stored, and the state storing
- * least stays. Without it, a model of n identical blocks has fronts of
- * about n states (every count of stored stages is a different trade-off),
- * so n^2 states: 1,000 blocks took minutes. */
+ * the least-stored (the most room for what follows) and the cheapest always
+ * among them. Past this the search is no longer exact, only near-optimal:
+ * the kept states span the trade-off. Should thinning and pruning together
+ * lose every path, the best simple plan is the answer (search_stages).
+ * Without it, a model of n identical blocks has fronts of about n states
+ * (every count of stored blocks is another trade-off), so n^2 states: 1,000
+ * blocks took minutes. */
 static void front_thin(Front *f) {
   if (f->n <= 2 * f->limit) return;
   for (int i = 0; i < f->limit; i++)
