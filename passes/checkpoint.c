@@ -356,8 +356,8 @@ typedef struct {
 /* The limits that keep the search near-linear on large models: fronts of
  * DP_STATES / n states (at least MIN_FRONT; thinned when they pass twice
  * that), segments of at most max(MIN_SEGMENT, 2 sqrt(n)) stages (Chen's
- * segments are sqrt(n) long). A search that never meets them is exact:
- * every test chain does; a model of hundreds of identical blocks does not. */
+ * segments are sqrt(n) long). A search that stays within them is exact
+ * (every test chain does; a model of hundreds of identical blocks does not). */
 enum { DP_STATES = 1 << 14, MIN_FRONT = 16, MIN_SEGMENT = 64 };
 
 static int longest_segment(int n) {
