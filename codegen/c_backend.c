@@ -189,24 +189,43 @@ static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   }
 }
 
-/* ---- which buffers a kernel touches ---- */
+/* ---- which buffers a kernel touches ----
+ * A kernel reads a handful of buffers: a short list, not a flag per graph
+ * node (scanning every node for every kernel made emit quadratic: 10,000
+ * blocks took 17 s). */
 
-static void mark_expr(const KExpr *e, bool *used) {
+typedef struct {
+  int *ids;
+  int n, cap;
+} BufList;
+
+static void mark_buf(BufList *l, int buf) {
+  for (int i = 0; i < l->n; i++)
+    if (l->ids[i] == buf) return;
+  VEC_PUSH(l->ids, l->n, l->cap, buf);
+}
+
+static void mark_expr(const KExpr *e, BufList *used) {
   if (!e) return;
-  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
+  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) mark_buf(used, e->buf);
   mark_expr(e->a, used);
   mark_expr(e->b, used);
   mark_expr(e->c, used);
 }
 
-static void mark_stmts(KStmt **body, int n, bool *used) {
+static void mark_stmts(KStmt **body, int n, BufList *used) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
-    if (s->kind == KS_STORE) used[s->buf] = true;
+    if (s->kind == KS_STORE) mark_buf(used, s->buf);
     mark_expr(s->index, used);
     mark_expr(s->value, used);
   }
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 static void print_node_comment(FILE *out, const Program *p, int id) {
@@ -222,12 +241,13 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
   fputs(" */\n", out);
 }
 
-/* Declares, from the arena A, the buffers `used` marks (`restrict`: the
- * buffers of one kernel never overlap). */
-static void print_buffers(FILE *out, const Program *p, int id, const bool *used) {
+/* Declares, from the arena A, the buffers `used` lists, in id order
+ * (`restrict`: the buffers of one kernel never overlap). */
+static void print_buffers(FILE *out, const Program *p, int id, BufList *used) {
   const Graph *g = p->g;
-  for (int b = 0; b < g->n; b++) {
-    if (!used[b]) continue;
+  qsort(used->ids, (size_t)used->n, sizeof *used->ids, compare_ints);
+  for (int i = 0; i < used->n; i++) {
+    int b = used->ids[i];
     const char *qual = b == id ? "" : "const ";
     fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
             c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
@@ -261,12 +281,12 @@ static int64_t parallel_chunk(const KStmt *s) {
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
  * chunks [lo, hi) of loop `at` of kernel `id`. */
 static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
-  bool *used = xcalloc((size_t)p->g->n, sizeof *used);
-  mark_stmts(&s, 1, used);
+  BufList used = {0};
+  mark_stmts(&s, 1, &used);
   int64_t chunk = parallel_chunk(s);
   fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
   fputs("  char *restrict A = ctx;\n", out);
-  print_buffers(out, p, id, used);
+  print_buffers(out, p, id, &used);
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -278,22 +298,22 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
   }
   print_stmts(out, s->body, s->nbody, depth);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
-  free(used);
+  free(used.ids);
 }
 
 /* The kernel: the loops runs_parallel picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  bool *used = xcalloc((size_t)p->g->n, sizeof *used);
+  BufList used = {0};
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
       print_loop_body(out, p, id, i, k->body[i]);
     else
-      mark_stmts(&k->body[i], 1, used);
+      mark_stmts(&k->body[i], 1, &used);
   }
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_buffers(out, p, id, used);
+  print_buffers(out, p, id, &used);
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
       fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
@@ -303,7 +323,7 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
       print_stmts(out, &k->body[i], 1, 1);
   }
   fputs("}\n\n", out);
-  free(used);
+  free(used.ids);
 }
 
 /* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last

@@ -79,6 +79,10 @@ static Value builtin_linear(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
 static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "layernorm's input") || !want_number(L, v[1], locs[1], "eps"))
     return error_value;
+  if (!(v[1].num > 0 && isfinite(v[1].num))) { /* it keeps 1/sqrt(var + eps) finite */
+    diag_error(L->diag, locs[1], "layernorm's eps must be positive, got %g", v[1].num);
+    return error_value;
+  }
   if (!want_rank(L, v[0].node, 1, locs[0], "layernorm needs an input with at least one axis"))
     return error_value;
   const Shape *x = shape_of(L, v[0].node);

@@ -4,6 +4,7 @@
 #include "lower_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static TrainConfig default_train(void) {
@@ -65,6 +66,12 @@ static void lower_optimizer(Lower *L, const Setting *st, trc_train_config *t) {
   double x[MAX_PARAMS];
   for (int i = 0; i < sig->count; i++) /* lr up to 1000, the rest are fractions */
     if (!number_in(L, v[i], locs[i], sig->names[i], 0, i == 0 ? 1e3 : 1, &x[i])) return;
+  for (int i = 1; is_adamw && i <= 2; i++) /* AdamW's bias correction divides by 1 - beta^t */
+    if (x[i] == 1) {
+      diag_error(L->diag, locs[i], "%s must be below 1 (AdamW divides by 1 - %s^t)", sig->names[i],
+                 sig->names[i]);
+      return;
+    }
   if (is_sgd) {
     t->optimizer = TRC_SGD, t->lr = x[0], t->momentum = x[1], t->weight_decay = x[2], t->nesterov = x[3] != 0;
   } else {
@@ -293,10 +300,36 @@ void check_train_metrics(Lower *L, const TrainBlock *tb) {
                (long long)p->dim[p->rank - 1]);
 }
 
+/* A decaying schedule ends at min_lr: above the optimizer's lr it would
+ * climb instead. */
+static void check_schedule(Lower *L, const TrainBlock *tb, const trc_train_config *t) {
+  if (t->schedule == TRC_SCHED_CONSTANT || t->min_lr <= t->lr) return;
+  diag_error(L->diag, find_setting(tb, "schedule")->loc,
+             "min_lr %g is above the optimizer's lr %g%s", t->min_lr, t->lr,
+             find_setting(tb, "optimizer") ? "" : " (the default)");
+}
+
 void lower_train(Lower *L, const TrainBlock *tb) {
   L->g->train = default_train();
   if (!tb) return;
   if (tb->next) diag_error(L->diag, tb->next->loc, "a file has at most one train block");
-  for (const Setting *st = tb->settings; st; st = st->next) lower_setting(L, st, &L->g->train);
+  NameMap seen = {0}; /* key -> its setting's index in firsts */
+  const Setting **firsts = NULL;
+  int n = 0, cap = 0;
+  for (const Setting *st = tb->settings; st; st = st->next) {
+    int first;
+    if (namemap_get(&seen, st->key, &first)) { /* a second one would silently win */
+      diag_error(L->diag, st->loc, "'%s' is set twice in the train block (first on line %d)",
+                 st->key, firsts[first]->loc.line);
+      diag_note(L->diag, firsts[first]->loc, "first set here");
+      continue;
+    }
+    namemap_put(&seen, st->key, n);
+    VEC_PUSH(firsts, n, cap, st);
+    lower_setting(L, st, &L->g->train);
+  }
+  free(firsts);
+  namemap_free(&seen);
   check_distribution(L, tb, &L->g->train.run);
+  check_schedule(L, tb, &L->g->train.run);
 }

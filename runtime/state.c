@@ -150,11 +150,12 @@ typedef struct {
 
 static int state_arrays(const trc_run_state *st, state_array *out) {
   int n = 0;
-  if (st->opt->m) out[n++] = (state_array){"trainc.optimizer.m", st->opt->m};
-  if (st->opt->v) out[n++] = (state_array){"trainc.optimizer.v", st->opt->v};
-  if (st->sync->anchor) out[n++] = (state_array){"trainc.outer.anchor", st->sync->anchor};
-  if (st->sync->momentum) out[n++] = (state_array){"trainc.outer.momentum", st->sync->momentum};
-  if (st->best->weights) out[n++] = (state_array){"trainc.best", st->best->weights};
+  if (st->opt->m) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.m", st->opt->m};
+  if (st->opt->v) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.v", st->opt->v};
+  if (st->sync->anchor) out[n++] = (state_array){TRC_STATE_PREFIX "outer.anchor", st->sync->anchor};
+  if (st->sync->momentum)
+    out[n++] = (state_array){TRC_STATE_PREFIX "outer.momentum", st->sync->momentum};
+  if (st->best->weights) out[n++] = (state_array){TRC_STATE_PREFIX "best", st->best->weights};
   return n;
 }
 

@@ -72,6 +72,12 @@ typedef struct {
   X(TRC_INIT_UNIFORM, "uniform") X(TRC_INIT_XAVIER, "xavier") X(TRC_INIT_HE, "he")
 typedef enum { TRC_INIT_KINDS(TRC_ENUM_VALUE) } trc_init_kind;
 
+/* Tensor names no parameter may take (the compiler refuses them): the
+ * .safetensors header's own key, and the namespace of the arrays a state
+ * file keeps beside the parameters (state.c: "trainc.optimizer.m", ...). */
+#define TRC_SAFETENSORS_METADATA "__metadata__"
+#define TRC_STATE_PREFIX "trainc."
+
 typedef struct {
   const char *name;       /* as in the plan and in .safetensors files: "h1.weight" */
   int rank;
