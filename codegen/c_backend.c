@@ -133,26 +133,6 @@ static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   }
 }
 
-/* ---- which buffers a kernel touches ---- */
-
-static void mark_expr(const KExpr *e, bool *used) {
-  if (!e) return;
-  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
-  mark_expr(e->a, used);
-  mark_expr(e->b, used);
-  mark_expr(e->c, used);
-}
-
-static void mark_stmts(KStmt **body, int n, bool *used) {
-  for (int i = 0; i < n; i++) {
-    const KStmt *s = body[i];
-    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
-    if (s->kind == KS_STORE) used[s->buf] = true;
-    mark_expr(s->index, used);
-    mark_expr(s->value, used);
-  }
-}
-
 static void print_node_comment(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   char sb[128];
@@ -169,7 +149,7 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
   const Graph *g = p->g;
   bool *used = xcalloc((size_t)g->n, sizeof *used);
-  mark_stmts(k->body, k->nbody, used);
+  kernel_mark_buffers(k, used);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
   for (int b = 0; b < g->n; b++) {
     if (!used[b]) continue;
@@ -182,25 +162,20 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
   free(used);
 }
 
-/* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last
- * dim]; bmm: a batch of matrices (the last two dims), one GEMM per batch. */
+/* C = op(A) op(B), one cblas_sgemm per matrix of the batch (gemm_dims). */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
-  const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
-  bool ta = n->attr.i[0], tb = n->attr.i[1], batched = n->op == OP_BMM;
-  int64_t a_cols = a->dim[a->rank - 1], a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
-  int64_t b_cols = b->dim[b->rank - 1], b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
-  int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, cols = tb ? b_rows : b_cols;
-  int64_t batch = shape_numel(&n->shape) / (m * cols);
+  GemmDims d;
+  gemm_dims(p->g, n, &d);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)batch);
-  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", ta ? "CblasTrans" : "CblasNoTrans",
-          tb ? "CblasTrans" : "CblasNoTrans", (long long)m, (long long)cols, (long long)k);
+  fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)d.batch);
+  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", d.trans_a ? "CblasTrans" : "CblasNoTrans",
+          d.trans_b ? "CblasTrans" : "CblasNoTrans", (long long)d.m, (long long)d.n, (long long)d.k);
   fprintf(out, "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + i * %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)(a_rows * a_cols), (long long)a_cols,
-          (unsigned long long)p->offset[n->in[1]], (long long)(b_rows * b_cols), (long long)b_cols);
-  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)(m * cols), (long long)cols);
+          (unsigned long long)p->offset[n->in[0]], (long long)d.stride_a, (long long)d.lda,
+          (unsigned long long)p->offset[n->in[1]], (long long)d.stride_b, (long long)d.ldb);
+  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+          (unsigned long long)p->offset[id], (long long)d.stride_c, (long long)d.ldc);
 }
 
 static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {

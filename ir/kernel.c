@@ -178,3 +178,23 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c) {
   if (a->kind == KE_ICONST) return k_iconst(k, a->i * c);
   return k_binary(k, KB_MUL, a, k_iconst(k, c));
 }
+
+static void mark_expr(const KExpr *e, bool *used) {
+  if (!e) return;
+  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
+  mark_expr(e->a, used);
+  mark_expr(e->b, used);
+  mark_expr(e->c, used);
+}
+
+static void mark_stmts(KStmt **body, int n, bool *used) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
+    if (s->kind == KS_STORE) used[s->buf] = true;
+    mark_expr(s->index, used);
+    mark_expr(s->value, used);
+  }
+}
+
+void kernel_mark_buffers(const Kernel *k, bool *used) { mark_stmts(k->body, k->nbody, used); }

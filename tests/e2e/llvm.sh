@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The LLVM backend computes what the C backend computes, bit for bit. For
+# each model the C-built trainer, the LLVM-built trainer (`trainc build
+# --backend llvm`) and `trainc run` (LLVM's JIT in trainc's process) train
+# STEPS steps from the same seed: their loss logs (every field but the
+# timings) and their saved weights (cmp) must be identical. DATA
+# "gradcheck" runs --gradcheck instead: it must pass under all three, with
+# the same report byte for byte.
+# usage: llvm.sh TRAINC SOURCE_DIR WORKDIR STEPS MODEL.nn=DATA...
+#   DATA: fashion (Fashion-MNIST), kjv (scripts/fetch-kjv, T = 32), pairs
+#   (scripts/make-pair-data), random (deep_mlp's 1024 random rows),
+#   gradcheck; gpt-small builds examples/gpt.nn at the size of
+#   tests/e2e/gpt.sh (dropout kept).
+set -euo pipefail
+trainc=$1 src=$2 work=$3 steps=$4
+shift 4
+mkdir -p "$work"
+PY=/usr/bin/python3
+fail=0
+
+data_dir() {
+  case $1 in
+  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
+  kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
+  pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
+  random)
+    [[ -d $work/random ]] || { mkdir -p "$work/random" && "$PY" -c '
+import numpy as np, sys
+r = np.random.default_rng(7)
+np.save(sys.argv[1] + "/x.npy", r.standard_normal((1024, 1024), dtype=np.float32))
+np.save(sys.argv[1] + "/label.npy", r.integers(0, 10, size=1024, dtype=np.int32))' "$work/random"; }
+    echo "$work/random" ;;
+  esac
+}
+
+# The log without its timings, one record a line.
+losses() {
+  "$PY" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for k in ("examples_per_s", "seconds", "comm_seconds"):
+        r.pop(k, None)
+    print(json.dumps(r, sort_keys=True))' "$1"
+}
+
+same() { # what, file of the C trainer, file of the other
+  if ! cmp -s "$2" "$3"; then
+    echo "FAIL: $name: $1 differ: $2 $3"
+    fail=1
+  fi
+}
+
+for arg in "$@"; do
+  model=${arg%=*} data=${arg#*=}
+  if [[ $model == gpt-small ]]; then
+    sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
+      -e 's/^const LAYERS = 4$/const LAYERS = 2/' -e 's/^  batch 32$/  batch 8/' "$src/examples/gpt.nn" >"$work/gpt_small.nn"
+    model=$work/gpt_small.nn
+  fi
+  name=$(basename "$model" .nn)
+  out=$work/$name
+  "$trainc" build "$model" -o "$out.c.bin" >/dev/null
+  "$trainc" build --backend llvm "$model" -o "$out.llvm.bin" >/dev/null
+  if [[ $data == gradcheck ]]; then
+    for how in c llvm; do "$out.$how.bin" --gradcheck --seed 3 >"$out.$how.txt"; done
+    "$trainc" run "$model" --gradcheck --seed 3 >"$out.run.txt"
+    same "gradcheck reports" "$out.c.txt" "$out.llvm.txt"
+    same "gradcheck reports" "$out.c.txt" "$out.run.txt"
+    echo "$name: --gradcheck passes, the same report from the C, LLVM and JIT trainers"
+    continue
+  fi
+  flags=(--data "$(data_dir "$data")" --steps "$steps" --seed 3 --log-every 1 --quiet)
+  for how in c llvm; do "$out.$how.bin" "${flags[@]}" --save "$out.$how.safetensors" --log "$out.$how.jsonl"; done
+  "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
+  for how in c llvm run; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
+  for how in llvm run; do
+    same "weights" "$out.c.safetensors" "$out.$how.safetensors"
+    same "loss logs" "$out.c.losses" "$out.$how.losses"
+  done
+  echo "$name, $steps steps: the same losses and weights from the C, LLVM and JIT trainers"
+done
+exit $fail
