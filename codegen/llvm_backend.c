@@ -50,13 +50,17 @@ static LLVMTargetMachineRef create_machine(LLVMTargetRef target, const char *tri
     dup2(saved, 2);
     close(saved);
   }
-  char line[512];
+  char line[512], last[512] = "";
   bool warned = false;
   if (caught) rewind(caught);
   while (caught && fgets(line, sizeof line, caught)) {
     line[strcspn(line, "\n")] = '\0';
+    char *ignoring = strstr(line, " (ignoring "); /* trainc does not ignore it */
+    if (ignoring) *ignoring = '\0';
+    if (!strcmp(line, last)) continue; /* said once per subtarget */
     bool cpu_line = strstr(line, "processor") != NULL;
-    diag_error(diag, NO_LOC, "LLVM: %s (%s %s)", line, cpu_line ? "--mcpu" : "--mattr", cpu_line ? cpu : features);
+    diag_error(diag, NO_LOC, "%s %s: LLVM: %s", cpu_line ? "--mcpu" : "--mattr", cpu_line ? cpu : features, line);
+    snprintf(last, sizeof last, "%s", line);
     warned = true;
   }
   if (caught) fclose(caught);

@@ -337,7 +337,7 @@ static int build(const Program *p, const Options *o) {
  * FILE.nn, argv[0] the model's name. Returns the trainer's exit status. */
 static int run(const Program *p, const Options *o) {
   if (train_is_distributed(&p->g->train)) {
-    diag_error(&diag, NO_LOC, "%s trains on several processes (MPI), which `trainc run` does not start: build "
+    diag_error(&diag, NO_LOC, "model %s trains on several processes (MPI), which `trainc run` does not start: build "
                "a trainer with `trainc build %s -o BIN` and run it under mpirun", p->g->model_name, o->file);
     return 1;
   }
