@@ -120,6 +120,11 @@ typedef struct {
 } Callee;
 
 typedef struct {
+  char *code; /* code_text */
+  LLVMValueRef fn;
+} KernelCode;
+
+typedef struct {
   LLVMContextRef ctx;
   LLVMModuleRef mod;
   LLVMBuilderRef b;
@@ -128,6 +133,8 @@ typedef struct {
   LLVMTypeRef ptr, i1, i8, i32, i64, f32, f64, void_t;
   Callee maxf, minf, uniform, sqrt;
   LLVMValueRef *kernel;    /* per node id: its function, or NULL */
+  KernelCode *codes;       /* the kernel functions built so far */
+  int n_codes, cap_codes;
   /* the kernel being built */
   LLVMValueRef *buf;       /* per node id: its pointer in this kernel */
   LLVMValueRef *index;     /* per loop variable: its value */
@@ -435,15 +442,87 @@ static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
   loop_end(g, &l);
 }
 
+/* ---- kernels with the same code are one function ----
+ * A kernel's buffers are its parameters, so the kernels of gpt124m's twelve
+ * identical layers differ only in the pointers they are called with: one
+ * function serves them all, which cuts the module (and LLVM's time on it)
+ * by about as much. The code text names buffers by parameter position. */
+
+static int param_of(const int *ids, int n, int buf) {
+  for (int i = 0; i < n; i++)
+    if (ids[i] == buf) return i;
+  return -1;
+}
+
+static void code_expr(StrBuf *sb, const KExpr *e, const int *ids, int n) {
+  if (!e) return;
+  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)e->i, e->var,
+            e->kind == KE_LOAD || e->kind == KE_RANDOM ? param_of(ids, n, e->buf) : -1, e->is_int);
+  code_expr(sb, e->a, ids, n);
+  code_expr(sb, e->b, ids, n);
+  code_expr(sb, e->c, ids, n);
+  sb_append(sb, ")");
+}
+
+static void code_stmts(StrBuf *sb, KStmt **body, int nbody, const int *ids, int n) {
+  for (int i = 0; i < nbody; i++) {
+    const KStmt *s = body[i];
+    sb_printf(sb, "[%d %d %lld %d %d", s->kind, s->var, (long long)s->extent,
+              s->kind == KS_STORE ? param_of(ids, n, s->buf) : -1, s->accumulate);
+    code_stmts(sb, s->body, s->nbody, ids, n);
+    code_expr(sb, s->index, ids, n);
+    code_expr(sb, s->value, ids, n);
+    sb_append(sb, "]");
+  }
+}
+
+/* Kernel id's code with buffers as parameter positions (ids, n). */
+static char *code_text(Gen *g, int id, const int *ids, int n) {
+  StrBuf sb = {0};
+  for (int i = 0; i < n; i++) sb_printf(&sb, "%d,", g->p->g->nodes[ids[i]].dtype);
+  const Kernel *k = g->p->kernels[id];
+  if (k) {
+    sb_printf(&sb, "%d %d", k->n_vars, k->n_locals);
+    code_stmts(&sb, k->body, k->nbody, ids, n);
+  } else {
+    GemmDims d;
+    gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
+    sb_printf(&sb, "gemm %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", d.trans_a, d.trans_b,
+              d.accumulate, (long long)d.m, (long long)d.n, (long long)d.k, (long long)d.batch, (long long)d.lda,
+              (long long)d.ldb, (long long)d.ldc, (long long)d.stride_a, (long long)d.stride_b,
+              (long long)d.stride_c);
+  }
+  return sb_take(&sb);
+}
+
+/* The function already built for this code, or NULL. */
+static LLVMValueRef same_code(const Gen *g, const char *code) {
+  for (int i = 0; i < g->n_codes; i++)
+    if (!strcmp(g->codes[i].code, code)) return g->codes[i].fn;
+  return NULL;
+}
+
 static void define_kernel(Gen *g, int id) {
   const Kernel *k = g->p->kernels[id];
   int *ids = xmalloc((size_t)g->p->g->n * sizeof *ids);
   int n = kernel_buffers(g->p, id, ids);
   LLVMTypeRef *params = xmalloc((size_t)(n ? n : 1) * sizeof *params);
   for (int i = 0; i < n; i++) params[i] = g->ptr;
-  char name[32];
+  char name[32], *code = code_text(g, id, ids, n);
+  if ((g->kernel[id] = same_code(g, code))) {
+    free(code);
+    free(params);
+    free(ids);
+    return;
+  }
   snprintf(name, sizeof name, "k%d", id);
   Callee c = define(g, name, g->void_t, params, n);
+  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, c.fn}));
+  /* Each kernel is optimized on its own: inlined into forward() and
+   * backward(), gpt124m's hundreds of kernels made functions whose LICM
+   * (over the inlined noalias scopes) took minutes. */
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, noinline, 0));
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   for (int i = 0; i < n; i++) {
     g->buf[ids[i]] = LLVMGetParam(c.fn, (unsigned)i);
@@ -829,6 +908,8 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   define_main(&g, define_model(&g, forward, backward, step, diag));
   free(g.kernel);
   free(g.buf);
+  for (int i = 0; i < g.n_codes; i++) free(g.codes[i].code);
+  free(g.codes);
   LLVMDisposeBuilder(g.b);
   LLVMDisposeTargetData(g.td);
   if (diag->errors == errors && llvm_verify(g.mod, diag)) return g.mod;

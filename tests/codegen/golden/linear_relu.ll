@@ -79,7 +79,8 @@ entry:
 ; Function Attrs: nocallback nofree nosync nounwind speculatable willreturn memory(none)
 declare float @llvm.sqrt.f32(float) #0
 
-define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -102,7 +103,8 @@ done:                                             ; preds = %loop
 
 declare void @cblas_sgemm(i32, i32, i32, i32, i32, i32, float, ptr, i32, ptr, i32, float, ptr, i32)
 
-define internal void @k5(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k5(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -136,7 +138,8 @@ done3:                                            ; preds = %done
   ret void
 }
 
-define internal void @k6(ptr noalias %0, ptr noalias %1) {
+; Function Attrs: noinline
+define internal void @k6(ptr noalias %0, ptr noalias %1) #1 {
 entry:
   br label %loop
 
@@ -155,7 +158,8 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -176,7 +180,8 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -210,7 +215,8 @@ done3:                                            ; preds = %done
   ret void
 }
 
-define internal void @k11(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k11(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
@@ -291,7 +297,8 @@ declare float @expf(float)
 
 declare float @logf(float)
 
-define internal void @k13(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) {
+; Function Attrs: noinline
+define internal void @k13(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
@@ -380,7 +387,8 @@ done11:                                           ; preds = %done10
   ret void
 }
 
-define internal void @k14(ptr noalias %0, ptr noalias %1) {
+; Function Attrs: noinline
+define internal void @k14(ptr noalias %0, ptr noalias %1) #1 {
 entry:
   br label %loop
 
@@ -412,7 +420,8 @@ done3:                                            ; preds = %done
   ret void
 }
 
-define internal void @k15(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k15(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -433,7 +442,8 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -454,7 +464,8 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -476,7 +487,8 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k18(ptr noalias %0, ptr noalias %1) {
+; Function Attrs: noinline
+define internal void @k18(ptr noalias %0, ptr noalias %1) #1 {
 entry:
   br label %loop
 
@@ -508,7 +520,8 @@ done3:                                            ; preds = %done
   ret void
 }
 
-define internal void @k19(ptr noalias %0, ptr noalias %1, ptr noalias %2) {
+; Function Attrs: noinline
+define internal void @k19(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   br label %loop
 
@@ -698,7 +711,7 @@ declare i32 @trc_step_overlaps(ptr)
 declare float @trc_step_loss_seed(ptr)
 
 ; Function Attrs: nocallback nofree nounwind willreturn memory(argmem: write)
-declare void @llvm.memset.p0.i64(ptr nocapture writeonly, i8, i64, i1 immarg) #1
+declare void @llvm.memset.p0.i64(ptr nocapture writeonly, i8, i64, i1 immarg) #2
 
 declare void @trc_step_micro_batch(ptr, i64)
 
@@ -726,5 +739,6 @@ entry:
 declare i32 @trc_main(ptr, i32, ptr)
 
 attributes #0 = { nocallback nofree nosync nounwind speculatable willreturn memory(none) }
-attributes #1 = { nocallback nofree nounwind willreturn memory(argmem: write) }
+attributes #1 = { noinline }
+attributes #2 = { nocallback nofree nounwind willreturn memory(argmem: write) }
 [exit 0]
