@@ -9,10 +9,14 @@
 #    alternately ROUNDS times each (from each log record's examples_per_s;
 #    the first step of a run left out).
 # Data: Fashion-MNIST, the KJV text (T = 64) and random GPT-2 token ids.
-# usage: bench/llvm.sh [BUILD_DIR] [STEPS] [ROUNDS]   (default: build, 10, 3)
+# usage: bench/llvm.sh [BUILD_DIR] [STEPS] [ROUNDS] [MODEL...]
+#   (default: build, 10, 3, fashion_mlp gpt gpt124m)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} steps=${2:-10} rounds=${3:-3}
+shift $(($# < 3 ? $# : 3))
+models=("$@")
+((${#models[@]})) || models=(fashion_mlp gpt gpt124m)
 trainc=$build/driver/trainc
 work=$build/bench_llvm
 mkdir -p "$work/tokens"
@@ -39,8 +43,9 @@ median_step() { # log.jsonl batch: median seconds per step, first step left out
 
 printf "%-12s %10s %10s %10s %12s %12s %12s\n" model "cc (s)" "llvm (s)" "jit (s)" "first step" \
   "C step (s)" "LLVM step (s)"
-for case in fashion_mlp:fashion/train gpt:kjv/train gpt124m:tokens; do
-  name=${case%%:*} data=$work/${case#*:} model=examples/${case%%:*}.nn
+declare -A data_of=([fashion_mlp]=fashion/train [gpt]=kjv/train [gpt124m]=tokens)
+for name in "${models[@]}"; do
+  data=$work/${data_of[$name]} model=examples/$name.nn
   batch=$(sed -n 's/^ *batch \([0-9]*\).*/\1/p' "$model" | head -n 1)
   cc=$(seconds "$trainc" build "$model" -o "$work/$name.c")
   llvm=$(seconds "$trainc" build --backend llvm "$model" -o "$work/$name.llvm")
