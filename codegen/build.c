@@ -72,8 +72,8 @@ static int run(Argv *a, const char *what, const char *out_path, bool verbose, Di
 /* The compiler driver on one input: a C file (compiled as C11 against the
  * runtime's header) or an object, linked with the runtime, BLAS, MPI when
  * asked, zlib and libm. */
-static bool compile_and_link(const char *input, bool is_c, const char *exe_path, const BuildOptions *opt,
-                             Diag *diag) {
+static bool compile_and_link(const char *input, bool is_c, const char *exe_path,
+                             const BuildOptions *opt, Diag *diag) {
   Argv a = {0};
   const char *cc = opt->cc ? opt->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   if (cc[strspn(cc, " \t")] == '\0') {

@@ -169,12 +169,14 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   gemm_dims(p->g, n, &d);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
   fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)d.batch);
-  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", d.trans_a ? "CblasTrans" : "CblasNoTrans",
-          d.trans_b ? "CblasTrans" : "CblasNoTrans", (long long)d.m, (long long)d.n, (long long)d.k);
+  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n",
+          d.trans_a ? "CblasTrans" : "CblasNoTrans", d.trans_b ? "CblasTrans" : "CblasNoTrans",
+          (long long)d.m, (long long)d.n, (long long)d.k);
   fprintf(out, "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + i * %lld, %lld,\n",
           (unsigned long long)p->offset[n->in[0]], (long long)d.stride_a, (long long)d.lda,
           (unsigned long long)p->offset[n->in[1]], (long long)d.stride_b, (long long)d.ldb);
-  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n",
+          d.accumulate ? "1.0f" : "0.0f",
           (unsigned long long)p->offset[id], (long long)d.stride_c, (long long)d.ldc);
 }
 

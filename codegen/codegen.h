@@ -6,7 +6,8 @@
  * kernels or a schedule of its own: the C backend (c_backend.c, compiled by
  * build.c) and the LLVM backend (llvm_backend.c: LLVM IR built in memory,
  * compiled to an object or run in trainc's process by llvm_jit.c). Nothing
- * from the model file reaches generated code except identifiers (which the scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
+ * from the model file reaches generated code except identifiers (which the
+ * scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
  * and numbers; the source path is written with octal escapes (c_backend.c). */
 #ifndef TRAINC_CODEGEN_H
 #define TRAINC_CODEGEN_H

@@ -38,14 +38,15 @@ bool llvm_ok(LLVMErrorRef err, const char *what, Diag *diag) {
 /* LLVM prints "'x' is not a recognized processor for this target (ignoring
  * processor)" and goes on; its warnings while the target machine is made
  * are caught from stderr and reported as errors of the flag. */
-static LLVMTargetMachineRef create_machine(LLVMTargetRef target, const char *triple, const char *cpu,
-                                           const char *features, Diag *diag) {
+static LLVMTargetMachineRef create_machine(LLVMTargetRef target, const char *triple,
+                                           const char *cpu, const char *features, Diag *diag) {
   fflush(stderr);
   FILE *caught = tmpfile();
   int saved = caught ? dup(2) : -1;
   if (saved >= 0) dup2(fileno(caught), 2);
-  LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
-                                                    LLVMRelocPIC, LLVMCodeModelDefault);
+  LLVMTargetMachineRef tm =
+      LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                              LLVMRelocPIC, LLVMCodeModelDefault);
   if (saved >= 0) {
     dup2(saved, 2);
     close(saved);
@@ -59,7 +60,8 @@ static LLVMTargetMachineRef create_machine(LLVMTargetRef target, const char *tri
     if (ignoring) *ignoring = '\0';
     if (!strcmp(line, last)) continue; /* said once per subtarget */
     bool cpu_line = strstr(line, "processor") != NULL;
-    diag_error(diag, NO_LOC, "%s %s: LLVM: %s", cpu_line ? "--mcpu" : "--mattr", cpu_line ? cpu : features, line);
+    diag_error(diag, NO_LOC, "%s %s: LLVM: %s", cpu_line ? "--mcpu" : "--mattr",
+               cpu_line ? cpu : features, line);
     snprintf(last, sizeof last, "%s", line);
     warned = true;
   }
@@ -83,7 +85,8 @@ bool llvm_target_machine(const LlvmOptions *o, LLVMTargetMachineRef *tm, Diag *d
     /* another CPU than this one: its own features, not this machine's */
     if (o->mcpu && !o->mattr) features = "";
     *tm = create_machine(target, triple, cpu, features, diag);
-    if (!*tm && diag->errors == errors) diag_error(diag, NO_LOC, "LLVM: no target machine for %s, CPU %s", triple, cpu);
+    if (!*tm && diag->errors == errors)
+      diag_error(diag, NO_LOC, "LLVM: no target machine for %s, CPU %s", triple, cpu);
   }
   LLVMDisposeMessage(err);
   LLVMDisposeMessage(triple);
@@ -97,7 +100,8 @@ bool llvm_verify(LLVMModuleRef m, Diag *diag) {
   bool bad = LLVMVerifyModule(m, LLVMReturnStatusAction, &msg);
   if (bad) {
     msg[strcspn(msg, "\n")] = '\0'; /* the first problem */
-    diag_error(diag, NO_LOC, "LLVM: the module trainc built does not verify (a trainc bug): %s", msg);
+    diag_error(diag, NO_LOC, "LLVM: the module trainc built does not verify (a trainc bug): %s",
+               msg);
   }
   LLVMDisposeMessage(msg);
   return !bad;
@@ -132,18 +136,22 @@ typedef struct {
   const Program *p;
   LLVMTypeRef ptr, i1, i8, i32, i64, f32, f64, void_t;
   Callee maxf, minf, uniform, sqrt;
-  LLVMValueRef *kernel;    /* per node id: its function, or NULL */
-  KernelCode *codes;       /* the kernel functions built so far */
+  LLVMValueRef *kernel; /* per node id: its function, or NULL */
+  KernelCode *codes;    /* the kernel functions built so far */
   int n_codes, cap_codes;
   /* the kernel being built */
-  LLVMValueRef *buf;       /* per node id: its pointer in this kernel */
-  LLVMValueRef *index;     /* per loop variable: its value */
-  LLVMValueRef *local;     /* per local: its stack slot */
+  LLVMValueRef *buf;   /* per node id: its pointer in this kernel */
+  LLVMValueRef *index; /* per loop variable: its value */
+  LLVMValueRef *local; /* per local: its stack slot */
 } Gen;
 
-static LLVMValueRef i64c(Gen *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
+static LLVMValueRef i64c(Gen *g, int64_t v) {
+  return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
 static LLVMValueRef u64c(Gen *g, uint64_t v) { return LLVMConstInt(g->i64, v, 0); }
-static LLVMValueRef i32c(Gen *g, int64_t v) { return LLVMConstInt(g->i32, (unsigned long long)v, 1); }
+static LLVMValueRef i32c(Gen *g, int64_t v) {
+  return LLVMConstInt(g->i32, (unsigned long long)v, 1);
+}
 
 /* The float the C backend's literal reads back to: its "%.9g" text through
  * strtof, not a direct rounding of the double (which may differ). */
@@ -249,13 +257,16 @@ static LLVMValueRef mix64(Gen *g, LLVMValueRef z) {
 static Callee define_uniform(Gen *g) {
   LLVMTypeRef params[3] = {g->ptr, g->i64, g->i64};
   Callee c = define(g, "trc_kernel_uniform", g->f32, params, 3);
-  LLVMValueRef key = LLVMGetParam(c.fn, 0), one = u64c(g, 1), golden = u64c(g, 0x9E3779B97F4A7C15ull);
+  LLVMValueRef key = LLVMGetParam(c.fn, 0), one = u64c(g, 1),
+               golden = u64c(g, 0x9E3779B97F4A7C15ull);
   LLVMValueRef lo = LLVMBuildZExt(g->b, LLVMBuildLoad2(g->b, g->i32, key, ""), g->i64, "");
   LLVMValueRef hi_ptr = LLVMBuildInBoundsGEP2(g->b, g->i32, key, &one, 1, "");
   LLVMValueRef hi = LLVMBuildZExt(g->b, LLVMBuildLoad2(g->b, g->i32, hi_ptr, ""), g->i64, "");
   LLVMValueRef k = LLVMBuildOr(g->b, lo, LLVMBuildShl(g->b, hi, u64c(g, 32), ""), "");
-  LLVMValueRef s = LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 1), one, ""), "");
-  LLVMValueRef n = LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 2), one, ""), "");
+  LLVMValueRef s =
+      LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 1), one, ""), "");
+  LLVMValueRef n =
+      LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 2), one, ""), "");
   LLVMValueRef z = mix64(g, LLVMBuildAdd(g->b, mix64(g, LLVMBuildAdd(g->b, k, s, "")), n, ""));
   LLVMValueRef u = LLVMBuildUIToFP(g->b, LLVMBuildLShr(g->b, z, u64c(g, 40), ""), g->f32, "");
   LLVMBuildRet(g->b, LLVMBuildFMul(g->b, u, LLVMConstReal(g->f32, 0x1.0p-24), ""));
@@ -264,7 +275,8 @@ static Callee define_uniform(Gen *g) {
 
 static Callee intrinsic(Gen *g, const char *name, LLVMTypeRef type) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-  return (Callee){LLVMIntrinsicGetType(g->ctx, id, &type, 1), LLVMGetIntrinsicDeclaration(g->mod, id, &type, 1)};
+  return (Callee){LLVMIntrinsicGetType(g->ctx, id, &type, 1),
+                  LLVMGetIntrinsicDeclaration(g->mod, id, &type, 1)};
 }
 
 /* ---- kernel expressions: values are i64 (C's integers) or float ---- */
@@ -272,7 +284,9 @@ static Callee intrinsic(Gen *g, const char *name, LLVMTypeRef type) {
 static bool is_int(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMIntegerTypeKind; }
 
 /* C's conversion of an integer operand to float. */
-static LLVMValueRef as_float(Gen *g, LLVMValueRef v) { return is_int(v) ? LLVMBuildSIToFP(g->b, v, g->f32, "") : v; }
+static LLVMValueRef as_float(Gen *g, LLVMValueRef v) {
+  return is_int(v) ? LLVMBuildSIToFP(g->b, v, g->f32, "") : v;
+}
 
 static LLVMTypeRef elem_type(Gen *g, int buf) {
   DType t = g->p->g->nodes[buf].dtype;
@@ -295,7 +309,8 @@ static LLVMValueRef load(Gen *g, int buf, LLVMValueRef index) {
 static LLVMValueRef expr(Gen *g, const KExpr *e);
 
 static LLVMValueRef unary(Gen *g, const KExpr *e) {
-  static const char *libm[] = {[KU_EXP] = "expf", [KU_LOG] = "logf", [KU_TANH] = "tanhf", [KU_ERF] = "erff"};
+  static const char *libm[] = {
+      [KU_EXP] = "expf", [KU_LOG] = "logf", [KU_TANH] = "tanhf", [KU_ERF] = "erff"};
   LLVMValueRef a = expr(g, e->a);
   if (e->op == KU_NEG) return is_int(a) ? LLVMBuildNSWNeg(g->b, a, "") : LLVMBuildFNeg(g->b, a, "");
   a = as_float(g, a);
@@ -311,24 +326,33 @@ static LLVMValueRef binary(Gen *g, const KExpr *e) {
   }
   if (is_int(a) && is_int(b)) {
     switch ((KBinaryOp)e->op) {
-    case KB_ADD: return LLVMBuildNSWAdd(g->b, a, b, "");
-    case KB_SUB: return LLVMBuildNSWSub(g->b, a, b, "");
-    case KB_MUL: return LLVMBuildNSWMul(g->b, a, b, "");
-    default: return LLVMBuildSDiv(g->b, a, b, "");
+    case KB_ADD:
+      return LLVMBuildNSWAdd(g->b, a, b, "");
+    case KB_SUB:
+      return LLVMBuildNSWSub(g->b, a, b, "");
+    case KB_MUL:
+      return LLVMBuildNSWMul(g->b, a, b, "");
+    default:
+      return LLVMBuildSDiv(g->b, a, b, "");
     }
   }
   a = as_float(g, a), b = as_float(g, b);
   switch ((KBinaryOp)e->op) {
-  case KB_ADD: return LLVMBuildFAdd(g->b, a, b, "");
-  case KB_SUB: return LLVMBuildFSub(g->b, a, b, "");
-  case KB_MUL: return LLVMBuildFMul(g->b, a, b, "");
-  default: return LLVMBuildFDiv(g->b, a, b, "");
+  case KB_ADD:
+    return LLVMBuildFAdd(g->b, a, b, "");
+  case KB_SUB:
+    return LLVMBuildFSub(g->b, a, b, "");
+  case KB_MUL:
+    return LLVMBuildFMul(g->b, a, b, "");
+  default:
+    return LLVMBuildFDiv(g->b, a, b, "");
   }
 }
 
 /* `a > 0.0f ? b : c`, and `a == b ? 1.0f : 0.0f`. */
 static LLVMValueRef select_expr(Gen *g, const KExpr *e) {
-  LLVMValueRef cond = LLVMBuildFCmp(g->b, LLVMRealOGT, as_float(g, expr(g, e->a)), LLVMConstReal(g->f32, 0), "");
+  LLVMValueRef cond =
+      LLVMBuildFCmp(g->b, LLVMRealOGT, as_float(g, expr(g, e->a)), LLVMConstReal(g->f32, 0), "");
   LLVMValueRef b = expr(g, e->b), c = expr(g, e->c);
   if (!is_int(b) || !is_int(c)) b = as_float(g, b), c = as_float(g, c);
   return LLVMBuildSelect(g->b, cond, b, c, "");
@@ -345,16 +369,26 @@ static LLVMValueRef equal_expr(Gen *g, const KExpr *e) {
 
 static LLVMValueRef expr(Gen *g, const KExpr *e) {
   switch (e->kind) {
-  case KE_CONST: return float_const(g, e->f);
-  case KE_ICONST: return i64c(g, e->i);
-  case KE_INDEX: return g->index[e->var];
-  case KE_LOCAL: return LLVMBuildLoad2(g->b, g->f32, g->local[e->var], "");
-  case KE_LOAD: return load(g, e->buf, expr(g, e->a));
-  case KE_UNARY: return unary(g, e);
-  case KE_BINARY: return binary(g, e);
-  case KE_SELECT: return select_expr(g, e);
-  case KE_EQ: return equal_expr(g, e);
-  case KE_TO_FLOAT: return as_float(g, expr(g, e->a));
+  case KE_CONST:
+    return float_const(g, e->f);
+  case KE_ICONST:
+    return i64c(g, e->i);
+  case KE_INDEX:
+    return g->index[e->var];
+  case KE_LOCAL:
+    return LLVMBuildLoad2(g->b, g->f32, g->local[e->var], "");
+  case KE_LOAD:
+    return load(g, e->buf, expr(g, e->a));
+  case KE_UNARY:
+    return unary(g, e);
+  case KE_BINARY:
+    return binary(g, e);
+  case KE_SELECT:
+    return select_expr(g, e);
+  case KE_EQ:
+    return equal_expr(g, e);
+  case KE_TO_FLOAT:
+    return as_float(g, expr(g, e->a));
   case KE_RANDOM: {
     LLVMValueRef args[3] = {g->buf[e->buf], u64c(g, (uint64_t)e->i), expr(g, e->a)};
     return call(g, g->uniform, args, 3);
@@ -370,7 +404,8 @@ static LLVMValueRef to_elem(Gen *g, int buf, LLVMValueRef v) {
   LLVMTypeRef t = elem_type(g, buf);
   if (t == g->f32) return as_float(g, v);
   if (is_int(v)) return LLVMBuildTrunc(g->b, v, t, "");
-  return t == g->i8 ? LLVMBuildFPToUI(g->b, v, t, "") : LLVMBuildFPToSI(g->b, v, t, ""); /* u8, i32 */
+  return t == g->i8 ? LLVMBuildFPToUI(g->b, v, t, "")
+                    : LLVMBuildFPToSI(g->b, v, t, ""); /* u8, i32 */
 }
 
 static void store(Gen *g, const KStmt *s) {
@@ -395,8 +430,12 @@ static void stmts(Gen *g, KStmt **body, int n) {
       loop_end(g, &l);
       break;
     case KS_LOCAL:
-    case KS_SET: LLVMBuildStore(g->b, as_float(g, expr(g, s->value)), g->local[s->var]); break;
-    case KS_STORE: store(g, s); break;
+    case KS_SET:
+      LLVMBuildStore(g->b, as_float(g, expr(g, s->value)), g->local[s->var]);
+      break;
+    case KS_STORE:
+      store(g, s);
+      break;
     }
   }
 }
@@ -426,18 +465,26 @@ static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
   LLVMTypeRef blas_int = LLVMIntTypeInContext(g->ctx, 8 * sizeof(blasint));
   Loop l;
   LLVMValueRef i = loop_begin(g, i64c(g, d.batch), &l);
-  LLVMValueRef pa = LLVMBuildInBoundsGEP2(g->b, g->f32, a, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_a), "")}, 1, "");
-  LLVMValueRef pb = LLVMBuildInBoundsGEP2(g->b, g->f32, b, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_b), "")}, 1, "");
-  LLVMValueRef pc = LLVMBuildInBoundsGEP2(g->b, g->f32, c, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_c), "")}, 1, "");
-  LLVMValueRef args[] = {
-      i32c(g, CblasRowMajor),         i32c(g, d.trans_a ? CblasTrans : CblasNoTrans),
-      i32c(g, d.trans_b ? CblasTrans : CblasNoTrans),
-      LLVMConstInt(blas_int, (unsigned long long)d.m, 1), LLVMConstInt(blas_int, (unsigned long long)d.n, 1),
-      LLVMConstInt(blas_int, (unsigned long long)d.k, 1), LLVMConstReal(g->f32, 1),
-      pa, LLVMConstInt(blas_int, (unsigned long long)d.lda, 1),
-      pb, LLVMConstInt(blas_int, (unsigned long long)d.ldb, 1),
-      LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
-      pc, LLVMConstInt(blas_int, (unsigned long long)d.ldc, 1)};
+  LLVMValueRef pa = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, a, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_a), "")}, 1, "");
+  LLVMValueRef pb = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, b, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_b), "")}, 1, "");
+  LLVMValueRef pc = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, c, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_c), "")}, 1, "");
+  LLVMValueRef args[] = {i32c(g, CblasRowMajor),
+                         i32c(g, d.trans_a ? CblasTrans : CblasNoTrans),
+                         i32c(g, d.trans_b ? CblasTrans : CblasNoTrans),
+                         LLVMConstInt(blas_int, (unsigned long long)d.m, 1),
+                         LLVMConstInt(blas_int, (unsigned long long)d.n, 1),
+                         LLVMConstInt(blas_int, (unsigned long long)d.k, 1),
+                         LLVMConstReal(g->f32, 1),
+                         pa,
+                         LLVMConstInt(blas_int, (unsigned long long)d.lda, 1),
+                         pb,
+                         LLVMConstInt(blas_int, (unsigned long long)d.ldb, 1),
+                         LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
+                         pc,
+                         LLVMConstInt(blas_int, (unsigned long long)d.ldc, 1)};
   call_ext(g, "cblas_sgemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
   loop_end(g, &l);
 }
@@ -487,10 +534,10 @@ static char *code_text(Gen *g, int id, const int *ids, int n) {
   } else {
     GemmDims d;
     gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-    sb_printf(&sb, "gemm %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", d.trans_a, d.trans_b,
-              d.accumulate, (long long)d.m, (long long)d.n, (long long)d.k, (long long)d.batch, (long long)d.lda,
-              (long long)d.ldb, (long long)d.ldc, (long long)d.stride_a, (long long)d.stride_b,
-              (long long)d.stride_c);
+    sb_printf(&sb, "gemm %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", d.trans_a,
+              d.trans_b, d.accumulate, (long long)d.m, (long long)d.n, (long long)d.k,
+              (long long)d.batch, (long long)d.lda, (long long)d.ldb, (long long)d.ldc,
+              (long long)d.stride_a, (long long)d.stride_b, (long long)d.stride_c);
   }
   return sb_take(&sb);
 }
@@ -522,7 +569,8 @@ static void define_kernel(Gen *g, int id) {
    * backward(), gpt124m's hundreds of kernels made functions whose LICM
    * (over the inlined noalias scopes) took minutes. */
   unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
-  LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->ctx, noinline, 0));
+  LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(g->ctx, noinline, 0));
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   for (int i = 0; i < n; i++) {
     g->buf[ids[i]] = LLVMGetParam(c.fn, (unsigned)i);
@@ -626,29 +674,37 @@ static Callee define_step(Gen *g, Callee forward, Callee backward) {
   LLVMBuildStore(g->b, LLVMConstReal(g->f64, 0), loss_sum);
   LLVMValueRef a = ask(g, "arena", g->ptr, s);
   LLVMValueRef window = ask(g, "micro_batches", g->i64, s);
-  LLVMValueRef average = LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "averages_gradients", g->i32, s), zero32, "");
+  LLVMValueRef average =
+      LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "averages_gradients", g->i32, s), zero32, "");
   LLVMValueRef overlaps = LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "overlaps", g->i32, s), zero32, "");
   LLVMValueRef overlap = LLVMBuildAnd(g->b, average, overlaps, "overlap");
   LLVMValueRef seed = ask(g, "loss_seed", g->f32, s);
-  LLVMBuildMemSet(g->b, at(g, a, p->grad_offset), LLVMConstInt(g->i8, 0, 0), u64c(g, p->param_bytes), 1);
+  LLVMBuildMemSet(g->b, at(g, a, p->grad_offset), LLVMConstInt(g->i8, 0, 0),
+                  u64c(g, p->param_bytes), 1);
   Loop l;
   LLVMValueRef k = loop_begin(g, window, &l);
   LLVMValueRef micro[2] = {s, k};
   call_ext(g, "trc_step_micro_batch", g->void_t, micro, 2);
   LLVMBuildStore(g->b, seed, at(g, a, p->seed_offset));
   call(g, forward, &a, 1);
-  LLVMValueRef loss = LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f32, at(g, a, p->offset[p->g->loss]), ""), g->f64, "");
-  LLVMBuildStore(g->b, LLVMBuildFAdd(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""), loss, ""), loss_sum);
-  LLVMValueRef last = LLVMBuildICmp(g->b, LLVMIntEQ, k, LLVMBuildSub(g->b, window, i64c(g, 1), ""), "");
-  LLVMValueRef hand = LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, last, overlap, ""), s, LLVMConstNull(g->ptr), "");
+  LLVMValueRef loss = LLVMBuildFPExt(
+      g->b, LLVMBuildLoad2(g->b, g->f32, at(g, a, p->offset[p->g->loss]), ""), g->f64, "");
+  LLVMBuildStore(g->b, LLVMBuildFAdd(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""), loss, ""),
+                 loss_sum);
+  LLVMValueRef last =
+      LLVMBuildICmp(g->b, LLVMIntEQ, k, LLVMBuildSub(g->b, window, i64c(g, 1), ""), "");
+  LLVMValueRef hand =
+      LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, last, overlap, ""), s, LLVMConstNull(g->ptr), "");
   call(g, backward, (LLVMValueRef[]){a, hand}, 2);
   loop_end(g, &l);
   do_if(g, overlap, "wait_gradients", s);
-  do_if(g, LLVMBuildAnd(g->b, average, LLVMBuildNot(g->b, overlap, ""), ""), "allreduce_gradients", s);
+  do_if(g, LLVMBuildAnd(g->b, average, LLVMBuildNot(g->b, overlap, ""), ""), "allreduce_gradients",
+        s);
   LLVMValueRef mean = LLVMBuildFDiv(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""),
                                     LLVMBuildSIToFP(g->b, window, g->f64, ""), "loss");
   Callee fabs64 = intrinsic(g, "llvm.fabs", g->f64);
-  LLVMValueRef finite = LLVMBuildFCmp(g->b, LLVMRealONE, call(g, fabs64, &mean, 1), LLVMConstReal(g->f64, INFINITY), "");
+  LLVMValueRef finite = LLVMBuildFCmp(g->b, LLVMRealONE, call(g, fabs64, &mean, 1),
+                                      LLVMConstReal(g->f64, INFINITY), "");
   LLVMBasicBlockRef update = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "update");
   LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "not_finite");
   LLVMBuildCondBr(g->b, finite, update, stop);
@@ -657,7 +713,8 @@ static Callee define_step(Gen *g, Callee forward, Callee backward) {
   LLVMPositionBuilderAtEnd(g->b, update);
   ask(g, "clip_gradients", g->void_t, s);
   ask(g, "update", g->void_t, s);
-  do_if(g, LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "ends_round", g->i32, s), zero32, ""), "average_parameters", s);
+  do_if(g, LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "ends_round", g->i32, s), zero32, ""),
+        "average_parameters", s);
   LLVMBuildRet(g->b, mean);
   return c;
 }
@@ -668,19 +725,23 @@ static Callee define_step(Gen *g, Callee forward, Callee backward) {
 
 typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } FieldKind;
 
-#define PARAM_FIELDS(X)                                                                              \
-  X(name, PTR) X(rank, I32) X(dims, DIMS) X(offset, I64) X(count, I64) X(init, I32) X(a, F32)        \
-  X(b, F32) X(fan_in, I64) X(fan_out, I64) X(decay, I32)
-#define INPUT_FIELDS(X)                                                                              \
-  X(name, PTR) X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)         \
-  X(index_limit, I64)
-#define MODEL_FIELDS(X)                                                                              \
-  X(name, PTR) X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(param_offset, I64)                 \
-  X(param_count, I64) X(grad_offset, I64) X(n_params, I32) X(params, PTR) X(n_inputs, I32)           \
-  X(inputs, PTR) X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)  \
-  X(predict_offset, I64) X(predict_classes, I64) X(predict_rows, I64) X(label_input, I32)            \
-  X(token_input, I32) X(rng_key_offset, I64) X(training_offset, I64) X(forward, PTR)                 \
-  X(backward, PTR) X(step, PTR) X(checkpoint, PTR) X(defaults, CONFIG)
+#define PARAM_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(rank, I32) X(dims, DIMS) X(offset, I64) X(count, I64) X(init, I32) X(a, F32) X(b, F32)         \
+      X(fan_in, I64) X(fan_out, I64) X(decay, I32)
+#define INPUT_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)                    \
+      X(index_limit, I64)
+#define MODEL_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(param_offset, I64) X(param_count, I64)        \
+      X(grad_offset, I64) X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
+          X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)       \
+              X(predict_offset, I64) X(predict_classes, I64) X(predict_rows, I64)                  \
+                  X(label_input, I32) X(token_input, I32) X(rng_key_offset, I64)                   \
+                      X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
+                          X(checkpoint, PTR) X(defaults, CONFIG)
 /* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
 #define CFG_FK_I64 FK_I64
 #define CFG_FK_U64 FK_I64
@@ -710,26 +771,42 @@ typedef struct {
 #define INPUT_OFFSET(field, kind) offsetof(trc_input, field),
 #define MODEL_OFFSET(field, kind) offsetof(trc_model, field),
 #define CFG_OFFSET(kind, name, run, help) offsetof(trc_train_config, name),
-static const FieldKind param_kinds[] = {PARAM_FIELDS(FIELD_KIND)}, input_kinds[] = {INPUT_FIELDS(FIELD_KIND)},
-                       model_kinds[] = {MODEL_FIELDS(FIELD_KIND)}, config_kinds[] = {TRC_TRAIN_CONFIG(CFG_KIND)};
-static const size_t param_offsets[] = {PARAM_FIELDS(PARAM_OFFSET)}, input_offsets[] = {INPUT_FIELDS(INPUT_OFFSET)},
-                    model_offsets[] = {MODEL_FIELDS(MODEL_OFFSET)}, config_offsets[] = {TRC_TRAIN_CONFIG(CFG_OFFSET)};
-#define STRUCT_INFO(c_type, prefix)                                                                  \
-  {#c_type, prefix##_kinds, prefix##_offsets, sizeof(c_type), sizeof prefix##_kinds / sizeof prefix##_kinds[0]}
-static const StructInfo param_info = STRUCT_INFO(trc_param, param), input_info = STRUCT_INFO(trc_input, input),
-                        model_info = STRUCT_INFO(trc_model, model), config_info = STRUCT_INFO(trc_train_config, config);
+static const FieldKind param_kinds[] = {PARAM_FIELDS(FIELD_KIND)},
+                       input_kinds[] = {INPUT_FIELDS(FIELD_KIND)},
+                       model_kinds[] = {MODEL_FIELDS(FIELD_KIND)},
+                       config_kinds[] = {TRC_TRAIN_CONFIG(CFG_KIND)};
+static const size_t param_offsets[] = {PARAM_FIELDS(PARAM_OFFSET)},
+                    input_offsets[] = {INPUT_FIELDS(INPUT_OFFSET)},
+                    model_offsets[] = {MODEL_FIELDS(MODEL_OFFSET)},
+                    config_offsets[] = {TRC_TRAIN_CONFIG(CFG_OFFSET)};
+#define STRUCT_INFO(c_type, prefix)                                                                \
+  {                                                                                                \
+#c_type, prefix##_kinds, prefix##_offsets, sizeof(c_type),                                     \
+        sizeof prefix##_kinds / sizeof prefix##_kinds[0]                                           \
+  }
+static const StructInfo param_info = STRUCT_INFO(trc_param, param),
+                        input_info = STRUCT_INFO(trc_input, input),
+                        model_info = STRUCT_INFO(trc_model, model),
+                        config_info = STRUCT_INFO(trc_train_config, config);
 
 static LLVMTypeRef struct_type(Gen *g, const StructInfo *s, Diag *diag);
 
 static LLVMTypeRef field_type(Gen *g, FieldKind k, Diag *diag) {
   switch (k) {
-  case FK_PTR: return g->ptr;
-  case FK_I32: return g->i32;
-  case FK_I64: return g->i64;
-  case FK_F32: return g->f32;
-  case FK_F64: return g->f64;
-  case FK_DIMS: return LLVMArrayType2(g->i64, TRC_MAX_RANK);
-  case FK_CONFIG: return struct_type(g, &config_info, diag);
+  case FK_PTR:
+    return g->ptr;
+  case FK_I32:
+    return g->i32;
+  case FK_I64:
+    return g->i64;
+  case FK_F32:
+    return g->f32;
+  case FK_F64:
+    return g->f64;
+  case FK_DIMS:
+    return LLVMArrayType2(g->i64, TRC_MAX_RANK);
+  case FK_CONFIG:
+    return struct_type(g, &config_info, diag);
   }
   return NULL;
 }
@@ -744,8 +821,11 @@ static LLVMTypeRef struct_type(Gen *g, const StructInfo *s, Diag *diag) {
   t = LLVMStructCreateNamed(g->ctx, s->name);
   LLVMStructSetBody(t, fields, (unsigned)s->n, 0);
   bool same = LLVMABISizeOfType(g->td, t) == s->size;
-  for (size_t i = 0; i < s->n; i++) same = same && LLVMOffsetOfElement(g->td, t, (unsigned)i) == s->offsets[i];
-  if (!same) diag_error(diag, NO_LOC, "LLVM: %s's layout differs from runtime/trainc.h's (a trainc bug)", s->name);
+  for (size_t i = 0; i < s->n; i++)
+    same = same && LLVMOffsetOfElement(g->td, t, (unsigned)i) == s->offsets[i];
+  if (!same)
+    diag_error(diag, NO_LOC, "LLVM: %s's layout differs from runtime/trainc.h's (a trainc bug)",
+               s->name);
   return t;
 }
 
@@ -771,7 +851,8 @@ static LLVMValueRef named_struct(Gen *g, const StructInfo *s, LLVMValueRef *v, D
 }
 
 /* A private constant array of structs (NULL when empty). */
-static LLVMValueRef table(Gen *g, const StructInfo *s, LLVMValueRef *rows, int n, const char *name, Diag *diag) {
+static LLVMValueRef table(Gen *g, const StructInfo *s, LLVMValueRef *rows, int n, const char *name,
+                          Diag *diag) {
   if (n == 0) return LLVMConstNull(g->ptr);
   LLVMValueRef init = LLVMConstArray2(struct_type(g, s, diag), rows, (uint64_t)n);
   LLVMValueRef v = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
@@ -786,12 +867,17 @@ static LLVMValueRef params_table(Gen *g, Diag *diag) {
   LLVMValueRef *rows = xcalloc((size_t)gr->n_params + 1, sizeof *rows);
   for (int i = 0; i < gr->n_params; i++) {
     const Node *n = &gr->nodes[gr->params[i]];
-    LLVMValueRef v[N_PARAM_FIELDS] = {
-        [PARAM_name] = cstring(g, n->name), [PARAM_rank] = i32c(g, n->shape.rank), [PARAM_dims] = dims(g, &n->shape),
-        [PARAM_offset] = u64c(g, g->p->offset[n->id]), [PARAM_count] = i64c(g, shape_numel(&n->shape)),
-        [PARAM_init] = i32c(g, n->init.kind), [PARAM_a] = float_const(g, n->init.a),
-        [PARAM_b] = float_const(g, n->init.b), [PARAM_fan_in] = i64c(g, n->init.fan_in),
-        [PARAM_fan_out] = i64c(g, n->init.fan_out), [PARAM_decay] = i32c(g, n->decay)};
+    LLVMValueRef v[N_PARAM_FIELDS] = {[PARAM_name] = cstring(g, n->name),
+                                      [PARAM_rank] = i32c(g, n->shape.rank),
+                                      [PARAM_dims] = dims(g, &n->shape),
+                                      [PARAM_offset] = u64c(g, g->p->offset[n->id]),
+                                      [PARAM_count] = i64c(g, shape_numel(&n->shape)),
+                                      [PARAM_init] = i32c(g, n->init.kind),
+                                      [PARAM_a] = float_const(g, n->init.a),
+                                      [PARAM_b] = float_const(g, n->init.b),
+                                      [PARAM_fan_in] = i64c(g, n->init.fan_in),
+                                      [PARAM_fan_out] = i64c(g, n->init.fan_out),
+                                      [PARAM_decay] = i32c(g, n->decay)};
     rows[i] = named_struct(g, &param_info, v, diag);
   }
   LLVMValueRef t = table(g, &param_info, rows, gr->n_params, "params", diag);
@@ -805,12 +891,15 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
   LLVMValueRef *rows = xcalloc((size_t)gr->n_inputs + 1, sizeof *rows);
   for (int i = 0; i < gr->n_inputs; i++) {
     const Node *n = &gr->nodes[gr->inputs[i]];
-    uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
-    LLVMValueRef v[N_INPUT_FIELDS] = {
-        [INPUT_name] = cstring(g, n->name), [INPUT_dtype] = i32c(g, abi_dtype[n->dtype]),
-        [INPUT_rank] = i32c(g, n->shape.rank), [INPUT_dims] = dims(g, &n->shape),
-        [INPUT_offset] = u64c(g, g->p->offset[n->id]), [INPUT_example_bytes] = u64c(g, example),
-        [INPUT_index_limit] = i64c(g, n->index_limit)};
+    uint64_t example =
+        (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+    LLVMValueRef v[N_INPUT_FIELDS] = {[INPUT_name] = cstring(g, n->name),
+                                      [INPUT_dtype] = i32c(g, abi_dtype[n->dtype]),
+                                      [INPUT_rank] = i32c(g, n->shape.rank),
+                                      [INPUT_dims] = dims(g, &n->shape),
+                                      [INPUT_offset] = u64c(g, g->p->offset[n->id]),
+                                      [INPUT_example_bytes] = u64c(g, example),
+                                      [INPUT_index_limit] = i64c(g, n->index_limit)};
     rows[i] = named_struct(g, &input_info, v, diag);
   }
   LLVMValueRef t = table(g, &input_info, rows, gr->n_inputs, "inputs", diag);
@@ -847,20 +936,31 @@ static LLVMValueRef define_model(Gen *g, Callee forward, Callee backward, Callee
   char spec[64];
   const Shape *ps = gr->predict >= 0 ? &gr->nodes[gr->predict].shape : NULL;
   LLVMValueRef v[N_MODEL_FIELDS] = {
-      [MODEL_name] = cstring(g, gr->model_name), [MODEL_source] = cstring(g, gr->source_path),
-      [MODEL_batch] = i64c(g, gr->train.batch), [MODEL_arena_bytes] = u64c(g, p->arena_bytes),
-      [MODEL_param_offset] = u64c(g, p->param_offset), [MODEL_param_count] = u64c(g, p->param_bytes / 4),
-      [MODEL_grad_offset] = u64c(g, p->grad_offset), [MODEL_n_params] = i32c(g, gr->n_params),
-      [MODEL_params] = params_table(g, diag), [MODEL_n_inputs] = i32c(g, gr->n_inputs),
-      [MODEL_inputs] = inputs_table(g, diag), [MODEL_loss_offset] = u64c(g, p->offset[gr->loss]),
-      [MODEL_loss_seed_offset] = u64c(g, p->seed_offset), [MODEL_loss_kind] = i32c(g, gr->loss_kind),
-      [MODEL_has_predict] = i32c(g, ps != NULL), [MODEL_predict_offset] = u64c(g, ps ? p->offset[gr->predict] : 0),
+      [MODEL_name] = cstring(g, gr->model_name),
+      [MODEL_source] = cstring(g, gr->source_path),
+      [MODEL_batch] = i64c(g, gr->train.batch),
+      [MODEL_arena_bytes] = u64c(g, p->arena_bytes),
+      [MODEL_param_offset] = u64c(g, p->param_offset),
+      [MODEL_param_count] = u64c(g, p->param_bytes / 4),
+      [MODEL_grad_offset] = u64c(g, p->grad_offset),
+      [MODEL_n_params] = i32c(g, gr->n_params),
+      [MODEL_params] = params_table(g, diag),
+      [MODEL_n_inputs] = i32c(g, gr->n_inputs),
+      [MODEL_inputs] = inputs_table(g, diag),
+      [MODEL_loss_offset] = u64c(g, p->offset[gr->loss]),
+      [MODEL_loss_seed_offset] = u64c(g, p->seed_offset),
+      [MODEL_loss_kind] = i32c(g, gr->loss_kind),
+      [MODEL_has_predict] = i32c(g, ps != NULL),
+      [MODEL_predict_offset] = u64c(g, ps ? p->offset[gr->predict] : 0),
       [MODEL_predict_classes] = i64c(g, ps ? ps->dim[ps->rank - 1] : 0),
       [MODEL_predict_rows] = i64c(g, ps ? (ps->rank == 3 ? ps->dim[1] : 1) : 0),
       [MODEL_label_input] = i32c(g, gr->labels >= 0 ? input_index(gr, gr->labels) : -1),
       [MODEL_token_input] = i32c(g, gr->tokens >= 0 ? input_index(gr, gr->tokens) : -1),
-      [MODEL_rng_key_offset] = u64c(g, p->rng_key_offset), [MODEL_training_offset] = u64c(g, p->training_offset),
-      [MODEL_forward] = forward.fn, [MODEL_backward] = backward.fn, [MODEL_step] = step.fn,
+      [MODEL_rng_key_offset] = u64c(g, p->rng_key_offset),
+      [MODEL_training_offset] = u64c(g, p->training_offset),
+      [MODEL_forward] = forward.fn,
+      [MODEL_backward] = backward.fn,
+      [MODEL_step] = step.fn,
       [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
       [MODEL_defaults] = defaults(g, &gr->train.run, diag)};
   LLVMValueRef init = named_struct(g, &model_info, v, diag);
@@ -883,17 +983,23 @@ static void kernels(Gen *g, const int *ids, int n) {
   for (int i = 0; i < n; i++) define_kernel(g, ids[i]);
 }
 
-LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm, Diag *diag) {
+LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
+                                Diag *diag) {
   int errors = diag->errors;
-  Gen g = {.ctx = ctx, .p = p, .b = LLVMCreateBuilderInContext(ctx), .td = LLVMCreateTargetDataLayout(tm)};
+  Gen g = {.ctx = ctx,
+           .p = p,
+           .b = LLVMCreateBuilderInContext(ctx),
+           .td = LLVMCreateTargetDataLayout(tm)};
   g.mod = LLVMModuleCreateWithNameInContext(p->g->model_name, ctx);
   LLVMSetSourceFileName(g.mod, p->g->source_path, strlen(p->g->source_path));
   char *triple = LLVMGetTargetMachineTriple(tm);
   LLVMSetTarget(g.mod, triple);
   LLVMDisposeMessage(triple);
   LLVMSetModuleDataLayout(g.mod, g.td);
-  g.ptr = LLVMPointerTypeInContext(ctx, 0), g.i1 = LLVMInt1TypeInContext(ctx), g.i8 = LLVMInt8TypeInContext(ctx);
-  g.i32 = LLVMInt32TypeInContext(ctx), g.i64 = LLVMInt64TypeInContext(ctx), g.f32 = LLVMFloatTypeInContext(ctx);
+  g.ptr = LLVMPointerTypeInContext(ctx, 0), g.i1 = LLVMInt1TypeInContext(ctx),
+  g.i8 = LLVMInt8TypeInContext(ctx);
+  g.i32 = LLVMInt32TypeInContext(ctx), g.i64 = LLVMInt64TypeInContext(ctx),
+  g.f32 = LLVMFloatTypeInContext(ctx);
   g.f64 = LLVMDoubleTypeInContext(ctx), g.void_t = LLVMVoidTypeInContext(ctx);
   g.kernel = xcalloc((size_t)p->g->n, sizeof *g.kernel);
   g.buf = xcalloc((size_t)p->g->n, sizeof *g.buf);

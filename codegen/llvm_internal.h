@@ -16,7 +16,8 @@
 bool llvm_target_machine(const LlvmOptions *o, LLVMTargetMachineRef *tm, Diag *diag);
 /* The Program as a module of ctx for tm's target, verified; NULL after
  * reporting through diag. */
-LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm, Diag *diag);
+LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
+                                Diag *diag);
 /* LLVMVerifyModule, its message a diagnostic. */
 bool llvm_verify(LLVMModuleRef m, Diag *diag);
 /* The new pass manager's default<O3> pipeline for tm. */

@@ -16,7 +16,8 @@
 #include "trainc.h"
 
 /* Every external function the module calls (llvm_backend.c). */
-#define RUNTIME_SYMBOL(f) {#f, (void (*)(void))f}
+#define RUNTIME_SYMBOL(f)                                                                          \
+  { #f, (void (*)(void))f }
 static const struct {
   const char *name;
   void (*fn)(void);
@@ -50,13 +51,15 @@ static bool define_runtime_symbols(LLVMOrcLLJITRef jit, Diag *diag) {
   for (int i = 0; i < N; i++) {
     pairs[i].Name = LLVMOrcLLJITMangleAndIntern(jit, runtime_symbols[i].name);
     pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)runtime_symbols[i].fn;
-    pairs[i].Sym.Flags = (LLVMJITSymbolFlags){LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
+    pairs[i].Sym.Flags = (LLVMJITSymbolFlags){
+        LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0};
   }
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit);
   LLVMOrcDefinitionGeneratorRef process;
-  return llvm_ok(LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, N)), "runtime symbols", diag) &&
-         llvm_ok(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&process, LLVMOrcLLJITGetGlobalPrefix(jit),
-                                                                      NULL, NULL),
+  return llvm_ok(LLVMOrcJITDylibDefine(jd, LLVMOrcAbsoluteSymbols(pairs, N)), "runtime symbols",
+                 diag) &&
+         llvm_ok(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                     &process, LLVMOrcLLJITGetGlobalPrefix(jit), NULL, NULL),
                  "process symbols", diag) &&
          (LLVMOrcJITDylibAddGenerator(jd, process), true);
 }
@@ -64,10 +67,12 @@ static bool define_runtime_symbols(LLVMOrcLLJITRef jit, Diag *diag) {
 /* A JIT for tm's target (tm is consumed). */
 static LLVMOrcLLJITRef create_jit(LLVMTargetMachineRef tm, Diag *diag) {
   LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
-  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
   LLVMOrcLLJITRef jit = NULL;
   if (!llvm_ok(LLVMOrcCreateLLJIT(&jit, builder), "cannot make the JIT", diag)) return NULL;
-  LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit), report_session_error, diag);
+  LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit),
+                                          report_session_error, diag);
   if (define_runtime_symbols(jit, diag)) return jit;
   llvm_ok(LLVMOrcDisposeLLJIT(jit), "JIT", diag);
   return NULL;
@@ -75,14 +80,16 @@ static LLVMOrcLLJITRef create_jit(LLVMTargetMachineRef tm, Diag *diag) {
 
 /* Builds and optimizes the module for tm's target and hands it to the JIT;
  * the address of its main(), or 0 after reporting. */
-static LLVMOrcExecutorAddress compile(LLVMOrcLLJITRef jit, const Program *p, LLVMTargetMachineRef tm, Diag *diag) {
+static LLVMOrcExecutorAddress compile(LLVMOrcLLJITRef jit, const Program *p,
+                                      LLVMTargetMachineRef tm, Diag *diag) {
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, tm, diag);
   bool ok = m && llvm_optimize(m, tm, diag);
   if (m && !ok) LLVMDisposeModule(m);
   if (ok) {
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc); /* owns m */
-    ok = llvm_ok(LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm), "JIT", diag);
+    ok = llvm_ok(LLVMOrcLLJITAddLLVMIRModule(jit, LLVMOrcLLJITGetMainJITDylib(jit), tsm), "JIT",
+                 diag);
   }
   LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMOrcExecutorAddress main_addr = 0;

@@ -115,7 +115,9 @@ static const char *flag_value(int argc, char **argv, int *i, const char *name) {
   return argv[++*i];
 }
 
-static bool use_llvm(const Options *o) { return !strcmp(o->command, "run") || (o->backend && !strcmp(o->backend, "llvm")); }
+static bool use_llvm(const Options *o) {
+  return !strcmp(o->command, "run") || (o->backend && !strcmp(o->backend, "llvm"));
+}
 
 /* --backend, --mcpu and --mattr, and what goes with which backend. Returns
  * -1 to go on, else the exit status. */
@@ -124,10 +126,13 @@ static int llvm_options_ok(const Options *o) {
   if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "llvm"))
     return usage_error("--backend takes c or llvm, not '%s'", o->backend);
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
-    return usage_error("%s", run ? "run always uses LLVM: no --backend" : "--backend goes with emit and build");
-  if ((o->mcpu || o->mattr) && !use_llvm(o)) return usage_error("%s", "--mcpu and --mattr go with the LLVM backend");
+    return usage_error("%s", run ? "run always uses LLVM: no --backend"
+                                 : "--backend goes with emit and build");
+  if ((o->mcpu || o->mattr) && !use_llvm(o))
+    return usage_error("%s", "--mcpu and --mattr go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
-  if (run && o->output) return usage_error("%s", "run writes no trainer: no -o (use build for one)");
+  if (run && o->output)
+    return usage_error("%s", "run writes no trainer: no -o (use build for one)");
   return -1;
 }
 
@@ -255,7 +260,9 @@ static bool outputs_ok(const Options *o) {
   return true;
 }
 
-static LlvmOptions llvm_options(const Options *o) { return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr}; }
+static LlvmOptions llvm_options(const Options *o) {
+  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
+}
 
 /* The LLVM backend's IR text, as write_c writes C. */
 static bool write_ll(const Program *p, const Options *o, const char *path) {
@@ -271,7 +278,8 @@ static bool write_ll(const Program *p, const Options *o, const char *path) {
 
 static int emit(const Program *p, const Options *o) {
   bool folder = is_directory(o->output), llvm = use_llvm(o);
-  char *path = folder ? xsprintf("%s/%s.%s", o->output, p->g->model_name, llvm ? "ll" : "c") : xstrdup(o->output);
+  char *path = folder ? xsprintf("%s/%s.%s", o->output, p->g->model_name, llvm ? "ll" : "c")
+                      : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
   bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) &&
             (llvm ? write_ll(p, o, path) : write_c(p, path));
@@ -314,7 +322,8 @@ static int build(const Program *p, const Options *o) {
     return 1;
   }
   bool llvm = use_llvm(o);
-  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.%s", tmp, p->g->model_name, llvm ? "o" : "c");
+  char *c_path = o->keep_c ? xstrdup(o->keep_c)
+                           : xsprintf("%s/%s.%s", tmp, p->g->model_name, llvm ? "o" : "c");
   BuildOptions bo = build_options(o);
   LlvmOptions lo = llvm_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
@@ -337,8 +346,10 @@ static int build(const Program *p, const Options *o) {
  * FILE.nn, argv[0] the model's name. Returns the trainer's exit status. */
 static int run(const Program *p, const Options *o) {
   if (train_is_distributed(&p->g->train)) {
-    diag_error(&diag, NO_LOC, "model %s trains on several processes (MPI), which `trainc run` does not start: build "
-               "a trainer with `trainc build %s -o BIN` and run it under mpirun", p->g->model_name, o->file);
+    diag_error(&diag, NO_LOC,
+               "model %s trains on several processes (MPI), which `trainc run` does not start: "
+               "build a trainer with `trainc build %s -o BIN` and run it under mpirun",
+               p->g->model_name, o->file);
     return 1;
   }
   char **argv = xcalloc((size_t)o->trainer_argc + 2, sizeof *argv);

@@ -10,15 +10,16 @@ int main(void) {
   diag_init(&diag, stdout);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef m = LLVMModuleCreateWithNameInContext("broken", ctx);
-  LLVMValueRef f = LLVMAddFunction(m, "f", LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0));
+  LLVMValueRef f =
+      LLVMAddFunction(m, "f", LLVMFunctionType(LLVMVoidTypeInContext(ctx), NULL, 0, 0));
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f, "entry");
   bool broken_passed = llvm_verify(m, &diag);
   LLVMBuilderRef b = LLVMCreateBuilderInContext(ctx);
   LLVMPositionBuilderAtEnd(b, entry);
   LLVMBuildRetVoid(b);
   bool fixed_passed = llvm_verify(m, &diag);
-  printf("without a terminator: %s; with one: %s; errors: %d\n", broken_passed ? "passed" : "refused",
-         fixed_passed ? "passed" : "refused", diag.errors);
+  printf("without a terminator: %s; with one: %s; errors: %d\n",
+         broken_passed ? "passed" : "refused", fixed_passed ? "passed" : "refused", diag.errors);
   LLVMDisposeBuilder(b);
   LLVMDisposeModule(m);
   LLVMContextDispose(ctx);
