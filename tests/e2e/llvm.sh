@@ -8,7 +8,8 @@
 # the same report byte for byte (its figures have 3 digits: the training
 # on random rows after it is the bitwise check).
 # usage: llvm.sh TRAINC SOURCE_DIR WORKDIR STEPS MODEL.nn=DATA...
-#   DATA: fashion (Fashion-MNIST), kjv (scripts/fetch-kjv, T = 32), pairs
+#   DATA: fashion (Fashion-MNIST), kjv and kjv64 (scripts/fetch-kjv, T = 32
+#   and 64), pairs
 #   (scripts/make-pair-data), random (random rows for the inputs the
 #   trainer's --help lists), gradcheck (--gradcheck, then random);
 #   gpt-small builds examples/gpt.nn at the size of
@@ -42,7 +43,10 @@ data_dir() { # kind trainer
   case $1 in
   random) random_data "$2" "$work/random_$(basename "$2")" && echo "$work/random_$(basename "$2")" ;;
   fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
-  kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
+  kjv | kjv64) # T = 32 (gpt-small), 64 (examples/gpt.nn)
+    local t=${1#kjv}
+    [[ -d $work/$1 ]] || "$src/scripts/fetch-kjv" "$work/$1" "${t:-32}" >/dev/null
+    echo "$work/$1/train" ;;
   pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
   esac
 }
