@@ -13,7 +13,8 @@
 #   (scripts/make-pair-data), random (random rows for the inputs the
 #   trainer's --help lists), gradcheck (--gradcheck, then random);
 #   gpt-small builds examples/gpt.nn at the size of
-#   tests/e2e/gpt.sh (dropout kept).
+#   tests/e2e/gpt.sh (dropout kept). DATA@N trains on N ranks under mpirun
+#   (the C- and LLVM-built trainers only: `trainc run` refuses MPI models).
 set -euo pipefail
 trainc=$1 src=$2 work=$3 steps=$4
 shift 4
@@ -70,7 +71,11 @@ same() { # what, file of the C trainer, file of the other
 }
 
 for arg in "$@"; do
-  model=${arg%=*} data=${arg#*=}
+  model=${arg%=*} data=${arg#*=} ranks=1 launch=()
+  if [[ $data == *@* ]]; then
+    ranks=${data#*@} data=${data%@*}
+    launch=(mpirun --allow-run-as-root --oversubscribe -np "$ranks" --mca mpi_yield_when_idle 1)
+  fi
   if [[ $model == gpt-small ]]; then
     sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
       -e 's/^const LAYERS = 4$/const LAYERS = 2/' -e 's/^  batch 32$/  batch 8/' "$src/examples/gpt.nn" >"$work/gpt_small.nn"
@@ -89,13 +94,20 @@ for arg in "$@"; do
     data=random
   fi
   flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1 --quiet)
-  for how in c llvm; do "$out.$how.bin" "${flags[@]}" --save "$out.$how.safetensors" --log "$out.$how.jsonl"; done
-  "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
-  for how in c llvm run; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
-  for how in llvm run; do
+  for how in c llvm; do
+    "${launch[@]}" "$out.$how.bin" "${flags[@]}" --save "$out.$how.safetensors" --log "$out.$how.jsonl"
+  done
+  hows=(c llvm)
+  if ((ranks == 1)); then
+    "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
+    hows+=(run)
+  fi
+  for how in "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
+  for how in "${hows[@]:1}"; do
     same "weights" "$out.c.safetensors" "$out.$how.safetensors"
     same "loss logs" "$out.c.losses" "$out.$how.losses"
   done
-  ((model_fail)) || echo "$name, $steps steps: the same losses and weights from the C, LLVM and JIT trainers"
+  ((model_fail)) || echo "$name, $steps steps, $ranks rank(s): the same losses and weights from the" \
+    "${hows[*]} trainers"
 done
 exit $fail
