@@ -1,10 +1,11 @@
 /* llvm_backend.c — builds a Program as an LLVM module through LLVM's C API.
  *
- * The module holds what emit_c prints, function for function: one internal
+ * The module holds what emit_c prints, function for function: an internal
  * function per kernel (k<id>, the op table's loop nest; a GEMM as
- * cblas_sgemm calls), forward(), backward() with the gradient buckets'
- * trc_step_bucket_ready calls, step(), the parameter and input tables, the
- * trc_model descriptor `model` with its compiled defaults, and main().
+ * cblas_sgemm calls; kernels with the same code share one), forward(),
+ * backward() with the gradient buckets' trc_step_bucket_ready calls,
+ * step(), the parameter and input tables, the trc_model descriptor `model`
+ * with its compiled defaults, and main().
  *
  * Float semantics are C's under -std=c11 (as build.c compiles the C
  * trainers): every operation is the one the C expression names, in the
@@ -134,7 +135,7 @@ typedef struct {
   LLVMBuilderRef b;
   LLVMTargetDataRef td;
   const Program *p;
-  LLVMTypeRef ptr, i1, i8, i32, i64, f32, f64, void_t;
+  LLVMTypeRef ptr, i8, i32, i64, f32, f64, void_t;
   Callee maxf, minf, uniform, sqrt;
   LLVMValueRef *kernel; /* per node id: its function, or NULL */
   KernelCode *codes;    /* the kernel functions built so far */
@@ -996,11 +997,10 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   LLVMSetTarget(g.mod, triple);
   LLVMDisposeMessage(triple);
   LLVMSetModuleDataLayout(g.mod, g.td);
-  g.ptr = LLVMPointerTypeInContext(ctx, 0), g.i1 = LLVMInt1TypeInContext(ctx),
-  g.i8 = LLVMInt8TypeInContext(ctx);
-  g.i32 = LLVMInt32TypeInContext(ctx), g.i64 = LLVMInt64TypeInContext(ctx),
-  g.f32 = LLVMFloatTypeInContext(ctx);
-  g.f64 = LLVMDoubleTypeInContext(ctx), g.void_t = LLVMVoidTypeInContext(ctx);
+  g.ptr = LLVMPointerTypeInContext(ctx, 0), g.i8 = LLVMInt8TypeInContext(ctx);
+  g.i32 = LLVMInt32TypeInContext(ctx), g.i64 = LLVMInt64TypeInContext(ctx);
+  g.f32 = LLVMFloatTypeInContext(ctx), g.f64 = LLVMDoubleTypeInContext(ctx);
+  g.void_t = LLVMVoidTypeInContext(ctx);
   g.kernel = xcalloc((size_t)p->g->n, sizeof *g.kernel);
   g.buf = xcalloc((size_t)p->g->n, sizeof *g.buf);
   g.maxf = define_max(&g, "trc_maxf", LLVMRealOGT);
