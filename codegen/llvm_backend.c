@@ -325,29 +325,16 @@ static LLVMValueRef binary(Gen *g, const KExpr *e) {
     LLVMValueRef args[2] = {as_float(g, a), as_float(g, b)};
     return call(g, e->op == KB_MAX ? g->maxf : g->minf, args, 2);
   }
-  if (is_int(a) && is_int(b)) {
-    switch ((KBinaryOp)e->op) {
-    case KB_ADD:
-      return LLVMBuildNSWAdd(g->b, a, b, "");
-    case KB_SUB:
-      return LLVMBuildNSWSub(g->b, a, b, "");
-    case KB_MUL:
-      return LLVMBuildNSWMul(g->b, a, b, "");
-    default:
-      return LLVMBuildSDiv(g->b, a, b, "");
-    }
+  static const LLVMOpcode int_op[] = {[KB_ADD] = LLVMAdd, [KB_SUB] = LLVMSub, [KB_MUL] = LLVMMul,
+                                      [KB_DIV] = LLVMSDiv};
+  static const LLVMOpcode float_op[] = {[KB_ADD] = LLVMFAdd, [KB_SUB] = LLVMFSub,
+                                        [KB_MUL] = LLVMFMul, [KB_DIV] = LLVMFDiv};
+  if (is_int(a) && is_int(b)) { /* C's int64_t arithmetic: overflow is undefined */
+    LLVMValueRef v = LLVMBuildBinOp(g->b, int_op[e->op], a, b, "");
+    if (e->op != KB_DIV && LLVMIsABinaryOperator(v)) LLVMSetNSW(v, 1);
+    return v;
   }
-  a = as_float(g, a), b = as_float(g, b);
-  switch ((KBinaryOp)e->op) {
-  case KB_ADD:
-    return LLVMBuildFAdd(g->b, a, b, "");
-  case KB_SUB:
-    return LLVMBuildFSub(g->b, a, b, "");
-  case KB_MUL:
-    return LLVMBuildFMul(g->b, a, b, "");
-  default:
-    return LLVMBuildFDiv(g->b, a, b, "");
-  }
+  return LLVMBuildBinOp(g->b, float_op[e->op], as_float(g, a), as_float(g, b), "");
 }
 
 /* `a > 0.0f ? b : c`, and `a == b ? 1.0f : 0.0f`. */
