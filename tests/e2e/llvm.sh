@@ -73,6 +73,7 @@ for arg in "$@"; do
   if [[ $data == *@* ]]; then
     ranks=${data#*@} data=${data%@*}
     launch=(mpirun --allow-run-as-root --oversubscribe -np "$ranks" --mca mpi_yield_when_idle 1)
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
   fi
   if [[ $model == gpt-small ]]; then
     sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
