@@ -69,7 +69,11 @@ static int run(Argv *a, const char *what, const char *out_path, bool verbose, Di
   return -1;
 }
 
-bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
+/* The compiler driver on one input: a C file (compiled as C11 against the
+ * runtime's header) or an object, linked with the runtime, BLAS, MPI when
+ * asked, zlib and libm. */
+static bool compile_and_link(const char *input, bool is_c, const char *exe_path,
+                             const BuildOptions *opt, Diag *diag) {
   Argv a = {0};
   const char *cc = opt->cc ? opt->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   if (cc[strspn(cc, " \t")] == '\0') {
@@ -78,10 +82,12 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
   }
   push_words(&a, cc);
   push_words(&a, opt->cflags);
-  push(&a, "-std=c11");
-  push(&a, "-I");
-  push(&a, opt->rt_include);
-  char *source = xsprintf("%s%s", c_path[0] == '-' ? "./" : "", c_path); /* never an option */
+  if (is_c) {
+    push(&a, "-std=c11");
+    push(&a, "-I");
+    push(&a, opt->rt_include);
+  }
+  char *source = xsprintf("%s%s", input[0] == '-' ? "./" : "", input); /* never an option */
   push(&a, source);
   free(source);
   push(&a, "-o");
@@ -94,8 +100,16 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
   push(&a, "-lm");
   int rc = run(&a, "the C compiler", NULL, opt->verbose, diag);
   free_argv(&a);
-  if (rc > 0) diag_error(diag, NO_LOC, "the C compiler failed (exit %d) on %s", rc, c_path);
+  if (rc > 0) diag_error(diag, NO_LOC, "the C compiler failed (exit %d) on %s", rc, input);
   return rc == 0;
+}
+
+bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
+  return compile_and_link(c_path, true, exe_path, opt, diag);
+}
+
+bool link_object(const char *obj_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
+  return compile_and_link(obj_path, false, exe_path, opt, diag);
 }
 
 /* The calibration program: each figure is the best of several timed runs,

@@ -189,45 +189,6 @@ static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   }
 }
 
-/* ---- which buffers a kernel touches ----
- * A kernel reads a handful of buffers: a short list, not a flag per graph
- * node (scanning every node for every kernel made emit quadratic: 10,000
- * blocks took 17 s). */
-
-typedef struct {
-  int *ids;
-  int n, cap;
-} BufList;
-
-static void mark_buf(BufList *l, int buf) {
-  for (int i = 0; i < l->n; i++)
-    if (l->ids[i] == buf) return;
-  VEC_PUSH(l->ids, l->n, l->cap, buf);
-}
-
-static void mark_expr(const KExpr *e, BufList *used) {
-  if (!e) return;
-  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) mark_buf(used, e->buf);
-  mark_expr(e->a, used);
-  mark_expr(e->b, used);
-  mark_expr(e->c, used);
-}
-
-static void mark_stmts(KStmt **body, int n, BufList *used) {
-  for (int i = 0; i < n; i++) {
-    const KStmt *s = body[i];
-    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
-    if (s->kind == KS_STORE) mark_buf(used, s->buf);
-    mark_expr(s->index, used);
-    mark_expr(s->value, used);
-  }
-}
-
-static int compare_ints(const void *a, const void *b) {
-  int x = *(const int *)a, y = *(const int *)b;
-  return (x > y) - (x < y);
-}
-
 static void print_node_comment(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   char sb[128];
@@ -241,13 +202,12 @@ static void print_node_comment(FILE *out, const Program *p, int id) {
   fputs(" */\n", out);
 }
 
-/* Declares, from the arena A, the buffers `used` lists, in id order
- * (`restrict`: the buffers of one kernel never overlap). */
-static void print_buffers(FILE *out, const Program *p, int id, BufList *used) {
+/* Declares, from the arena A, the buffers used[0..n_used) (`restrict`: the
+ * buffers of one kernel never overlap). */
+static void print_buffers(FILE *out, const Program *p, int id, const int *used, int n_used) {
   const Graph *g = p->g;
-  qsort(used->ids, (size_t)used->n, sizeof *used->ids, compare_ints);
-  for (int i = 0; i < used->n; i++) {
-    int b = used->ids[i];
+  for (int i = 0; i < n_used; i++) {
+    int b = used[i];
     const char *qual = b == id ? "" : "const ";
     fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
             c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
@@ -281,12 +241,11 @@ static int64_t parallel_chunk(const KStmt *s) {
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
  * chunks [lo, hi) of loop `at` of kernel `id`. */
 static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
-  BufList used = {0};
-  mark_stmts(&s, 1, &used);
+  int *used, n_used = kernel_stmt_buffers(&s, 1, &used);
   int64_t chunk = parallel_chunk(s);
   fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
   fputs("  char *restrict A = ctx;\n", out);
-  print_buffers(out, p, id, &used);
+  print_buffers(out, p, id, used, n_used);
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -298,22 +257,25 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
   }
   print_stmts(out, s->body, s->nbody, depth);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
-  free(used.ids);
+  free(used);
 }
 
 /* The kernel: the loops runs_parallel picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  BufList used = {0};
+  KStmt **inline_stmts = xmalloc((size_t)k->nbody * sizeof *inline_stmts);
+  int n_inline = 0;
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
       print_loop_body(out, p, id, i, k->body[i]);
     else
-      mark_stmts(&k->body[i], 1, &used);
+      inline_stmts[n_inline++] = k->body[i];
   }
+  int *used, n_used = kernel_stmt_buffers(inline_stmts, n_inline, &used);
+  free(inline_stmts);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_buffers(out, p, id, &used);
+  print_buffers(out, p, id, used, n_used);
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
       fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
@@ -323,29 +285,24 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
       print_stmts(out, &k->body[i], 1, 1);
   }
   fputs("}\n\n", out);
-  free(used.ids);
+  free(used);
 }
 
-/* C = op(A) op(B). matmul: each operand viewed as one matrix [rows, last
- * dim]; bmm: a batch of matrices (the last two dims). The runtime's
- * trc_gemm runs it on the trainer's threads, bitwise the same on any
- * number of them. */
+/* C = op(A) op(B), the batch of matrices gemm_dims describes. The
+ * runtime's trc_gemm runs it on the trainer's threads, bitwise the same on
+ * any number of them. */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
-  const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
-  bool ta = n->attr.i[0], tb = n->attr.i[1], batched = n->op == OP_BMM;
-  int64_t a_cols = a->dim[a->rank - 1], a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
-  int64_t b_cols = b->dim[b->rank - 1], b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
-  int64_t m = ta ? a_cols : a_rows, k = ta ? a_rows : a_cols, cols = tb ? b_rows : b_cols;
-  int64_t batch = shape_numel(&n->shape) / (m * cols);
+  GemmDims d;
+  gemm_dims(p->g, n, &d);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)batch, ta, tb, (long long)m,
-          (long long)cols, (long long)k);
+  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a, d.trans_b,
+          (long long)d.m, (long long)d.n, (long long)d.k);
   fprintf(out, "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)a_cols, (long long)(a_rows * a_cols),
-          (unsigned long long)p->offset[n->in[1]], (long long)b_cols, (long long)(b_rows * b_cols));
-  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", n->grad_of_param >= 0 ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)cols, (long long)(m * cols));
+          (unsigned long long)p->offset[n->in[0]], (long long)d.lda, (long long)d.stride_a,
+          (unsigned long long)p->offset[n->in[1]], (long long)d.ldb, (long long)d.stride_b);
+  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+          (unsigned long long)p->offset[id], (long long)d.ldc, (long long)d.stride_c);
 }
 
 static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {

@@ -3,8 +3,11 @@
  * The whole interface of the codegen stage. Each backend prints (or builds)
  * the very loop nests the op table produced and the Program's step schedule
  * (the order of forward and backward, the gradient buckets); none invents
- * kernels or a schedule of its own. Today: the C backend. Nothing from the model file reaches generated code
- * except identifiers (which the scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
+ * kernels or a schedule of its own: the C backend (c_backend.c, compiled by
+ * build.c) and the LLVM backend (llvm_backend.c: LLVM IR built in memory,
+ * compiled to an object or run in trainc's process by llvm_jit.c). Nothing
+ * from the model file reaches generated code except identifiers (which the
+ * scanner restricts to [A-Za-z_][A-Za-z0-9_]*)
  * and numbers; the source path is written with octal escapes (c_backend.c). */
 #ifndef TRAINC_CODEGEN_H
 #define TRAINC_CODEGEN_H
@@ -34,10 +37,37 @@ typedef struct {
  * trainc's (it could not run, it failed) reported through diag. With
  * opt->verbose the command is printed where diag's messages go. */
 bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag);
+/* Links an object file (the LLVM backend's) with the runtime, as build_c
+ * links a C file: the same compiler driver, flags and libraries. */
+bool link_object(const char *obj_path, const char *exe_path, const BuildOptions *opt, Diag *diag);
 
 /* `trainc calibrate`: builds a small benchmark with the same compiler, flags
  * and BLAS as trainers, runs it and reads back the machine profile it
  * measures (GEMM FLOP/s, loop FLOP/s, memory bandwidth, call overhead). */
 bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *diag);
+
+/* ---- the LLVM backend ----
+ * Built when trainc is configured with LLVM 19 (TRAINC_LLVM); otherwise each
+ * function reports that this trainc was built without LLVM. The module has
+ * the same kernels, forward(), backward(), step() and trc_model as emit_c's
+ * C, with the same float arithmetic (no contraction into FMAs, no
+ * reassociation, the same libm calls), so its trainers compute bitwise what
+ * the C trainers compute. Every LLVM error (an unknown CPU or feature, the
+ * verifier, a JIT symbol) is a diagnostic. */
+typedef struct {
+  const char *mcpu;  /* target CPU; NULL: this machine's (LLVMGetHostCPUName) */
+  const char *mattr; /* target features, e.g. "+avx2,-avx512f"; NULL: this machine's */
+} LlvmOptions;
+
+/* Writes the module as LLVM IR text (.ll), verified, before optimization. */
+bool emit_llvm(FILE *out, const Program *p, const LlvmOptions *o, Diag *diag);
+/* Builds, verifies and optimizes (default<O3>) the module and writes it as
+ * an object file for the target, with main() calling trc_main(). */
+bool build_llvm(const char *obj_path, const Program *p, const LlvmOptions *o, Diag *diag);
+/* `trainc run`: compiles the module with ORC LLJIT in this process and runs
+ * the trainer's main with argv (argv[0] is the program's name), against the
+ * runtime linked into trainc. Returns the trainer's exit status, or -1 after
+ * reporting why it could not run. */
+int run_llvm(const Program *p, const LlvmOptions *o, int argc, char **argv, Diag *diag);
 
 #endif

@@ -29,6 +29,9 @@ static const char *usage_text =
     "                           recomputed, the planned peak memory and step time\n"
     "  emit  FILE.nn -o OUT     write the trainer's C source (OUT: a .c file or a folder)\n"
     "  build FILE.nn -o BIN     compile a native trainer executable\n"
+    "  run   FILE.nn [FLAGS]    compile the trainer in memory (LLVM) and train\n"
+    "                           at once; FLAGS are the trainer's (--data, ...)\n"
+    "                           and trainc's own options go before FILE.nn\n"
     "  calibrate [-o FILE]      measure this machine's GEMM, loop and memory speed\n"
     "                           and write a profile for --profile (default: stdout)\n"
     "\n"
@@ -51,7 +54,11 @@ static const char *usage_text =
     "                           (forward and backward steps, arena offsets and\n"
     "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
-    "  --cc CC                  C compiler for build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
+    "  --backend c|llvm         emit/build: the C backend (default; the C compiler\n"
+    "                           compiles it) or LLVM (emit writes a .ll file)\n"
+    "  --mcpu CPU, --mattr F    LLVM: target CPU and features (default: this\n"
+    "                           machine's; e.g. --mcpu znver4 --mattr=-avx512f)\n"
+    "  --cc CC                  C compiler and linker of build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
@@ -72,6 +79,9 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
+  const char *backend, *mcpu, *mattr;
+  int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
+  char **trainer_argv;
   bool verbose, sweep, mpi, time_phases;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
@@ -132,10 +142,36 @@ static const char *flag_value(int argc, char **argv, int *i, const char *name) {
   return argv[++*i];
 }
 
+static bool use_llvm(const Options *o) {
+  return !strcmp(o->command, "run") || (o->backend && !strcmp(o->backend, "llvm"));
+}
+
+/* --backend, --mcpu and --mattr, and what goes with which backend. Returns
+ * -1 to go on, else the exit status. */
+static int llvm_options_ok(const Options *o) {
+  bool run = !strcmp(o->command, "run");
+  if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "llvm"))
+    return usage_error("--backend takes c or llvm, not '%s'", o->backend);
+  if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
+    return usage_error("%s", run ? "run always uses LLVM: no --backend"
+                                 : "--backend goes with emit and build");
+  if ((o->mcpu || o->mattr) && !use_llvm(o))
+    return usage_error("%s", "--mcpu and --mattr go with the LLVM backend");
+  if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
+  if (run && o->output)
+    return usage_error("%s", "run writes no trainer: no -o (use build for one)");
+  return -1;
+}
+
 /* Returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, Options *o) {
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
+    if (o->file && !strcmp(o->command, "run")) { /* the rest is the trainer's */
+      o->trainer_argc = argc - i;
+      o->trainer_argv = argv + i;
+      break;
+    }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage_text, stdout);
       return 0;
@@ -160,6 +196,9 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
+    else if ((v = flag_value(argc, argv, &i, "--backend"))) o->backend = v;
+    else if ((v = flag_value(argc, argv, &i, "--mcpu"))) o->mcpu = v;
+    else if ((v = flag_value(argc, argv, &i, "--mattr"))) o->mattr = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -167,7 +206,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else return usage_error("unexpected argument '%s'", a);
   }
   if (!o->command) return usage_error("%s", "no command given");
-  static const char *commands[] = {"check", "plan", "emit", "build", "calibrate"};
+  static const char *commands[] = {"check", "plan", "emit", "build", "run", "calibrate"};
   bool known = false;
   for (size_t c = 0; c < sizeof commands / sizeof commands[0]; c++) known |= !strcmp(o->command, commands[c]);
   if (!known) return usage_error("unknown command '%s'", o->command);
@@ -190,7 +229,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("%s", "--bucket goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
-  return -1;
+  return llvm_options_ok(o);
 }
 
 static bool is_directory(const char *path) {
@@ -251,11 +290,29 @@ static bool outputs_ok(const Options *o) {
   return true;
 }
 
+static LlvmOptions llvm_options(const Options *o) {
+  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
+}
+
+/* The LLVM backend's IR text, as write_c writes C. */
+static bool write_ll(const Program *p, const Options *o, const char *path) {
+  FILE *f = output_open(path, &diag);
+  if (!f) return false;
+  LlvmOptions lo = llvm_options(o);
+  bool ok = emit_llvm(f, p, &lo, &diag);
+  bool written = fflush(f) == 0 && !ferror(f);
+  written = fclose(f) == 0 && written;
+  if (!written) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
+  return ok && written;
+}
+
 static int emit(const Program *p, const Options *o) {
-  bool folder = is_directory(o->output);
-  char *path = folder ? xsprintf("%s/%s.c", o->output, p->g->model_name) : xstrdup(o->output);
+  bool folder = is_directory(o->output), llvm = use_llvm(o);
+  char *path = folder ? xsprintf("%s/%s.%s", o->output, p->g->model_name, llvm ? "ll" : "c")
+                      : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
-  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) && write_c(p, path);
+  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) &&
+            (llvm ? write_ll(p, o, path) : write_c(p, path));
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
@@ -297,10 +354,14 @@ static int build(const Program *p, const Options *o) {
     diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return 1;
   }
-  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
+  bool llvm = use_llvm(o);
+  char *c_path = o->keep_c ? xstrdup(o->keep_c)
+                           : xsprintf("%s/%s.%s", tmp, p->g->model_name, llvm ? "o" : "c");
   BuildOptions bo = build_options(o);
+  LlvmOptions lo = llvm_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
-  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
+  bool ok = llvm ? build_llvm(c_path, p, &lo, &diag) && link_object(c_path, o->output, &bo, &diag)
+                 : write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
@@ -309,9 +370,29 @@ static int build(const Program *p, const Options *o) {
     const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
     printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
     if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
-    printf("%s)\n", mpi ? ", MPI" : "");
+    printf("%s%s)\n", mpi ? ", MPI" : "", llvm ? ", LLVM" : "");
   }
   return ok ? 0 : 1;
+}
+
+/* `trainc run`: the trainer compiled in this process, its flags after
+ * FILE.nn, argv[0] the model's name. Returns the trainer's exit status. */
+static int run(const Program *p, const Options *o) {
+  if (train_is_distributed(&p->g->train)) {
+    diag_error(&diag, NO_LOC,
+               "model %s trains on several processes (MPI), which `trainc run` does not start: "
+               "build a trainer with `trainc build %s -o BIN` and run it under mpirun",
+               p->g->model_name, o->file);
+    return 1;
+  }
+  char **argv = xcalloc((size_t)o->trainer_argc + 2, sizeof *argv);
+  argv[0] = (char *)p->g->model_name;
+  for (int i = 0; i < o->trainer_argc; i++) argv[i + 1] = o->trainer_argv[i];
+  LlvmOptions lo = llvm_options(o);
+  fflush(stdout);
+  int status = run_llvm(p, &lo, o->trainer_argc + 1, argv, &diag);
+  free(argv);
+  return status < 0 ? 1 : status;
 }
 
 /* The memory `checkpoint auto` fits the plan in: --memory, else what this
@@ -404,6 +485,7 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
   else if (!strcmp(o->command, "emit")) rc = emit(pl->program, o);
   else if (!strcmp(o->command, "build")) rc = build(pl->program, o);
+  else if (!strcmp(o->command, "run")) rc = run(pl->program, o);
   plan_free(pl);
   return rc;
 }

@@ -192,6 +192,19 @@ typedef struct {
 
 const OpInfo *op_info(OpKind op);
 
+/* A GEMM node as one BLAS call per batch, row-major: C = op(A) op(B) with
+ * op(A) [m, k], op(B) [k, n]; matmul views each operand as one matrix [rows,
+ * last dim], bmm as a batch of matrices (the last two dims). Products i of
+ * the batch start stride_* elements apart; accumulate: C += (beta = 1), the
+ * node adds into a parameter's gradient slot. */
+typedef struct {
+  bool trans_a, trans_b, accumulate;
+  int64_t m, n, k, batch;
+  int64_t lda, ldb, ldc;
+  int64_t stride_a, stride_b, stride_c;
+} GemmDims;
+void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
+
 /* ---- building graphs (used by lowering and by passes) ---- */
 Graph *graph_new(void);
 void graph_free(Graph *g);
@@ -298,6 +311,11 @@ struct Kernel {
   int n_locals; /* locals are 0..n_locals-1 */
   void *pool;   /* private: all expression and statement memory */
 };
+
+/* The buffers (node ids) statements body[0..n) load, store or draw random
+ * numbers from, each once, ascending: returns their count and sets *ids to
+ * an array the caller frees. */
+int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
 
 /* Builders, for op kernels in ir/ops.c and for tests. */
 Kernel *kernel_new(int node);

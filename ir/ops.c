@@ -510,6 +510,22 @@ static void bwd_bmm(Graph *g, int n, int dy, const bool want[], int dx[]) {
   }
 }
 
+/* The BLAS call of a GEMM node (ir.h): each operand one matrix [rows, last
+ * dim] for matmul, a batch of matrices (the last two dims) for bmm. */
+void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
+  const Shape *a = &in_node(g, n, 0)->shape, *b = &in_node(g, n, 1)->shape;
+  bool batched = n->op == OP_BMM;
+  int64_t a_cols = last_dim(a), a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
+  int64_t b_cols = last_dim(b), b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
+  d->trans_a = n->attr.i[0], d->trans_b = n->attr.i[1];
+  d->m = d->trans_a ? a_cols : a_rows, d->k = d->trans_a ? a_rows : a_cols;
+  d->n = d->trans_b ? b_rows : b_cols;
+  d->batch = shape_numel(&n->shape) / (d->m * d->n);
+  d->lda = a_cols, d->ldb = b_cols, d->ldc = d->n;
+  d->stride_a = a_rows * a_cols, d->stride_b = b_rows * b_cols, d->stride_c = d->m * d->n;
+  d->accumulate = n->grad_of_param >= 0;
+}
+
 /* ------------------------------------------------------------------ row ops */
 
 /* A row kernel: for each of R rows, `body` fills in the loops over C columns.

@@ -1,0 +1,1057 @@
+/* llvm_backend.c — builds a Program as an LLVM module through LLVM's C API.
+ *
+ * The module holds what emit_c prints, function for function: an internal
+ * function per kernel (k<id>, the op table's loop nest; a GEMM as
+ * cblas_sgemm calls; kernels with the same code share one), forward(),
+ * backward() with the gradient buckets' trc_step_bucket_ready calls,
+ * step(), the parameter and input tables, the trc_model descriptor `model`
+ * with its compiled defaults, and main().
+ *
+ * Float semantics are C's under -std=c11 (as build.c compiles the C
+ * trainers): every operation is the one the C expression names, in the
+ * same order, with no fast-math flags and no fmuladd (so nothing is
+ * contracted into an FMA), float constants read back from the same decimal
+ * text the C backend prints, and the same libm calls (expf, logf, tanhf,
+ * erff). sqrt is llvm.sqrt, which like sqrtf is correctly rounded. Kernel
+ * buffers are noalias parameters, as the C kernels' pointers are restrict. */
+#include "llvm_internal.h"
+
+#include <cblas.h>
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+bool llvm_ok(LLVMErrorRef err, const char *what, Diag *diag) {
+  if (!err) return true;
+  char *msg = LLVMGetErrorMessage(err);
+  diag_error(diag, NO_LOC, "LLVM: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return false;
+}
+
+/* ---- the target ---- */
+
+/* LLVM prints "'x' is not a recognized processor for this target (ignoring
+ * processor)" and goes on; its warnings while the target machine is made
+ * are caught from stderr and reported as errors of the flag. */
+static LLVMTargetMachineRef create_machine(LLVMTargetRef target, const char *triple,
+                                           const char *cpu, const char *features, Diag *diag) {
+  fflush(stderr);
+  FILE *caught = tmpfile();
+  int saved = caught ? dup(2) : -1;
+  if (saved >= 0) dup2(fileno(caught), 2);
+  LLVMTargetMachineRef tm =
+      LLVMCreateTargetMachine(target, triple, cpu, features, LLVMCodeGenLevelAggressive,
+                              LLVMRelocPIC, LLVMCodeModelDefault);
+  if (saved >= 0) {
+    dup2(saved, 2);
+    close(saved);
+  }
+  char line[512], last[512] = "";
+  bool warned = false;
+  if (caught) rewind(caught);
+  while (caught && fgets(line, sizeof line, caught)) {
+    line[strcspn(line, "\n")] = '\0';
+    char *ignoring = strstr(line, " (ignoring "); /* trainc does not ignore it */
+    if (ignoring) *ignoring = '\0';
+    if (!strcmp(line, last)) continue; /* said once per subtarget */
+    bool cpu_line = strstr(line, "processor") != NULL;
+    diag_error(diag, NO_LOC, "%s %s: LLVM: %s", cpu_line ? "--mcpu" : "--mattr",
+               cpu_line ? cpu : features, line);
+    snprintf(last, sizeof last, "%s", line);
+    warned = true;
+  }
+  if (caught) fclose(caught);
+  if (warned && tm) LLVMDisposeTargetMachine(tm);
+  return warned ? NULL : tm;
+}
+
+bool llvm_target_machine(const LlvmOptions *o, LLVMTargetMachineRef *tm, Diag *diag) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  char *triple = LLVMGetDefaultTargetTriple(), *err = NULL;
+  char *host_cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+  LLVMTargetRef target;
+  int errors = diag->errors;
+  *tm = NULL;
+  if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    diag_error(diag, NO_LOC, "LLVM: no target for %s: %s", triple, err);
+  } else {
+    const char *cpu = o->mcpu ? o->mcpu : host_cpu, *features = o->mattr ? o->mattr : host_features;
+    /* another CPU than this one: its own features, not this machine's */
+    if (o->mcpu && !o->mattr) features = "";
+    *tm = create_machine(target, triple, cpu, features, diag);
+    if (!*tm && diag->errors == errors)
+      diag_error(diag, NO_LOC, "LLVM: no target machine for %s, CPU %s", triple, cpu);
+  }
+  LLVMDisposeMessage(err);
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(host_cpu);
+  LLVMDisposeMessage(host_features);
+  return *tm != NULL;
+}
+
+bool llvm_verify(LLVMModuleRef m, Diag *diag) {
+  char *msg = NULL;
+  bool bad = LLVMVerifyModule(m, LLVMReturnStatusAction, &msg);
+  if (bad) {
+    msg[strcspn(msg, "\n")] = '\0'; /* the first problem */
+    diag_error(diag, NO_LOC, "LLVM: the module trainc built does not verify (a trainc bug): %s",
+               msg);
+  }
+  LLVMDisposeMessage(msg);
+  return !bad;
+}
+
+bool llvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, Diag *diag) {
+  LLVMPassBuilderOptionsRef opt = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opt, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opt, 1);
+  bool ok = llvm_ok(LLVMRunPasses(m, "default<O3>", tm, opt), "default<O3>", diag);
+  LLVMDisposePassBuilderOptions(opt);
+  return ok;
+}
+
+/* ---- module building state ---- */
+
+typedef struct {
+  LLVMTypeRef type;
+  LLVMValueRef fn;
+} Callee;
+
+typedef struct {
+  char *code; /* code_text */
+  LLVMValueRef fn;
+} KernelCode;
+
+typedef struct {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTargetDataRef td;
+  const Program *p;
+  LLVMTypeRef ptr, i8, i32, i64, f32, f64, void_t;
+  Callee maxf, minf, uniform, sqrt;
+  LLVMValueRef *kernel; /* per node id: its function, or NULL */
+  KernelCode *codes;    /* the kernel functions built so far */
+  int n_codes, cap_codes;
+  /* the kernel being built */
+  LLVMValueRef *buf;   /* per node id: its pointer in this kernel */
+  LLVMValueRef *index; /* per loop variable: its value */
+  LLVMValueRef *local; /* per local: its stack slot */
+} Gen;
+
+static LLVMValueRef i64c(Gen *g, int64_t v) {
+  return LLVMConstInt(g->i64, (unsigned long long)v, 1);
+}
+static LLVMValueRef u64c(Gen *g, uint64_t v) { return LLVMConstInt(g->i64, v, 0); }
+static LLVMValueRef i32c(Gen *g, int64_t v) {
+  return LLVMConstInt(g->i32, (unsigned long long)v, 1);
+}
+
+/* The float the C backend's literal reads back to: its "%.9g" text through
+ * strtof, not a direct rounding of the double (which may differ). */
+static LLVMValueRef float_const(Gen *g, double v) {
+  char text[64];
+  snprintf(text, sizeof text, "%.9g", v);
+  return LLVMConstReal(g->f32, isinf(v) ? v : strtof(text, NULL));
+}
+
+/* A function of this module; internal unless it is main. */
+static Callee define(Gen *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *params, int n) {
+  LLVMTypeRef type = LLVMFunctionType(ret, params, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMAddFunction(g->mod, name, type);
+  if (strcmp(name, "main")) LLVMSetLinkage(fn, LLVMInternalLinkage);
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(g->ctx, fn, "entry"));
+  return (Callee){type, fn};
+}
+
+/* Calls an external function (the runtime, BLAS, libm), declared at its
+ * first call with the types of the arguments. */
+static LLVMValueRef call_ext(Gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
+  LLVMTypeRef params[16];
+  for (int i = 0; i < n; i++) params[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef type = LLVMFunctionType(ret, params, (unsigned)n, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
+  if (!fn) fn = LLVMAddFunction(g->mod, name, type);
+  return LLVMBuildCall2(g->b, type, fn, args, (unsigned)n, "");
+}
+
+static LLVMValueRef call(Gen *g, Callee c, LLVMValueRef *args, int n) {
+  return LLVMBuildCall2(g->b, c.type, c.fn, args, (unsigned)n, "");
+}
+
+/* A byte pointer at offset bytes into the arena a. */
+static LLVMValueRef at(Gen *g, LLVMValueRef a, uint64_t offset) {
+  LLVMValueRef off = u64c(g, offset);
+  return LLVMBuildInBoundsGEP2(g->b, g->i8, a, &off, 1, "");
+}
+
+/* ---- loops: `for (int64_t i = 0; i < bound; i++)` ---- */
+
+typedef struct {
+  LLVMBasicBlockRef pre, head, exit;
+  LLVMValueRef i, bound;
+} Loop;
+
+/* Opens the loop and returns i; a bound not known to be positive is tested
+ * first, as C's for does. */
+static LLVMValueRef loop_begin(Gen *g, LLVMValueRef bound, Loop *l) {
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+  l->pre = LLVMGetInsertBlock(g->b);
+  l->head = LLVMAppendBasicBlockInContext(g->ctx, fn, "loop");
+  l->exit = LLVMCreateBasicBlockInContext(g->ctx, "done");
+  l->bound = bound;
+  bool positive = LLVMIsAConstantInt(bound) && LLVMConstIntGetSExtValue(bound) > 0;
+  if (positive)
+    LLVMBuildBr(g->b, l->head);
+  else
+    LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGT, bound, i64c(g, 0), ""), l->head, l->exit);
+  LLVMPositionBuilderAtEnd(g->b, l->head);
+  l->i = LLVMBuildPhi(g->b, g->i64, "i");
+  return l->i;
+}
+
+static void loop_end(Gen *g, Loop *l) {
+  LLVMValueRef next = LLVMBuildNSWAdd(g->b, l->i, i64c(g, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(g->b);
+  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSLT, next, l->bound, ""), l->head, l->exit);
+  LLVMValueRef values[2] = {i64c(g, 0), next};
+  LLVMBasicBlockRef blocks[2] = {l->pre, latch};
+  LLVMAddIncoming(l->i, values, blocks, 2);
+  LLVMAppendExistingBasicBlock(LLVMGetBasicBlockParent(latch), l->exit);
+  LLVMPositionBuilderAtEnd(g->b, l->exit);
+}
+
+/* ---- the helpers trainc.h gives generated C (trc_maxf, trc_kernel_uniform) ---- */
+
+/* trc_maxf / trc_minf: `a > b || b != b ? a : b` (with < for min). */
+static Callee define_max(Gen *g, const char *name, LLVMRealPredicate pred) {
+  LLVMTypeRef params[2] = {g->f32, g->f32};
+  Callee c = define(g, name, g->f32, params, 2);
+  LLVMValueRef a = LLVMGetParam(c.fn, 0), b = LLVMGetParam(c.fn, 1);
+  LLVMValueRef take_a = LLVMBuildOr(g->b, LLVMBuildFCmp(g->b, pred, a, b, ""),
+                                    LLVMBuildFCmp(g->b, LLVMRealUNO, b, b, ""), "");
+  LLVMBuildRet(g->b, LLVMBuildSelect(g->b, take_a, a, b, ""));
+  return c;
+}
+
+/* splitmix64's output function, trc_mix64. */
+static LLVMValueRef mix64(Gen *g, LLVMValueRef z) {
+  static const struct {
+    int shift;
+    uint64_t mul;
+  } rounds[] = {{30, 0xBF58476D1CE4E5B9ull}, {27, 0x94D049BB133111EBull}, {31, 0}};
+  for (size_t r = 0; r < sizeof rounds / sizeof rounds[0]; r++) {
+    z = LLVMBuildXor(g->b, z, LLVMBuildLShr(g->b, z, u64c(g, (uint64_t)rounds[r].shift), ""), "");
+    if (rounds[r].mul) z = LLVMBuildMul(g->b, z, u64c(g, rounds[r].mul), "");
+  }
+  return z;
+}
+
+/* trc_kernel_uniform(key, stream, counter): (float)(z >> 40) * 2^-24. */
+static Callee define_uniform(Gen *g) {
+  LLVMTypeRef params[3] = {g->ptr, g->i64, g->i64};
+  Callee c = define(g, "trc_kernel_uniform", g->f32, params, 3);
+  LLVMValueRef key = LLVMGetParam(c.fn, 0), one = u64c(g, 1),
+               golden = u64c(g, 0x9E3779B97F4A7C15ull);
+  LLVMValueRef lo = LLVMBuildZExt(g->b, LLVMBuildLoad2(g->b, g->i32, key, ""), g->i64, "");
+  LLVMValueRef hi_ptr = LLVMBuildInBoundsGEP2(g->b, g->i32, key, &one, 1, "");
+  LLVMValueRef hi = LLVMBuildZExt(g->b, LLVMBuildLoad2(g->b, g->i32, hi_ptr, ""), g->i64, "");
+  LLVMValueRef k = LLVMBuildOr(g->b, lo, LLVMBuildShl(g->b, hi, u64c(g, 32), ""), "");
+  LLVMValueRef s =
+      LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 1), one, ""), "");
+  LLVMValueRef n =
+      LLVMBuildMul(g->b, golden, LLVMBuildAdd(g->b, LLVMGetParam(c.fn, 2), one, ""), "");
+  LLVMValueRef z = mix64(g, LLVMBuildAdd(g->b, mix64(g, LLVMBuildAdd(g->b, k, s, "")), n, ""));
+  LLVMValueRef u = LLVMBuildUIToFP(g->b, LLVMBuildLShr(g->b, z, u64c(g, 40), ""), g->f32, "");
+  LLVMBuildRet(g->b, LLVMBuildFMul(g->b, u, LLVMConstReal(g->f32, 0x1.0p-24), ""));
+  return c;
+}
+
+static Callee intrinsic(Gen *g, const char *name, LLVMTypeRef type) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  return (Callee){LLVMIntrinsicGetType(g->ctx, id, &type, 1),
+                  LLVMGetIntrinsicDeclaration(g->mod, id, &type, 1)};
+}
+
+/* ---- kernel expressions: values are i64 (C's integers) or float ---- */
+
+static bool is_int(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMIntegerTypeKind; }
+
+/* C's conversion of an integer operand to float. */
+static LLVMValueRef as_float(Gen *g, LLVMValueRef v) {
+  return is_int(v) ? LLVMBuildSIToFP(g->b, v, g->f32, "") : v;
+}
+
+static LLVMTypeRef elem_type(Gen *g, int buf) {
+  DType t = g->p->g->nodes[buf].dtype;
+  return t == DT_F32 ? g->f32 : t == DT_I32 ? g->i32 : g->i8;
+}
+
+static LLVMValueRef elem_ptr(Gen *g, int buf, LLVMValueRef index) {
+  return LLVMBuildInBoundsGEP2(g->b, elem_type(g, buf), g->buf[buf], &index, 1, "");
+}
+
+/* buf[index]: a float, or an integer element widened to i64 (u8 unsigned). */
+static LLVMValueRef load(Gen *g, int buf, LLVMValueRef index) {
+  LLVMValueRef v = LLVMBuildLoad2(g->b, elem_type(g, buf), elem_ptr(g, buf, index), "");
+  LLVMSetAlignment(v, (unsigned)dtype_size(g->p->g->nodes[buf].dtype));
+  DType t = g->p->g->nodes[buf].dtype;
+  if (t == DT_F32) return v;
+  return t == DT_I32 ? LLVMBuildSExt(g->b, v, g->i64, "") : LLVMBuildZExt(g->b, v, g->i64, "");
+}
+
+static LLVMValueRef expr(Gen *g, const KExpr *e);
+
+static LLVMValueRef unary(Gen *g, const KExpr *e) {
+  static const char *libm[] = {
+      [KU_EXP] = "expf", [KU_LOG] = "logf", [KU_TANH] = "tanhf", [KU_ERF] = "erff"};
+  LLVMValueRef a = expr(g, e->a);
+  if (e->op == KU_NEG) return is_int(a) ? LLVMBuildNSWNeg(g->b, a, "") : LLVMBuildFNeg(g->b, a, "");
+  a = as_float(g, a);
+  if (e->op == KU_SQRT) return call(g, g->sqrt, &a, 1);
+  return call_ext(g, libm[e->op], g->f32, &a, 1);
+}
+
+static LLVMValueRef binary(Gen *g, const KExpr *e) {
+  LLVMValueRef a = expr(g, e->a), b = expr(g, e->b);
+  if (e->op == KB_MAX || e->op == KB_MIN) {
+    LLVMValueRef args[2] = {as_float(g, a), as_float(g, b)};
+    return call(g, e->op == KB_MAX ? g->maxf : g->minf, args, 2);
+  }
+  static const LLVMOpcode int_op[] = {[KB_ADD] = LLVMAdd, [KB_SUB] = LLVMSub, [KB_MUL] = LLVMMul,
+                                      [KB_DIV] = LLVMSDiv};
+  static const LLVMOpcode float_op[] = {[KB_ADD] = LLVMFAdd, [KB_SUB] = LLVMFSub,
+                                        [KB_MUL] = LLVMFMul, [KB_DIV] = LLVMFDiv};
+  if (is_int(a) && is_int(b)) { /* C's int64_t arithmetic: overflow is undefined */
+    LLVMValueRef v = LLVMBuildBinOp(g->b, int_op[e->op], a, b, "");
+    if (e->op != KB_DIV && LLVMIsABinaryOperator(v)) LLVMSetNSW(v, 1);
+    return v;
+  }
+  return LLVMBuildBinOp(g->b, float_op[e->op], as_float(g, a), as_float(g, b), "");
+}
+
+/* `a > 0.0f ? b : c`, and `a == b ? 1.0f : 0.0f`. */
+static LLVMValueRef select_expr(Gen *g, const KExpr *e) {
+  LLVMValueRef cond =
+      LLVMBuildFCmp(g->b, LLVMRealOGT, as_float(g, expr(g, e->a)), LLVMConstReal(g->f32, 0), "");
+  LLVMValueRef b = expr(g, e->b), c = expr(g, e->c);
+  if (!is_int(b) || !is_int(c)) b = as_float(g, b), c = as_float(g, c);
+  return LLVMBuildSelect(g->b, cond, b, c, "");
+}
+
+static LLVMValueRef equal_expr(Gen *g, const KExpr *e) {
+  LLVMValueRef a = expr(g, e->a), b = expr(g, e->b), eq;
+  if (is_int(a) && is_int(b))
+    eq = LLVMBuildICmp(g->b, LLVMIntEQ, a, b, "");
+  else
+    eq = LLVMBuildFCmp(g->b, LLVMRealOEQ, as_float(g, a), as_float(g, b), "");
+  return LLVMBuildSelect(g->b, eq, LLVMConstReal(g->f32, 1), LLVMConstReal(g->f32, 0), "");
+}
+
+static LLVMValueRef expr(Gen *g, const KExpr *e) {
+  switch (e->kind) {
+  case KE_CONST:
+    return float_const(g, e->f);
+  case KE_ICONST:
+    return i64c(g, e->i);
+  case KE_INDEX:
+    return g->index[e->var];
+  case KE_LOCAL:
+    return LLVMBuildLoad2(g->b, g->f32, g->local[e->var], "");
+  case KE_LOAD:
+    return load(g, e->buf, expr(g, e->a));
+  case KE_UNARY:
+    return unary(g, e);
+  case KE_BINARY:
+    return binary(g, e);
+  case KE_SELECT:
+    return select_expr(g, e);
+  case KE_EQ:
+    return equal_expr(g, e);
+  case KE_TO_FLOAT:
+    return as_float(g, expr(g, e->a));
+  case KE_RANDOM: {
+    LLVMValueRef args[3] = {g->buf[e->buf], u64c(g, (uint64_t)e->i), expr(g, e->a)};
+    return call(g, g->uniform, args, 3);
+  }
+  }
+  return NULL;
+}
+
+/* ---- kernel statements ---- */
+
+/* v converted as C's assignment to an element of buf converts it. */
+static LLVMValueRef to_elem(Gen *g, int buf, LLVMValueRef v) {
+  LLVMTypeRef t = elem_type(g, buf);
+  if (t == g->f32) return as_float(g, v);
+  if (is_int(v)) return LLVMBuildTrunc(g->b, v, t, "");
+  return t == g->i8 ? LLVMBuildFPToUI(g->b, v, t, "")
+                    : LLVMBuildFPToSI(g->b, v, t, ""); /* u8, i32 */
+}
+
+static void store(Gen *g, const KStmt *s) {
+  LLVMValueRef index = expr(g, s->index), v = expr(g, s->value);
+  if (s->accumulate) { /* b[i] += v: b[i] = b[i] + v */
+    LLVMValueRef old = load(g, s->buf, index);
+    v = is_int(old) && is_int(v) ? LLVMBuildAdd(g->b, old, v, "")
+                                 : LLVMBuildFAdd(g->b, as_float(g, old), as_float(g, v), "");
+  }
+  LLVMValueRef st = LLVMBuildStore(g->b, to_elem(g, s->buf, v), elem_ptr(g, s->buf, index));
+  LLVMSetAlignment(st, (unsigned)dtype_size(g->p->g->nodes[s->buf].dtype));
+}
+
+static void stmts(Gen *g, KStmt **body, int n) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    Loop l;
+    switch (s->kind) {
+    case KS_FOR:
+      g->index[s->var] = loop_begin(g, i64c(g, s->extent), &l);
+      stmts(g, s->body, s->nbody);
+      loop_end(g, &l);
+      break;
+    case KS_LOCAL:
+    case KS_SET:
+      LLVMBuildStore(g->b, as_float(g, expr(g, s->value)), g->local[s->var]);
+      break;
+    case KS_STORE:
+      store(g, s);
+      break;
+    }
+  }
+}
+
+/* ---- kernels: k<id>(buffers...), each buffer a noalias pointer ---- */
+
+/* The buffers (node ids, ascending) kernel `id` takes; returns how many. */
+static int kernel_buffers(const Program *p, int id, int *ids) {
+  const Node *n = &p->g->nodes[id];
+  if (op_info(n->op)->op_class == OPC_GEMM) {
+    ids[0] = n->in[0], ids[1] = n->in[1], ids[2] = id;
+    return 3;
+  }
+  const Kernel *k = p->kernels[id];
+  int *used, count = kernel_stmt_buffers(k->body, k->nbody, &used);
+  memcpy(ids, used, (size_t)count * sizeof *ids);
+  free(used);
+  return count;
+}
+
+/* C = op(A) op(B): cblas_sgemm per matrix of the batch (gemm_dims). */
+static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
+  GemmDims d;
+  gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
+  LLVMTypeRef blas_int = LLVMIntTypeInContext(g->ctx, 8 * sizeof(blasint));
+  Loop l;
+  LLVMValueRef i = loop_begin(g, i64c(g, d.batch), &l);
+  LLVMValueRef pa = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, a, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_a), "")}, 1, "");
+  LLVMValueRef pb = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, b, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_b), "")}, 1, "");
+  LLVMValueRef pc = LLVMBuildInBoundsGEP2(
+      g->b, g->f32, c, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_c), "")}, 1, "");
+  LLVMValueRef args[] = {i32c(g, CblasRowMajor),
+                         i32c(g, d.trans_a ? CblasTrans : CblasNoTrans),
+                         i32c(g, d.trans_b ? CblasTrans : CblasNoTrans),
+                         LLVMConstInt(blas_int, (unsigned long long)d.m, 1),
+                         LLVMConstInt(blas_int, (unsigned long long)d.n, 1),
+                         LLVMConstInt(blas_int, (unsigned long long)d.k, 1),
+                         LLVMConstReal(g->f32, 1),
+                         pa,
+                         LLVMConstInt(blas_int, (unsigned long long)d.lda, 1),
+                         pb,
+                         LLVMConstInt(blas_int, (unsigned long long)d.ldb, 1),
+                         LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
+                         pc,
+                         LLVMConstInt(blas_int, (unsigned long long)d.ldc, 1)};
+  call_ext(g, "cblas_sgemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
+  loop_end(g, &l);
+}
+
+/* ---- kernels with the same code are one function ----
+ * A kernel's buffers are its parameters, so the kernels of gpt124m's twelve
+ * identical layers differ only in the pointers they are called with: one
+ * function serves them all, which cuts the module (and LLVM's time on it)
+ * by about as much. The code text names buffers by parameter position. */
+
+static int param_of(const int *ids, int n, int buf) {
+  for (int i = 0; i < n; i++)
+    if (ids[i] == buf) return i;
+  return -1;
+}
+
+static void code_expr(StrBuf *sb, const KExpr *e, const int *ids, int n) {
+  if (!e) return;
+  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)e->i, e->var,
+            e->kind == KE_LOAD || e->kind == KE_RANDOM ? param_of(ids, n, e->buf) : -1, e->is_int);
+  code_expr(sb, e->a, ids, n);
+  code_expr(sb, e->b, ids, n);
+  code_expr(sb, e->c, ids, n);
+  sb_append(sb, ")");
+}
+
+static void code_stmts(StrBuf *sb, KStmt **body, int nbody, const int *ids, int n) {
+  for (int i = 0; i < nbody; i++) {
+    const KStmt *s = body[i];
+    sb_printf(sb, "[%d %d %lld %d %d", s->kind, s->var, (long long)s->extent,
+              s->kind == KS_STORE ? param_of(ids, n, s->buf) : -1, s->accumulate);
+    code_stmts(sb, s->body, s->nbody, ids, n);
+    code_expr(sb, s->index, ids, n);
+    code_expr(sb, s->value, ids, n);
+    sb_append(sb, "]");
+  }
+}
+
+/* Kernel id's code with buffers as parameter positions (ids, n). */
+static char *code_text(Gen *g, int id, const int *ids, int n) {
+  StrBuf sb = {0};
+  for (int i = 0; i < n; i++) sb_printf(&sb, "%d,", g->p->g->nodes[ids[i]].dtype);
+  const Kernel *k = g->p->kernels[id];
+  if (k) {
+    sb_printf(&sb, "%d %d", k->n_vars, k->n_locals);
+    code_stmts(&sb, k->body, k->nbody, ids, n);
+  } else {
+    GemmDims d;
+    gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
+    sb_printf(&sb, "gemm %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", d.trans_a,
+              d.trans_b, d.accumulate, (long long)d.m, (long long)d.n, (long long)d.k,
+              (long long)d.batch, (long long)d.lda, (long long)d.ldb, (long long)d.ldc,
+              (long long)d.stride_a, (long long)d.stride_b, (long long)d.stride_c);
+  }
+  return sb_take(&sb);
+}
+
+/* The function already built for this code, or NULL. */
+static LLVMValueRef same_code(const Gen *g, const char *code) {
+  for (int i = 0; i < g->n_codes; i++)
+    if (!strcmp(g->codes[i].code, code)) return g->codes[i].fn;
+  return NULL;
+}
+
+static void define_kernel(Gen *g, int id) {
+  const Kernel *k = g->p->kernels[id];
+  int *ids = xmalloc((size_t)g->p->g->n * sizeof *ids);
+  int n = kernel_buffers(g->p, id, ids);
+  LLVMTypeRef *params = xmalloc((size_t)(n ? n : 1) * sizeof *params);
+  for (int i = 0; i < n; i++) params[i] = g->ptr;
+  char name[32], *code = code_text(g, id, ids, n);
+  if ((g->kernel[id] = same_code(g, code))) {
+    free(code);
+    free(params);
+    free(ids);
+    return;
+  }
+  snprintf(name, sizeof name, "k%d", id);
+  Callee c = define(g, name, g->void_t, params, n);
+  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, c.fn}));
+  /* Each kernel is optimized on its own: inlined into forward() and
+   * backward(), gpt124m's hundreds of kernels made functions whose LICM
+   * (over the inlined noalias scopes) took minutes. */
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(g->ctx, noinline, 0));
+  unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+  for (int i = 0; i < n; i++) {
+    g->buf[ids[i]] = LLVMGetParam(c.fn, (unsigned)i);
+    LLVMAddAttributeAtIndex(c.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
+  }
+  if (!k) {
+    gemm_body(g, id, g->buf[ids[0]], g->buf[ids[1]], g->buf[ids[2]]);
+  } else {
+    g->index = xcalloc((size_t)k->n_vars + 1, sizeof *g->index);
+    g->local = xcalloc((size_t)k->n_locals + 1, sizeof *g->local);
+    for (int v = 0; v < k->n_locals; v++) g->local[v] = LLVMBuildAlloca(g->b, g->f32, "t");
+    stmts(g, k->body, k->nbody);
+    free(g->index), free(g->local);
+  }
+  LLVMBuildRetVoid(g->b);
+  g->kernel[id] = c.fn;
+  free(params);
+  free(ids);
+}
+
+/* k<id>(its buffers in the arena a). */
+static void call_kernel(Gen *g, LLVMValueRef a, int id) {
+  int *ids = xmalloc((size_t)g->p->g->n * sizeof *ids);
+  int n = kernel_buffers(g->p, id, ids);
+  LLVMValueRef *args = xmalloc((size_t)(n ? n : 1) * sizeof *args);
+  for (int i = 0; i < n; i++) args[i] = at(g, a, g->p->offset[ids[i]]);
+  LLVMBuildCall2(g->b, LLVMGlobalGetValueType(g->kernel[id]), g->kernel[id], args, (unsigned)n, "");
+  free(args);
+  free(ids);
+}
+
+/* ---- forward, backward, step ---- */
+
+static Callee define_forward(Gen *g) {
+  Callee c = define(g, "forward", g->void_t, &g->ptr, 1);
+  for (int i = 0; i < g->p->n_forward; i++) call_kernel(g, LLVMGetParam(c.fn, 0), g->p->forward[i]);
+  LLVMBuildRetVoid(g->b);
+  return c;
+}
+
+/* `if (s) trc_step_bucket_ready(s, first, count)` for the buckets final
+ * after backward kernel `at` (-1: before the first). */
+static void buckets_ready(Gen *g, LLVMValueRef s, int at) {
+  for (int b = 0; b < g->p->n_buckets; b++) {
+    const GradBucket *bk = &g->p->buckets[b];
+    if (bk->ready != at) continue;
+    LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, fn, "bucket_ready");
+    LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, fn, "");
+    LLVMBuildCondBr(g->b, LLVMBuildIsNotNull(g->b, s, ""), then, next);
+    LLVMPositionBuilderAtEnd(g->b, then);
+    LLVMValueRef args[3] = {s, u64c(g, bk->first), u64c(g, bk->count)};
+    call_ext(g, "trc_step_bucket_ready", g->void_t, args, 3);
+    LLVMBuildBr(g->b, next);
+    LLVMPositionBuilderAtEnd(g->b, next);
+  }
+}
+
+static Callee define_backward(Gen *g) {
+  LLVMTypeRef params[2] = {g->ptr, g->ptr};
+  Callee c = define(g, "backward", g->void_t, params, 2);
+  LLVMValueRef a = LLVMGetParam(c.fn, 0), s = LLVMGetParam(c.fn, 1);
+  buckets_ready(g, s, -1);
+  for (int i = 0; i < g->p->n_backward; i++) {
+    call_kernel(g, a, g->p->backward[i]);
+    buckets_ready(g, s, i);
+  }
+  LLVMBuildRetVoid(g->b);
+  return c;
+}
+
+/* trc_step_NAME(s): the runtime's answer, of type ret. */
+static LLVMValueRef ask(Gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef s) {
+  char full[64];
+  snprintf(full, sizeof full, "trc_step_%s", name);
+  return call_ext(g, full, ret, &s, 1);
+}
+
+/* `if (cond) trc_step_NAME(s);` and goes on after it. */
+static void do_if(Gen *g, LLVMValueRef cond, const char *name, LLVMValueRef s) {
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->ctx, fn, name);
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->ctx, fn, "");
+  LLVMBuildCondBr(g->b, cond, then, next);
+  LLVMPositionBuilderAtEnd(g->b, then);
+  ask(g, name, g->void_t, s);
+  LLVMBuildBr(g->b, next);
+  LLVMPositionBuilderAtEnd(g->b, next);
+}
+
+/* step(s), as c_backend.c's print_step writes it: zero the gradients; per
+ * micro-batch: load it, store the loss seed, forward, add the loss,
+ * backward (the last one handing its buckets to the all-reduce when the
+ * step overlaps); wait for or run the all-reduce; the mean loss; when it is
+ * finite: clip, update, and LocalSGD's average when a round ends. */
+static Callee define_step(Gen *g, Callee forward, Callee backward) {
+  const Program *p = g->p;
+  Callee c = define(g, "step", g->f64, &g->ptr, 1);
+  LLVMValueRef s = LLVMGetParam(c.fn, 0), zero32 = i32c(g, 0);
+  LLVMValueRef loss_sum = LLVMBuildAlloca(g->b, g->f64, "loss_sum");
+  LLVMBuildStore(g->b, LLVMConstReal(g->f64, 0), loss_sum);
+  LLVMValueRef a = ask(g, "arena", g->ptr, s);
+  LLVMValueRef window = ask(g, "micro_batches", g->i64, s);
+  LLVMValueRef average =
+      LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "averages_gradients", g->i32, s), zero32, "");
+  LLVMValueRef overlaps = LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "overlaps", g->i32, s), zero32, "");
+  LLVMValueRef overlap = LLVMBuildAnd(g->b, average, overlaps, "overlap");
+  LLVMValueRef seed = ask(g, "loss_seed", g->f32, s);
+  LLVMBuildMemSet(g->b, at(g, a, p->grad_offset), LLVMConstInt(g->i8, 0, 0),
+                  u64c(g, p->param_bytes), 1);
+  Loop l;
+  LLVMValueRef k = loop_begin(g, window, &l);
+  LLVMValueRef micro[2] = {s, k};
+  call_ext(g, "trc_step_micro_batch", g->void_t, micro, 2);
+  LLVMBuildStore(g->b, seed, at(g, a, p->seed_offset));
+  call(g, forward, &a, 1);
+  LLVMValueRef loss = LLVMBuildFPExt(
+      g->b, LLVMBuildLoad2(g->b, g->f32, at(g, a, p->offset[p->g->loss]), ""), g->f64, "");
+  LLVMBuildStore(g->b, LLVMBuildFAdd(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""), loss, ""),
+                 loss_sum);
+  LLVMValueRef last =
+      LLVMBuildICmp(g->b, LLVMIntEQ, k, LLVMBuildSub(g->b, window, i64c(g, 1), ""), "");
+  LLVMValueRef hand =
+      LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, last, overlap, ""), s, LLVMConstNull(g->ptr), "");
+  call(g, backward, (LLVMValueRef[]){a, hand}, 2);
+  loop_end(g, &l);
+  do_if(g, overlap, "wait_gradients", s);
+  do_if(g, LLVMBuildAnd(g->b, average, LLVMBuildNot(g->b, overlap, ""), ""), "allreduce_gradients",
+        s);
+  LLVMValueRef mean = LLVMBuildFDiv(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""),
+                                    LLVMBuildSIToFP(g->b, window, g->f64, ""), "loss");
+  Callee fabs64 = intrinsic(g, "llvm.fabs", g->f64);
+  LLVMValueRef finite = LLVMBuildFCmp(g->b, LLVMRealONE, call(g, fabs64, &mean, 1),
+                                      LLVMConstReal(g->f64, INFINITY), "");
+  LLVMBasicBlockRef update = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "update");
+  LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "not_finite");
+  LLVMBuildCondBr(g->b, finite, update, stop);
+  LLVMPositionBuilderAtEnd(g->b, stop);
+  LLVMBuildRet(g->b, mean); /* no update: the runtime stops */
+  LLVMPositionBuilderAtEnd(g->b, update);
+  ask(g, "clip_gradients", g->void_t, s);
+  ask(g, "update", g->void_t, s);
+  do_if(g, LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "ends_round", g->i32, s), zero32, ""),
+        "average_parameters", s);
+  LLVMBuildRet(g->b, mean);
+  return c;
+}
+
+/* ---- the runtime's tables: trc_param, trc_input, trc_model (trainc.h) ----
+ * Each struct is a list of (field, kind) from which both its LLVM type and
+ * the check of that type's layout against the C compiler's are made. */
+
+typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } FieldKind;
+
+#define PARAM_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(rank, I32) X(dims, DIMS) X(offset, I64) X(count, I64) X(init, I32) X(a, F32) X(b, F32)         \
+      X(fan_in, I64) X(fan_out, I64) X(decay, I32)
+#define INPUT_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)                    \
+      X(index_limit, I64)
+#define MODEL_FIELDS(X)                                                                            \
+  X(name, PTR)                                                                                     \
+  X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(param_offset, I64) X(param_count, I64)        \
+      X(grad_offset, I64) X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
+          X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)       \
+              X(predict_offset, I64) X(predict_classes, I64) X(predict_rows, I64)                  \
+                  X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
+                      X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
+                      X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
+                          X(checkpoint, PTR) X(defaults, CONFIG)
+/* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
+#define CFG_FK_I64 FK_I64
+#define CFG_FK_U64 FK_I64
+#define CFG_FK_F64 FK_F64
+#define CFG_FK_BOOL FK_I32
+#define CFG_FK_OPTIMIZER FK_I32
+#define CFG_FK_SCHEDULE FK_I32
+#define CFG_FK_METRICS FK_I32
+
+#define FIELD_KIND(field, kind) FK_##kind,
+#define CFG_KIND(kind, name, run, help) CFG_FK_##kind,
+#define PARAM_INDEX(field, kind) PARAM_##field,
+#define INPUT_INDEX(field, kind) INPUT_##field,
+#define MODEL_INDEX(field, kind) MODEL_##field,
+enum { PARAM_FIELDS(PARAM_INDEX) N_PARAM_FIELDS };
+enum { INPUT_FIELDS(INPUT_INDEX) N_INPUT_FIELDS };
+enum { MODEL_FIELDS(MODEL_INDEX) N_MODEL_FIELDS };
+
+typedef struct {
+  const char *name;
+  const FieldKind *kinds;
+  const size_t *offsets; /* offsetof each field in the C struct */
+  size_t size, n;
+} StructInfo;
+
+#define PARAM_OFFSET(field, kind) offsetof(trc_param, field),
+#define INPUT_OFFSET(field, kind) offsetof(trc_input, field),
+#define MODEL_OFFSET(field, kind) offsetof(trc_model, field),
+#define CFG_OFFSET(kind, name, run, help) offsetof(trc_train_config, name),
+static const FieldKind param_kinds[] = {PARAM_FIELDS(FIELD_KIND)},
+                       input_kinds[] = {INPUT_FIELDS(FIELD_KIND)},
+                       model_kinds[] = {MODEL_FIELDS(FIELD_KIND)},
+                       config_kinds[] = {TRC_TRAIN_CONFIG(CFG_KIND)};
+static const size_t param_offsets[] = {PARAM_FIELDS(PARAM_OFFSET)},
+                    input_offsets[] = {INPUT_FIELDS(INPUT_OFFSET)},
+                    model_offsets[] = {MODEL_FIELDS(MODEL_OFFSET)},
+                    config_offsets[] = {TRC_TRAIN_CONFIG(CFG_OFFSET)};
+#define STRUCT_INFO(c_type, prefix)                                                                \
+  {                                                                                                \
+#c_type, prefix##_kinds, prefix##_offsets, sizeof(c_type),                                     \
+        sizeof prefix##_kinds / sizeof prefix##_kinds[0]                                           \
+  }
+static const StructInfo param_info = STRUCT_INFO(trc_param, param),
+                        input_info = STRUCT_INFO(trc_input, input),
+                        model_info = STRUCT_INFO(trc_model, model),
+                        config_info = STRUCT_INFO(trc_train_config, config);
+
+static LLVMTypeRef struct_type(Gen *g, const StructInfo *s, Diag *diag);
+
+static LLVMTypeRef field_type(Gen *g, FieldKind k, Diag *diag) {
+  switch (k) {
+  case FK_PTR:
+    return g->ptr;
+  case FK_I32:
+    return g->i32;
+  case FK_I64:
+    return g->i64;
+  case FK_F32:
+    return g->f32;
+  case FK_F64:
+    return g->f64;
+  case FK_DIMS:
+    return LLVMArrayType2(g->i64, TRC_MAX_RANK);
+  case FK_CONFIG:
+    return struct_type(g, &config_info, diag);
+  }
+  return NULL;
+}
+
+/* The struct's LLVM type, checked field by field against the C layout of
+ * trainc.h (a mismatch is a trainc bug: this table lags the header). */
+static LLVMTypeRef struct_type(Gen *g, const StructInfo *s, Diag *diag) {
+  LLVMTypeRef t = LLVMGetTypeByName2(g->ctx, s->name);
+  if (t) return t;
+  LLVMTypeRef fields[64];
+  for (size_t i = 0; i < s->n; i++) fields[i] = field_type(g, s->kinds[i], diag);
+  t = LLVMStructCreateNamed(g->ctx, s->name);
+  LLVMStructSetBody(t, fields, (unsigned)s->n, 0);
+  bool same = LLVMABISizeOfType(g->td, t) == s->size;
+  for (size_t i = 0; i < s->n; i++)
+    same = same && LLVMOffsetOfElement(g->td, t, (unsigned)i) == s->offsets[i];
+  if (!same)
+    diag_error(diag, NO_LOC, "LLVM: %s's layout differs from runtime/trainc.h's (a trainc bug)",
+               s->name);
+  return t;
+}
+
+/* A private constant C string. */
+static LLVMValueRef cstring(Gen *g, const char *text) {
+  LLVMValueRef init = LLVMConstStringInContext(g->ctx, text, (unsigned)strlen(text), 0);
+  LLVMValueRef v = LLVMAddGlobal(g->mod, LLVMTypeOf(init), ".str");
+  LLVMSetInitializer(v, init);
+  LLVMSetGlobalConstant(v, 1);
+  LLVMSetLinkage(v, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(v, LLVMGlobalUnnamedAddr);
+  return v;
+}
+
+static LLVMValueRef dims(Gen *g, const Shape *s) {
+  LLVMValueRef d[TRC_MAX_RANK];
+  for (int i = 0; i < TRC_MAX_RANK; i++) d[i] = i64c(g, i < s->rank ? s->dim[i] : 0);
+  return LLVMConstArray2(g->i64, d, TRC_MAX_RANK);
+}
+
+static LLVMValueRef named_struct(Gen *g, const StructInfo *s, LLVMValueRef *v, Diag *diag) {
+  return LLVMConstNamedStruct(struct_type(g, s, diag), v, (unsigned)s->n);
+}
+
+/* A private constant array of structs (NULL when empty). */
+static LLVMValueRef table(Gen *g, const StructInfo *s, LLVMValueRef *rows, int n, const char *name,
+                          Diag *diag) {
+  if (n == 0) return LLVMConstNull(g->ptr);
+  LLVMValueRef init = LLVMConstArray2(struct_type(g, s, diag), rows, (uint64_t)n);
+  LLVMValueRef v = LLVMAddGlobal(g->mod, LLVMTypeOf(init), name);
+  LLVMSetInitializer(v, init);
+  LLVMSetGlobalConstant(v, 1);
+  LLVMSetLinkage(v, LLVMInternalLinkage);
+  return v;
+}
+
+static LLVMValueRef params_table(Gen *g, Diag *diag) {
+  const Graph *gr = g->p->g;
+  LLVMValueRef *rows = xcalloc((size_t)gr->n_params + 1, sizeof *rows);
+  for (int i = 0; i < gr->n_params; i++) {
+    const Node *n = &gr->nodes[gr->params[i]];
+    LLVMValueRef v[N_PARAM_FIELDS] = {[PARAM_name] = cstring(g, n->name),
+                                      [PARAM_rank] = i32c(g, n->shape.rank),
+                                      [PARAM_dims] = dims(g, &n->shape),
+                                      [PARAM_offset] = u64c(g, g->p->offset[n->id]),
+                                      [PARAM_count] = i64c(g, shape_numel(&n->shape)),
+                                      [PARAM_init] = i32c(g, n->init.kind),
+                                      [PARAM_a] = float_const(g, n->init.a),
+                                      [PARAM_b] = float_const(g, n->init.b),
+                                      [PARAM_fan_in] = i64c(g, n->init.fan_in),
+                                      [PARAM_fan_out] = i64c(g, n->init.fan_out),
+                                      [PARAM_decay] = i32c(g, n->decay)};
+    rows[i] = named_struct(g, &param_info, v, diag);
+  }
+  LLVMValueRef t = table(g, &param_info, rows, gr->n_params, "params", diag);
+  free(rows);
+  return t;
+}
+
+static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
+  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
+  const Graph *gr = g->p->g;
+  LLVMValueRef *rows = xcalloc((size_t)gr->n_inputs + 1, sizeof *rows);
+  for (int i = 0; i < gr->n_inputs; i++) {
+    const Node *n = &gr->nodes[gr->inputs[i]];
+    uint64_t example =
+        (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+    LLVMValueRef v[N_INPUT_FIELDS] = {[INPUT_name] = cstring(g, n->name),
+                                      [INPUT_dtype] = i32c(g, abi_dtype[n->dtype]),
+                                      [INPUT_rank] = i32c(g, n->shape.rank),
+                                      [INPUT_dims] = dims(g, &n->shape),
+                                      [INPUT_offset] = u64c(g, g->p->offset[n->id]),
+                                      [INPUT_example_bytes] = u64c(g, example),
+                                      [INPUT_index_limit] = i64c(g, n->index_limit)};
+    rows[i] = named_struct(g, &input_info, v, diag);
+  }
+  LLVMValueRef t = table(g, &input_info, rows, gr->n_inputs, "inputs", diag);
+  free(rows);
+  return t;
+}
+
+/* trc_train_config values by kind, as their field types hold them. */
+#define CFG_CONST_I64(g, v) i64c(g, v)
+#define CFG_CONST_U64(g, v) u64c(g, v)
+#define CFG_CONST_F64(g, v) LLVMConstReal((g)->f64, v)
+#define CFG_CONST_BOOL(g, v) i32c(g, v)
+#define CFG_CONST_OPTIMIZER(g, v) i32c(g, v)
+#define CFG_CONST_SCHEDULE(g, v) i32c(g, v)
+#define CFG_CONST_METRICS(g, v) i32c(g, (int64_t)(v))
+
+static LLVMValueRef defaults(Gen *g, const trc_train_config *c, Diag *diag) {
+#define CFG_VALUE(kind, name, run, help) CFG_CONST_##kind(g, c->name),
+  LLVMValueRef v[] = {TRC_TRAIN_CONFIG(CFG_VALUE)};
+#undef CFG_VALUE
+  return named_struct(g, &config_info, v, diag);
+}
+
+static int input_index(const Graph *g, int node) {
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->inputs[i] == node) return i;
+  return -1;
+}
+
+/* The input whose labels cross_entropy(..., ignore = L) reads, -1 if none. */
+static int ignore_input(const Graph *g) {
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->nodes[g->inputs[i]].has_ignore) return i;
+  return -1;
+}
+
+/* The descriptor `model`, as c_backend.c's print_model fills it. */
+static LLVMValueRef define_model(Gen *g, Callee forward, Callee backward, Callee step, Diag *diag) {
+  const Program *p = g->p;
+  const Graph *gr = p->g;
+  char spec[64];
+  const Shape *ps = gr->predict >= 0 ? &gr->nodes[gr->predict].shape : NULL;
+  const int ignore = ignore_input(gr);
+  LLVMValueRef v[N_MODEL_FIELDS] = {
+      [MODEL_name] = cstring(g, gr->model_name),
+      [MODEL_source] = cstring(g, gr->source_path),
+      [MODEL_batch] = i64c(g, gr->train.batch),
+      [MODEL_arena_bytes] = u64c(g, p->arena_bytes),
+      [MODEL_param_offset] = u64c(g, p->param_offset),
+      [MODEL_param_count] = u64c(g, p->param_bytes / 4),
+      [MODEL_grad_offset] = u64c(g, p->grad_offset),
+      [MODEL_n_params] = i32c(g, gr->n_params),
+      [MODEL_params] = params_table(g, diag),
+      [MODEL_n_inputs] = i32c(g, gr->n_inputs),
+      [MODEL_inputs] = inputs_table(g, diag),
+      [MODEL_loss_offset] = u64c(g, p->offset[gr->loss]),
+      [MODEL_loss_seed_offset] = u64c(g, p->seed_offset),
+      [MODEL_loss_kind] = i32c(g, gr->loss_kind),
+      [MODEL_has_predict] = i32c(g, ps != NULL),
+      [MODEL_predict_offset] = u64c(g, ps ? p->offset[gr->predict] : 0),
+      [MODEL_predict_classes] = i64c(g, ps ? ps->dim[ps->rank - 1] : 0),
+      [MODEL_predict_rows] = i64c(g, ps ? (ps->rank == 3 ? ps->dim[1] : 1) : 0),
+      [MODEL_label_input] = i32c(g, gr->labels >= 0 ? input_index(gr, gr->labels) : -1),
+      [MODEL_token_input] = i32c(g, gr->tokens >= 0 ? input_index(gr, gr->tokens) : -1),
+      [MODEL_has_ignore] = i32c(g, ignore >= 0),
+      [MODEL_ignore_input] = i32c(g, ignore >= 0 ? ignore : 0),
+      [MODEL_ignore_label] = i64c(g, ignore >= 0 ? gr->nodes[gr->inputs[ignore]].ignore_label : 0),
+      [MODEL_rng_key_offset] = u64c(g, p->rng_key_offset),
+      [MODEL_training_offset] = u64c(g, p->training_offset),
+      [MODEL_forward] = forward.fn,
+      [MODEL_backward] = backward.fn,
+      [MODEL_step] = step.fn,
+      [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
+      [MODEL_defaults] = defaults(g, &gr->train.run, diag)};
+  LLVMValueRef init = named_struct(g, &model_info, v, diag);
+  LLVMValueRef model = LLVMAddGlobal(g->mod, LLVMTypeOf(init), "model");
+  LLVMSetInitializer(model, init);
+  LLVMSetGlobalConstant(model, 1);
+  LLVMSetLinkage(model, LLVMInternalLinkage);
+  return model;
+}
+
+/* int main(int argc, char **argv) { return trc_main(&model, argc, argv); } */
+static void define_main(Gen *g, LLVMValueRef model) {
+  LLVMTypeRef params[2] = {g->i32, g->ptr};
+  Callee c = define(g, "main", g->i32, params, 2);
+  LLVMValueRef args[3] = {model, LLVMGetParam(c.fn, 0), LLVMGetParam(c.fn, 1)};
+  LLVMBuildRet(g->b, call_ext(g, "trc_main", g->i32, args, 3));
+}
+
+static void kernels(Gen *g, const int *ids, int n) {
+  for (int i = 0; i < n; i++) define_kernel(g, ids[i]);
+}
+
+LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
+                                Diag *diag) {
+  int errors = diag->errors;
+  Gen g = {.ctx = ctx,
+           .p = p,
+           .b = LLVMCreateBuilderInContext(ctx),
+           .td = LLVMCreateTargetDataLayout(tm)};
+  g.mod = LLVMModuleCreateWithNameInContext(p->g->model_name, ctx);
+  LLVMSetSourceFileName(g.mod, p->g->source_path, strlen(p->g->source_path));
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(g.mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMSetModuleDataLayout(g.mod, g.td);
+  g.ptr = LLVMPointerTypeInContext(ctx, 0), g.i8 = LLVMInt8TypeInContext(ctx);
+  g.i32 = LLVMInt32TypeInContext(ctx), g.i64 = LLVMInt64TypeInContext(ctx);
+  g.f32 = LLVMFloatTypeInContext(ctx), g.f64 = LLVMDoubleTypeInContext(ctx);
+  g.void_t = LLVMVoidTypeInContext(ctx);
+  g.kernel = xcalloc((size_t)p->g->n, sizeof *g.kernel);
+  g.buf = xcalloc((size_t)p->g->n, sizeof *g.buf);
+  g.maxf = define_max(&g, "trc_maxf", LLVMRealOGT);
+  g.minf = define_max(&g, "trc_minf", LLVMRealOLT);
+  g.uniform = define_uniform(&g);
+  g.sqrt = intrinsic(&g, "llvm.sqrt", g.f32);
+  kernels(&g, p->forward, p->n_forward);
+  kernels(&g, p->backward, p->n_backward);
+  Callee forward = define_forward(&g), backward = define_backward(&g);
+  Callee step = define_step(&g, forward, backward);
+  define_main(&g, define_model(&g, forward, backward, step, diag));
+  free(g.kernel);
+  free(g.buf);
+  for (int i = 0; i < g.n_codes; i++) free(g.codes[i].code);
+  free(g.codes);
+  LLVMDisposeBuilder(g.b);
+  LLVMDisposeTargetData(g.td);
+  if (diag->errors == errors && llvm_verify(g.mod, diag)) return g.mod;
+  LLVMDisposeModule(g.mod);
+  return NULL;
+}
+
+/* ---- the commands ---- */
+
+bool emit_llvm(FILE *out, const Program *p, const LlvmOptions *o, Diag *diag) {
+  LLVMTargetMachineRef tm;
+  if (!llvm_target_machine(o, &tm, diag)) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, diag);
+  if (m) {
+    char *text = LLVMPrintModuleToString(m);
+    fputs(text, out);
+    LLVMDisposeMessage(text);
+    LLVMDisposeModule(m);
+  }
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return m != NULL;
+}
+
+bool build_llvm(const char *obj_path, const Program *p, const LlvmOptions *o, Diag *diag) {
+  LLVMTargetMachineRef tm;
+  if (!llvm_target_machine(o, &tm, diag)) return false;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, diag);
+  bool ok = m && llvm_optimize(m, tm, diag);
+  char *err = NULL;
+  if (ok && LLVMTargetMachineEmitToFile(tm, m, obj_path, LLVMObjectFile, &err)) {
+    diag_file_error(diag, obj_path, "LLVM: cannot write the object file: %s", err);
+    ok = false;
+  }
+  LLVMDisposeMessage(err);
+  if (m) LLVMDisposeModule(m);
+  LLVMContextDispose(ctx);
+  LLVMDisposeTargetMachine(tm);
+  return ok;
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The LLVM backend computes what the C backend computes, bit for bit. For
+# each model the C-built trainer, the LLVM-built trainer (`trainc build
+# --backend llvm`) and `trainc run` (LLVM's JIT in trainc's process) train
+# STEPS steps from the same seed: their loss logs (every field but the
+# timings) and their saved weights (cmp) must be identical. DATA
+# "gradcheck": `trainc run --gradcheck` must pass first, then the three
+# train on random rows.
+# usage: llvm.sh TRAINC SOURCE_DIR WORKDIR STEPS MODEL.nn=DATA...
+#   DATA: fashion (Fashion-MNIST), kjv and kjv64 (scripts/fetch-kjv, T = 32
+#   and 64), pairs (scripts/make-pair-data), random (random rows for the
+#   inputs the trainer's --help lists), gradcheck (`trainc run
+#   --gradcheck`, then random). MODEL gpt-small is examples/gpt.nn at the
+#   size of tests/e2e/gpt.sh (dropout kept). DATA@N trains on N ranks under
+#   mpirun (the C- and LLVM-built trainers: `trainc run` refuses MPI models).
+set -euo pipefail
+trainc=$1 src=$2 work=$3 steps=$4
+shift 4
+mkdir -p "$work"
+PY=/usr/bin/python3
+fail=0
+
+# Random rows for every input, four batches' worth, as the trainer's
+# --help lists them (dtype, shape, the range of index values).
+random_data() { # trainer dir
+  mkdir -p "$2"
+  "$1" --help | "$PY" -c '
+import re, sys, numpy as np
+text = sys.stdin.read()
+B = int(re.search(r"; B = (\d+)\)", text).group(1))
+r = np.random.default_rng(7)
+for name, dtype, dims, limit in re.findall(r"^  (\w+) +(f32|i32|u8)\[B((?:, \d+)*)\](?: +values in \[0, (\d+)\))?$", text, re.M):
+    shape = [4 * B] + [int(d) for d in dims.split(", ")[1:]]
+    if dtype == "f32":
+        x = r.standard_normal(shape, dtype=np.float32)
+    else:
+        x = r.integers(0, int(limit) if limit else 256, size=shape).astype(np.int32 if dtype == "i32" else np.uint8)
+    np.save(sys.argv[1] + "/" + name + ".npy", x)' "$2"
+}
+
+data_dir() { # kind trainer
+  case $1 in
+  random) random_data "$2" "$work/random_$(basename "$2")" && echo "$work/random_$(basename "$2")" ;;
+  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
+  kjv | kjv64) # T = 32 (gpt-small), 64 (examples/gpt.nn)
+    local t=${1#kjv}
+    [[ -d $work/$1 ]] || "$src/scripts/fetch-kjv" "$work/$1" "${t:-32}" >/dev/null
+    echo "$work/$1/train" ;;
+  pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
+  esac
+}
+
+# The log without its timings, one record a line.
+losses() {
+  "$PY" -c '
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    for k in ("examples_per_s", "seconds", "comm_seconds"):
+        r.pop(k, None)
+    print(json.dumps(r, sort_keys=True))' "$1"
+}
+
+same() { # what, file of the C trainer, file of the other
+  if ! cmp -s "$2" "$3"; then
+    echo "FAIL: $name: $1 differ: $2 $3"
+    fail=1 model_fail=1
+  fi
+}
+
+for arg in "$@"; do
+  model=${arg%=*} data=${arg#*=} ranks=1 launch=()
+  if [[ $data == *@* ]]; then
+    ranks=${data#*@} data=${data%@*}
+    launch=(mpirun --allow-run-as-root --oversubscribe -np "$ranks" --mca mpi_yield_when_idle 1)
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
+  fi
+  if [[ $model == gpt-small ]]; then
+    sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
+      -e 's/^const LAYERS = 4$/const LAYERS = 2/' -e 's/^  batch 32$/  batch 8/' "$src/examples/gpt.nn" >"$work/gpt_small.nn"
+    model=$work/gpt_small.nn
+  fi
+  name=$(basename "$model" .nn) model_fail=0
+  out=$work/$name
+  "$trainc" build "$model" -o "$out.c.bin" >/dev/null
+  "$trainc" build --backend llvm "$model" -o "$out.llvm.bin" >/dev/null
+  if [[ $data == gradcheck ]]; then # the C trainer's: tests/e2e/gradcheck.sh
+    "$trainc" run "$model" --gradcheck --seed 3 >"$out.run.txt" ||
+      { echo "FAIL: $name: trainc run --gradcheck"; cat "$out.run.txt"; fail=1 model_fail=1; }
+    data=random
+  fi
+  flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1 --quiet)
+  for how in c llvm; do
+    "${launch[@]}" "$out.$how.bin" "${flags[@]}" --save "$out.$how.safetensors" --log "$out.$how.jsonl"
+  done
+  hows=(c llvm)
+  if ((ranks == 1)); then
+    "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
+    hows+=(run)
+  fi
+  for how in "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
+  for how in "${hows[@]:1}"; do
+    same "weights" "$out.c.safetensors" "$out.$how.safetensors"
+    same "loss logs" "$out.c.losses" "$out.$how.losses"
+  done
+  ((model_fail)) || echo "$name, $steps steps, $ranks rank(s): the same losses and weights from the" \
+    "${hows[*]} trainers"
+done
+exit $fail
