@@ -238,7 +238,7 @@ static int compare_ints(const void *a, const void *b) {
 int kernel_stmt_buffers(KStmt *const *body, int n, int **ids) {
   BufList used = {0};
   mark_stmts(body, n, &used);
-  qsort(used.ids, (size_t)used.n, sizeof *used.ids, compare_ints);
+  if (used.n > 1) qsort(used.ids, (size_t)used.n, sizeof *used.ids, compare_ints);
   *ids = used.ids;
   return used.n;
 }
