@@ -8,7 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { FLAG_PATH, FLAG_TEXT, FLAG_COUNT, FLAG_SEED, FLAG_RATE, FLAG_SWITCH } flag_kind;
+typedef enum {
+  FLAG_PATH,
+  FLAG_TEXT,
+  FLAG_COUNT,
+  FLAG_SEED,
+  FLAG_RATE,
+  FLAG_SWITCH,
+  FLAG_PRECISION
+} flag_kind;
 
 /* What a run does; a flag that the run's mode would ignore is refused. */
 enum { TRAIN = 1, GRADCHECK = 2, DUMP = 4, ANY = TRAIN | GRADCHECK | DUMP };
@@ -33,6 +41,8 @@ static const flag flags[] = {
     {"steps", FLAG_COUNT, OPT(cfg.steps), 0, TRAIN, "N",
      "optimizer steps (overrides --epochs); 0: no training"},
     {"lr", FLAG_RATE, OPT(cfg.lr), 0, TRAIN, "X", "peak learning rate"},
+    {"precision", FLAG_PRECISION, OPT(cfg.precision), 0, TRAIN | DUMP, "fp32|bf16",
+     "GEMM inputs in bf16 (fp32 accumulation, weights and optimizer state) or fp32"},
     {"seed", FLAG_SEED, OPT(cfg.seed), 0, ANY, "N", "seed of init, shuffling and gradcheck data"},
     {"init", FLAG_PATH, OPT(init_path), 0, ANY, "FILE", "start from these weights (.safetensors)"},
     {"save", FLAG_PATH, OPT(save_path), 0, TRAIN, "FILE",
@@ -94,6 +104,16 @@ static int parse_integer(const flag *f, const char *text, trc_options *o, trc_er
   return 0;
 }
 
+static int parse_precision(const flag *f, const char *text, trc_options *o, trc_error *err) {
+  static const char *const words[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
+  for (int i = 0; i < (int)(sizeof words / sizeof words[0]); i++)
+    if (strcmp(text, words[i]) == 0) {
+      *(trc_precision *)((char *)o + f->field) = (trc_precision)i;
+      return 0;
+    }
+  return trc_fail(err, "--%s: expected fp32 or bf16, got '%s'", f->name, text);
+}
+
 static int parse_value(const flag *f, const char *text, trc_options *o, trc_error *err) {
   char *end;
   switch (f->kind) {
@@ -114,6 +134,7 @@ static int parse_value(const flag *f, const char *text, trc_options *o, trc_erro
     return 0;
   }
   case FLAG_SWITCH: *(int *)((char *)o + f->field) = 1; return 0;
+  case FLAG_PRECISION: return parse_precision(f, text, o, err);
   }
   return 0;
 }

@@ -25,6 +25,10 @@ static void text_SCHEDULE(char *buf, size_t n, trc_schedule_kind v) {
   static const char *const words[] = {TRC_SCHEDULES(TRC_ENUM_WORD)};
   snprintf(buf, n, "%s", words[v]);
 }
+static void text_PRECISION(char *buf, size_t n, trc_precision v) {
+  static const char *const words[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
+  snprintf(buf, n, "%s", words[v]);
+}
 static void text_METRICS(char *buf, size_t n, unsigned v) {
   snprintf(buf, n, "%s%s%s", v & TRC_METRIC_LOSS ? "loss," : "",
            v & TRC_METRIC_ACCURACY ? "accuracy," : "", v & TRC_METRIC_F1 ? "f1," : "");

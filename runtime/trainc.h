@@ -91,6 +91,11 @@ typedef enum { TRC_OPTIMIZERS(TRC_ENUM_VALUE) } trc_optimizer_kind;
   X(TRC_SCHED_CONSTANT, "constant") X(TRC_SCHED_LINEAR, "linear") X(TRC_SCHED_COSINE, "cosine")
 typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
 
+/* What the GEMMs multiply: fp32, or inputs rounded to bf16 with fp32
+ * accumulation (weights, gradients and optimizer state stay fp32). */
+#define TRC_PRECISIONS(X) X(TRC_FP32, "fp32") X(TRC_BF16, "bf16")
+typedef enum { TRC_PRECISIONS(TRC_ENUM_VALUE) } trc_precision;
+
 #define TRC_LOSS_KINDS(X)                                                                          \
   X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
 typedef enum { TRC_LOSS_KINDS(TRC_ENUM_VALUE) } trc_loss_kind;
@@ -141,7 +146,8 @@ enum { /* trc_train_config.metrics bits */
   X(BOOL, sync_optimizer_state, 1, "MPI: average the optimizer state at each sync too")           \
   X(BOOL, outer_optimizer, 1, "MPI: Nesterov outer step at each sync (DiLoCo)")                   \
   X(F64, outer_lr, 1, "MPI: the outer step's learning rate")                                      \
-  X(F64, outer_momentum, 1, "MPI: the outer step's momentum")
+  X(F64, outer_momentum, 1, "MPI: the outer step's momentum")                                     \
+  X(PRECISION, precision, 1, "GEMM inputs: fp32, or bf16 with fp32 accumulation")
 
 #define TRC_CFG_TYPE_I64 int64_t
 #define TRC_CFG_TYPE_U64 uint64_t
@@ -150,6 +156,7 @@ enum { /* trc_train_config.metrics bits */
 #define TRC_CFG_TYPE_OPTIMIZER trc_optimizer_kind
 #define TRC_CFG_TYPE_SCHEDULE trc_schedule_kind
 #define TRC_CFG_TYPE_METRICS unsigned
+#define TRC_CFG_TYPE_PRECISION trc_precision
 
 /* The train block's policy, as compiled in; the trainer's flags override it. */
 typedef struct {
