@@ -274,7 +274,9 @@ int trc_threads(void);
  * depends on the shapes only — for a batch of fewer than 8, the larger of
  * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
  * number of threads: OpenBLAS's own threading changes the result with the
- * thread count for some shapes (K = 784: most of C), this does not. */
+ * thread count for some shapes (K = 784: most of C), this does not. Under
+ * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and
+ * B rounded to bf16, accumulated in f32. */
 void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
               float beta, float *c, int64_t ldc, int64_t stride_c);
