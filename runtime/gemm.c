@@ -47,7 +47,7 @@ void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, co
     if (j.parts > MAX_PARTS) j.parts = MAX_PARTS;
     if (j.parts < 1) j.parts = 1;
   }
-  if (trc_get_precision() == TRC_BF16 && k > 0)
+  if (trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0)
     trc_gemm_bf16(&j);
   else
     trc_parallel_for(batch * j.parts, gemm_tasks, &j);
