@@ -11,6 +11,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "rt_internal.h"
 
+#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -48,11 +49,14 @@ static void relax(void) {
 #endif
 }
 
-/* OpenBLAS on one thread: its OpenMP build reads this thread's setting. */
+/* OpenBLAS on one thread: its OpenMP build reads this thread's OpenMP
+ * setting, its pthreads build (used when the OpenMP one is missing) its own
+ * global one. */
 static void blas_on_this_thread(void) {
 #ifdef _OPENMP
   omp_set_num_threads(1);
 #endif
+  openblas_set_num_threads(1);
 }
 
 /* Block t of [0, n) cut into `parts` (trainc.h). */
