@@ -448,6 +448,11 @@ static void print_cfg_SCHEDULE(FILE *out, trc_schedule_kind v) {
   fputs(names[v], out);
 }
 
+static void print_cfg_PRECISION(FILE *out, trc_precision v) {
+  static const char *const names[] = {TRC_PRECISIONS(TRC_ENUM_IDENT)};
+  fputs(names[v], out);
+}
+
 static void print_defaults(FILE *out, const trc_train_config *c) {
   fputs("    .defaults = {\n", out);
 #define PRINT_FIELD(kind, name, run, help)                                                         \

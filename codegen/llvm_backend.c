@@ -736,6 +736,7 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
 #define CFG_FK_BOOL FK_I32
 #define CFG_FK_OPTIMIZER FK_I32
 #define CFG_FK_SCHEDULE FK_I32
+#define CFG_FK_PRECISION FK_I32
 #define CFG_FK_METRICS FK_I32
 
 #define FIELD_KIND(field, kind) FK_##kind,
@@ -901,6 +902,7 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
 #define CFG_CONST_BOOL(g, v) i32c(g, v)
 #define CFG_CONST_OPTIMIZER(g, v) i32c(g, v)
 #define CFG_CONST_SCHEDULE(g, v) i32c(g, v)
+#define CFG_CONST_PRECISION(g, v) i32c(g, v)
 #define CFG_CONST_METRICS(g, v) i32c(g, (int64_t)(v))
 
 static LLVMValueRef defaults(Gen *g, const trc_train_config *c, Diag *diag) {

@@ -238,6 +238,19 @@ static void lower_outer_optimizer(Lower *L, const Setting *st, trc_train_config 
   t->outer_optimizer = true, t->outer_lr = lr, t->outer_momentum = momentum;
 }
 
+/* `precision bf16` or `precision fp32`. */
+static void lower_precision(Lower *L, const Setting *st, trc_train_config *t) {
+  static const char *const names[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
+  if (!setting_arity(L, st, 1)) return;
+  const Expr *c = st->items[0];
+  for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (c->kind == EX_IDENT && strcmp(c->name, names[i]) == 0) {
+      t->precision = (trc_precision)i;
+      return;
+    }
+  diag_error(L->diag, c->loc, "precision is fp32 or bf16");
+}
+
 static const Setting *find_setting(const TrainBlock *tb, const char *key) {
   const Setting *found = NULL;
   for (const Setting *st = tb->settings; st; st = st->next)
@@ -286,6 +299,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   else if (!strcmp(k, "local_sgd_warmup")) setting_int(L, st, 0, big, &t->local_sgd_warmup);
   else if (!strcmp(k, "sync")) lower_sync(L, st, t);
   else if (!strcmp(k, "outer_optimizer")) lower_outer_optimizer(L, st, t);
+  else if (!strcmp(k, "precision")) lower_precision(L, st, t);
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
 }
 

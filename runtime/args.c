@@ -201,7 +201,9 @@ static int was_given(const trc_config_field *settings, const given_set given, co
  * seed also keys --gradcheck's data and --dump-step's dropout. */
 static unsigned modes_of(int k, const trc_config_field *settings) {
   if (k < N_FLAGS) return flags[k].modes;
-  return strcmp(settings[k - N_FLAGS].name, "seed") == 0 ? ANY : TRAIN;
+  const char *name = settings[k - N_FLAGS].name;
+  /* --dump-step's one step follows the run's precision */
+  return strcmp(name, "seed") == 0 ? ANY : strcmp(name, "precision") == 0 ? TRAIN | DUMP : TRAIN;
 }
 
 /* A flag the run would ignore is a mistake to point out, not to pass over:

@@ -12,6 +12,7 @@
 
 static const char *const optimizer_words[] = {TRC_OPTIMIZERS(TRC_ENUM_WORD)};
 static const char *const schedule_words[] = {TRC_SCHEDULES(TRC_ENUM_WORD)};
+static const char *const precision_words[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
 static const char *const metric_words[] = {TRC_METRIC_WORDS};
 enum { N_METRIC_WORDS = sizeof metric_words / sizeof metric_words[0] };
 
@@ -32,6 +33,9 @@ static void text_OPTIMIZER(char *buf, size_t n, trc_optimizer_kind v) {
 static void text_SCHEDULE(char *buf, size_t n, trc_schedule_kind v) {
   snprintf(buf, n, "%s", schedule_words[v]);
 }
+static void text_PRECISION(char *buf, size_t n, trc_precision v) {
+  snprintf(buf, n, "%s", precision_words[v]);
+}
 static void text_METRICS(char *buf, size_t n, unsigned v) {
   size_t len = 0;
   buf[0] = '\0';
@@ -44,6 +48,7 @@ static void text_METRICS(char *buf, size_t n, unsigned v) {
 static const char *const metavar_I64 = "N", *const metavar_U64 = "N", *const metavar_F64 = "X",
                   *const metavar_BOOL = "yes|no", *const metavar_OPTIMIZER = "sgd|adamw",
                   *const metavar_SCHEDULE = "constant|linear|cosine",
+                  *const metavar_PRECISION = "fp32|bf16",
                   *const metavar_METRICS = "LIST";
 
 /* The flag of a field: its name with dashes for underscores. */
@@ -171,6 +176,14 @@ static int set_SCHEDULE(const char *flag, const char *name, const char *text,
   int i = one_of(flag, text, schedule_words, TRC_SCHED_COSINE + 1, "constant, linear or cosine",
                  err);
   if (i >= 0) *out = (trc_schedule_kind)i;
+  return i < 0 ? -1 : 0;
+}
+
+static int set_PRECISION(const char *flag, const char *name, const char *text, trc_precision *out,
+                         trc_error *err) {
+  (void)name;
+  int i = one_of(flag, text, precision_words, TRC_BF16 + 1, "fp32 or bf16", err);
+  if (i >= 0) *out = (trc_precision)i;
   return i < 0 ? -1 : 0;
 }
 

@@ -9,18 +9,10 @@
 
 enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 64, MAX_PARTS = 16 };
 
-typedef struct {
-  int64_t batch, m, n, k, parts;
-  int ta, tb, split_rows; /* split m (rows of C) or n (its columns) */
-  const float *a, *b;
-  float *c;
-  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
-  float beta;
-} gemm_job;
 
 /* Task t: part t % parts of matrix t / parts. */
 static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
-  const gemm_job *j = ctx;
+  const trc_gemm_job *j = ctx;
   for (int64_t t = lo; t < hi; t++) {
     int64_t i = t / j->parts, part = t % j->parts, dim = j->split_rows ? j->m : j->n;
     int64_t from = dim * part / j->parts, to = dim * (part + 1) / j->parts;
@@ -45,14 +37,18 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
 void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
               float beta, float *c, int64_t ldc, int64_t stride_c) {
-  gemm_job j = {.batch = batch, .m = m, .n = n, .k = k, .ta = ta, .tb = tb, .a = a, .b = b, .c = c,
-                .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = stride_a, .stride_b = stride_b,
-                .stride_c = stride_c, .beta = beta, .split_rows = m >= n, .parts = 1};
+  trc_gemm_job j = {.batch = batch, .m = m, .n = n, .k = k, .ta = ta, .tb = tb, .a = a, .b = b,
+                    .c = c, .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = stride_a,
+                    .stride_b = stride_b, .stride_c = stride_c, .beta = beta,
+                    .split_rows = m >= n, .parts = 1};
   int64_t dim = m >= n ? m : n;
   if (batch < SPLIT_BELOW_BATCH) {
     j.parts = (dim + MIN_PART - 1) / MIN_PART;
     if (j.parts > MAX_PARTS) j.parts = MAX_PARTS;
     if (j.parts < 1) j.parts = 1;
   }
-  trc_parallel_for(batch * j.parts, gemm_tasks, &j);
+  if (trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0)
+    trc_gemm_bf16(&j);
+  else
+    trc_parallel_for(batch * j.parts, gemm_tasks, &j);
 }

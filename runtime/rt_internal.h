@@ -399,4 +399,21 @@ void trc_progress_update(trc_progress *p, int64_t done, double loss, double per_
 /* Ends a redrawn line before other output. */
 void trc_progress_break(trc_progress *p);
 
+/* ---- GEMMs (gemm.c, gemm_bf16.c) ---- */
+/* One trc_gemm call and its partition: `parts` parts per matrix, each a
+ * block of rows of C (split_rows) or of its columns. */
+typedef struct {
+  int64_t batch, m, n, k, parts;
+  int ta, tb, split_rows;
+  const float *a, *b;
+  float *c;
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+  float beta;
+} trc_gemm_job;
+trc_precision trc_get_precision(void);
+/* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
+void trc_gemm_bf16(const trc_gemm_job *j);
+/* f32 to bf16, rounded to nearest even (NaN stays NaN). */
+uint16_t trc_to_bf16(float x);
+
 #endif

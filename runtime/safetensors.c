@@ -9,6 +9,7 @@
 #include "rt_internal.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -386,14 +387,51 @@ static void note(char *list, size_t cap, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* ---- F32, or BF16 / F16 widened to it ---- */
+
+static int loadable_dtype(const char *dtype) {
+  return !strcmp(dtype, "F32") || !strcmp(dtype, "BF16") || !strcmp(dtype, "F16");
+}
+
+/* bf16 is the top half of an f32: exact. */
+static float from_bf16(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+/* IEEE half: 1 sign, 5 exponent (bias 15), 10 mantissa bits; every value,
+ * subnormals, infinities and NaNs included, is exact in f32. */
+static float from_f16(uint16_t h) {
+  int exponent = h >> 10 & 0x1f, mantissa = h & 0x3ff;
+  float magnitude = exponent == 0    ? ldexpf((float)mantissa, -24)
+                    : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                     : ldexpf((float)(mantissa | 0x400), exponent - 25);
+  return h & 0x8000 ? -magnitude : magnitude;
+}
+
+/* A tensor's data (little-endian, as the format stores it) into f32. */
+static void widen_to_f32(const char *dtype, const unsigned char *data, uint64_t bytes, float *out) {
+  if (!strcmp(dtype, "F32")) {
+    memcpy(out, data, bytes);
+    return;
+  }
+  int bf16 = !strcmp(dtype, "BF16");
+  for (uint64_t i = 0; i < bytes / 2; i++) {
+    uint16_t h = (uint16_t)(data[2 * i] | data[2 * i + 1] << 8);
+    out[i] = bf16 ? from_bf16(h) : from_f16(h);
+  }
+}
+
 static int check_param_entry(const trc_param *p, const trc_st_entry *e, char *list, size_t cap) {
   char have[160], want[160];
   if (!e) {
     note(list, cap, "missing '%s'", p->name);
     return 1;
   }
-  if (strcmp(e->dtype, "F32") != 0) {
-    note(list, cap, "'%s' is %s, expected F32", p->name, e->dtype);
+  if (!loadable_dtype(e->dtype)) {
+    note(list, cap, "'%s' is %s, expected F32, BF16 or F16", p->name, e->dtype);
     return 1;
   }
   if (!same_shape(e, p)) {
@@ -442,7 +480,8 @@ int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_erro
     rc = trc_fail_at(err, path, "weights do not match model '%s': %s", m->name, list);
   for (int i = 0; i < m->n_params && rc == 0; i++) {
     const trc_st_entry *e = find_entry(&h, m->params[i].name);
-    memcpy(arena + m->params[i].offset, buf + h.data_start + e->begin, e->end - e->begin);
+    widen_to_f32(e->dtype, buf + h.data_start + e->begin, e->end - e->begin,
+                 (float *)(arena + m->params[i].offset));
   }
   if (rc == 0 && trc_check_block_finite(m, (const float *)(arena + m->param_offset),
                                         "non-finite weights: parameter", err))

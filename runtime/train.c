@@ -456,9 +456,13 @@ static int run(trainer *t, trc_error *err) {
       (t->ranks > 1 && trc_ranks_agree(m, &t->opt, t->arena, err)))
     return EXIT_FAILURE;
   if (t->opt.gradcheck) {
+    if (m->defaults.precision == TRC_BF16 && !t->opt.quiet)
+      fprintf(stderr, "note: --gradcheck runs in fp32 (finite differences of bf16 GEMMs measure "
+                      "rounding, not the gradient)\n");
     int rc = trc_gradcheck(m, t->arena, t->opt.cfg.seed, stdout, err);
     return rc < 0 ? EXIT_FAILURE : rc;
   }
+  trc_set_precision(t->opt.cfg.precision);
   if (t->opt.dump_path)
     return trc_dump_step(m, t->arena, t->opt.data_dir, t->opt.cfg.seed, t->opt.dump_path, err)
                ? EXIT_FAILURE

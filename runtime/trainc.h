@@ -97,6 +97,11 @@ typedef enum { TRC_OPTIMIZERS(TRC_ENUM_VALUE) } trc_optimizer_kind;
   X(TRC_SCHED_CONSTANT, "constant") X(TRC_SCHED_LINEAR, "linear") X(TRC_SCHED_COSINE, "cosine")
 typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
 
+/* What the GEMMs multiply: fp32, or inputs rounded to bf16 with fp32
+ * accumulation (weights, gradients and optimizer state stay fp32). */
+#define TRC_PRECISIONS(X) X(TRC_FP32, "fp32") X(TRC_BF16, "bf16")
+typedef enum { TRC_PRECISIONS(TRC_ENUM_VALUE) } trc_precision;
+
 #define TRC_LOSS_KINDS(X)                                                                          \
   X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
 typedef enum { TRC_LOSS_KINDS(TRC_ENUM_VALUE) } trc_loss_kind;
@@ -153,7 +158,8 @@ enum {
   X(BOOL, sync_optimizer_state, 1, "MPI: average the optimizer state at each sync too")           \
   X(BOOL, outer_optimizer, 1, "MPI: Nesterov outer step at each sync (DiLoCo)")                   \
   X(F64, outer_lr, 1, "MPI: the outer step's learning rate")                                      \
-  X(F64, outer_momentum, 1, "MPI: the outer step's momentum")
+  X(F64, outer_momentum, 1, "MPI: the outer step's momentum")                                     \
+  X(PRECISION, precision, 1, "GEMM inputs: fp32, or bf16 with fp32 accumulation")
 
 #define TRC_CFG_TYPE_I64 int64_t
 #define TRC_CFG_TYPE_U64 uint64_t
@@ -162,6 +168,7 @@ enum {
 #define TRC_CFG_TYPE_OPTIMIZER trc_optimizer_kind
 #define TRC_CFG_TYPE_SCHEDULE trc_schedule_kind
 #define TRC_CFG_TYPE_METRICS unsigned
+#define TRC_CFG_TYPE_PRECISION trc_precision
 
 /* The train block's policy, as compiled in; the trainer's flags override it. */
 typedef struct {
@@ -289,7 +296,9 @@ int trc_threads(void);
  * depends on the shapes only — for a batch of fewer than 8, the larger of
  * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
  * number of threads: OpenBLAS's own threading changes the result with the
- * thread count for some shapes (K = 784: most of C), this does not. */
+ * thread count for some shapes (K = 784: most of C), this does not. Under
+ * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and
+ * B rounded to bf16, accumulated in f32. */
 void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
               int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
               float beta, float *c, int64_t ldc, int64_t stride_c);

@@ -57,6 +57,9 @@ uint64_t trc_arena_high_water(const trc_model *m, const char *arena);
 /* Sets the number of threads trc_parallel_for and the BLAS run on (n >= 1;
  * --threads). */
 void trc_set_threads(int n);
+/* What trc_gemm multiplies in from now on (the run's `precision`; fp32
+ * until set): TRC_BF16 rounds A and B to bf16 and accumulates in f32. */
+void trc_set_precision(trc_precision p);
 
 /* ---- array files: .npy and IDX, parsed from memory ---- */
 typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;

@@ -46,6 +46,15 @@ static void test_good(void) {
   CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
+  CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.cfg.precision == TRC_FP32);
+  CHECK(parse(&o, &err, "--data", "d", "--precision", "bf16", NULL) == 0 &&
+        o.cfg.precision == TRC_BF16);
+  CHECK(parse(&o, &err, "--data", "d", "--precision=fp32", NULL) == 0 &&
+        o.cfg.precision == TRC_FP32);
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--precision", "fp16", NULL), err,
+                   "--precision: expected fp32 or bf16, got 'fp16'");
+  CHECK_FAILS_WITH(parse(&o, &err, "--gradcheck", "--precision", "bf16", NULL), err,
+                   "--precision does nothing with --gradcheck");
   CHECK(parse(&o, &err, "--data", "d", "--dump-step=s.safetensors", NULL) == 0 &&
         strcmp(o.dump_path, "s.safetensors") == 0);
   CHECK(parse(&o, &err, "-h", NULL) == 0 && o.help);
@@ -186,7 +195,8 @@ static const trc_train_config others = {.accumulate = 3,
                                         .sync_optimizer_state = 1,
                                         .outer_optimizer = 1,
                                         .outer_lr = 0.7,
-                                        .outer_momentum = 0.9};
+                                        .outer_momentum = 0.9,
+                                        .precision = TRC_BF16};
 
 /* Every train setting has a flag, --FIELD with dashes, that sets it and
  * nothing else: walked from the config table, so a new setting is covered
