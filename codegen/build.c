@@ -69,6 +69,38 @@ static int run(Argv *a, const char *what, const char *out_path, bool verbose, Di
   return -1;
 }
 
+/* The runtime and the libraries every trainer links, after its source. */
+static void push_libraries(Argv *a, const BuildOptions *opt) {
+  push(a, opt->rt_lib);
+  push_words(a, opt->blas_lib);
+  if (opt->mpi_libs) push_words(a, opt->mpi_libs);
+  push(a, "-lz");
+  push(a, "-lm");
+}
+
+/* Runs the compiler whose words are in `a` on a generated source:
+ * COMPILER CFLAGS LANGUAGE -I RUNTIME SOURCE AFTER -o EXE LIBRARIES EXTRA. */
+static bool compile_trainer(Argv *a, const char *language, const char *source_path, const char *after,
+                            const char *exe_path, const BuildOptions *opt, const char *extra_libs,
+                            const char *what, Diag *diag) {
+  push_words(a, opt->cflags);
+  push_words(a, language);
+  push(a, "-I");
+  push(a, opt->rt_include);
+  char *source = xsprintf("%s%s", source_path[0] == '-' ? "./" : "", source_path); /* never an option */
+  push(a, source);
+  free(source);
+  push_words(a, after);
+  push(a, "-o");
+  push(a, exe_path);
+  push_libraries(a, opt);
+  push_words(a, extra_libs);
+  int rc = run(a, what, NULL, opt->verbose, diag);
+  free_argv(a);
+  if (rc > 0) diag_error(diag, NO_LOC, "%s failed (exit %d) on %s", what, rc, source_path);
+  return rc == 0;
+}
+
 bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
   Argv a = {0};
   const char *cc = opt->cc ? opt->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
@@ -77,24 +109,23 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
     return false;
   }
   push_words(&a, cc);
-  push_words(&a, opt->cflags);
-  push(&a, "-std=c11");
-  push(&a, "-I");
-  push(&a, opt->rt_include);
-  char *source = xsprintf("%s%s", c_path[0] == '-' ? "./" : "", c_path); /* never an option */
-  push(&a, source);
-  free(source);
-  push(&a, "-o");
-  push(&a, exe_path);
-  push(&a, opt->rt_lib);
-  push_words(&a, opt->blas_lib);
-  if (opt->mpi_libs) push_words(&a, opt->mpi_libs);
-  push(&a, "-lz");
-  push(&a, "-lm");
-  int rc = run(&a, "the C compiler", NULL, opt->verbose, diag);
-  free_argv(&a);
-  if (rc > 0) diag_error(diag, NO_LOC, "the C compiler failed (exit %d) on %s", rc, c_path);
-  return rc == 0;
+  return compile_trainer(&a, "-std=c11", c_path, "", exe_path, opt, "", "the C compiler", diag);
+}
+
+/* The emulation is compiled like a C trainer (the same optimizer flags, no
+ * contraction into FMAs, as -std=c11 gives C), so that its kernels compute
+ * the C trainer's bits. */
+bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *opt, bool emulate,
+                Diag *diag) {
+  Argv a = {0};
+  if (emulate) {
+    const char *cxx = opt->cxx ? opt->cxx : getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
+    push_words(&a, cxx);
+    return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path, "-x none",
+                           exe_path, opt, "", "the C++ compiler", diag);
+  }
+  push_words(&a, opt->nvcc);
+  return compile_trainer(&a, "-std=c++20", cu_path, "", exe_path, opt, opt->cuda_libs, "nvcc", diag);
 }
 
 /* The calibration program: each figure is the best of several timed runs,

@@ -52,6 +52,9 @@ static const char *usage_text =
     "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
+    "                           (FILE.cu for the CUDA backends)\n"
+    "  --backend B              emit/build: c (default), cuda (nvcc, cuBLAS) or\n"
+    "                           cuda-emulate (the same .cu run on the CPU; docs/cuda.md)\n"
     "  --mpi                    build: link MPI (automatic when the train block\n"
     "                           asks for local_sgd > 1 or sync gradients)\n"
     "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
@@ -66,7 +69,7 @@ static const char *usage_text =
 
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
-  const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
+  const char *policy, *budget, *profile, *format, *svg, *memory, *bucket, *backend;
   bool verbose, sweep, mpi;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
@@ -131,6 +134,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
+    else if ((v = flag_value(argc, argv, &i, "--backend"))) o->backend = v;
     else if (!strcmp(a, "--sweep")) o->sweep = true;
     else if (a[0] == '-' && a[1] != '\0') return usage_error("unknown option '%s'", a);
     else if (!o->command) o->command = a;
@@ -159,6 +163,10 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
   if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--bucket goes with emit and build");
+  if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "cuda") && strcmp(o->backend, "cuda-emulate"))
+    return usage_error("--backend takes c, cuda or cuda-emulate, not '%s'", o->backend);
+  if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
+    return usage_error("%s", "--backend goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   return -1;
@@ -169,10 +177,15 @@ static bool is_directory(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool write_c(const Program *p, const char *path) {
+static bool is_cuda(const Options *o) { return o->backend && strncmp(o->backend, "cuda", 4) == 0; }
+
+/* The generated source's suffix: the compilers pick the language by it. */
+static const char *source_suffix(const Options *o) { return is_cuda(o) ? ".cu" : ".c"; }
+
+static bool write_source(const Program *p, const Options *o, const char *path) {
   FILE *f = output_open(path, &diag);
   if (!f) return false;
-  emit_c(f, p);
+  (is_cuda(o) ? emit_cuda : emit_c)(f, p);
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
   if (!ok) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
@@ -194,7 +207,7 @@ static bool not_an_input(const Options *o, const char *flag, const char *path) {
 /* Every output checked before any work, as gcc does: writable (a directory,
  * device node or socket is never written over; a stream output may be a
  * character device or FIFO), not an input, -o and --keep-c distinct, and
- * --keep-c a .c name, which the C compiler reads as C. */
+ * --keep-c a .c name (.cu for the CUDA backends), read by its suffix. */
 static bool outputs_ok(const Options *o) {
   bool build = !strcmp(o->command, "build");
   const struct {
@@ -212,9 +225,10 @@ static bool outputs_ok(const Options *o) {
     diag_file_error(&diag, o->output, "-o and --keep-c name the same file");
     return false;
   }
-  size_t n = o->keep_c ? strlen(o->keep_c) : 0;
-  if (o->keep_c && (n < 3 || strcmp(o->keep_c + n - 2, ".c"))) {
-    diag_file_error(&diag, o->keep_c, "--keep-c: the name must end in .c (the C compiler picks the language by it)");
+  size_t n = o->keep_c ? strlen(o->keep_c) : 0, sn = strlen(source_suffix(o));
+  if (o->keep_c && (n <= sn || strcmp(o->keep_c + n - sn, source_suffix(o)))) {
+    diag_file_error(&diag, o->keep_c, "--keep-c: the name must end in %s (the compiler picks the language by it)",
+                    source_suffix(o));
     return false;
   }
   return true;
@@ -222,18 +236,19 @@ static bool outputs_ok(const Options *o) {
 
 static int emit(const Program *p, const Options *o) {
   bool folder = is_directory(o->output);
-  char *path = folder ? xsprintf("%s/%s.c", o->output, p->g->model_name) : xstrdup(o->output);
+  char *path = folder ? xsprintf("%s/%s%s", o->output, p->g->model_name, source_suffix(o)) : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
-  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) && write_c(p, path);
+  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) && write_source(p, o, path);
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
 }
 
 static BuildOptions build_options(const Options *o) {
-  return (BuildOptions){.cc = o->cc, .cflags = o->cflags ? o->cflags : TRAINC_DEFAULT_CFLAGS,
+  const char *cflags = !o->backend || strcmp(o->backend, "cuda") ? TRAINC_DEFAULT_CFLAGS : TRAINC_NVCC_FLAGS;
+  return (BuildOptions){.cc = o->cc, .cflags = o->cflags ? o->cflags : cflags,
                         .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
-                        .verbose = o->verbose};
+                        .verbose = o->verbose, .nvcc = TRAINC_NVCC, .cuda_libs = TRAINC_CUDA_LIBS};
 }
 
 static int calibrate(const Options *o) {
@@ -258,15 +273,22 @@ static int build(const Program *p, const Options *o) {
                "rebuild trainc)", o->mpi ? "--mpi" : "the train block's distribution");
     return 1;
   }
+  bool nvcc = o->backend && !strcmp(o->backend, "cuda");
+  if (nvcc && !*TRAINC_NVCC) {
+    diag_error(&diag, NO_LOC, "the CUDA backend is off: this trainc was configured without the CUDA toolkit (no "
+               "nvcc); --backend cuda-emulate runs the same .cu on the CPU");
+    return 1;
+  }
   char tmp[] = "/tmp/trainc-XXXXXX";
   if (!mkdtemp(tmp)) {
     diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return 1;
   }
-  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s.c", tmp, p->g->model_name);
+  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s%s", tmp, p->g->model_name, source_suffix(o));
   BuildOptions bo = build_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
-  bool ok = write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
+  bool ok = write_source(p, o, c_path) &&
+            (is_cuda(o) ? build_cuda(c_path, o->output, &bo, !nvcc, &diag) : build_c(c_path, o->output, &bo, &diag));
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
@@ -275,7 +297,7 @@ static int build(const Program *p, const Options *o) {
     const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
     printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
     if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
-    printf("%s)\n", mpi ? ", MPI" : "");
+    printf("%s%s%s)\n", mpi ? ", MPI" : "", o->backend ? ", backend " : "", o->backend ? o->backend : "");
   }
   return ok ? 0 : 1;
 }
