@@ -280,6 +280,8 @@ struct KStmt {
   int buf;
   KExpr *index, *value;
   bool accumulate;
+  bool parallel; /* KS_FOR at a kernel's top level: its iterations are
+                    independent (kernel_mark_parallel) */
 };
 
 struct Kernel {
@@ -312,5 +314,40 @@ KExpr *k_random(Kernel *k, int key_buf, int64_t stream, KExpr *counter);
 /* Integer index arithmetic: a*stride + b, folding constants. */
 KExpr *k_iadd(Kernel *k, KExpr *a, KExpr *b);
 KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
+
+/* Parallel loops. Sets `parallel` on every top-level loop of k whose
+ * iterations may run at once, on any threads, in any order, with bitwise the
+ * result of running them in sequence — proved from the loop nest, not
+ * declared by the op (ir/parallel.c). A loop is parallel when
+ *   - it reads and sets no local declared outside it (a reduction into an
+ *     outer local, as sum and cross_entropy's total, keeps it sequential;
+ *     a row's own reductions live in locals declared inside the row), and
+ *   - for every buffer it stores to, every store and load of that buffer in
+ *     it is at an affine index (constants plus loop variables times
+ *     constants: no value loaded from memory, as embedding_grad's scatter
+ *     has), all with one coefficient c > 0 of the loop's variable i, and all
+ *     within c consecutive elements over the inner loops' ranges: iteration
+ *     i then touches only [c*i + lo, c*i + lo + c) of that buffer, which no
+ *     other iteration reads or writes.
+ * Each iteration runs its statements in order, so every float is computed
+ * by the same operations in the same order as sequentially. The proof takes
+ * the buffers of one kernel to be disjoint (the memory plan's promise, the C
+ * backend's `restrict`). Inner loops are never marked. program_build marks
+ * every kernel it lowers (Program.kernels); backends read the flag. */
+void kernel_mark_parallel(Kernel *k);
+
+/* Reductions in lanes. A reduction loop is a KS_FOR whose body is the one
+ * statement `t = t op e` (KS_SET of a local t declared outside it; op
+ * KB_ADD, KB_MAX or KB_MIN; e does not read t): a row's sum, max, sum of
+ * exps. Its value is defined in K_LANES lanes, so that it vectorizes and
+ * every backend computes bitwise the same float: lane l starts from t's
+ * value before the loop when l is 0, else from op's identity (0, -inf,
+ * +inf), and takes the iterations c with c % K_LANES == l in increasing
+ * order; then for w = K_LANES/2, ..., 2, 1, lane l = lane l op lane l+w for
+ * every l < w; t is lane 0. A loop of fewer than K_LANES iterations (a
+ * pooling window) runs in sequence instead. Returns whether loop is a
+ * reduction loop, and its op and local. */
+#define K_LANES 16
+bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local);
 
 #endif

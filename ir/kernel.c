@@ -178,3 +178,19 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c) {
   if (a->kind == KE_ICONST) return k_iconst(k, a->i * c);
   return k_binary(k, KB_MUL, a, k_iconst(k, c));
 }
+
+static bool reads_local(const KExpr *e, int local) {
+  return e && ((e->kind == KE_LOCAL && e->var == local) || reads_local(e->a, local) ||
+               reads_local(e->b, local) || reads_local(e->c, local));
+}
+
+bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local) {
+  if (loop->kind != KS_FOR || loop->nbody != 1 || loop->body[0]->kind != KS_SET) return false;
+  const KStmt *set = loop->body[0];
+  const KExpr *v = set->value;
+  if (v->kind != KE_BINARY || (v->op != KB_ADD && v->op != KB_MAX && v->op != KB_MIN)) return false;
+  if (v->a->kind != KE_LOCAL || v->a->var != set->var || reads_local(v->b, set->var)) return false;
+  *op = (KBinaryOp)v->op;
+  *local = set->var;
+  return true;
+}

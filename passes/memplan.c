@@ -136,7 +136,9 @@ static void lower_kernels(Program *p) {
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     const OpInfo *info = op_info(g->nodes[id].op);
-    if (info->op_class != OPC_GEMM) p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
+    if (info->op_class == OPC_GEMM) continue;
+    p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
+    kernel_mark_parallel(p->kernels[id]);
   }
 }
 

@@ -54,6 +54,8 @@ static const flag flags[] = {
      "--sample's temperature (0: greedy; default 1)"},
     {"comm-timeout", FLAG_RATE, OPT(comm_timeout), 0, ANY, "SECONDS",
      "under MPI: end the job when a rank waits this long for the others (default 300; 0: never)"},
+    {"threads", FLAG_COUNT, OPT(threads), 1, ANY, "N",
+     "threads for kernels, optimizer and BLAS (default: OMP_NUM_THREADS, else the cores)"},
     {"quiet", FLAG_SWITCH, OPT(quiet), 0, ANY, NULL, "no progress display"},
     {"no-overlap", FLAG_SWITCH, OPT(no_overlap), 0, TRAIN, NULL,
      "MPI: all-reduce averaged gradients after backward, not bucket by bucket during it"},
@@ -154,6 +156,8 @@ static int check_combinations(const trc_options *o, uint32_t given, trc_error *e
     return trc_fail(err, "--prompt and --temperature need --sample N");
   if (was_given(given, "save-every") && !o->state_dir)
     return trc_fail(err, "--save-every needs --save-state DIR");
+  if (o->threads > TRC_MAX_THREADS)
+    return trc_fail(err, "--threads: at most %d, got %lld", TRC_MAX_THREADS, (long long)o->threads);
   return 0;
 }
 

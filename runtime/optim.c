@@ -91,34 +91,101 @@ void trc_optimizer_free(trc_optimizer *o) {
   o->m = o->v = NULL;
 }
 
-void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_train_config *cfg,
-                        char *arena, double lr) {
-  o->step++;
-  trc_sgd_hparams sgd = {lr, cfg->momentum, 0.0, cfg->nesterov};
-  trc_adamw_hparams adam = {lr, cfg->beta1, cfg->beta2, cfg->eps, 0.0, o->step};
+/* One optimizer step over floats [lo, hi) of the parameter region: the part
+ * of each parameter that falls inside (runs on the trainer's threads: every
+ * element's update is independent of the others). */
+typedef struct {
+  trc_optimizer *o;
+  const trc_model *model;
+  const trc_train_config *cfg;
+  char *arena;
+  double lr;
+} update_ctx;
+
+static void update_range(void *ctx, int64_t lo, int64_t hi) {
+  const update_ctx *u = ctx;
+  const trc_model *model = u->model;
+  const trc_train_config *cfg = u->cfg;
+  trc_sgd_hparams sgd = {u->lr, cfg->momentum, 0.0, cfg->nesterov};
+  trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, 0.0, u->o->step};
+  float *params = (float *)(u->arena + model->param_offset);
+  float *grads = (float *)(u->arena + model->grad_offset);
   for (int i = 0; i < model->n_params; i++) {
     const trc_param *p = &model->params[i];
-    uint64_t first = (p->offset - model->param_offset) / sizeof(float);
-    float *w = (float *)(arena + p->offset);
-    const float *g = (const float *)(arena + model->grad_offset) + first;
+    int64_t first = (int64_t)((p->offset - model->param_offset) / sizeof(float));
+    int64_t end = first + (int64_t)p->count;
+    int64_t from = first > lo ? first : lo, to = end < hi ? end : hi;
+    if (from >= to) continue;
+    uint64_t n = (uint64_t)(to - from);
     double wd = p->decay ? cfg->weight_decay : 0.0;
-    if (o->kind == TRC_SGD) {
+    if (u->o->kind == TRC_SGD) {
       sgd.weight_decay = wd;
-      trc_sgd_update(w, g, o->m ? o->m + first : NULL, p->count, &sgd);
+      trc_sgd_update(params + from, grads + from, u->o->m ? u->o->m + from : NULL, n, &sgd);
     } else {
       adam.weight_decay = wd;
-      trc_adamw_update(w, g, o->m + first, o->v + first, p->count, &adam);
+      trc_adamw_update(params + from, grads + from, u->o->m + from, u->o->v + from, n, &adam);
     }
   }
 }
 
+void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_train_config *cfg,
+                        char *arena, double lr) {
+  o->step++;
+  update_ctx u = {o, model, cfg, arena, lr};
+  trc_parallel_for((int64_t)model->param_count, update_range, &u);
+}
+
+/* The squared L2 norm is summed in double over at most NORM_BLOCKS blocks
+ * whose size depends only on n, each block in NORM_LANES lanes (element i
+ * of the block into lane i % NORM_LANES) added up in a fixed tree, then the
+ * blocks in order: the same sum, bitwise, on any number of threads, and the
+ * lanes vectorize. */
+#define NORM_BLOCKS 1024
+#define NORM_LANES 8
+
+typedef struct {
+  float *g;
+  uint64_t n, block;
+  double partial[NORM_BLOCKS];
+  float scale;
+} norm_ctx;
+
+static void sum_squares(void *ctx, int64_t lo, int64_t hi) {
+  norm_ctx *c = ctx;
+  for (int64_t b = lo; b < hi; b++) {
+    uint64_t start = (uint64_t)b * c->block;
+    uint64_t end = start + c->block < c->n ? start + c->block : c->n;
+    double lane[NORM_LANES] = {0};
+    uint64_t i = start;
+    for (; i + NORM_LANES <= end; i += NORM_LANES)
+      for (int l = 0; l < NORM_LANES; l++) lane[l] += (double)c->g[i + l] * c->g[i + l];
+    for (int l = 0; i < end; i++, l++) lane[l] += (double)c->g[i] * c->g[i];
+    for (int width = NORM_LANES / 2; width > 0; width /= 2)
+      for (int l = 0; l < width; l++) lane[l] += lane[l + width];
+    c->partial[b] = lane[0];
+  }
+}
+
+static void scale_blocks(void *ctx, int64_t lo, int64_t hi) {
+  norm_ctx *c = ctx;
+  uint64_t start = (uint64_t)lo * c->block, end = (uint64_t)hi * c->block;
+  if (end > c->n) end = c->n;
+  for (uint64_t i = start; i < end; i++) c->g[i] *= c->scale;
+}
+
 double trc_clip_grad_norm(float *g, uint64_t n, double max_norm) {
+  norm_ctx c = {.g = g, .n = n};
+  c.block = (n + NORM_BLOCKS - 1) / NORM_BLOCKS;
+  c.block = (c.block + NORM_LANES - 1) / NORM_LANES * NORM_LANES;
+  if (c.block < 4096) c.block = 4096;
+  int64_t blocks = (int64_t)((n + c.block - 1) / c.block);
+  trc_parallel_for(blocks, sum_squares, &c);
   double sum = 0.0;
-  for (uint64_t i = 0; i < n; i++) sum += (double)g[i] * g[i];
+  for (int64_t b = 0; b < blocks; b++) sum += c.partial[b];
   double norm = sqrt(sum);
   if (max_norm > 0.0 && norm > max_norm) {
-    float scale = (float)(max_norm / (norm + 1e-6)); /* PyTorch's 1e-6 */
-    for (uint64_t i = 0; i < n; i++) g[i] *= scale;
+    c.scale = (float)(max_norm / (norm + 1e-6)); /* PyTorch's 1e-6 */
+    trc_parallel_for(blocks, scale_blocks, &c);
   }
   return norm;
 }

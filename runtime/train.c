@@ -383,6 +383,7 @@ static int trainer_main(trainer *t, int argc, char **argv, trc_error *err) {
            TRC_RUNTIME_VERSION);
     return EXIT_SUCCESS;
   }
+  trc_set_threads((int)t->opt.threads);
   if (t->rank != 0) t->opt.quiet = 1;
   trc_comm_set_timeout(t->opt.comm_timeout);
   int rc = run(t, err);

@@ -259,7 +259,63 @@ typedef struct trc_model {
  * 2 bad command line. Never calls exit(); everything it allocates is freed. */
 int trc_main(const trc_model *model, int argc, char **argv);
 
+/* ---- threads ----
+ * A trainer computes on one set of threads (--threads N; by default
+ * OpenMP's: OMP_NUM_THREADS, else every core it may run on), which the loop
+ * kernels, the runtime's flat loops and the BLAS share: the runtime runs on
+ * OpenMP and links Debian's OpenMP build of OpenBLAS, so a GEMM and the loop
+ * after it use the same threads, which sleep between steps. */
+
+/* A loop body: iterations [lo, hi) of a loop whose iterations are
+ * independent (for a kernel's loop, kernel_mark_parallel in ir/ir.h). */
+typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
+/* Runs body over [0, n) on the trainer's threads, cut into one contiguous
+ * block per thread by a fixed static partition: with T = min(threads, n),
+ * thread t runs [t*q + min(t, r), (t+1)*q + min(t+1, r)) where q = n / T and
+ * r = n % T. Returns when every block is done. Runs body(ctx, 0, n) on the
+ * caller when T is 1 or when called from inside a body. Whatever the
+ * partition, results must not depend on it: a body whose iterations
+ * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm. */
+void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
+/* The number of threads trc_parallel_for runs on. */
+int trc_threads(void);
+
 /* ---- helpers for generated kernels ---- */
+
+/* A kernel's parallel loop of n iterations and `work` innermost statements
+ * in all: on the trainer's threads when work is at least
+ * TRC_PARALLEL_MIN_WORK (starting the threads costs microseconds), else on
+ * the caller. Compiling a trainer with -DTRC_PARALLEL_MIN_WORK=0 runs every
+ * parallel loop on the threads (tests/e2e/threads.sh). */
+#ifndef TRC_PARALLEL_MIN_WORK
+#define TRC_PARALLEL_MIN_WORK 32768
+#endif
+static inline void trc_kernel_loop(int64_t n, int64_t work, trc_loop_body body, void *ctx) {
+  if (work >= TRC_PARALLEL_MIN_WORK)
+    trc_parallel_for(n, body, ctx);
+  else
+    body(ctx, 0, n);
+}
+
+/* Vector math. glibc's libmvec (2.35 and later, x86-64) has AVX2 and
+ * AVX-512 versions of expf, logf, tanhf and erff, within 4 units in the last
+ * place of the exact result (tests/codegen/vector_math.sh checks that bound
+ * against libm over the whole float range). A generated file defines
+ * TRC_VECTOR_MATH before including this header; for GCC these declarations
+ * then say the vector versions exist, so a vectorized kernel loop calls them
+ * instead of the scalar function once per element (with -fno-math-errno,
+ * as trainc's default flags have; clang-19 is told the same by
+ * -fveclib=libmvec). Trainers link -lmvec. */
+#ifdef TRC_VECTOR_MATH
+#include <math.h>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__) && \
+    (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+__attribute__((simd("notinbranch"))) float expf(float);
+__attribute__((simd("notinbranch"))) float logf(float);
+__attribute__((simd("notinbranch"))) float tanhf(float);
+__attribute__((simd("notinbranch"))) float erff(float);
+#endif
+#endif
 
 #ifdef __CUDACC__ /* callable from CUDA kernels too */
 #define TRC_KERNEL_FN static inline __host__ __device__

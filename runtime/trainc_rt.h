@@ -53,6 +53,12 @@ uint64_t trc_workspace_offset(const trc_model *m);
 void trc_arena_poison(const trc_model *m, char *arena);
 uint64_t trc_arena_high_water(const trc_model *m, char *arena);
 
+/* ---- threads ---- */
+#define TRC_MAX_THREADS 1024
+/* Sets the number of threads trc_parallel_for and the BLAS run on (n >= 1;
+ * --threads). */
+void trc_set_threads(int n);
+
 /* ---- array files: .npy and IDX, parsed from memory ---- */
 typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;
 
@@ -276,6 +282,7 @@ typedef struct {
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
   double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
+  int64_t threads;         /* --threads: 0: OpenMP's default (trainc.h) */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,

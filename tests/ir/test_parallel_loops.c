@@ -1,0 +1,173 @@
+/* test_parallel_loops.c — kernel_mark_parallel (ir.h) marks exactly the top-level
+ * loops whose iterations touch disjoint slabs of what they store: loop nests
+ * built by hand (each unsafe case beside a safe twin), then the op table's
+ * own kernels on small shapes. That the marked loops really give the same
+ * results on 1 and 2 threads is tests/e2e/threads.sh. */
+#include "ir.h"
+
+static int failures;
+#define CHECK(cond, what)                                                                          \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      failures++;                                                                                  \
+      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, what, #cond);           \
+    }                                                                                              \
+  } while (0)
+
+enum { X = 1, Y = 2, IDS = 3 }; /* buffer ids of the hand-built kernels */
+
+/* y[r*C + c] = x[r*C + c] - max over the row (a local of the row). */
+static Kernel *row_wise(void) {
+  Kernel *k = kernel_new(Y);
+  int r, c, c2, m;
+  KStmt *row = k_for(k, NULL, 8, &r);
+  k_local(k, row, k_const(k, -1e30), &m);
+  KStmt *l = k_for(k, row, 16, &c);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, r), 16), k_index(k, c));
+  k_set(k, l, m, k_binary(k, KB_MAX, k_localv(k, m), k_load(k, X, at, false)));
+  l = k_for(k, row, 16, &c2);
+  at = k_iadd(k, k_imul(k, k_index(k, r), 16), k_index(k, c2));
+  k_store(k, l, Y, at, k_binary(k, KB_SUB, k_load(k, X, at, false), k_localv(k, m)), false);
+  return k;
+}
+
+/* y[ids[r]*D + d] += x[r*D + d] (embedding_grad), or at r*D + d (its safe twin). */
+static Kernel *scatter(bool through_ids) {
+  Kernel *k = kernel_new(Y);
+  int r, d;
+  KStmt *l = k_for(k, k_for(k, NULL, 8, &r), 4, &d);
+  KExpr *row = through_ids ? k_load(k, IDS, k_index(k, r), true) : k_index(k, r);
+  k_store(k, l, Y, k_iadd(k, k_imul(k, row, 4), k_index(k, d)),
+          k_load(k, X, k_iadd(k, k_imul(k, k_index(k, r), 4), k_index(k, d)), false), true);
+  return k;
+}
+
+/* acc = sum of x; y[0] = acc: the loop sets a local declared outside it. */
+static Kernel *outer_reduction(void) {
+  Kernel *k = kernel_new(Y);
+  int acc, i;
+  k_local(k, NULL, k_const(k, 0), &acc);
+  KStmt *l = k_for(k, NULL, 64, &i);
+  k_set(k, l, acc, k_binary(k, KB_ADD, k_localv(k, acc), k_load(k, X, k_index(k, i), false)));
+  k_store(k, NULL, Y, k_iconst(k, 0), k_localv(k, acc), false);
+  return k;
+}
+
+/* for i < 63: y[i + shift] = y[i] + x[i]: with shift 1 iteration i reads what
+ * iteration i-1 wrote; with shift 0 each reads only its own element. */
+static Kernel *recurrence(int64_t shift) {
+  Kernel *k = kernel_new(Y);
+  int i;
+  KStmt *l = k_for(k, NULL, 63, &i);
+  KExpr *v =
+      k_binary(k, KB_ADD, k_load(k, Y, k_index(k, i), false), k_load(k, X, k_index(k, i), false));
+  k_store(k, l, Y, k_iadd(k, k_index(k, i), k_iconst(k, shift)), v, false);
+  return k;
+}
+
+/* for r < 8, c < width: y[r*4 + c] = x[...]: rows of 4 apart, `width` wide
+ * (5: neighbours overlap). */
+static Kernel *strided_rows(int64_t width) {
+  Kernel *k = kernel_new(Y);
+  int r, c;
+  KStmt *l = k_for(k, k_for(k, NULL, 8, &r), width, &c);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, r), 4), k_index(k, c));
+  k_store(k, l, Y, at, k_load(k, X, k_index(k, r), false), false);
+  return k;
+}
+
+/* y[c] += x[r*C + c] over rows r: every row stores to the same elements. */
+static Kernel *column_sum(void) {
+  Kernel *k = kernel_new(Y);
+  int r, c;
+  KStmt *l = k_for(k, k_for(k, NULL, 8, &r), 16, &c);
+  k_store(k, l, Y, k_index(k, c),
+          k_load(k, X, k_iadd(k, k_imul(k, k_index(k, r), 16), k_index(k, c)), false), true);
+  return k;
+}
+
+static bool top_loop_parallel(Kernel *k, int which) {
+  kernel_mark_parallel(k);
+  int seen = 0;
+  bool parallel = false;
+  for (int i = 0; i < k->nbody; i++)
+    if (k->body[i]->kind == KS_FOR && seen++ == which)
+      parallel = k->body[i]->parallel;
+  kernel_free(k);
+  return parallel;
+}
+
+static void hand_built(void) {
+  CHECK(top_loop_parallel(row_wise(), 0), "row-wise kernel");
+  CHECK(!top_loop_parallel(scatter(true), 0), "scatter through ids");
+  CHECK(top_loop_parallel(scatter(false), 0), "the same at r*D + d");
+  CHECK(!top_loop_parallel(outer_reduction(), 0), "reduction into an outer local");
+  CHECK(!top_loop_parallel(recurrence(1), 0), "y[i+1] = y[i] + x[i]");
+  CHECK(top_loop_parallel(recurrence(0), 0), "y[i] = y[i] + x[i]");
+  CHECK(!top_loop_parallel(strided_rows(5), 0), "overlapping rows");
+  CHECK(top_loop_parallel(strided_rows(4), 0), "adjacent rows");
+  CHECK(!top_loop_parallel(column_sum(), 0), "column sum");
+  Kernel *k = row_wise(); /* inner loops are never marked */
+  kernel_mark_parallel(k);
+  CHECK(k->body[0]->parallel && !k->body[0]->body[1]->parallel, "inner loop of a row");
+  kernel_free(k);
+}
+
+/* ---- the op table's kernels ---- */
+
+static int leaf(Graph *g, OpKind op, DType t, Shape s) {
+  int id = graph_add(g, op, NULL, 0, (SrcLoc){0}, NULL);
+  g->nodes[id].dtype = t;
+  g->nodes[id].shape = s;
+  return id;
+}
+
+/* The kernel of op on the inputs, attr i0 (and attr.i[1] = i1). */
+static Kernel *op_kernel(Graph *g, OpKind op, const int *in, int nin, int64_t i0, int64_t i1) {
+  int id = graph_add_attr(g, op, in, nin, 0, i0, i1, (SrcLoc){0}, NULL);
+  return op_info(op)->kernel(g, &g->nodes[id]);
+}
+
+static void op_kernels(void) {
+  Graph *g = graph_new();
+  Shape rows = {.rank = 2, .dim = {6, 10}}, image = {.rank = 4, .dim = {2, 3, 6, 6}};
+  int x = leaf(g, OP_PARAM, DT_F32, rows), table = leaf(g, OP_PARAM, DT_F32, rows);
+  int ids = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 1, .dim = {6}});
+  int img = leaf(g, OP_PARAM, DT_F32, image),
+      vec = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {10}});
+  int in2[2] = {x, ids}, ln[3] = {x, vec, vec};
+  CHECK(top_loop_parallel(op_kernel(g, OP_SOFTMAX, &x, 1, 0, 0), 0), "softmax rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM, ln, 3, 0, 0), 0), "layernorm rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_GELU, &x, 1, 0, 0), 0), "gelu");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_CROSS_ENTROPY, in2, 2, 0, 0), 0),
+        "cross_entropy's mean");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM, &x, 1, 0, 0), 0), "sum");
+  int emb[2] = {ids, x}; /* embedding_grad: ids, dy -> d table (attr.i[0] = table) */
+  CHECK(top_loop_parallel(op_kernel(g, OP_EMBEDDING_GRAD, emb, 2, table, 0), 0),
+        "embedding_grad's zeroing");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_EMBEDDING_GRAD, emb, 2, table, 0), 1),
+        "embedding_grad's scatter");
+  int tin[2] = {table, ids};
+  CHECK(top_loop_parallel(op_kernel(g, OP_EMBEDDING, tin, 2, 0, 0), 0), "embedding's gather");
+  int gam[2] = {x, x};
+  CHECK(!top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 2, 0, 0), 1),
+        "layernorm_grad_gamma rows");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1), "sum_to a bias");
+  int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL),
+      mp[2] = {img, pool};
+  CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1),
+        "maxpool_grad over images");
+  CHECK(top_loop_parallel(op_kernel(g, OP_IM2COL, &img, 1, 3, 1), 0), "im2col");
+  /* col2im adds overlapping windows back: parallel over images only */
+  int cols = graph_add_attr(g, OP_IM2COL, &img, 1, 0, 3, 1, (SrcLoc){0}, NULL);
+  Attr back = {.i = {3, 1}, .shape = image};
+  int dimg = graph_add_op(g, OP_COL2IM, &cols, 1, &back, (SrcLoc){0}, NULL);
+  CHECK(top_loop_parallel(op_info(OP_COL2IM)->kernel(g, &g->nodes[dimg]), 1), "col2im over images");
+  graph_free(g);
+}
+
+int main(void) {
+  hand_built();
+  op_kernels();
+  return failures != 0;
+}

@@ -1,0 +1,86 @@
+/* test_parallel.c — the trainer's threads (trainc.h): trc_parallel_for
+ * runs every index exactly once, in one contiguous block per thread, on
+ * min(threads, n) threads; and what the runtime sums on them does not
+ * depend on how many: the gradient norm of clipping is bitwise the same on
+ * 1, 2 and 3 threads, and near a long double reference. Without OpenMP
+ * (trc_threads() is 1) the block checks are skipped. */
+#include "test_util.h"
+
+#include <stdlib.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { MAX_N = 1000 };
+
+typedef struct {
+  int visits[MAX_N];
+  int64_t block_of[MAX_N]; /* lo of the block that ran the index */
+  int thread_of[MAX_N];
+} record;
+
+static void visit(void *ctx, int64_t lo, int64_t hi) {
+  record *r = ctx;
+  for (int64_t i = lo; i < hi; i++) {
+    r->visits[i]++;
+    r->block_of[i] = lo;
+#ifdef _OPENMP
+    r->thread_of[i] = omp_get_thread_num();
+#endif
+  }
+}
+
+static void check_partition(int threads, int64_t n) {
+  trc_set_threads(threads);
+  record *r = calloc(1, sizeof *r);
+  trc_parallel_for(n, visit, r);
+  int blocks = 0;
+  for (int64_t i = 0; i < n; i++) {
+    CHECK(r->visits[i] == 1);
+    if (i == 0 || r->block_of[i] != r->block_of[i - 1]) {
+      blocks++;
+      CHECK(r->block_of[i] == i); /* a block starts where the last one ended */
+      if (i > 0)
+        CHECK(r->thread_of[i] == r->thread_of[i - 1] + 1); /* in thread order */
+    }
+  }
+  int64_t want = trc_threads() == 1 ? 1 : threads < n ? threads : n;
+  CHECK(n == 0 ? blocks == 0 : blocks == want);
+  free(r);
+}
+
+/* Gradient-norm clipping on `threads` threads: the norm, and g clipped. */
+static double clip_norm(int threads, const float *g0, float *g, uint64_t n) {
+  trc_set_threads(threads);
+  memcpy(g, g0, n * sizeof *g);
+  return trc_clip_grad_norm(g, n, 1.0);
+}
+
+static void check_clip(void) {
+  uint64_t n = 3000011; /* more blocks than threads, a ragged last block */
+  float *g0 = malloc(n * sizeof *g0), *g1 = malloc(n * sizeof *g1), *g2 = malloc(n * sizeof *g2);
+  long double ref = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    g0[i] = (float)(trc_rng_normal(7, i) * 1e-3);
+    ref += (long double)g0[i] * g0[i];
+  }
+  double one = clip_norm(1, g0, g1, n);
+  for (int threads = 2; threads <= 3; threads++) {
+    double many = clip_norm(threads, g0, g2, n);
+    CHECK(memcmp(&one, &many, sizeof one) == 0);
+    CHECK(memcmp(g1, g2, n * sizeof *g1) == 0);
+  }
+  CHECK_NEAR(one, sqrtl(ref), 1e-12 * sqrtl(ref));
+  CHECK_NEAR(g1[12345], g0[12345] / one, 1e-6 * fabs(g0[12345] / one)); /* scaled to norm 1 */
+  free(g0), free(g1), free(g2);
+}
+
+int main(void) {
+  int64_t sizes[] = {0, 1, 2, 3, 7, MAX_N};
+  for (int threads = 1; threads <= 4; threads++)
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+      check_partition(threads, sizes[i]);
+  check_clip();
+  return test_failures != 0;
+}
