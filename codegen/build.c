@@ -79,10 +79,11 @@ static void push_libraries(Argv *a, const BuildOptions *opt) {
 }
 
 /* Runs the compiler whose words are in `a` on a generated source:
- * COMPILER CFLAGS LANGUAGE -I RUNTIME SOURCE AFTER -o EXE LIBRARIES EXTRA. */
+ * COMPILER CFLAGS LANGUAGE -I RUNTIME SOURCE AFTER -o OUT, then the libraries
+ * when `link`. */
 static bool compile_trainer(Argv *a, const char *language, const char *source_path, const char *after,
-                            const char *exe_path, const BuildOptions *opt, const char *extra_libs,
-                            const char *what, Diag *diag) {
+                            const char *out_path, const BuildOptions *opt, bool link, const char *what,
+                            Diag *diag) {
   push_words(a, opt->cflags);
   push_words(a, language);
   push(a, "-I");
@@ -92,9 +93,8 @@ static bool compile_trainer(Argv *a, const char *language, const char *source_pa
   free(source);
   push_words(a, after);
   push(a, "-o");
-  push(a, exe_path);
-  push_libraries(a, opt);
-  push_words(a, extra_libs);
+  push(a, out_path);
+  if (link) push_libraries(a, opt);
   int rc = run(a, what, NULL, opt->verbose, diag);
   free_argv(a);
   if (rc > 0) diag_error(diag, NO_LOC, "%s failed (exit %d) on %s", what, rc, source_path);
@@ -109,7 +109,32 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
     return false;
   }
   push_words(&a, cc);
-  return compile_trainer(&a, "-std=c11", c_path, "", exe_path, opt, "", "the C compiler", diag);
+  return compile_trainer(&a, "-std=c11", c_path, "", exe_path, opt, true, "the C compiler", diag);
+}
+
+/* nvcc compiles the .cu to an object; the C++ compiler links it as a C
+ * trainer is linked (host linker flags as they are), with cudart and cuBLAS. */
+static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx, const BuildOptions *opt,
+                       Diag *diag) {
+  char *obj = xsprintf("%s.o", exe_path);
+  Argv a = {0};
+  push_words(&a, opt->nvcc);
+  bool ok = compile_trainer(&a, "-std=c++20 -c", cu_path, "", obj, opt, false, "nvcc", diag);
+  if (ok) {
+    push_words(&a, cxx);
+    push(&a, obj);
+    push(&a, "-o");
+    push(&a, exe_path);
+    push_libraries(&a, opt);
+    push_words(&a, opt->cuda_libs);
+    int rc = run(&a, "the linker", NULL, opt->verbose, diag);
+    free_argv(&a);
+    if (rc > 0) diag_error(diag, NO_LOC, "the linker failed (exit %d) on %s", rc, obj);
+    ok = rc == 0;
+  }
+  unlink(obj);
+  free(obj);
+  return ok;
 }
 
 /* The emulation is compiled like a C trainer (the same optimizer flags, no
@@ -117,15 +142,12 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
  * the C trainer's bits. */
 bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *opt, bool emulate,
                 Diag *diag) {
+  const char *cxx = opt->cxx ? opt->cxx : getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
+  if (!emulate) return build_nvcc(cu_path, exe_path, cxx, opt, diag);
   Argv a = {0};
-  if (emulate) {
-    const char *cxx = opt->cxx ? opt->cxx : getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
-    push_words(&a, cxx);
-    return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path, "-x none",
-                           exe_path, opt, "", "the C++ compiler", diag);
-  }
-  push_words(&a, opt->nvcc);
-  return compile_trainer(&a, "-std=c++20", cu_path, "", exe_path, opt, opt->cuda_libs, "nvcc", diag);
+  push_words(&a, cxx);
+  return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path, "-x none",
+                         exe_path, opt, true, "the C++ compiler", diag);
 }
 
 /* The calibration program: each figure is the best of several timed runs,

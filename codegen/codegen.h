@@ -37,7 +37,7 @@ typedef struct {
   /* build_cuda: */
   const char *cxx;       /* emulation: C++ compiler; NULL: $CXX, else "c++" */
   const char *nvcc;      /* nvcc; NULL or "": this trainc has no CUDA toolkit */
-  const char *cuda_libs; /* cudart and cuBLAS to link */
+  const char *cuda_libs; /* cudart and cuBLAS, as linker flags */
 } BuildOptions;
 
 /* Compiles a C file written by emit_c into an executable. Returns true on
@@ -47,8 +47,9 @@ typedef struct {
 bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag);
 
 /* Compiles a .cu written by emit_cuda: with nvcc (cflags are nvcc's, e.g.
- * "-O3 -arch=sm_90"), or with emulate as host C++ under TRC_CUDA_EMULATE
- * (cflags are the C++ compiler's), linked like build_c's trainers. */
+ * "-O3 -arch=sm_90") to an object the C++ compiler links, or with emulate as
+ * host C++ under TRC_CUDA_EMULATE (cflags are the C++ compiler's); linked
+ * like build_c's trainers. */
 bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *opt, bool emulate,
                 Diag *diag);
 

@@ -11,16 +11,36 @@
  * inputs up per micro-batch, the loss down per micro-batch, each gradient
  * bucket down as it becomes final when its all-reduce overlaps backward.
  *
- * Every kernel runs as one thread (grid 1, block 1) until the IR says which
- * loops are parallel (docs/cuda.md): correct on a GPU, and slow. The file
+ * A kernel whose body is one loop the IR proved parallel (kernel_mark_parallel)
+ * runs one thread per iteration of it; any other kernel runs as one thread
+ * (docs/cuda.md). The file
  * includes runtime/trainc_cuda.h, which under TRC_CUDA_EMULATE runs it on
  * the CPU (`trainc build --backend cuda-emulate`). */
 #include "c_family.h"
 
+/* Threads per block of a kernel mapped to the grid. */
+#define BLOCK 256
+
+/* The loop a kernel's threads share: its body is one top-level loop that
+ * kernel_mark_parallel proved parallel (iterations touch disjoint elements,
+ * none reads what another writes); NULL when the kernel runs as one thread. */
+static const KStmt *grid_loop(const Kernel *k) {
+  return k->nbody == 1 && k->body[0]->kind == KS_FOR && k->body[0]->parallel ? k->body[0] : NULL;
+}
+
+/* One thread per iteration of the grid loop (the rest of its nest runs in
+ * the thread), or the whole nest in one thread. */
 static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  const KStmt *loop = grid_loop(k);
   fprintf(out, "static __global__ void k%d(char *__restrict__ D) {\n", id);
   print_buffer_decls(out, p, id, k, "__restrict__", "D");
-  print_stmts(out, k->body, k->nbody, 1);
+  if (loop) {
+    fprintf(out, "  const int64_t i%d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n", loop->var);
+    fprintf(out, "  if (i%d >= %lld) return;\n", loop->var, (long long)loop->extent);
+    print_stmts(out, loop->body, loop->nbody, 1);
+  } else {
+    print_stmts(out, k->body, k->nbody, 1);
+  }
   fputs("}\n\n", out);
 }
 
@@ -42,10 +62,14 @@ static void print_gemm(FILE *out, const Program *p, int id) {
 }
 
 static void print_call(FILE *out, const Program *p, int id) {
-  if (op_info(p->g->nodes[id].op)->op_class == OPC_GEMM)
+  if (op_info(p->g->nodes[id].op)->op_class == OPC_GEMM) {
     fprintf(out, "  k%d(D);", id);
-  else
-    fprintf(out, "  trc_launch(k%d, dim3(1), dim3(1), \"k%d\", %d, D);", id, id, p->g->nodes[id].loc.line);
+    return;
+  }
+  const KStmt *loop = grid_loop(p->kernels[id]);
+  int64_t n = loop ? loop->extent : 1, block = n < BLOCK ? n : BLOCK;
+  fprintf(out, "  trc_launch(k%d, dim3(%lld), dim3(%lld), \"k%d\", %d, D);", id, (long long)((n + block - 1) / block),
+          (long long)block, id, p->g->nodes[id].loc.line);
 }
 
 static void download_bucket(FILE *out, const Program *p, const GradBucket *bk) {
