@@ -53,6 +53,8 @@ static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaM
 static inline cudaError_t cudaMemset(void *dst, int v, size_t n) { return memset(dst, v, n), cudaSuccess; }
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+enum { cudaHostRegisterDefault = 0 };
+static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
 
 typedef int cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
@@ -129,6 +131,8 @@ static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const c
 /* ---- the device arena ---- */
 
 static char *trc_cuda_arena;
+static uint64_t trc_cuda_arena_bytes;
+static const char *trc_cuda_pinned; /* the host arena, once page-locked */
 static cublasHandle_t trc_cublas;
 
 /* One device per rank: the local rank (Open MPI's) modulo the devices. */
@@ -145,6 +149,7 @@ static int trc_cuda_start(uint64_t arena_bytes) {
 #ifndef TRC_CUDA_EMULATE
   trc_cuda_sync_each = getenv("TRAINC_CUDA_SYNC") && atoi(getenv("TRAINC_CUDA_SYNC")) != 0;
 #endif
+  trc_cuda_arena_bytes = arena_bytes;
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, arena_bytes));
   TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, arena_bytes));
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
@@ -154,11 +159,23 @@ static int trc_cuda_start(uint64_t arena_bytes) {
   return 0;
 }
 
+/* The host arena page-locked on first use, so that copies run at full
+ * speed without a staging buffer; when the system refuses (locked-memory
+ * limits), copies stay pageable. */
+static void trc_cuda_pin(const char *arena) {
+  if (arena == trc_cuda_pinned) return;
+  if (cudaHostRegister((void *)arena, trc_cuda_arena_bytes, cudaHostRegisterDefault) != cudaSuccess)
+    (void)cudaGetLastError(); /* clears it */
+  trc_cuda_pinned = arena;
+}
+
 static void trc_cuda_download(char *arena, uint64_t offset, uint64_t bytes) {
+  trc_cuda_pin(arena);
   TRC_CUDA(cudaMemcpy, (arena + offset, trc_cuda_arena + offset, bytes, cudaMemcpyDeviceToHost));
 }
 
 static void trc_cuda_upload(const char *arena, uint64_t offset, uint64_t bytes) {
+  trc_cuda_pin(arena);
   TRC_CUDA(cudaMemcpy, (trc_cuda_arena + offset, arena + offset, bytes, cudaMemcpyHostToDevice));
 }
 
