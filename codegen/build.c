@@ -33,9 +33,11 @@ static void push_words(Argv *a, const char *flags) {
   }
 }
 
+/* Frees the words; a is then empty, ready for another command. */
 static void free_argv(Argv *a) {
   for (int i = 0; i < a->n; i++) free(a->items[i]);
   free(a->items);
+  *a = (Argv){0};
 }
 
 /* Runs argv (`what` names it in messages); its stdout goes to out_path when
