@@ -83,14 +83,15 @@ static void push_libraries(Argv *a, const BuildOptions *opt) {
 /* Runs the compiler whose words are in `a` on a generated source:
  * COMPILER CFLAGS LANGUAGE -I RUNTIME SOURCE AFTER -o OUT, then the libraries
  * when `link`. */
-static bool compile_trainer(Argv *a, const char *language, const char *source_path, const char *after,
-                            const char *out_path, const BuildOptions *opt, bool link, const char *what,
-                            Diag *diag) {
+static bool compile_trainer(Argv *a, const char *language, const char *source_path,
+                            const char *after, const char *out_path, const BuildOptions *opt,
+                            bool link, const char *what, Diag *diag) {
   push_words(a, opt->cflags);
   push_words(a, language);
   push(a, "-I");
   push(a, opt->rt_include);
-  char *source = xsprintf("%s%s", source_path[0] == '-' ? "./" : "", source_path); /* never an option */
+  char *source =
+      xsprintf("%s%s", source_path[0] == '-' ? "./" : "", source_path); /* never an option */
   push(a, source);
   free(source);
   push_words(a, after);
@@ -116,8 +117,8 @@ bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, 
 
 /* nvcc compiles the .cu to an object; the C++ compiler links it as a C
  * trainer is linked (host linker flags as they are), with cudart and cuBLAS. */
-static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx, const BuildOptions *opt,
-                       Diag *diag) {
+static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx,
+                       const BuildOptions *opt, Diag *diag) {
   char *obj = xsprintf("%s.o", exe_path);
   Argv a = {0};
   push_words(&a, opt->nvcc);
@@ -148,8 +149,8 @@ bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *o
   if (!emulate) return build_nvcc(cu_path, exe_path, cxx, opt, diag);
   Argv a = {0};
   push_words(&a, cxx);
-  return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path, "-x none",
-                         exe_path, opt, true, "the C++ compiler", diag);
+  return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path,
+                         "-x none", exe_path, opt, true, "the C++ compiler", diag);
 }
 
 /* The calibration program: each figure is the best of several timed runs,

@@ -24,13 +24,17 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   const GemmShape s = gemm_shape(p, id);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
   fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)s.batch);
-  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n", s.ta ? "CblasTrans" : "CblasNoTrans",
-          s.tb ? "CblasTrans" : "CblasNoTrans", (long long)s.m, (long long)s.n, (long long)s.k);
-  fprintf(out, "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + i * %lld, %lld,\n",
-          (unsigned long long)s.a_offset, (long long)s.a_stride, (long long)s.lda, (unsigned long long)s.b_offset,
-          (long long)s.b_stride, (long long)s.ldb);
-  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n", s.accumulate ? "1.0f" : "0.0f",
-          (unsigned long long)s.c_offset, (long long)s.c_stride, (long long)s.n);
+  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n",
+          s.ta ? "CblasTrans" : "CblasNoTrans", s.tb ? "CblasTrans" : "CblasNoTrans",
+          (long long)s.m, (long long)s.n, (long long)s.k);
+  fprintf(out,
+          "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + "
+          "i * %lld, %lld,\n",
+          (unsigned long long)s.a_offset, (long long)s.a_stride, (long long)s.lda,
+          (unsigned long long)s.b_offset, (long long)s.b_stride, (long long)s.ldb);
+  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n",
+          s.accumulate ? "1.0f" : "0.0f", (unsigned long long)s.c_offset, (long long)s.c_stride,
+          (long long)s.n);
 }
 
 static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }

@@ -32,7 +32,7 @@ void print_float(FILE *out, double v) {
 }
 
 static void print_expr(FILE *out, const KExpr *e) {
-  static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
+  static const char *unary_fn[] = {[KU_NEG] = "-",      [KU_EXP] = "expf", [KU_LOG] = "logf",
                                    [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
   static const char *binary_op[] = {[KB_ADD] = "+", [KB_SUB] = "-", [KB_MUL] = "*", [KB_DIV] = "/"};
   switch (e->kind) {
@@ -104,7 +104,8 @@ void print_stmts(FILE *out, KStmt **body, int n, int depth) {
     indent(out, depth);
     switch (s->kind) {
     case KS_FOR:
-      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
+      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var,
+              (long long)s->extent, s->var);
       print_stmts(out, s->body, s->nbody, depth + 1);
       indent(out, depth);
       fputs("}\n", out);
@@ -152,16 +153,16 @@ void print_node_comment(FILE *out, const Program *p, int id) {
   fprintf(out, "/* %%%d = %s", id, op_info(n->op)->name);
   for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
-  if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
+  if (n->grad_of_param >= 0)
+    fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
   if (n->name) fprintf(out, " -- %s", n->name);
   if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }
 
-
-void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k, const char *restrict_kw,
-                        const char *arena) {
+void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k,
+                        const char *restrict_kw, const char *arena) {
   const Graph *g = p->g;
   bool *used = xcalloc((size_t)g->n, sizeof *used);
   mark_stmts(k->body, k->nbody, used);
@@ -169,16 +170,17 @@ void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k, co
     if (!used[b]) continue;
     const char *qual = b == id ? "" : "const ";
     const char *type = c_type(g->nodes[b].dtype);
-    fprintf(out, "  %s%s *%s b%d = (%s%s *)(%s + %llu);\n", qual, type, restrict_kw, b, qual, type, arena,
-            (unsigned long long)p->offset[b]);
+    fprintf(out, "  %s%s *%s b%d = (%s%s *)(%s + %llu);\n", qual, type, restrict_kw, b, qual, type,
+            arena, (unsigned long long)p->offset[b]);
   }
   free(used);
 }
 
 void print_call_comment(FILE *out, const Program *p, int id) {
   const Node *nd = &p->g->nodes[id];
-  fprintf(out, " /* line %d: %s%s%s%s */\n", nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
-          op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
+  fprintf(out, " /* line %d: %s%s%s%s */\n", nd->loc.line,
+          nd->recompute_of >= 0 ? "recompute " : "", op_info(nd->op)->name, nd->name ? " -> " : "",
+          nd->name ? nd->name : "");
 }
 
 void print_header_comment(FILE *out, const Program *p) {
@@ -195,12 +197,23 @@ GemmShape gemm_shape(const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   const Shape *a = &p->g->nodes[n->in[0]].shape, *b = &p->g->nodes[n->in[1]].shape;
   bool ta = n->attr.i[0], tb = n->attr.i[1], batched = n->op == OP_BMM;
-  int64_t a_cols = a->dim[a->rank - 1], a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
-  int64_t b_cols = b->dim[b->rank - 1], b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
-  GemmShape s = {.ta = ta, .tb = tb, .accumulate = n->grad_of_param >= 0,
-                 .m = ta ? a_cols : a_rows, .k = ta ? a_rows : a_cols, .n = tb ? b_rows : b_cols,
-                 .lda = a_cols, .ldb = b_cols, .a_stride = a_rows * a_cols, .b_stride = b_rows * b_cols,
-                 .a_offset = p->offset[n->in[0]], .b_offset = p->offset[n->in[1]], .c_offset = p->offset[id]};
+  int64_t a_cols = a->dim[a->rank - 1],
+          a_rows = batched ? a->dim[a->rank - 2] : shape_numel(a) / a_cols;
+  int64_t b_cols = b->dim[b->rank - 1],
+          b_rows = batched ? b->dim[b->rank - 2] : shape_numel(b) / b_cols;
+  GemmShape s = {.ta = ta,
+                 .tb = tb,
+                 .accumulate = n->grad_of_param >= 0,
+                 .m = ta ? a_cols : a_rows,
+                 .k = ta ? a_rows : a_cols,
+                 .n = tb ? b_rows : b_cols,
+                 .lda = a_cols,
+                 .ldb = b_cols,
+                 .a_stride = a_rows * a_cols,
+                 .b_stride = b_rows * b_cols,
+                 .a_offset = p->offset[n->in[0]],
+                 .b_offset = p->offset[n->in[1]],
+                 .c_offset = p->offset[id]};
   s.c_stride = s.m * s.n;
   s.batch = shape_numel(&n->shape) / s.c_stride;
   return s;
@@ -238,9 +251,11 @@ static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, 
     const GradBucket *bk = &p->buckets[b];
     if (bk->ready != at) continue;
     if (f->bucket_final) f->bucket_final(out, p, bk);
-    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)", (unsigned long long)bk->first,
-            (unsigned long long)bk->count, b, g->nodes[g->params[bk->first_param]].name);
-    if (bk->n_params > 1) fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
+    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)",
+            (unsigned long long)bk->first, (unsigned long long)bk->count, b,
+            g->nodes[g->params[bk->first_param]].name);
+    if (bk->n_params > 1)
+      fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
     fputs(" */\n", out);
   }
 }
@@ -273,12 +288,17 @@ void print_step(FILE *out, const Program *p, const StepForm *f) {
         " * backward (with the planner's recompute); with gradients averaged over the\n"
         " * ranks, each bucket's all-reduce starts in the last backward as soon as it is\n"
         " * final (or the whole region's after it); then clipping, the optimizer, and\n"
-        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n", out);
+        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n",
+        out);
   fputs("static double step(trc_step *s) {\n  char *A = trc_step_arena(s);\n", out);
   fputs("  const int64_t window = trc_step_micro_batches(s);\n", out);
-  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup */\n", out);
+  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup "
+        "*/\n",
+        out);
   fputs("  trc_step *overlap = average && trc_step_overlaps(s) ? s : NULL;\n", out);
-  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged */\n", out);
+  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged "
+        "*/\n",
+        out);
   fputs("  double loss_sum = 0.0;\n", out);
   hook(out, p, f->gradients_zeroed);
   fputs("  for (int64_t k = 0; k < window; k++) {\n", out);
@@ -287,7 +307,8 @@ void print_step(FILE *out, const Program *p, const StepForm *f) {
   hook(out, p, f->micro_batch_loaded);
   fprintf(out, "    %s;\n", f->forward_call);
   hook(out, p, f->loss_computed);
-  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n", (unsigned long long)p->offset[g->loss]);
+  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
+          (unsigned long long)p->offset[g->loss]);
   fprintf(out, "    %sk == window - 1 ? overlap : NULL);\n  }\n", f->backward_call);
   hook(out, p, f->window_done);
   fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
@@ -295,7 +316,8 @@ void print_step(FILE *out, const Program *p, const StepForm *f) {
   fputs("  const double loss = loss_sum / (double)window;\n", out);
   fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
   fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
-  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n", out);
+  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n",
+        out);
 }
 
 /* ---- tables for the runtime ---- */
@@ -314,12 +336,13 @@ static void print_params(FILE *out, const Program *p) {
     const Node *n = &g->nodes[g->params[i]];
     fprintf(out, "    {\"%s\", %d, ", n->name, n->shape.rank);
     print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id], (long long)shape_numel(&n->shape),
-            init_enum[n->init.kind]);
+    fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id],
+            (long long)shape_numel(&n->shape), init_enum[n->init.kind]);
     print_float(out, n->init.a);
     fputs(", ", out);
     print_float(out, n->init.b);
-    fprintf(out, ", %lld, %lld, %d},\n", (long long)n->init.fan_in, (long long)n->init.fan_out, n->decay);
+    fprintf(out, ", %lld, %lld, %d},\n", (long long)n->init.fan_in, (long long)n->init.fan_out,
+            n->decay);
   }
   fputs("};\n\n", out);
 }
@@ -331,11 +354,12 @@ static void print_inputs(FILE *out, const Program *p) {
   fputs("static const trc_input inputs[] = {\n", out);
   for (int i = 0; i < g->n_inputs; i++) {
     const Node *n = &g->nodes[g->inputs[i]];
-    uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
+    uint64_t example =
+        (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
     fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
     print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id], (unsigned long long)example,
-            (long long)n->index_limit);
+    fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id],
+            (unsigned long long)example, (long long)n->index_limit);
   }
   fputs("};\n\n", out);
 }
@@ -365,8 +389,8 @@ static void print_cfg_SCHEDULE(FILE *out, trc_schedule_kind v) {
 static void print_defaults(FILE *out, const trc_train_config *c) {
   fputs("    .defaults = {\n", out);
 #define PRINT_FIELD(kind, name, run, help)                                                         \
-  fputs("        ." #name " = ", out);                                                           \
-  print_cfg_##kind(out, c->name);                                                                \
+  fputs("        ." #name " = ", out);                                                             \
+  print_cfg_##kind(out, c->name);                                                                  \
   fputs(",\n", out);
   TRC_TRAIN_CONFIG(PRINT_FIELD)
 #undef PRINT_FIELD
@@ -397,28 +421,33 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   fprintf(out, "    .param_offset = %llu, .param_count = %llu, .grad_offset = %llu,\n",
           (unsigned long long)p->param_offset, (unsigned long long)(p->param_bytes / 4),
           (unsigned long long)p->grad_offset);
-  fprintf(out, "    .n_params = %d, .params = params,\n    .n_inputs = %d, .inputs = inputs,\n", g->n_params,
-          g->n_inputs);
+  fprintf(out, "    .n_params = %d, .params = params,\n    .n_inputs = %d, .inputs = inputs,\n",
+          g->n_params, g->n_inputs);
   fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",
-          (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset, loss_enum[g->loss_kind]);
+          (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset,
+          loss_enum[g->loss_kind]);
   if (g->predict >= 0) {
     const Shape *ps = &g->nodes[g->predict].shape;
-    fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld, .predict_rows = %lld,\n",
+    fprintf(out,
+            "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld, .predict_rows "
+            "= %lld,\n",
             (unsigned long long)p->offset[g->predict], (long long)ps->dim[ps->rank - 1],
             (long long)(ps->rank == 3 ? ps->dim[1] : 1));
   }
-  fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
+  fprintf(out, "    .label_input = %d, .token_input = %d,\n",
+          g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);
-  fprintf(out, "    .rng_key_offset = %llu, .training_offset = %llu,\n", (unsigned long long)p->rng_key_offset,
-          (unsigned long long)p->training_offset);
+  fprintf(out, "    .rng_key_offset = %llu, .training_offset = %llu,\n",
+          (unsigned long long)p->rng_key_offset, (unsigned long long)p->training_offset);
   char spec[64];
-  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint = \"%s\",\n",
+  fprintf(out,
+          "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint "
+          "= \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
   print_defaults(out, &g->train.run);
   if (device) fprintf(out, "    .device = &%s,\n", device);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
 }
-
 
 void print_runtime_tables(FILE *out, const Program *p, const char *device) {
   print_params(out, p);

@@ -17,8 +17,8 @@ void print_float(FILE *out, double v);
 void print_stmts(FILE *out, KStmt **body, int n, int depth);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for every buffer kernel k of
  * node id touches (const but for the node's own), where ARENA is `arena`. */
-void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k, const char *restrict_kw,
-                        const char *arena);
+void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k,
+                        const char *restrict_kw, const char *arena);
 /* The node as a comment: op, inputs, type, gradient slot, recompute, line. */
 void print_node_comment(FILE *out, const Program *p, int id);
 /* `/ * line N: op -> name * /` after a kernel's call. */
@@ -33,9 +33,9 @@ void print_header_comment(FILE *out, const Program *p);
  * for each of `batch` matrices. matmul views each operand as one matrix
  * [rows, last dim]; bmm has a batch of matrices (the last two dims). */
 typedef struct {
-  bool ta, tb, accumulate;  /* transposes; C += (a gradient slot) rather than C = */
+  bool ta, tb, accumulate; /* transposes; C += (a gradient slot) rather than C = */
   int64_t m, n, k, batch;
-  int64_t lda, ldb;         /* the operands' row lengths (C's is n) */
+  int64_t lda, ldb;                     /* the operands' row lengths (C's is n) */
   int64_t a_stride, b_stride, c_stride; /* elements between matrices of the batch */
   uint64_t a_offset, b_offset, c_offset;
 } GemmShape;
@@ -49,15 +49,15 @@ void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Progr
 /* How a backend's forward(), backward() and step() differ. Hooks may be
  * NULL (nothing printed there). */
 typedef struct {
-  const char *forward_def, *backward_def;   /* the functions' heads */
-  const char *forward_call, *backward_call; /* as step() calls them; backward_call
-                                               is completed by its step argument */
-  void (*call)(FILE *out, const Program *p, int id);  /* a kernel's call, no newline */
+  const char *forward_def, *backward_def;            /* the functions' heads */
+  const char *forward_call, *backward_call;          /* as step() calls them; backward_call
+                                                        is completed by its step argument */
+  void (*call)(FILE *out, const Program *p, int id); /* a kernel's call, no newline */
   void (*bucket_final)(FILE *out, const Program *p, const GradBucket *bk);
-  void (*gradients_zeroed)(FILE *out, const Program *p); /* step(): before the window */
+  void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
   void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
-  void (*loss_computed)(FILE *out, const Program *p);   /* before the loss is read */
-  void (*window_done)(FILE *out, const Program *p);     /* after the window's backwards */
+  void (*loss_computed)(FILE *out, const Program *p);      /* before the loss is read */
+  void (*window_done)(FILE *out, const Program *p);        /* after the window's backwards */
 } StepForm;
 
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);

@@ -35,7 +35,8 @@ static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
   fprintf(out, "static __global__ void k%d(char *__restrict__ D) {\n", id);
   print_buffer_decls(out, p, id, k, "__restrict__", "D");
   if (loop) {
-    fprintf(out, "  const int64_t i%d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n", loop->var);
+    fprintf(out, "  const int64_t i%d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n",
+            loop->var);
     fprintf(out, "  if (i%d >= %lld) return;\n", loop->var, (long long)loop->extent);
     print_stmts(out, loop->body, loop->nbody, 1);
   } else {
@@ -51,14 +52,19 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   const GemmShape s = gemm_shape(p, id);
   fprintf(out, "static void k%d(char *D) {\n", id);
   fprintf(out, "  static const float alpha = 1.0f, beta = %s;\n", s.accumulate ? "1.0f" : "0.0f");
-  fprintf(out, "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, &alpha,\n",
+  fprintf(out,
+          "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, "
+          "&alpha,\n",
           cublas_op(s.tb), cublas_op(s.ta), (long long)s.n, (long long)s.m, (long long)s.k);
-  fprintf(out, "      (const float *)(D + %llu), %lld, %lld, (const float *)(D + %llu), %lld, %lld,\n",
-          (unsigned long long)s.b_offset, (long long)s.ldb, (long long)s.b_stride, (unsigned long long)s.a_offset,
-          (long long)s.lda, (long long)s.a_stride);
-  fprintf(out, "      &beta, (float *)(D + %llu), %lld, %lld, %lld),\n", (unsigned long long)s.c_offset, (long long)s.n,
-          (long long)s.c_stride, (long long)s.batch);
-  fprintf(out, "      \"cublasSgemmStridedBatched\", \"k%d\", %d);\n}\n\n", id, p->g->nodes[id].loc.line);
+  fprintf(out,
+          "      (const float *)(D + %llu), %lld, %lld, (const float *)(D + %llu), %lld, %lld,\n",
+          (unsigned long long)s.b_offset, (long long)s.ldb, (long long)s.b_stride,
+          (unsigned long long)s.a_offset, (long long)s.lda, (long long)s.a_stride);
+  fprintf(out, "      &beta, (float *)(D + %llu), %lld, %lld, %lld),\n",
+          (unsigned long long)s.c_offset, (long long)s.n, (long long)s.c_stride,
+          (long long)s.batch);
+  fprintf(out, "      \"cublasSgemmStridedBatched\", \"k%d\", %d);\n}\n\n", id,
+          p->g->nodes[id].loc.line);
 }
 
 static void print_call(FILE *out, const Program *p, int id) {
@@ -68,34 +74,41 @@ static void print_call(FILE *out, const Program *p, int id) {
   }
   const KStmt *loop = grid_loop(p->kernels[id]);
   int64_t n = loop ? loop->extent : 1, block = n < BLOCK ? n : BLOCK;
-  fprintf(out, "  trc_launch(k%d, dim3(%lld), dim3(%lld), \"k%d\", %d, D);", id, (long long)((n + block - 1) / block),
-          (long long)block, id, p->g->nodes[id].loc.line);
+  fprintf(out, "  trc_launch(k%d, dim3(%lld), dim3(%lld), \"k%d\", %d, D);", id,
+          (long long)((n + block - 1) / block), (long long)block, id, p->g->nodes[id].loc.line);
 }
 
 static void download_bucket(FILE *out, const Program *p, const GradBucket *bk) {
   fprintf(out, "  if (s) trc_cuda_download(A, %llu, %llu); /* to the host's all-reduce */\n",
-          (unsigned long long)(p->grad_offset + 4 * bk->first), (unsigned long long)(4 * bk->count));
+          (unsigned long long)(p->grad_offset + 4 * bk->first),
+          (unsigned long long)(4 * bk->count));
 }
 
 static void upload_parameters(FILE *out, const Program *p) {
   fputs("  char *D = trc_cuda_arena;\n", out);
-  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* the parameters, as the host's optimizer left them */\n",
-          (unsigned long long)p->param_offset, (unsigned long long)p->param_bytes);
-  fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
-          (unsigned long long)p->param_bytes);
+  fprintf(
+      out,
+      "  trc_cuda_upload(A, %llu, %llu); /* the parameters, as the host's optimizer left them */\n",
+      (unsigned long long)p->param_offset, (unsigned long long)p->param_bytes);
+  fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n",
+          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {
-  fprintf(out, "    trc_cuda_upload(A, %llu, %llu); /* its inputs, loss seed, dropout key and flag */\n",
-          (unsigned long long)p->input_offset, (unsigned long long)(p->activation_offset - p->input_offset));
+  fprintf(out,
+          "    trc_cuda_upload(A, %llu, %llu); /* its inputs, loss seed, dropout key and flag */\n",
+          (unsigned long long)p->input_offset,
+          (unsigned long long)(p->activation_offset - p->input_offset));
 }
 
 static void download_loss(FILE *out, const Program *p) {
-  fprintf(out, "    trc_cuda_download(A, %llu, 4); /* the loss */\n", (unsigned long long)p->offset[p->g->loss]);
+  fprintf(out, "    trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[p->g->loss]);
 }
 
 static void download_gradients(FILE *out, const Program *p) {
-  fprintf(out, "  if (!overlap) trc_cuda_download(A, %llu, %llu); /* the gradients, for the host */\n",
+  fprintf(out,
+          "  if (!overlap) trc_cuda_download(A, %llu, %llu); /* the gradients, for the host */\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
 }
 
@@ -120,19 +133,23 @@ static void print_host_entries(FILE *out, const Program *p) {
   fputs("/* What the runtime calls outside step(): the host arena holds the truth. */\n", out);
   fputs("static void forward(char *A) {\n", out);
   fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
-          (unsigned long long)p->param_offset, (unsigned long long)(p->activation_offset - p->param_offset));
+          (unsigned long long)p->param_offset,
+          (unsigned long long)(p->activation_offset - p->param_offset));
   fputs("  device_forward(trc_cuda_arena);\n", out);
-  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n", (unsigned long long)p->offset[g->loss]);
+  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[g->loss]);
   if (g->predict >= 0)
     fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the predictions */\n",
             (unsigned long long)p->offset[g->predict],
             (unsigned long long)(4 * shape_numel(&g->nodes[g->predict].shape)));
   fputs("}\n\nstatic void backward(char *A, trc_step *s) {\n", out);
   fputs("  device_backward(trc_cuda_arena, A, s);\n", out);
-  fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n", (unsigned long long)p->grad_offset,
-          (unsigned long long)p->param_bytes);
-  fprintf(out, "static int start(void) { return trc_cuda_start(%lluu); }\n\n", (unsigned long long)p->arena_bytes);
-  fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download, trc_cuda_upload};\n\n",
+  fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
+          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+  fprintf(out, "static int start(void) { return trc_cuda_start(%lluu); }\n\n",
+          (unsigned long long)p->arena_bytes);
+  fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download, "
+        "trc_cuda_upload};\n\n",
         out);
 }
 

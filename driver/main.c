@@ -163,7 +163,8 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
   if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--bucket goes with emit and build");
-  if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "cuda") && strcmp(o->backend, "cuda-emulate"))
+  if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "cuda") &&
+      strcmp(o->backend, "cuda-emulate"))
     return usage_error("--backend takes c, cuda or cuda-emulate, not '%s'", o->backend);
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--backend goes with emit and build");
@@ -227,7 +228,8 @@ static bool outputs_ok(const Options *o) {
   }
   size_t n = o->keep_c ? strlen(o->keep_c) : 0, sn = strlen(source_suffix(o));
   if (o->keep_c && (n <= sn || strcmp(o->keep_c + n - sn, source_suffix(o)))) {
-    diag_file_error(&diag, o->keep_c, "--keep-c: the name must end in %s (the compiler picks the language by it)",
+    diag_file_error(&diag, o->keep_c,
+                    "--keep-c: the name must end in %s (the compiler picks the language by it)",
                     source_suffix(o));
     return false;
   }
@@ -236,16 +238,19 @@ static bool outputs_ok(const Options *o) {
 
 static int emit(const Program *p, const Options *o) {
   bool folder = is_directory(o->output);
-  char *path = folder ? xsprintf("%s/%s%s", o->output, p->g->model_name, source_suffix(o)) : xstrdup(o->output);
+  char *path = folder ? xsprintf("%s/%s%s", o->output, p->g->model_name, source_suffix(o))
+                      : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
-  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) && write_source(p, o, path);
+  bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) &&
+            write_source(p, o, path);
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
 }
 
 static BuildOptions build_options(const Options *o) {
-  const char *cflags = !o->backend || strcmp(o->backend, "cuda") ? TRAINC_DEFAULT_CFLAGS : TRAINC_NVCC_FLAGS;
+  bool nvcc = o->backend && !strcmp(o->backend, "cuda");
+  const char *cflags = nvcc ? TRAINC_NVCC_FLAGS : TRAINC_DEFAULT_CFLAGS;
   return (BuildOptions){.cc = o->cc, .cflags = o->cflags ? o->cflags : cflags,
                         .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
                         .verbose = o->verbose, .nvcc = TRAINC_NVCC, .cuda_libs = TRAINC_CUDA_LIBS};
@@ -275,7 +280,8 @@ static int build(const Program *p, const Options *o) {
   }
   bool nvcc = o->backend && !strcmp(o->backend, "cuda");
   if (nvcc && !*TRAINC_NVCC) {
-    diag_error(&diag, NO_LOC, "the CUDA backend is off: this trainc was configured without the CUDA toolkit (no "
+    diag_error(&diag, NO_LOC,
+               "the CUDA backend is off: this trainc was configured without the CUDA toolkit (no "
                "nvcc); --backend cuda-emulate runs the same .cu on the CPU");
     return 1;
   }
@@ -284,11 +290,13 @@ static int build(const Program *p, const Options *o) {
     diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
     return 1;
   }
-  char *c_path = o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s%s", tmp, p->g->model_name, source_suffix(o));
+  char *c_path =
+      o->keep_c ? xstrdup(o->keep_c) : xsprintf("%s/%s%s", tmp, p->g->model_name, source_suffix(o));
   BuildOptions bo = build_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
-  bool ok = write_source(p, o, c_path) &&
-            (is_cuda(o) ? build_cuda(c_path, o->output, &bo, !nvcc, &diag) : build_c(c_path, o->output, &bo, &diag));
+  bool ok =
+      write_source(p, o, c_path) && (is_cuda(o) ? build_cuda(c_path, o->output, &bo, !nvcc, &diag)
+                                                : build_c(c_path, o->output, &bo, &diag));
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
@@ -297,7 +305,8 @@ static int build(const Program *p, const Options *o) {
     const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
     printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
     if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
-    printf("%s%s%s)\n", mpi ? ", MPI" : "", o->backend ? ", backend " : "", o->backend ? o->backend : "");
+    printf("%s%s%s)\n", mpi ? ", MPI" : "", o->backend ? ", backend " : "",
+           o->backend ? o->backend : "");
   }
   return ok ? 0 : 1;
 }
