@@ -50,7 +50,9 @@ static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaM
   memcpy(dst, src, n);
   return cudaSuccess;
 }
-static inline cudaError_t cudaMemset(void *dst, int v, size_t n) { return memset(dst, v, n), cudaSuccess; }
+static inline cudaError_t cudaMemset(void *dst, int v, size_t n) {
+  return memset(dst, v, n), cudaSuccess;
+}
 static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 enum { cudaHostRegisterDefault = 0 };
@@ -60,19 +62,23 @@ typedef int cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
 typedef enum { CUBLAS_OP_N, CUBLAS_OP_T } cublasOperation_t;
 static inline const char *cublasGetStatusString(cublasStatus_t) { return "success"; }
-static inline cublasStatus_t cublasCreate(cublasHandle_t *h) { return *h = 1, CUBLAS_STATUS_SUCCESS; }
+static inline cublasStatus_t cublasCreate(cublasHandle_t *h) {
+  return *h = 1, CUBLAS_STATUS_SUCCESS;
+}
 static inline CBLAS_TRANSPOSE trc_cblas_op(cublasOperation_t op) {
   return op == CUBLAS_OP_T ? CblasTrans : CblasNoTrans;
 }
 /* Column-major, as cuBLAS: the generated call's swapped operands make
  * OpenBLAS run the very GEMM the C backend's row-major call runs. */
-static inline cublasStatus_t cublasSgemmStridedBatched(
-    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-    const float *alpha, const float *a, int lda, long long sa, const float *b, int ldb,
-    long long sb, const float *beta, float *c, int ldc, long long sc, int batch) {
+static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta,
+                                                       cublasOperation_t tb, int m, int n, int k,
+                                                       const float *alpha, const float *a, int lda,
+                                                       long long sa, const float *b, int ldb,
+                                                       long long sb, const float *beta, float *c,
+                                                       int ldc, long long sc, int batch) {
   for (int i = 0; i < batch; i++)
-    cblas_sgemm(CblasColMajor, trc_cblas_op(ta), trc_cblas_op(tb), m, n, k, *alpha, a + i * sa,
-                lda, b + i * sb, ldb, *beta, c + i * sc, ldc);
+    cblas_sgemm(CblasColMajor, trc_cblas_op(ta), trc_cblas_op(tb), m, n, k, *alpha, a + i * sa, lda,
+                b + i * sb, ldb, *beta, c + i * sc, ldc);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -120,11 +126,12 @@ static inline void trc_cublas_check(cublasStatus_t e, const char *call, const ch
 static int trc_cuda_sync_each;
 
 template <typename... Params, typename... Args>
-static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *name,
-                       int line, Args... args) {
+static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *name, int line,
+                       Args... args) {
   kernel<<<grid, block>>>(args...);
   trc_cuda_check(cudaGetLastError(), "the kernel launch", name, line);
-  if (trc_cuda_sync_each) trc_cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", name, line);
+  if (trc_cuda_sync_each)
+    trc_cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", name, line);
 }
 #endif
 
@@ -154,7 +161,8 @@ static int trc_cuda_start(uint64_t arena_bytes) {
   TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, arena_bytes));
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
 #ifndef TRC_CUDA_EMULATE /* fp32 GEMMs in fp32, not TF32 */
-  trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL, 0);
+  trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL,
+                   0);
 #endif
   return 0;
 }
