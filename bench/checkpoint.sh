@@ -6,7 +6,7 @@
 # Debian's PyTorch with checkpoint_sequential at several segment counts.
 # Runs are interleaved (trainc, torch, trainc, ...) and the medians of REPS
 # runs reported, so machine noise hits both sides alike.
-# Environment of every timed command (DESIGN.md): OPENBLAS_CORETYPE and
+# Environment of every timed command: OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY=passive, glibc malloc tuned as the
 # issue's "tuned PyTorch"; torch.set_num_threads(2).
 # usage: bench/checkpoint.sh [BUILD_DIR] [REPS] [STEPS]

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Trains examples/fashion_mlp.nn on all of Fashion-MNIST (60k train, 10k test)
 # with its compiled defaults and prints the per-epoch evaluation.
-# Following DESIGN.md, the benchmark's own command unsets OPENBLAS_CORETYPE and
-# OPENBLAS_L2_SIZE (this machine sets them; they select a slower sgemm kernel).
+# The benchmark's own command unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE
+# (this machine sets them; they select a slower sgemm kernel).
 # usage: bench/fashion_mlp.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -8,8 +8,8 @@
 # and reports, per configuration: syncs, bytes all-reduced per rank, seconds
 # inside all-reduces, time per optimizer step (medians of REPS runs; the
 # trained weights do not depend on the run, timings do) and final accuracy.
-# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (see
-# DESIGN.md); each rank runs OpenBLAS on one thread (2 ranks, 2 cores).
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (this machine sets them;
+# they select a slower sgemm kernel); each rank runs OpenBLAS on one thread.
 # Syncs, bytes and seconds come from the trainer's closing summary (they
 # include the sync at the end of training, after the last logged step).
 #
@@ -28,6 +28,7 @@
 #                                                      deep_mlp runs STEPS/30 + 2 steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/quiet.sh
 part=sync
 [[ ${1:-} != overlap ]] || { part=overlap; shift; }
 build=${1:-build} epochs=${2:-4} reps=${3:-3}
@@ -68,7 +69,7 @@ np.save(sys.argv[1] + "/label.npy", r.integers(0, 10, size=2048, dtype=np.int32)
       runs+=("$name:$data:$n:$b")
     done
   done
-  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  wait_quiet
   local r run side flag
   for r in $(seq "$reps"); do
     for run in "${runs[@]}"; do

@@ -18,15 +18,17 @@ update.
              dataset included.
 
 PyTorch runs in each BLAS configuration (Debian's two OpenBLAS builds, chosen
-per process with LD_LIBRARY_PATH), always with torch.set_num_threads(2) and
+per process with LD_LIBRARY_PATH), always with torch.set_num_threads(N) and
 OMP_WAIT_POLICY=passive; the faster one is the anchor of the ratio. trainc
-runs as built. Runs alternate trainc, torch (each configuration), trainc, ...
+runs as built, with --threads N; N is --threads (default 2) on both sides.
+Runs alternate trainc, torch (each configuration), trainc, ...
 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset on both sides (the machine
 sets them to a slower sgemm kernel). The load average must be below 0.5 at the
 start (--force runs anyway and says so); it is printed before and after.
 
-usage: torch_compare.py TRAINC WORKDIR [--runs N] [--models a,b] [--blas pthread,openmp] [--force]
-       torch_compare.py --worker MODEL DATADIR W0 HELP STEPS   (one PyTorch run)"""
+usage: torch_compare.py TRAINC WORKDIR [--runs N] [--models a,b] [--blas pthread,openmp]
+                        [--threads N] [--force]
+       torch_compare.py --worker MODEL DATADIR W0 HELP STEPS THREADS   (one PyTorch run)"""
 import argparse
 import gzip
 import json
@@ -106,12 +108,12 @@ def prepare_data(spec, weights, out):
 
 # ---- one PyTorch run (a separate process, so its RSS is its own) ----
 
-def worker(model_name, data_dir, w0, help_path, steps):
+def worker(model_name, data_dir, w0, help_path, steps, threads):
     import torch
     import parity
     import safetensors_np
     import torch_experts
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     weights, _ = safetensors_np.read(w0)
     model = torch_experts.build(model_name, weights)
     data = {f[:-4]: torch.from_numpy(np.load(os.path.join(data_dir, f)))
@@ -168,6 +170,7 @@ def main():
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--blas", default=",".join(BLAS_DIRS))
+    p.add_argument("--threads", type=int, default=2, help="threads of both sides (default 2)")
     p.add_argument("--force", action="store_true", help="run even when the machine is not quiet")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -209,9 +212,10 @@ def build(args, name):
     return d, trainer, w0, help_path, batch, steps
 
 
-def trainc_run(d, trainer, w0, batch, steps):
+def trainc_run(d, trainer, w0, batch, steps, threads):
     _, rss = child_run([trainer, "--data", f"{d}/data", "--init", w0, "--steps", str(steps),
-                        "--log", f"{d}/log.jsonl", "--log-every", "1", "--quiet"], environment(), d)
+                        "--log", f"{d}/log.jsonl", "--log-every", "1", "--quiet",
+                        "--threads", str(threads)], environment(), d)
     with open(f"{d}/log.jsonl") as f:
         log = [json.loads(line) for line in f if "examples_per_s" in line]
     return {"step_s": statistics.median(batch / r["examples_per_s"] for r in log[WARMUP:]),
@@ -225,10 +229,10 @@ def compare(args, name):
     for r in range(args.runs):
         for side in sides:
             if side == "trainc":
-                runs[side].append(trainc_run(d, trainer, w0, batch, steps))
+                runs[side].append(trainc_run(d, trainer, w0, batch, steps, args.threads))
                 continue
             out, rss = child_run([sys.executable, __file__, "--worker", name, f"{d}/data", w0,
-                                  help_path, str(steps)], environment(side[6:]), d)
+                                  help_path, str(steps), str(args.threads)], environment(side[6:]), d)
             runs[side].append(dict(json.loads(out), rss_mib=rss))
         print(f"{name} run {r + 1}: " + ", ".join(
             f"{side} {x[-1]['step_s'] * 1e3:.2f} ms/step {x[-1]['rss_mib']:.0f} MiB "
@@ -263,6 +267,6 @@ def print_table(results):
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(*sys.argv[2:6], int(sys.argv[6]))
+        worker(*sys.argv[2:6], int(sys.argv[6]), int(sys.argv[7]))
     else:
         main()

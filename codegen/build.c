@@ -77,6 +77,7 @@ static void push_libraries(Argv *a, const BuildOptions *opt) {
   push_words(a, opt->blas_lib);
   if (opt->mpi_libs) push_words(a, opt->mpi_libs);
   push(a, "-lz");
+  push(a, "-lmvec"); /* glibc's vector math (trainc.h) */
   push(a, "-lm");
 }
 

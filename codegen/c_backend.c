@@ -1,40 +1,109 @@
 /* c_backend.c — prints a Program as one readable C file.
  *
  * Layout of the output, top to bottom: a header comment, one static function
- * per kernel (loop nests as the op table built them; GEMMs as cblas_sgemm
- * calls; arena offsets as literals), forward() and backward() as flat call
- * lists (backward with the gradient buckets' all-reduce starts after the
+ * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
+ * calls, the runtime's OpenBLAS; arena offsets as literals), forward() and
+ * backward() as flat call lists (backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the
  * trc_model descriptor with its compiled defaults (printed from the config
  * table TRC_TRAIN_CONFIG) and main(). Buffers are never aliased within a
  * kernel (the memory plan gives values that are alive together disjoint
- * ranges), hence `restrict`. */
+ * ranges), hence `restrict`. A kernel's top-level loop that the IR proved
+ * parallel (kernel_mark_parallel) becomes a function of an iteration range,
+ * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
+ * when it has enough work. The printer is shared with the CUDA backend
+ * (c_family.h). */
 #include "c_family.h"
 
-static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_buffer_decls(out, p, id, k, "restrict", "A");
-  print_stmts(out, k->body, k->nbody, 1);
-  fputs("}\n\n", out);
+#include <math.h>
+#include <stdlib.h>
+
+/* Innermost statements a loop runs: the work it would split among threads. */
+static double loop_work(const KStmt *s) {
+  double per_iteration = 0;
+  for (int i = 0; i < s->nbody; i++)
+    per_iteration += s->body[i]->kind == KS_FOR ? loop_work(s->body[i]) : 1;
+  return (double)s->extent * per_iteration;
 }
 
-/* C = op(A) op(B), one cblas_sgemm per matrix of the batch. */
+static bool runs_parallel(const KStmt *s) {
+  return s->kind == KS_FOR && s->parallel && s->extent > 1;
+}
+
+/* Iterations a parallel loop hands to a thread at a time: a loop with no
+ * loop inside (a flat pointwise loop) goes in chunks of a constant count,
+ * so that the compiler vectorizes the loop over one chunk, from 0 to a
+ * constant (GCC's very-cheap cost model, trainc's default, vectorizes only
+ * such loops; not c*64 .. c*64 + 64); 1 for the others, whose inner loops
+ * have constant bounds. */
+static int64_t parallel_chunk(const KStmt *s) {
+  for (int i = 0; i < s->nbody; i++)
+    if (s->body[i]->kind == KS_FOR) return 1;
+  return s->extent % 64 == 0 ? 64 : s->extent % 16 == 0 ? 16 : 1;
+}
+
+/* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
+ * chunks [lo, hi) of loop `at` of kernel `id`. */
+static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
+  BufList used = {0};
+  mark_stmts(&s, 1, &used);
+  int64_t chunk = parallel_chunk(s);
+  fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
+  fputs("  char *restrict A = ctx;\n", out);
+  print_buffer_list(out, p, id, &used, "restrict", "A");
+  int v = s->var, depth = 2;
+  if (chunk == 1) {
+    fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
+  } else {
+    fputs("  for (int64_t c = lo; c < hi; c++) {\n", out);
+    fprintf(out, "    for (int64_t j = 0; j < %lld; j++) {\n", (long long)chunk);
+    fprintf(out, "      const int64_t i%d = c * %lld + j;\n", v, (long long)chunk);
+    depth = 3;
+  }
+  print_stmts(out, s->body, s->nbody, depth);
+  fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
+  free(used.ids);
+}
+
+/* The kernel: the loops runs_parallel picks as calls of their bodies
+ * (printed first) through trc_kernel_loop, which runs them on the trainer's
+ * threads when they have enough work; the rest inline. */
+static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  BufList used = {0};
+  for (int i = 0; i < k->nbody; i++) {
+    if (runs_parallel(k->body[i]))
+      print_loop_body(out, p, id, i, k->body[i]);
+    else
+      mark_stmts(&k->body[i], 1, &used);
+  }
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  print_buffer_list(out, p, id, &used, "restrict", "A");
+  for (int i = 0; i < k->nbody; i++) {
+    if (runs_parallel(k->body[i]))
+      fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
+              (long long)(k->body[i]->extent / parallel_chunk(k->body[i])),
+              fmin(loop_work(k->body[i]), 9e18), id, i);
+    else
+      print_stmts(out, &k->body[i], 1, 1);
+  }
+  fputs("}\n\n", out);
+  free(used.ids);
+}
+
+/* C = op(A) op(B), batched (c_family.h): the runtime's trc_gemm runs it on
+ * the trainer's threads, bitwise the same on any number of them. */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const GemmShape s = gemm_shape(p, id);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  for (int64_t i = 0; i < %lld; i++)\n", (long long)s.batch);
-  fprintf(out, "    cblas_sgemm(CblasRowMajor, %s, %s, %lld, %lld, %lld, 1.0f,\n",
-          s.ta ? "CblasTrans" : "CblasNoTrans", s.tb ? "CblasTrans" : "CblasNoTrans",
+  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)s.batch, s.ta, s.tb,
           (long long)s.m, (long long)s.n, (long long)s.k);
   fprintf(out,
-          "                (const float *)(A + %llu) + i * %lld, %lld, (const float *)(A + %llu) + "
-          "i * %lld, %lld,\n",
-          (unsigned long long)s.a_offset, (long long)s.a_stride, (long long)s.lda,
-          (unsigned long long)s.b_offset, (long long)s.b_stride, (long long)s.ldb);
-  fprintf(out, "                %s, (float *)(A + %llu) + i * %lld, %lld);\n}\n\n",
-          s.accumulate ? "1.0f" : "0.0f", (unsigned long long)s.c_offset, (long long)s.c_stride,
-          (long long)s.n);
+          "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
+          (unsigned long long)s.a_offset, (long long)s.lda, (long long)s.a_stride,
+          (unsigned long long)s.b_offset, (long long)s.ldb, (long long)s.b_stride);
+  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", s.accumulate ? "1.0f" : "0.0f",
+          (unsigned long long)s.c_offset, (long long)s.n, (long long)s.c_stride);
 }
 
 static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }
@@ -55,7 +124,9 @@ static const StepForm c_form = {
 
 void emit_c(FILE *out, const Program *p) {
   print_header_comment(out, p);
-  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include <cblas.h>\n#include \"trainc.h\"\n\n", out);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
+  fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
+  fputs("#include \"trainc.h\"\n\n", out);
   print_kernels(out, p, print_gemm, print_loop_kernel);
   print_forward_backward(out, p, &c_form);
   print_step(out, p, &c_form);

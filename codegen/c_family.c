@@ -32,7 +32,7 @@ void print_float(FILE *out, double v) {
 }
 
 static void print_expr(FILE *out, const KExpr *e) {
-  static const char *unary_fn[] = {[KU_NEG] = "-",      [KU_EXP] = "expf", [KU_LOG] = "logf",
+  static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
                                    [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
   static const char *binary_op[] = {[KB_ADD] = "+", [KB_SUB] = "-", [KB_MUL] = "*", [KB_DIV] = "/"};
   switch (e->kind) {
@@ -98,14 +98,66 @@ static void indent(FILE *out, int depth) {
   for (int i = 0; i < depth; i++) fputs("  ", out);
 }
 
+/* `a op b` for a reduction's op. */
+static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b_expr,
+                          const char *b) {
+  fprintf(out, op == KB_ADD ? "%s + " : op == KB_MAX ? "trc_maxf(%s, " : "trc_minf(%s, ", a);
+  if (b_expr)
+    print_expr(out, b_expr);
+  else
+    fputs(b, out);
+  fputs(op == KB_ADD ? ";\n" : ");\n", out);
+}
+
+/* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
+ * remainder, then the lanes folded in halves into the local. */
+static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int depth) {
+  const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
+  int64_t full = s->extent / K_LANES * K_LANES;
+  int v = s->var;
+  fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
+  indent(out, depth + 1);
+  fprintf(out, "float lane[%d];\n", K_LANES);
+  indent(out, depth + 1);
+  fprintf(out, "for (int l = 0; l < %d; l++) lane[l] = l ? %s : t%d;\n", K_LANES, identity, t);
+  indent(out, depth + 1);
+  fprintf(out, "for (int64_t c = 0; c < %lld; c += %d)\n", (long long)full, K_LANES);
+  indent(out, depth + 2);
+  char lane[64];
+  snprintf(lane, sizeof lane, "lane[i%d - c]", v);
+  fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
+  print_combine(out, op, lane, s->body[0]->value->b, NULL);
+  if (full < s->extent) {
+    snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
+    indent(out, depth + 1);
+    fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
+            (long long)s->extent, v, lane);
+    print_combine(out, op, lane, s->body[0]->value->b, NULL);
+  }
+  indent(out, depth + 1);
+  fprintf(out, "for (int w = %d; w > 0; w /= 2)\n", K_LANES / 2);
+  indent(out, depth + 2);
+  fputs("for (int l = 0; l < w; l++) lane[l] = ", out);
+  print_combine(out, op, "lane[l]", NULL, "lane[l + w]");
+  indent(out, depth + 1);
+  fprintf(out, "t%d = lane[0];\n", t);
+  indent(out, depth);
+  fputs("}\n", out);
+}
+
 void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
+    KBinaryOp op;
+    int t;
     indent(out, depth);
+    if (s->extent >= K_LANES && kstmt_is_reduction(s, &op, &t)) {
+      print_reduction(out, s, op, t, depth);
+      continue;
+    }
     switch (s->kind) {
     case KS_FOR:
-      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var,
-              (long long)s->extent, s->var);
+      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
       print_stmts(out, s->body, s->nbody, depth + 1);
       indent(out, depth);
       fputs("}\n", out);
@@ -127,24 +179,39 @@ void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   }
 }
 
-/* ---- which buffers a kernel touches ---- */
+/* ---- which buffers a kernel touches ----
+ * A kernel reads a handful of buffers: a short list, not a flag per graph
+ * node (scanning every node for every kernel made emit quadratic: 10,000
+ * blocks took 17 s). */
 
-static void mark_expr(const KExpr *e, bool *used) {
+
+static void mark_buf(BufList *l, int buf) {
+  for (int i = 0; i < l->n; i++)
+    if (l->ids[i] == buf) return;
+  VEC_PUSH(l->ids, l->n, l->cap, buf);
+}
+
+static void mark_expr(const KExpr *e, BufList *used) {
   if (!e) return;
-  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) used[e->buf] = true;
+  if (e->kind == KE_LOAD || e->kind == KE_RANDOM) mark_buf(used, e->buf);
   mark_expr(e->a, used);
   mark_expr(e->b, used);
   mark_expr(e->c, used);
 }
 
-static void mark_stmts(KStmt **body, int n, bool *used) {
+void mark_stmts(KStmt **body, int n, BufList *used) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
-    if (s->kind == KS_STORE) used[s->buf] = true;
+    if (s->kind == KS_STORE) mark_buf(used, s->buf);
     mark_expr(s->index, used);
     mark_expr(s->value, used);
   }
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
 }
 
 void print_node_comment(FILE *out, const Program *p, int id) {
@@ -153,27 +220,35 @@ void print_node_comment(FILE *out, const Program *p, int id) {
   fprintf(out, "/* %%%d = %s", id, op_info(n->op)->name);
   for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
-  if (n->grad_of_param >= 0)
-    fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
+  if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
   if (n->name) fprintf(out, " -- %s", n->name);
   if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }
 
-void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k,
-                        const char *restrict_kw, const char *arena) {
+/* Declares, from the arena A, the buffers `used` lists, in id order
+ * (`restrict`: the buffers of one kernel never overlap). */
+
+void print_buffer_list(FILE *out, const Program *p, int id, BufList *used, const char *restrict_kw,
+                       const char *arena) {
   const Graph *g = p->g;
-  bool *used = xcalloc((size_t)g->n, sizeof *used);
-  mark_stmts(k->body, k->nbody, used);
-  for (int b = 0; b < g->n; b++) {
-    if (!used[b]) continue;
+  qsort(used->ids, (size_t)used->n, sizeof *used->ids, compare_ints);
+  for (int i = 0; i < used->n; i++) {
+    int b = used->ids[i];
     const char *qual = b == id ? "" : "const ";
     const char *type = c_type(g->nodes[b].dtype);
     fprintf(out, "  %s%s *%s b%d = (%s%s *)(%s + %llu);\n", qual, type, restrict_kw, b, qual, type,
             arena, (unsigned long long)p->offset[b]);
   }
-  free(used);
+}
+
+void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k,
+                        const char *restrict_kw, const char *arena) {
+  BufList used = {0};
+  mark_stmts(k->body, k->nbody, &used);
+  print_buffer_list(out, p, id, &used, restrict_kw, arena);
+  free(used.ids);
 }
 
 void print_call_comment(FILE *out, const Program *p, int id) {
@@ -437,6 +512,10 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   fprintf(out, "    .label_input = %d, .token_input = %d,\n",
           g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);
+  for (int i = 0; i < g->n_inputs; i++)
+    if (g->nodes[g->inputs[i]].has_ignore)
+      fprintf(out, "    .has_ignore = 1, .ignore_input = %d, .ignore_label = %lld,\n", i,
+              (long long)g->nodes[g->inputs[i]].ignore_label);
   fprintf(out, "    .rng_key_offset = %llu, .training_offset = %llu,\n",
           (unsigned long long)p->rng_key_offset, (unsigned long long)p->training_offset);
   char spec[64];

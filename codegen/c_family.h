@@ -15,6 +15,17 @@ const char *c_type(DType t);
 void print_float(FILE *out, double v);
 /* A kernel's statements, `depth` levels indented. */
 void print_stmts(FILE *out, KStmt **body, int n, int depth);
+/* The buffers a kernel (or a part of it) touches: a short list of node ids. */
+typedef struct {
+  int *ids;
+  int n, cap;
+} BufList;
+/* Adds the buffers the statements load or store. */
+void mark_stmts(KStmt **body, int n, BufList *used);
+/* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers listed, in id
+ * order (const but for node id's own); sorts the list. */
+void print_buffer_list(FILE *out, const Program *p, int id, BufList *used,
+                       const char *restrict_kw, const char *arena);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for every buffer kernel k of
  * node id touches (const but for the node's own), where ARENA is `arena`. */
 void print_buffer_decls(FILE *out, const Program *p, int id, const Kernel *k,

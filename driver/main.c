@@ -6,9 +6,11 @@
 #include "codegen.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef TRAINC_VERSION
@@ -49,7 +51,7 @@ static const char *usage_text =
     "                           (forward and backward steps, arena offsets and\n"
     "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
-    "  --cc CC                  C compiler for build (default: $CC, else cc)\n"
+    "  --cc CC                  C compiler for build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
     "                           (FILE.cu for the CUDA backends)\n"
@@ -60,6 +62,9 @@ static const char *usage_text =
     "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
     "                           SIZE (e.g. 256KiB; default 1MiB), started during\n"
     "                           backward when gradients are averaged\n"
+    "  --time-phases            print the seconds each compiler phase took on\n"
+    "                           stderr: parse, lower, autodiff, plan, schedule\n"
+    "                           (the memory plans inside plan), emit\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -70,12 +75,35 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket, *backend;
-  bool verbose, sweep, mpi;
+  bool verbose, sweep, mpi, time_phases;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
 
 static Diag diag; /* where every message of this run goes */
+
+/* --time-phases: seconds per compiler phase, -1 for a phase not run. */
+typedef enum { PH_PARSE, PH_LOWER, PH_AUTODIFF, PH_PLAN, PH_SCHEDULE, PH_EMIT, PH_COUNT } Phase;
+static const char *const phase_names[PH_COUNT] = {"parse", "lower", "autodiff",
+                                                  "plan", "schedule", "emit"};
+static double phase_seconds[PH_COUNT] = {-1, -1, -1, -1, -1, -1};
+static double phase_started;
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void phase_start(void) { phase_started = seconds_now(); }
+static void phase_end(Phase ph) { phase_seconds[ph] = seconds_now() - phase_started; }
+
+static void print_phases(void) {
+  fputs("phase seconds:", stderr);
+  for (int i = 0; i < PH_COUNT; i++)
+    if (phase_seconds[i] >= 0) fprintf(stderr, " %s %.4f", phase_names[i], phase_seconds[i]);
+  fputc('\n', stderr);
+}
 
 static int usage_error(const char *fmt, const char *arg) {
   diag_error(&diag, NO_LOC, fmt, arg);
@@ -121,6 +149,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--mpi")) o->mpi = true;
+    else if (!strcmp(a, "--time-phases")) o->time_phases = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -186,9 +215,11 @@ static const char *source_suffix(const Options *o) { return is_cuda(o) ? ".cu" :
 static bool write_source(const Program *p, const Options *o, const char *path) {
   FILE *f = output_open(path, &diag);
   if (!f) return false;
+  phase_start();
   (is_cuda(o) ? emit_cuda : emit_c)(f, p);
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
+  phase_end(PH_EMIT);
   if (!ok) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
   return ok;
 }
@@ -248,10 +279,13 @@ static int emit(const Program *p, const Options *o) {
   return ok ? 0 : 1;
 }
 
+/* The C compiler: --cc, else $CC, else the one trainc was configured with. */
 static BuildOptions build_options(const Options *o) {
   bool nvcc = o->backend && !strcmp(o->backend, "cuda");
   const char *cflags = nvcc ? TRAINC_NVCC_FLAGS : TRAINC_DEFAULT_CFLAGS;
-  return (BuildOptions){.cc = o->cc, .cflags = o->cflags ? o->cflags : cflags,
+  const char *env_cc = getenv("CC");
+  const char *cc = o->cc ? o->cc : env_cc && *env_cc ? env_cc : TRAINC_DEFAULT_CC;
+  return (BuildOptions){.cc = cc, .cflags = o->cflags ? o->cflags : cflags,
                         .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
                         .verbose = o->verbose, .nvcc = TRAINC_NVCC, .cuda_libs = TRAINC_CUDA_LIBS};
 }
@@ -388,8 +422,12 @@ static int plan_and_generate(const Graph *g, const Options *o) {
   if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
   if (!machine_profile(o, &m)) return 1;
   if (o->sweep) return sweep(g, &m, o);
+  phase_start();
   Plan *pl = plan_checkpoints(g, spec, &m, &diag);
+  phase_end(PH_PLAN);
   if (!pl) return 1;
+  phase_seconds[PH_PLAN] -= pl->schedule_seconds;
+  phase_seconds[PH_SCHEDULE] = pl->schedule_seconds;
   if (dump_is(o, "weave")) graph_print(stdout, pl->graph);
   if (dump_is(o, "schedule")) program_print(stdout, pl->program);
   if (o->bucket_bytes) program_bucket_gradients(pl->program, o->bucket_bytes);
@@ -406,12 +444,18 @@ static int compile(const Options *o) {
   SourceFile *src = source_read(o->file, &diag);
   if (!src) return 1;
   int rc = 1;
+  phase_start();
   Ast *ast = parse_source(src, &diag);
+  phase_end(PH_PARSE);
+  phase_start();
   Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
+  phase_end(PH_LOWER);
   if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
     if (dump_is(o, "ir")) graph_print(stdout, g);
+    phase_start();
     autodiff(g);
+    phase_end(PH_AUTODIFF);
     if (dump_is(o, "grad")) graph_print(stdout, g);
     rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(g, o);
   }
@@ -423,9 +467,13 @@ static int compile(const Options *o) {
 
 int main(int argc, char **argv) {
   diag_init(&diag, stderr);
+  signal(SIGXFSZ, SIG_IGN); /* past a file size limit, a write fails with EFBIG and is reported */
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
   if (!outputs_ok(&o)) return 1;
-  return !strcmp(o.command, "calibrate") ? calibrate(&o) : compile(&o);
+  if (!strcmp(o.command, "calibrate")) return calibrate(&o);
+  rc = compile(&o);
+  if (o.time_phases) print_phases();
+  return rc;
 }

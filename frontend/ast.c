@@ -72,6 +72,15 @@ Expr *ast_new_expr(Pool *pool, ExprKind kind, SrcLoc loc) {
   return e;
 }
 
+int expr_chain(const Expr *e, const Expr ***nodes) {
+  int n = 0;
+  for (const Expr *x = e; x->kind == EX_BINARY; x = x->lhs) n++;
+  *nodes = xmalloc((size_t)n * sizeof **nodes);
+  int i = n;
+  for (const Expr *x = e; x->kind == EX_BINARY; x = x->lhs) (*nodes)[--i] = x;
+  return n;
+}
+
 const char *dtype_name(DType dtype) {
   switch (dtype) {
   case DT_F32: return "f32";
@@ -145,18 +154,27 @@ static void print_args(FILE *out, const Arg *args) {
   }
 }
 
+/* ((a + b) - c): the chain's opening brackets at once, then each operator
+ * with its right operand and closing bracket (a loop: see expr_chain). */
+static void print_chain(FILE *out, const Expr *e) {
+  const Expr **chain;
+  int n = expr_chain(e, &chain);
+  for (int i = 0; i < n; i++) fputc('(', out);
+  print_expr(out, chain[0]->lhs);
+  for (int i = 0; i < n; i++) {
+    fprintf(out, " %c ", chain[i]->op);
+    print_expr(out, chain[i]->rhs);
+    fputc(')', out);
+  }
+  free(chain);
+}
+
 static void print_expr(FILE *out, const Expr *e) {
   switch (e->kind) {
   case EX_NUM: print_number(out, e); break;
   case EX_SIZE: print_size(out, e->num); break;
   case EX_IDENT: fputs(e->name, out); break;
-  case EX_BINARY:
-    fputc('(', out);
-    print_expr(out, e->lhs);
-    fprintf(out, " %c ", e->op);
-    print_expr(out, e->rhs);
-    fputc(')', out);
-    break;
+  case EX_BINARY: print_chain(out, e); break;
   case EX_NEG:
     fputc('-', out);
     print_primary(out, e->lhs);

@@ -139,6 +139,15 @@ typedef struct {
 Ast *parse_source(SourceFile *file, Diag *diag);
 void ast_free(Ast *ast);
 
+/* A chain `a + b - c` parses to a left-deep tree as deep as the chain is
+ * long (100k terms: 100k levels), so no walker may recurse along it. This
+ * gives a chain's binary nodes bottom-up: returns how many there are (0 when
+ * e is not binary) and sets *nodes to them, innermost first, in an array the
+ * caller frees; the chain's first operand is (*nodes)[0]->lhs. Walkers loop
+ * over it and recurse only into right operands, which nest only through
+ * brackets, '-' and calls, as deep as the parser's stack allows. */
+int expr_chain(const Expr *e, const Expr ***nodes);
+
 /* Prints the AST back as model-language text, one statement a line (used by
  * tests: parse → print → parse gives the same print). */
 void ast_print(FILE *out, const Ast *ast);

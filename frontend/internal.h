@@ -44,6 +44,8 @@ typedef struct {
   Diag *diag;
   int errors;     /* reported by this parse; yyparse may return 0 after recovery */
   int error_line; /* line of the last error reported */
+  int ops;        /* operators, calls and repeats so far (TRAINC_MAX_OPS) */
+  int stop;       /* past the limit: 1, the scanner ends the parse; 2, it has */
   Pool *pool;
   Vec consts, defs, models, trains; /* top-level items, in source order */
 

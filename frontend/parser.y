@@ -43,7 +43,18 @@ static Expr *new_expr(ParseCtx *ctx, ExprKind kind, SrcLoc loc) {
   return ast_new_expr(ctx->pool, kind, loc);
 }
 
+/* Operators, calls and repeats count against the one size limit of a model
+ * (support.h). Past it: one error where the file passes it, and the scanner
+ * ends the parse (the rest of a 16 MiB file would be gigabytes of AST). */
+static void count_op(ParseCtx *ctx, SrcLoc loc) {
+  if (++ctx->ops != TRAINC_MAX_OPS + 1) return;
+  parse_error(ctx, loc, "the file has more than %d operations, the limit of every model",
+              TRAINC_MAX_OPS);
+  ctx->stop = 1;
+}
+
 static Expr *new_binary(ParseCtx *ctx, int op, Expr *lhs, Expr *rhs) {
+  count_op(ctx, rhs->loc);
   Expr *e = new_expr(ctx, EX_BINARY, lhs->loc);
   e->op = op;
   e->lhs = lhs;
@@ -52,6 +63,7 @@ static Expr *new_binary(ParseCtx *ctx, int op, Expr *lhs, Expr *rhs) {
 }
 
 static Expr *new_neg(ParseCtx *ctx, SrcLoc loc, Expr *operand) {
+  count_op(ctx, loc);
   Expr *e = new_expr(ctx, EX_NEG, loc);
   e->lhs = operand;
   return e;
@@ -98,6 +110,7 @@ static void push_arg(ParseCtx *ctx, Vec *args, Arg *arg) {
 }
 
 static Expr *new_call(ParseCtx *ctx, const char *name, SrcLoc loc, Vec args) {
+  count_op(ctx, loc);
   Expr *e = new_expr(ctx, EX_CALL, loc);
   e->name = name;
   e->args = link_Arg(args);
@@ -364,7 +377,8 @@ primary
   | IDENT %prec NOT_A_CALL { $$ = new_ident(ctx, $1, @1); }
   | call
   | '(' expr ')'           { $$ = $2; }
-  | REPEAT primary call    { $$ = new_expr(ctx, EX_REPEAT, @1); $$->lhs = $2; $$->rhs = $3; }
+  | REPEAT primary call    { count_op(ctx, @1); $$ = new_expr(ctx, EX_REPEAT, @1);
+                             $$->lhs = $2; $$->rhs = $3; }
   ;
 
 call

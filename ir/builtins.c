@@ -79,6 +79,10 @@ static Value builtin_linear(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
 static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "layernorm's input") || !want_number(L, v[1], locs[1], "eps"))
     return error_value;
+  if (!(v[1].num > 0 && isfinite(v[1].num))) { /* it keeps 1/sqrt(var + eps) finite */
+    diag_error(L->diag, locs[1], "layernorm's eps must be positive, got %g", v[1].num);
+    return error_value;
+  }
   if (!want_rank(L, v[0].node, 1, locs[0], "layernorm needs an input with at least one axis"))
     return error_value;
   const Shape *x = shape_of(L, v[0].node);
@@ -122,14 +126,41 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
   return tensor_value(table < 0 ? -1 : add_node(L, OP_EMBEDDING, table, v[0].node, call->loc));
 }
 
+/* `ignore = L`: rows labelled L (negative, as PyTorch's -100) add no loss
+ * and no gradient. The labels' input allows L besides [0, classes). */
+static bool mark_ignored_label(Lower *L, Value labels, Value v, SrcLoc loc, bool *given,
+                               int64_t *ignore) {
+  *given = !(v.kind == V_NUM && isnan(v.num)); /* the default is NaN */
+  if (!*given) return true;
+  if (!want_int_value(L, v, loc, "ignore", INT32_MIN, -1, ignore)) return false;
+  Node *n = &L->g->nodes[labels.node];
+  if (n->dtype != DT_I32) {
+    diag_error(L->diag, loc, "ignore needs i32 labels (input '%s' is %s)", n->name,
+               dtype_name(n->dtype));
+    return false;
+  }
+  if (n->has_ignore && n->ignore_label != *ignore) {
+    diag_error(L->diag, loc, "input '%s' already ignores the label %lld", n->name,
+               (long long)n->ignore_label);
+    return false;
+  }
+  n->has_ignore = true;
+  n->ignore_label = *ignore;
+  return true;
+}
+
 static Value builtin_cross_entropy(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "cross_entropy's logits") ||
       !want_tensor(L, v[1], locs[1], "cross_entropy's labels"))
     return error_value;
   const Shape *x = shape_of(L, v[0].node);
-  int64_t classes = x->rank ? x->dim[x->rank - 1] : 1;
-  if (!mark_index_input(L, v[1], locs[1], classes, "cross_entropy's labels")) return error_value;
-  int y = add_node(L, OP_CROSS_ENTROPY, v[0].node, v[1].node, call->loc);
+  int64_t classes = x->rank ? x->dim[x->rank - 1] : 1, ignore = 0;
+  bool ignores;
+  if (!mark_index_input(L, v[1], locs[1], classes, "cross_entropy's labels") ||
+      !mark_ignored_label(L, v[1], v[2], locs[2], &ignores, &ignore))
+    return error_value;
+  int in[2] = {v[0].node, v[1].node};
+  int y = graph_add_attr(L->g, OP_CROSS_ENTROPY, in, 2, 0, ignores, ignore, call->loc, L->diag);
   if (y >= 0 && L->g->labels < 0) L->g->labels = v[1].node;
   return tensor_value(y);
 }
@@ -504,7 +535,7 @@ static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
     {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 2, {0, 0, 0}}},
-    {"cross_entropy", builtin_cross_entropy, {{"logits", "labels"}, 2, 2, {0}}},
+    {"cross_entropy", builtin_cross_entropy, {{"logits", "labels", "ignore"}, 3, 2, {0, 0, NAN}}},
     {"mse", builtin_mse, {{"prediction", "target"}, 2, 2, {0}}},
     {"mean", builtin_mean, {{"x"}, 1, 1, {0}}},
     {"f32", builtin_cast, {{"x"}, 1, 1, {0}}},

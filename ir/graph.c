@@ -91,8 +91,27 @@ static bool size_fits(const Node *n, Diag *diag) {
   return true;
 }
 
+/* A model file's graph stays within the one size limit (support.h). */
+static bool within_limit(Graph *g, SrcLoc loc, Diag *diag) {
+  if (g->n < IR_MAX_FORWARD) return true;
+  if (!g->too_large)
+    diag_error(diag, loc,
+               "the model has more than %d operations here (defs inlined, repeats unrolled), "
+               "the limit of every model",
+               IR_MAX_FORWARD);
+  g->too_large = true;
+  return false;
+}
+
 int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, SrcLoc loc,
                  Diag *diag) {
+  for (int i = 0; i < nin; i++)
+    if (in[i] < 0) { /* a value whose error was reported */
+      if (!diag || diag_count(diag) == 0)
+        diag_internal_error("%s of a missing value", op_info(op)->name);
+      return -1;
+    }
+  if (diag && !within_limit(g, loc, diag)) return -1;
   Node n = {0};
   n.id = g->n;
   n.op = op;
@@ -105,12 +124,8 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
   n.origin = -1;
   n.dtype = DT_F32;
   const OpInfo *info = op_info(op);
-  if (g->n == IR_MAX_NODES) {
-    if (diag) diag_error(diag, loc, "the model grows past %d graph nodes", IR_MAX_NODES);
-  } else if (!info->infer || (info->infer(g, &n, diag) && size_fits(&n, diag))) {
-    return append_node(g, &n);
-  }
-  if (!diag) diag_internal_error("bad shapes for %s, or a full graph", info->name);
+  if (!info->infer || (info->infer(g, &n, diag) && size_fits(&n, diag))) return append_node(g, &n);
+  if (!diag) diag_internal_error("bad shapes for %s", info->name);
   return -1;
 }
 

@@ -33,7 +33,7 @@
  * at most 8 nodes per forward node (div: 6, plus a sum or a copy for each
  * input) and recompute weaving at most one clone per forward node, so no
  * graph the passes build outgrows IR_MAX_NODES. */
-#define IR_MAX_FORWARD 1000000
+#define IR_MAX_FORWARD TRAINC_MAX_OPS
 #define IR_MAX_NODES (16 * IR_MAX_FORWARD)
 
 typedef struct {
@@ -95,6 +95,8 @@ typedef struct {
   Init init;               /* OP_PARAM */
   bool decay;              /* OP_PARAM: weight decay applies */
   int64_t index_limit;     /* OP_INPUT: values must be < this (0: not an index) */
+  bool has_ignore;         /* OP_INPUT labels of cross_entropy(..., ignore = L): */
+  int64_t ignore_label;    /* L (< 0) is allowed too, and such rows count for nothing */
   int grad_of_param;       /* >= 0: this node ADDS its value into that param's
                               gradient slot instead of owning a buffer */
   int recompute_of;        /* >= 0: a backward-time recomputation of that
@@ -156,6 +158,7 @@ typedef struct {
   int loss_seed;           /* OP_LOSS_SEED node, created by autodiff; -1 before */
   int rng_key, training;   /* OP_RNG_KEY / OP_TRAINING leaves (dropout), -1 if unused */
   int n_dropout;           /* dropout ops so far: each gets its own random stream */
+  bool too_large;          /* lowering refused a node past IR_MAX_FORWARD (said once) */
   trc_loss_kind loss_kind;
   int *params;             /* param node ids, in declaration order */
   int n_params, cap_params;
@@ -192,9 +195,12 @@ const OpInfo *op_info(OpKind op);
 /* ---- building graphs (used by lowering and by passes) ---- */
 Graph *graph_new(void);
 void graph_free(Graph *g);
-/* Appends a node and infers its shape; on a shape error (or a graph of
- * IR_MAX_NODES nodes) reports through diag and returns -1. With diag == NULL
- * either is a compiler bug (abort). */
+/* Appends a node and infers its shape; on a shape error reports through
+ * diag and returns -1, as for an input id < 0 (a value whose error was
+ * reported). With a diag (lowering a model file) a graph holds at most
+ * IR_MAX_FORWARD nodes: the first node past it is refused with one error
+ * (too_large set), the later ones silently. With diag == NULL (the passes)
+ * any failure is a compiler bug (abort). */
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
                    int64_t i1, SrcLoc loc, Diag *diag);

@@ -141,6 +141,7 @@ KExpr *k_select(Kernel *k, KExpr *cond, KExpr *a, KExpr *b) {
   e->a = cond;
   e->b = a;
   e->c = b;
+  e->is_int = a->is_int && b->is_int; /* a choice between two indices is an index */
   return e;
 }
 

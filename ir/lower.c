@@ -30,9 +30,8 @@ Value tensor_value(int node) {
 /* ------------------------------------------------------------------ scopes */
 
 static Binding *lookup_in(Scope *s, const char *name) {
-  for (int i = s->nvars - 1; i >= 0; i--)
-    if (strcmp(s->vars[i].name, name) == 0) return &s->vars[i];
-  return NULL;
+  int i;
+  return namemap_get(&s->var_index, name, &i) ? &s->vars[i] : NULL;
 }
 
 static Binding *lookup(Lower *L, Scope *s, const char *name) {
@@ -49,30 +48,39 @@ static void bind(Lower *L, Scope *s, const char *name, BindingKind kind, Value v
   }
   Binding b = {name, kind, v};
   VEC_PUSH(s->vars, s->nvars, s->capvars, b);
+  namemap_put(&s->var_index, name, s->nvars - 1);
 }
 
 static void scope_free(Scope *s) {
   for (int i = 0; i < s->nused; i++) free(s->used[i]);
   free(s->used);
   free(s->vars);
+  namemap_free(&s->var_index);
+  namemap_free(&s->used_next);
   free((char *)s->prefix);
 }
 
-static bool name_used(Scope *s, const char *name) {
-  for (int i = 0; i < s->nused; i++)
-    if (strcmp(s->used[i], name) == 0) return true;
-  return false;
+static bool name_used(Scope *s, const char *name) { return namemap_get(&s->used_next, name, NULL); }
+
+static char *take_name(Scope *s, char *name) {
+  VEC_PUSH(s->used, s->nused, s->capused, name);
+  namemap_put(&s->used_next, name, 1);
+  return name;
 }
 
-/* Reserves a unique base name in scope s: base, base_1, base_2, ... */
+/* Reserves a unique base name in scope s: base, base_1, base_2, ... the
+ * first not taken. Names are never given back, so the search for a base
+ * goes on from where its last one stopped. */
 static char *unique_base(Scope *s, const char *base) {
-  char *name = xstrdup(base);
-  for (int i = 1; name_used(s, name); i++) {
+  int i;
+  if (!namemap_get(&s->used_next, base, &i)) return take_name(s, xstrdup(base));
+  char *name = xsprintf("%s_%d", base, i);
+  while (name_used(s, name)) {
     free(name);
-    name = xsprintf("%s_%d", base, i);
+    name = xsprintf("%s_%d", base, ++i);
   }
-  VEC_PUSH(s->used, s->nused, s->capused, name);
-  return name;
+  namemap_put(&s->used_next, base, i + 1);
+  return take_name(s, name);
 }
 
 /* The prefix for parameters of a builtin call: "<scope prefix><base>." */
@@ -95,10 +103,35 @@ static bool check_numel(Lower *L, const Shape *sh, SrcLoc loc) {
   return true;
 }
 
+/* A parameter's full name becomes a tensor name in .safetensors weights and
+ * state files, where the runtime keeps some names for itself (trainc.h):
+ * `param __metadata__` would write a header with two __metadata__ keys that
+ * no reader loads, and `trainc.optimizer.m` (a def `trainc` calling a def
+ * `optimizer` that declares `m`) would collide with a state file's array. */
+static bool reserved_param_name(Lower *L, const char *name, SrcLoc loc) {
+  const char *prefix = TRC_STATE_PREFIX;
+  if (strcmp(name, TRC_SAFETENSORS_METADATA) == 0) {
+    diag_error(L->diag, loc,
+               "the parameter name '%s' is reserved: it is the .safetensors header's own key",
+               name);
+    return true;
+  }
+  if (strncmp(name, prefix, strlen(prefix)) == 0) {
+    diag_error(
+        L->diag, loc,
+        "the parameter name '%s' is reserved: names under '%s' are a state file's own arrays "
+        "(rename the def or variable '%.*s')",
+        name, prefix, (int)strlen(prefix) - 1, prefix);
+    return true;
+  }
+  return false;
+}
+
 int add_param(Lower *L, const char *name, const Shape *sh, Init init, bool decay, SrcLoc loc) {
-  if (!check_numel(L, sh, loc)) return -1;
+  if (!check_numel(L, sh, loc) || reserved_param_name(L, name, loc)) return -1;
   Graph *g = L->g;
-  int id = graph_add(g, OP_PARAM, NULL, 0, loc, NULL);
+  int id = graph_add(g, OP_PARAM, NULL, 0, loc, L->diag);
+  if (id < 0) return -1;
   Node *n = &g->nodes[id];
   n->shape = *sh;
   n->name = xstrdup(name);
@@ -194,8 +227,9 @@ static Value eval_scalar_binary(Lower *L, int op, int t, double c, bool swapped,
   }
 }
 
-static Value eval_binary(Lower *L, Scope *s, const Expr *e) {
-  Value a = eval(L, s, e->lhs), b = eval(L, s, e->rhs);
+/* One link of a chain: a (its left side, evaluated) op e's right operand. */
+static Value eval_binary(Lower *L, Scope *s, const Expr *e, Value a) {
+  Value b = eval(L, s, e->rhs);
   if (a.kind == V_ERROR || b.kind == V_ERROR) return error_value;
   if (a.kind == V_NUM && b.kind == V_NUM) return eval_number_binary(L, e->op, a, b, e->loc);
   if (a.kind == V_TENSOR && b.kind == V_NUM) return eval_scalar_binary(L, e->op, a.node, b.num, false, e->loc);
@@ -216,6 +250,16 @@ static Value eval_binary(Lower *L, Scope *s, const Expr *e) {
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
     if (ops[i].op == e->op) return tensor_value(add_node(L, ops[i].kind, a.node, b.node, e->loc));
   return error_value;
+}
+
+/* a + b - c ...: left to right in a loop, however long (see expr_chain). */
+static Value eval_chain(Lower *L, Scope *s, const Expr *e) {
+  const Expr **chain;
+  int n = expr_chain(e, &chain);
+  Value acc = eval(L, s, chain[0]->lhs);
+  for (int i = 0; i < n; i++) acc = eval_binary(L, s, chain[i], acc);
+  free(chain);
+  return acc;
 }
 
 static Value eval_ident(Lower *L, Scope *s, const Expr *e) {
@@ -281,9 +325,8 @@ bool want_number(Lower *L, Value v, SrcLoc loc, const char *what) {
 }
 
 static const Def *find_def(Lower *L, const char *name) {
-  for (const Def *d = L->ast->defs; d; d = d->next)
-    if (strcmp(d->name, name) == 0) return d;
-  return NULL;
+  int i;
+  return namemap_get(&L->defs, name, &i) ? L->def_list[i] : NULL;
 }
 
 /* ------------------------------------------------------------ def inlining */
@@ -295,10 +338,7 @@ static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret);
  * prefixed by `prefix`. */
 static Value inline_def(Lower *L, Scope *caller, const Def *d, const Value *args, const char *prefix,
                         SrcLoc loc) {
-  if (L->g->n > IR_MAX_FORWARD) {
-    diag_error(L->diag, loc, "the model grows past %d operations here (nested repeats?)", IR_MAX_FORWARD);
-    return error_value;
-  }
+  if (L->g->too_large) return error_value; /* said once, by graph_add: stop unrolling */
   if (caller->depth >= MAX_DEF_DEPTH) {
     diag_error(L->diag, loc, "calls nest deeper than %d (does '%s' call itself?)", MAX_DEF_DEPTH, d->name);
     return error_value;
@@ -405,7 +445,7 @@ Value eval(Lower *L, Scope *s, const Expr *e) {
   case EX_NUM: return num_value(e->num, e->is_int);
   case EX_SIZE: return num_value(e->num, true);
   case EX_IDENT: return eval_ident(L, s, e);
-  case EX_BINARY: return eval_binary(L, s, e);
+  case EX_BINARY: return eval_chain(L, s, e);
   case EX_NEG: {
     Value a = eval(L, s, e->lhs);
     if (a.kind == V_NUM) return num_value(-a.num, a.is_int);
@@ -440,7 +480,8 @@ static void lower_input(Lower *L, Scope *s, const Stmt *st) {
     return;
   }
   Graph *g = L->g;
-  int id = graph_add(g, OP_INPUT, NULL, 0, st->loc, NULL);
+  int id = graph_add(g, OP_INPUT, NULL, 0, st->loc, L->diag);
+  if (id < 0) return;
   g->nodes[id].shape = sh;
   g->nodes[id].dtype = st->type.dtype;
   g->nodes[id].name = xstrdup(st->name);
@@ -475,6 +516,26 @@ static void set_fans(Init *init, const Shape *sh) {
   init->fan_in = sh->rank >= 2 ? sh->dim[1] * receptive : init->fan_out;
 }
 
+/* Arguments that make no distribution: a negative std, low above high, a
+ * value that is not finite (constant arithmetic can overflow). */
+static bool init_args_ok(Lower *L, const Expr *call, trc_init_kind kind, const Value *v,
+                         const SrcLoc *locs) {
+  for (int a = 0; a < 2; a++)
+    if (!isfinite(v[a].num)) {
+      diag_error(L->diag, locs[a], "%s() needs finite arguments, got %g", call->name, v[a].num);
+      return false;
+    }
+  if (kind == TRC_INIT_NORMAL && v[1].num < 0) {
+    diag_error(L->diag, locs[1], "normal()'s std must not be negative, got %g", v[1].num);
+    return false;
+  }
+  if (kind == TRC_INIT_UNIFORM && v[0].num > v[1].num) {
+    diag_error(L->diag, call->loc, "uniform()'s low %g is above its high %g", v[0].num, v[1].num);
+    return false;
+  }
+  return true;
+}
+
 static bool eval_init(Lower *L, Scope *s, const Expr *call, const Shape *sh, Init *init) {
   for (size_t i = 0; i < sizeof inits / sizeof inits[0]; i++) {
     if (strcmp(inits[i].name, call->name) != 0) continue;
@@ -483,6 +544,7 @@ static bool eval_init(Lower *L, Scope *s, const Expr *call, const Shape *sh, Ini
     if (!bind_args(L, s, call, &inits[i].sig, v, locs)) return false;
     for (int a = 0; a < inits[i].sig.count; a++)
       if (!want_number(L, v[a], locs[a], inits[i].sig.names[a])) return false;
+    if (!init_args_ok(L, call, inits[i].kind, v, locs)) return false;
     *init = (Init){.kind = inits[i].kind, .a = v[0].num, .b = v[1].num};
     if (init->kind == TRC_INIT_XAVIER || init->kind == TRC_INIT_HE) init->b = 0;
     set_fans(init, sh);
@@ -509,7 +571,7 @@ static void lower_param(Lower *L, Scope *s, const Stmt *st) {
   char *name = xsprintf("%s%s", s->prefix, base);
   int id = add_param(L, name, &sh, init, sh.rank >= 2, st->loc);
   free(name);
-  if (id >= 0) bind(L, s, st->name, B_PARAM, tensor_value(id), st->loc);
+  bind(L, s, st->name, B_PARAM, tensor_value(id), st->loc); /* errors too: uses stay quiet */
 }
 
 static void name_node(Lower *L, Value v, const char *name) {
@@ -592,6 +654,27 @@ static int token_input(const Graph *g, const Shape *rows) {
   return found;
 }
 
+/* A cross_entropy with `ignore` is a sum that the trainer divides by the
+ * number of labels that count in the whole accumulation window, so it must
+ * be the loss itself (a term of a larger loss would be mis-scaled), and its
+ * labels may feed nothing else (no other op can take the ignored value). */
+static void check_ignored_labels(Lower *L) {
+  Graph *g = L->g;
+  for (int i = 0; i < g->n; i++) {
+    const Node *n = &g->nodes[i];
+    if (n->op == OP_CROSS_ENTROPY && n->attr.i[0] && i != g->loss)
+      diag_error(L->diag, n->loc, "cross_entropy with ignore must be the model's loss itself "
+                                  "(the trainer divides its sum by the labels that count)");
+    for (int k = 0; k < n->nin; k++) {
+      const Node *in = &g->nodes[n->in[k]];
+      if (in->op == OP_INPUT && in->has_ignore && !(n->op == OP_CROSS_ENTROPY && n->attr.i[0]))
+        diag_error(L->diag, n->loc, "input '%s' holds ignored labels (%lld): only the loss's "
+                                    "cross_entropy may read it", in->name,
+                   (long long)in->ignore_label);
+    }
+  }
+}
+
 /* The trainer needs a scalar f32 `loss`; accuracy needs predict [B, C] and
  * labels [B] (or [B, T, C] and [B, T]); sampling needs token ids [B, T]. */
 static void finish_model(Lower *L, Scope *s, const Model *m) {
@@ -609,6 +692,7 @@ static void finish_model(Lower *L, Scope *s, const Model *m) {
   }
   g->loss = n->id;
   g->loss_kind = n->op == OP_CROSS_ENTROPY ? TRC_LOSS_CROSS_ENTROPY : n->id == L->mse_node ? TRC_LOSS_MSE : TRC_LOSS_OTHER;
+  check_ignored_labels(L);
   if (g->predict < 0) {
     g->labels = -1;
     return;
@@ -631,9 +715,33 @@ static void finish_model(Lower *L, Scope *s, const Model *m) {
   if (p->rank == 3) g->tokens = token_input(g, &rows);
 }
 
+/* Indexes the file's defs by name. A def may not take the name of another
+ * or of a builtin: `def relu` would silently change what every relu() in the
+ * file means (trainc has errors, not warnings: renaming is the fix). */
+static void index_defs(Lower *L) {
+  int n = 0;
+  for (const Def *d = L->ast->defs; d; d = d->next) n++;
+  L->def_list = xmalloc((size_t)n * sizeof *L->def_list);
+  n = 0;
+  for (const Def *d = L->ast->defs; d; d = d->next) {
+    int first;
+    if (namemap_get(&L->defs, d->name, &first)) {
+      diag_error(L->diag, d->loc, "def '%s' is already defined", d->name);
+      diag_note(L->diag, L->def_list[first]->loc, "first defined here");
+    } else if (find_builtin(d->name) || is_init_name(d->name)) {
+      diag_error(L->diag, d->loc, "def '%s' has the name of a builtin %s; give it another name",
+                 d->name, find_builtin(d->name) ? "function" : "initializer");
+    } else {
+      L->def_list[n] = d;
+      namemap_put(&L->defs, d->name, n++);
+    }
+  }
+}
+
 Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag) {
   Lower L = {.ast = ast, .g = graph_new(), .diag = diag, .globals = {.prefix = xstrdup("")}, .mse_node = -1};
   Graph *g = L.g;
+  index_defs(&L);
   lower_train(&L, ast->trains);
   bind(&L, &L.globals, "B", B_CONST, num_value((double)g->train.batch, true), (SrcLoc){0});
   lower_stmts(&L, &L.globals, ast->consts, NULL);
@@ -643,12 +751,13 @@ Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag) {
     g->source_path = xstrdup(ast->file->path);
     Scope s = {.prefix = xstrdup("")};
     lower_stmts(&L, &s, m->body, NULL);
-    if (diag_count(diag) == 0 && g->n > IR_MAX_FORWARD)
-      diag_error(diag, m->loc, "model '%s' has more than %d operations", m->name, IR_MAX_FORWARD);
     if (diag_count(diag) == 0) finish_model(&L, &s, m);
+    if (diag_count(diag) == 0) check_train_metrics(&L, ast->trains);
     scope_free(&s);
   }
   scope_free(&L.globals);
+  namemap_free(&L.defs);
+  free(L.def_list);
   g->n_forward = g->n;
   if (diag_count(diag) > 0) {
     graph_free(g);

@@ -31,8 +31,11 @@ struct Scope {
   const char *prefix; /* "" at model level, "block.3." inside a repeat copy */
   Binding *vars;
   int nvars, capvars;
+  NameMap var_index; /* name -> its latest binding in vars */
   char **used; /* parameter base names taken in this scope */
   int nused, capused;
+  NameMap used_next;  /* each used name -> the suffix to try next when it is
+                         a base again (base_1, base_2, ...) */
   const char *target; /* the variable the current statement assigns, or NULL */
   int depth;
 };
@@ -41,6 +44,8 @@ typedef struct {
   const Ast *ast;
   Graph *g;
   Diag *diag;
+  NameMap defs; /* def name -> its index in def_list (the first of a name) */
+  const Def **def_list;
   Scope globals; /* top-level consts and B */
   int mse_node;  /* the last mse() result, to name the loss kind */
 } Lower;
@@ -88,5 +93,7 @@ const Builtin *find_builtin(const char *name);
 /* ---- train_block.c ---- */
 /* Sets L->g->train from the file's train block (defaults where it is silent). */
 void lower_train(Lower *L, const TrainBlock *tb);
+/* After the model: metrics the model cannot have (f1_binary needs 2 classes). */
+void check_train_metrics(Lower *L, const TrainBlock *tb);
 
 #endif

@@ -157,6 +157,7 @@ static Kernel *pointwise_kernel(const Graph *g, const Node *n, ScalarFn fn) {
 static void print_input(FILE *out, const Node *n) {
   fprintf(out, " %s", n->name);
   if (n->index_limit) fprintf(out, " {index < %lld}", (long long)n->index_limit);
+  if (n->has_ignore) fprintf(out, " {or %lld: ignored}", (long long)n->ignore_label);
 }
 
 static void print_param(FILE *out, const Node *n) {
@@ -608,6 +609,7 @@ static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
 typedef struct {
   int x, lse, dy, s, y, label;
   double scale;
+  KExpr *counts; /* cross_entropy_grad with ignore: 1 when the row's label counts */
 } SoftCtx;
 
 static KExpr *f_softmax(RowLoop *rl, int c, const void *p) {
@@ -695,7 +697,24 @@ static KExpr *row_label(RowLoop *rl, int labels) {
   return k_load(rl->k, labels, k_index(rl->k, rl->r), true);
 }
 
-/* loss = mean over rows of (lse(x_r) - x_r[label_r]). */
+/* cross_entropy(..., ignore = L): attr.i[0] = 1, attr.i[1] = L. */
+static void print_ignore(FILE *out, const Node *n) {
+  if (n->attr.i[0]) fprintf(out, " {ignore %lld}", (long long)n->attr.i[1]);
+}
+
+/* 1 for a row whose label counts, 0 for an ignored one (always 1 without
+ * ignore). */
+static KExpr *row_counts(RowLoop *rl, const Node *n, int labels) {
+  Kernel *k = rl->k;
+  if (!n->attr.i[0]) return k_const(k, 1);
+  KExpr *ignored = k_eq(k, row_label(rl, labels), k_iconst(k, n->attr.i[1]));
+  return k_binary(k, KB_SUB, k_const(k, 1), ignored);
+}
+
+/* loss = mean over rows of (lse(x_r) - x_r[label_r]); with ignore, the sum
+ * over the rows that count (the runtime divides by their number across the
+ * whole accumulation window, as the loss seed). An ignored row reads its
+ * logit at column 0 instead of at its (negative) label. */
 static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
   const Shape *xs = &in_node(g, n, 0)->shape;
   Kernel *k = kernel_new(n->id);
@@ -704,34 +723,46 @@ static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
   RowLoop rl = row_loop_in(k, xs);
   int m, lse;
   row_logsumexp(&rl, n->in[0], &m, &lse);
-  KExpr *at_label = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, rl.r), rl.cols), row_label(&rl, n->in[1])), false);
-  k_set(k, rl.row, total,
-        k_binary(k, KB_ADD, k_localv(k, total), k_binary(k, KB_SUB, k_localv(k, lse), at_label)));
-  KExpr *mean = k_binary(k, KB_MUL, k_localv(k, total), k_const(k, 1.0 / (double)rows_of(xs)));
+  KExpr *counts = row_counts(&rl, n, n->in[1]);
+  KExpr *label = n->attr.i[0] ? k_select(k, counts, row_label(&rl, n->in[1]), k_iconst(k, 0))
+                              : row_label(&rl, n->in[1]);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, rl.r), rl.cols), label);
+  KExpr *at_label = k_load(k, n->in[0], at, false);
+  KExpr *term = k_binary(k, KB_SUB, k_localv(k, lse), at_label);
+  if (n->attr.i[0]) term = k_binary(k, KB_MUL, counts, term);
+  k_set(k, rl.row, total, k_binary(k, KB_ADD, k_localv(k, total), term));
+  double scale = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(xs);
+  KExpr *mean = k_binary(k, KB_MUL, k_localv(k, total), k_const(k, scale));
   k_store(k, NULL, n->id, k_iconst(k, 0), mean, accumulates(n));
   return k;
 }
 
 static void bwd_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
-  if (want[0]) dx[0] = add3(g, OP_CROSS_ENTROPY_GRAD, g->nodes[n].in[0], g->nodes[n].in[1], dy, 0);
+  const Node *x = &g->nodes[n];
+  Attr attr = x->attr;
+  int in[3] = {x->in[0], x->in[1], dy};
+  if (want[0]) dx[0] = graph_add_op(g, OP_CROSS_ENTROPY_GRAD, in, 3, &attr, no_loc, NULL);
 }
 
-/* d logits = (softmax(x) - onehot(label)) * dl / R. */
+/* d logits = (softmax(x) - onehot(label)) * dl / R; with ignore, times
+ * whether the row counts, and not divided by R. */
 static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
   Kernel *k = rl->k;
   KExpr *onehot = k_eq(k, k_index(k, c), row_label(rl, s->label));
   KExpr *d = k_binary(k, KB_SUB, f_softmax(rl, c, p), onehot);
   KExpr *scale = k_binary(k, KB_MUL, k_load(k, s->dy, k_iconst(k, 0), false), k_const(k, s->scale));
+  if (s->counts) scale = k_binary(k, KB_MUL, scale, s->counts);
   return k_binary(k, KB_MUL, d, scale);
 }
 
 static Kernel *kernel_cross_entropy_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   SoftCtx s = {.x = n->in[0], .label = n->in[1], .dy = n->in[2],
-               .scale = 1.0 / (double)rows_of(&n->shape)};
+               .scale = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(&n->shape)};
   int m;
   row_logsumexp(&rl, s.x, &m, &s.lse);
+  if (n->attr.i[0]) s.counts = row_counts(&rl, n, s.label);
   row_store(&rl, n, f_cross_entropy_grad, &s);
   return rl.k;
 }

@@ -119,6 +119,10 @@ static void scan_expr(Scan *s, const KExpr *e) {
     s->shares_local = true;
   if (e->kind == KE_LOAD)
     scan_access(s, e->buf, e->a, false);
+  if (e->kind == KE_RANDOM) { /* reads its key: never a stored buffer, else not affine */
+    Access key = {.buf = e->buf};
+    VEC_PUSH(s->acc, s->n_acc, s->cap_acc, key);
+  }
   scan_expr(s, e->a);
   scan_expr(s, e->b);
   scan_expr(s, e->c);

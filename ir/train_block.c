@@ -4,6 +4,7 @@
 #include "lower_internal.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static TrainConfig default_train(void) {
@@ -65,6 +66,12 @@ static void lower_optimizer(Lower *L, const Setting *st, trc_train_config *t) {
   double x[MAX_PARAMS];
   for (int i = 0; i < sig->count; i++) /* lr up to 1000, the rest are fractions */
     if (!number_in(L, v[i], locs[i], sig->names[i], 0, i == 0 ? 1e3 : 1, &x[i])) return;
+  for (int i = 1; is_adamw && i <= 2; i++) /* AdamW's bias correction divides by 1 - beta^t */
+    if (x[i] == 1) {
+      diag_error(L->diag, locs[i], "%s must be below 1 (AdamW divides by 1 - %s^t)", sig->names[i],
+                 sig->names[i]);
+      return;
+    }
   if (is_sgd) {
     t->optimizer = TRC_SGD, t->lr = x[0], t->momentum = x[1], t->weight_decay = x[2], t->nesterov = x[3] != 0;
   } else {
@@ -110,15 +117,15 @@ static void lower_eval(Lower *L, const Setting *st, trc_train_config *t) {
                            INT64_C(1) << 40, &t->eval_every_steps))
     return;
   if (!st->has_colon) return;
-  static const struct { const char *name; unsigned bit; } metrics[] = {
-      {"loss", TRC_METRIC_LOSS}, {"accuracy", TRC_METRIC_ACCURACY}, {"f1", TRC_METRIC_F1}};
+  static const char *const words[] = {TRC_METRIC_WORDS}; /* bit i is words[i] */
   t->metrics = TRC_METRIC_LOSS;
   for (int i = 0; i < st->nafter; i++) {
     const Expr *m = st->after_colon[i];
     unsigned bit = 0;
-    for (int j = 0; j < 3; j++)
-      if (m->kind == EX_IDENT && strcmp(m->name, metrics[j].name) == 0) bit = metrics[j].bit;
-    if (!bit) diag_error(L->diag, m->loc, "unknown metric (expected loss, accuracy or f1)");
+    for (unsigned j = 0; j < sizeof words / sizeof words[0]; j++)
+      if (m->kind == EX_IDENT && strcmp(m->name, words[j]) == 0) bit = 1u << j;
+    if (!bit)
+      diag_error(L->diag, m->loc, "unknown metric (expected loss, accuracy, f1, f1_macro or f1_binary)");
     t->metrics |= bit;
   }
 }
@@ -270,7 +277,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
     int64_t seed;
     if (setting_int(L, st, 0, big, &seed)) t->seed = (uint64_t)seed;
   } else if (!strcmp(k, "clip")) setting_number(L, st, 0, 1e9, &t->clip_norm);
-  else if (!strcmp(k, "validation")) setting_number(L, st, 0, 0.9, &t->val_split);
+  else if (!strcmp(k, "validation")) setting_number(L, st, 0, 0.9, &t->validation);
   else if (!strcmp(k, "optimizer")) lower_optimizer(L, st, t);
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
@@ -282,10 +289,47 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
 }
 
+void check_train_metrics(Lower *L, const TrainBlock *tb) {
+  const Graph *g = L->g;
+  const Setting *st = tb ? find_setting(tb, "eval") : NULL;
+  if (!st || !(g->train.run.metrics & TRC_METRIC_F1_BINARY) || g->predict < 0) return;
+  const Shape *p = &g->nodes[g->predict].shape;
+  if (p->dim[p->rank - 1] != 2)
+    diag_error(L->diag, st->loc,
+               "f1_binary is the F1 of class 1 of two; this model predicts %lld classes (f1_macro: their mean)",
+               (long long)p->dim[p->rank - 1]);
+}
+
+/* A decaying schedule ends at min_lr: above the optimizer's lr it would
+ * climb instead. */
+static void check_schedule(Lower *L, const TrainBlock *tb, const trc_train_config *t) {
+  if (t->schedule == TRC_SCHED_CONSTANT || t->min_lr <= t->lr) return;
+  diag_error(L->diag, find_setting(tb, "schedule")->loc,
+             "min_lr %g is above the optimizer's lr %g%s", t->min_lr, t->lr,
+             find_setting(tb, "optimizer") ? "" : " (the default)");
+}
+
 void lower_train(Lower *L, const TrainBlock *tb) {
   L->g->train = default_train();
   if (!tb) return;
   if (tb->next) diag_error(L->diag, tb->next->loc, "a file has at most one train block");
-  for (const Setting *st = tb->settings; st; st = st->next) lower_setting(L, st, &L->g->train);
+  NameMap seen = {0}; /* key -> its setting's index in firsts */
+  const Setting **firsts = NULL;
+  int n = 0, cap = 0;
+  for (const Setting *st = tb->settings; st; st = st->next) {
+    int first;
+    if (namemap_get(&seen, st->key, &first)) { /* a second one would silently win */
+      diag_error(L->diag, st->loc, "'%s' is set twice in the train block (first on line %d)",
+                 st->key, firsts[first]->loc.line);
+      diag_note(L->diag, firsts[first]->loc, "first set here");
+      continue;
+    }
+    namemap_put(&seen, st->key, n);
+    VEC_PUSH(firsts, n, cap, st);
+    lower_setting(L, st, &L->g->train);
+  }
+  free(firsts);
+  namemap_free(&seen);
   check_distribution(L, tb, &L->g->train.run);
+  check_schedule(L, tb, &L->g->train.run);
 }

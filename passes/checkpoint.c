@@ -10,7 +10,8 @@
  *    pointwise work plus at most one GEMM.
  * 2. Modes. Each stage is KEEP, CKPT or DROP (passes.h); policies pick modes
  *    (`all`: every stage CKPT; `every N`/`sqrt`: CKPT every N-th, DROP the
- *    rest; `budget`: an exact dynamic program over the stage model, checked
+ *    rest; `budget`: a dynamic program over the stage model (exact up to
+ *    size limits, see stage_model_solve), checked
  *    against the true arena peak). Modes become one STORE/RECOMPUTE bit per
  *    forward value; store()/recompute() pins in the model file override it.
  * 3. Weaving. The backward graph is rebuilt with a clone of every recomputed
@@ -23,6 +24,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------------ stages */
 
@@ -214,6 +216,93 @@ double stage_model_seconds(const StageModel *sm, const StageMode *modes) {
   return t;
 }
 
+static void modes_every(StageMode *modes, int n, int64_t every) {
+  for (int s = 1; s <= n; s++) modes[s] = s % every == 0 ? STAGE_CKPT : STAGE_DROP;
+  modes[n] = STAGE_KEEP;
+}
+
+/* Chen et al.: segments of about sqrt(n) stages, only their ends stored. */
+static int64_t sqrt_period(int n) {
+  int64_t k = (int64_t)llround(sqrt((double)n));
+  return k < 1 ? 1 : k;
+}
+
+/* Pruning that keeps the dynamic program exact. `upper`: the model time of
+ * the best simple plan that fits (off, every 1..4 stages, sqrt's period),
+ * which the optimum cannot exceed. A lower bound on what the stages after
+ * position j still cost, given the bytes stored so far: together they may
+ * store no more than the budget leaves, and each byte a stage saves against
+ * KEEP costs at least the least time per byte any later stage offers (CKPT:
+ * interior seconds per keep - boundary byte; DROP: interior + boundary per
+ * keep byte). A state whose time plus that bound exceeds `upper` lies on no
+ * optimal path, so dropping it changes no optimum; it is what keeps the
+ * search near-linear in practice (its worst case is not). */
+typedef struct {
+  double upper;        /* with a margin for rounding */
+  StageMode *simple;   /* the simple plan behind upper (when finite) */
+  double *rate;        /* rate[j]: least seconds per byte saved, stages after j */
+  uint64_t *rest_keep; /* rest_keep[j]: keep bytes of the stages after j */
+  uint64_t *max_keep;  /* max_keep[j]: the largest keep of a stage after j */
+} Bound;
+
+/* The simple plan of least model time that fits (its modes in *best), or
+ * INFINITY when none does. */
+static double least_simple_plan(const StageModel *sm, uint64_t budget, StageMode *best) {
+  int n = sm->n;
+  StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
+  double least = INFINITY;
+  for (int64_t every = 0; every <= 5; every++) { /* 0: off; 5: sqrt's period */
+    for (int s = 0; s <= n; s++) modes[s] = STAGE_KEEP;
+    if (every > 0) modes_every(modes, n, every == 5 ? sqrt_period(n) : every);
+    double t = stage_model_seconds(sm, modes);
+    if (t < least && stage_model_peak(sm, modes) <= budget) {
+      least = t;
+      memcpy(best, modes, (size_t)(n + 1) * sizeof *modes);
+    }
+  }
+  free(modes);
+  return least;
+}
+
+static Bound bound_new(const StageModel *sm, uint64_t budget) {
+  int n = sm->n;
+  Bound b = {.simple = xmalloc((size_t)(n + 1) * sizeof(StageMode)),
+             .rate = xmalloc((size_t)(n + 1) * sizeof(double)),
+             .rest_keep = xmalloc((size_t)(n + 1) * sizeof(uint64_t)),
+             .max_keep = xmalloc((size_t)(n + 1) * sizeof(uint64_t))};
+  double u = least_simple_plan(sm, budget, b.simple);
+  b.upper = u + 1e-9 * u + 1e-15;
+  b.rate[n] = INFINITY, b.rest_keep[n] = 0, b.max_keep[n] = 0;
+  for (int j = n - 1; j >= 0; j--) {
+    int s = j + 1; /* the stage that joins "after j" */
+    double r = INFINITY;
+    if (sm->keep_bytes[s] > sm->boundary_bytes[s])
+      r = sm->interior_seconds[s] / (double)(sm->keep_bytes[s] - sm->boundary_bytes[s]);
+    if (s < n && sm->keep_bytes[s] > 0) /* the last stage is never dropped */
+      r = fmin(r, (sm->interior_seconds[s] + sm->boundary_seconds[s]) / (double)sm->keep_bytes[s]);
+    b.rate[j] = fmin(b.rate[j + 1], r);
+    b.rest_keep[j] = b.rest_keep[j + 1] + sm->keep_bytes[s];
+    b.max_keep[j] = sm->keep_bytes[s] > b.max_keep[j + 1] ? sm->keep_bytes[s] : b.max_keep[j + 1];
+  }
+  return b;
+}
+
+static void bound_free(Bound *b) {
+  free(b->simple), free(b->rate), free(b->rest_keep), free(b->max_keep);
+}
+
+/* The bytes past the budget if every stage after j kept all: what they must save. */
+static double excess_bytes(const StageModel *sm, const Bound *b, int j, uint64_t prefix,
+                           uint64_t budget) {
+  return (double)b->rest_keep[j] + (double)prefix + (double)sm->fixed_bytes - (double)budget;
+}
+
+static double lower_bound(const StageModel *sm, const Bound *b, int j, uint64_t prefix,
+                          uint64_t budget) {
+  double excess = excess_bytes(sm, b, j, prefix, budget);
+  return excess <= 0 ? 0 : b->rate[j] * excess;
+}
+
 /* One partial solution of the dynamic program: stages 1..at decided, `at`
  * KEEP or CKPT (or 0, the inputs), every segment so far within the budget. */
 typedef struct {
@@ -261,29 +350,65 @@ static void front_insert(DPState **front, int *n, int *cap, DPState c) {
 typedef struct {
   DPState *s;
   int n, cap;
+  int limit; /* thinned past 2 * limit states, to limit (see front_thin) */
 } Front;
+
+/* The limits that keep the search near-linear on large models: fronts of
+ * DP_STATES / n states (at least MIN_FRONT; thinned when they pass twice
+ * that), segments of at most max(MIN_SEGMENT, 2 sqrt(n)) stages (Chen's
+ * segments are sqrt(n) long). A search that stays within them is exact
+ * (every test chain does; a model of hundreds of identical blocks does not). */
+enum { DP_STATES = 1 << 14, MIN_FRONT = 16, MIN_SEGMENT = 64 };
+
+static int longest_segment(int n) {
+  int two_roots = (int)ceil(2 * sqrt((double)n));
+  return two_roots > MIN_SEGMENT ? two_roots : MIN_SEGMENT;
+}
+
+/* Thins a front to its `limit` states spread evenly over its stored bytes,
+ * the least-stored (the most room for what follows) and the cheapest always
+ * among them. Past this the search is no longer exact, only near-optimal:
+ * the kept states span the trade-off. Should thinning and pruning together
+ * lose every path, the best simple plan is the answer (search_stages).
+ * Without it, a model of n identical blocks has fronts of about n states
+ * (every count of stored blocks is another trade-off), so n^2 states: 1,000
+ * blocks took minutes. */
+static void front_thin(Front *f) {
+  if (f->n <= 2 * f->limit) return;
+  for (int i = 0; i < f->limit; i++)
+    f->s[i] = f->s[(int)((int64_t)i * (f->n - 1) / (f->limit - 1))];
+  f->n = f->limit;
+}
 
 /* Offers the segment (k, j] after state `from` (index `parent` in all[]), with
  * stage j in mode m, to j's front. */
-static void offer(const StageModel *sm, uint64_t budget, Front *fj, const DPState *from, int parent, int j, StageMode m,
-                  uint64_t seg_peak, double seg_seconds) {
+static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *fj,
+                  const DPState *from, int parent, int j, StageMode m, uint64_t seg_peak,
+                  double seg_seconds) {
   if (seg_peak + from->prefix > budget) return;
   DPState c = {.at = j, .parent = parent, .mode = m, .prefix = from->prefix + stored_by(sm, j, m),
                .seconds = from->seconds + seg_seconds};
-  if (sm->fixed_bytes + c.prefix > budget || dominated(fj->s, fj->n, &c)) return;
+  if (sm->fixed_bytes + c.prefix > budget ||
+      c.seconds + lower_bound(sm, b, j, c.prefix, budget) > b->upper || dominated(fj->s, fj->n, &c))
+    return;
   front_insert(&fj->s, &fj->n, &fj->cap, c);
+  front_thin(fj);
 }
 
 /* Positions in increasing order: when position k is reached, its front is
  * final; each of its states is extended by segments (k, j] for growing j,
  * their sums built incrementally, until the dropped stages alone overflow
  * the budget (they only grow with j). */
-bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
+static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n;
+  Bound b = bound_new(sm, budget);
   Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
+  for (int j = 0; j <= n; j++)
+    fronts[j].limit = n > 0 && DP_STATES / n > MIN_FRONT ? DP_STATES / n : MIN_FRONT;
   DPState *all = NULL; /* the states of positions already final; parents index it */
   int nall = 0, capall = 0;
   VEC_PUSH(fronts[0].s, fronts[0].n, fronts[0].cap, ((DPState){.at = 0, .parent = -1}));
+  int longest = longest_segment(n);
   for (int k = 0; k < n; k++) {
     int base = nall;
     for (int i = 0; i < fronts[k].n; i++) VEC_PUSH(all, nall, capall, fronts[k].s[i]);
@@ -291,14 +416,22 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
       DPState from = all[i];
       uint64_t before = 0, peak = 0, transient = 0; /* segment_peak's sums over stages k+1..j-1 */
       double dropped_seconds = 0;
-      for (int j = k + 1; j <= n; j++) {
+      double excess = excess_bytes(sm, &b, k, from.prefix, budget);
+      for (int j = k + 1; j <= n && j - k <= longest; j++) {
         if (sm->fixed_bytes + from.prefix + peak > budget) break; /* only grows with j */
+        /* A bound below every state this segment can still make, which only
+         * grows with j: a dropped stage costs at least rate[k] per keep byte. */
+        double rest = excess - (double)before;
+        if (isfinite(b.rate[k]) &&
+            from.seconds + dropped_seconds + b.rate[k] * (fmax(rest, 0) - (double)b.max_keep[k]) >
+                b.upper)
+          break;
         uint64_t p = before + sm->inner_bytes[j] > peak ? before + sm->inner_bytes[j] : peak;
         uint64_t t = sm->transient_bytes[j] > transient ? sm->transient_bytes[j] : transient;
         uint64_t rebuilt = before + sm->keep_bytes[j] + t > p ? before + sm->keep_bytes[j] + t : p;
-        offer(sm, budget, &fronts[j], &from, i, j, STAGE_KEEP, sm->fixed_bytes + (j > k + 1 ? rebuilt : p),
-              dropped_seconds);
-        offer(sm, budget, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
+        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_KEEP,
+              sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds);
+        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
               dropped_seconds + sm->interior_seconds[j]);
         before += sm->keep_bytes[j], peak = p, transient = t;
         dropped_seconds += sm->interior_seconds[j] + sm->boundary_seconds[j];
@@ -313,25 +446,90 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
     for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
     modes[n] = fronts[n].s[best].mode;
     for (int i = fronts[n].s[best].parent; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
+  } else if (isfinite(b.upper)) { /* thinned fronts lost every path under it */
+    memcpy(modes, b.simple, (size_t)(n + 1) * sizeof *modes);
+    found = true;
   }
   for (int j = 0; j <= n; j++) free(fronts[j].s);
   free(fronts);
   free(all);
+  bound_free(&b);
   return found;
 }
 
+/* ---- long models: groups of stages ----
+ * Past MAX_SEARCH_STAGES stages the search runs on groups of g consecutive
+ * stages, each group one stage of a coarser model whose modes mean: KEEP,
+ * all its stages KEEP; CKPT, its last stage CKPT and the others DROP; DROP,
+ * all DROP. Its figures are those segment_peak gives such runs (a group's
+ * inner peak is its stages' kept values rebuilt in turn, as in a dropped
+ * run), so a coarse plan's peak is never below the fine plan it stands for:
+ * what fits there fits here. The search's cost then no longer grows with n. */
+enum { MAX_SEARCH_STAGES = 1024 };
+
+static StageModel coarsen(const StageModel *sm, int g) {
+  int n = (sm->n + g - 1) / g;
+  StageModel c = {.n = n, .fixed_bytes = sm->fixed_bytes};
+  c.keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  c.boundary_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  for (int s = 1; s <= sm->n; s++) {
+    int G = (s - 1) / g + 1;
+    bool last = s == sm->n || s % g == 0;
+    if (c.keep_bytes[G] + sm->inner_bytes[s] > c.inner_bytes[G])
+      c.inner_bytes[G] = c.keep_bytes[G] + sm->inner_bytes[s];
+    c.keep_bytes[G] += sm->keep_bytes[s];
+    if (sm->transient_bytes[s] > c.transient_bytes[G])
+      c.transient_bytes[G] = sm->transient_bytes[s];
+    c.interior_seconds[G] += sm->interior_seconds[s] + (last ? 0 : sm->boundary_seconds[s]);
+    if (last)
+      c.boundary_bytes[G] = sm->boundary_bytes[s], c.boundary_seconds[G] = sm->boundary_seconds[s];
+  }
+  return c;
+}
+
+static void free_stage_model(StageModel *sm) {
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
+  free(sm->interior_seconds), free(sm->boundary_seconds);
+}
+
+/* The fine modes of coarse modes cm over groups of g stages. */
+static void expand_groups(const StageMode *cm, int g, int n, StageMode *modes) {
+  for (int s = 1; s <= n; s++) {
+    StageMode m = cm[(s - 1) / g + 1];
+    bool last = s == n || s % g == 0;
+    modes[s] = m == STAGE_CKPT && !last ? STAGE_DROP : m;
+  }
+}
+
+/* Long models: the search over groups, or the best simple plan of the fine
+ * model when it fits and costs less. */
+static bool search_groups(const StageModel *sm, uint64_t budget, StageMode *modes) {
+  int n = sm->n, g = (n + MAX_SEARCH_STAGES - 1) / MAX_SEARCH_STAGES;
+  StageModel c = coarsen(sm, g);
+  StageMode *cm = xmalloc((size_t)(c.n + 1) * sizeof *cm),
+            *simple = xmalloc((size_t)(n + 1) * sizeof *simple);
+  bool found = search_stages(&c, budget, cm);
+  if (found) expand_groups(cm, g, n, modes);
+  double least = least_simple_plan(sm, budget, simple);
+  if (isfinite(least) && (!found || least < stage_model_seconds(sm, modes))) {
+    memcpy(modes, simple, (size_t)(n + 1) * sizeof *modes);
+    found = true;
+  }
+  free(cm), free(simple);
+  free_stage_model(&c);
+  return found;
+}
+
+bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) {
+  return sm->n <= MAX_SEARCH_STAGES ? search_stages(sm, budget, modes)
+                                    : search_groups(sm, budget, modes);
+}
+
 /* --------------------------------------------------------------- policies */
-
-static void modes_every(StageMode *modes, int n, int64_t every) {
-  for (int s = 1; s <= n; s++) modes[s] = s % every == 0 ? STAGE_CKPT : STAGE_DROP;
-  modes[n] = STAGE_KEEP;
-}
-
-/* Chen et al.: segments of about sqrt(n) stages, only their ends stored. */
-static int64_t sqrt_period(int n) {
-  int64_t k = (int64_t)llround(sqrt((double)n));
-  return k < 1 ? 1 : k;
-}
 
 /* ---------------------------------------------------------------- weaving */
 
@@ -340,22 +538,50 @@ typedef struct {
   Graph *out;
   const bool *recompute;
   int *clone; /* per forward id: its recomputed copy in `out`, -1 */
+  int *stack; /* forward_value's pending values (n_forward ids at most) */
 } Weaver;
 
-/* The id in `out` a backward node reads for forward value x. */
+/* The first input of forward value v that is recomputed and has no clone
+ * yet, or -1. */
+static int input_to_clone(const Weaver *w, int v) {
+  const Node *n = &w->g->nodes[v];
+  for (int k = 0; k < n->nin; k++)
+    if (w->recompute[n->in[k]] && w->clone[n->in[k]] < 0) return n->in[k];
+  return -1;
+}
+
+/* The id in `out` a backward node reads for forward value x: x when stored,
+ * else its clone, made after the clones of its recomputed inputs, in input
+ * order, depth first. A chain of recomputed values is as long as the model,
+ * so the depth-first walk keeps its path on a stack of its own: each value
+ * on it is an input of the one below (smaller ids upwards), so none is there
+ * twice. */
 static int forward_value(Weaver *w, int x) {
   if (!w->recompute[x]) return x;
   if (w->clone[x] >= 0) return w->clone[x];
-  Node c = w->g->nodes[x];
-  for (int k = 0; k < c.nin; k++) c.in[k] = forward_value(w, c.in[k]);
-  c.recompute_of = x;
-  c.pin = PIN_NONE;
-  return w->clone[x] = graph_push(w->out, &c);
+  int depth = 0;
+  w->stack[depth++] = x;
+  while (depth > 0) {
+    int v = w->stack[depth - 1], next = input_to_clone(w, v);
+    if (next >= 0) {
+      w->stack[depth++] = next;
+      continue;
+    }
+    Node c = w->g->nodes[v];
+    for (int k = 0; k < c.nin; k++)
+      if (w->recompute[c.in[k]]) c.in[k] = w->clone[c.in[k]];
+    c.recompute_of = v;
+    c.pin = PIN_NONE;
+    w->clone[v] = graph_push(w->out, &c);
+    depth--;
+  }
+  return w->clone[x];
 }
 
 static Graph *weave_recompute(const Graph *g, const bool *recompute) {
   Weaver w = {.g = g, .out = graph_copy_header(g), .recompute = recompute};
   w.clone = xmalloc((size_t)g->n_forward * sizeof *w.clone);
+  w.stack = xmalloc((size_t)g->n_forward * sizeof *w.stack);
   int *map = xmalloc((size_t)g->n * sizeof *map);
   for (int v = 0; v < g->n_forward; v++) {
     w.clone[v] = -1;
@@ -370,10 +596,25 @@ static Graph *weave_recompute(const Graph *g, const bool *recompute) {
   if (g->loss_seed >= 0) w.out->loss_seed = map[g->loss_seed];
   free(map);
   free(w.clone);
+  free(w.stack);
   return w.out;
 }
 
 /* ------------------------------------------------------------------- plans */
+
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* program_schedule or program_build, its time added to the plan's. */
+static Program *timed_schedule(Plan *pl, const Graph *g, Program *(*make)(const Graph *)) {
+  double start = seconds_now();
+  Program *p = make(g);
+  pl->schedule_seconds += seconds_now() - start;
+  return p;
+}
 
 static uint64_t optimizer_state_bytes(const Graph *g, uint64_t param_bytes) {
   if (g->train.run.optimizer == TRC_ADAMW) return 2 * param_bytes;
@@ -419,7 +660,7 @@ static void realize(Plan *pl, const Graph *g) {
   graph_free(pl->graph);
   pl->graph = weave_recompute(g, pl->recompute);
   pl->graph->train.checkpoint = pl->spec;
-  pl->program = program_schedule(pl->graph);
+  pl->program = timed_schedule(pl, pl->graph, program_schedule);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
   predict_times(pl);
@@ -527,7 +768,7 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   pl->model.n = assign_stages(pl, g, *live);
   pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
   /* The fixed part of the peak: everything but the activations. */
-  Program *bare = program_schedule(g);
+  Program *bare = timed_schedule(pl, g, program_schedule);
   build_model(pl, g, *live, bare->activation_offset + optimizer_state_bytes(g, bare->param_bytes));
   program_free(bare);
   return pl;
@@ -537,7 +778,7 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
 static Plan *plan_finish(Plan *pl, bool *live) {
   free(live);
   program_free(pl->program);
-  pl->program = program_build(pl->graph);
+  pl->program = timed_schedule(pl, pl->graph, program_build);
   return pl;
 }
 
@@ -583,9 +824,7 @@ void plan_free(Plan *pl) {
   if (!pl) return;
   program_free(pl->program);
   graph_free(pl->graph);
-  StageModel *sm = &pl->model;
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
-  free(sm->interior_seconds), free(sm->boundary_seconds);
+  free_stage_model(&pl->model);
   free(pl->modes);
   free(pl->recompute);
   free(pl->stage);

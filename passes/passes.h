@@ -123,8 +123,11 @@ typedef struct {
 /* The model's peak and recompute time for modes[1..n] (see docs/planner.md). */
 uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes);
 double stage_model_seconds(const StageModel *sm, const StageMode *modes);
-/* The modes of least model time whose model peak fits in budget (an exact
- * dynamic program over segments); false when none fits. */
+/* The modes of least model time whose model peak fits in budget (a dynamic
+ * program over segments, exact while its fronts and segments stay within
+ * the limits of checkpoint.c; past them near-optimal, and never worse than
+ * the best of off, every 1..4 and sqrt's period that fits); false when none
+ * is found. */
 bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes);
 
 typedef struct {
@@ -142,6 +145,8 @@ typedef struct {
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */
   uint64_t peak_bytes;     /* arena + optimizer state: what the budget bounds */
+  double schedule_seconds; /* of the time planning took, what the schedules and
+                              memory plans of its candidates took (--time-phases) */
 } Plan;
 
 /* Plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is the

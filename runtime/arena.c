@@ -1,8 +1,7 @@
 /* arena.c — the one block of memory a trainer computes in (and the
  * optimizer state, allocated the same way). Allocated once, asked for huge
  * pages, and touched page by page before training starts: a fresh page costs
- * ~12 us here on first touch, which would otherwise land in the first steps
- * (see DESIGN.md, performance facts). */
+ * ~12 us here on first touch, which would otherwise land in the first steps. */
 #define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "rt_internal.h"
 

@@ -81,15 +81,16 @@ static int64_t load_index(const trc_input *in, const unsigned char *data, uint64
   return v;
 }
 
+/* `ignore`: a label that is also allowed (cross_entropy's ignore), or NULL. */
 static int check_index_limit(const trc_input *in, const unsigned char *data, int64_t rows,
-                             const char *path, trc_error *err) {
+                             const int64_t *ignore, const char *path, trc_error *err) {
   uint64_t per = trc_input_example_elems(in), n = (uint64_t)rows * per;
   for (uint64_t i = 0; i < n; i++) {
     int64_t v = load_index(in, data, i);
-    if (v < 0 || v >= in->index_limit)
-      return trc_fail_at(err, path, "input '%s': value %lld at row %llu is outside [0, %lld)",
+    if ((v < 0 || v >= in->index_limit) && !(ignore && v == *ignore))
+      return trc_fail_at(err, path, "input '%s': value %lld at row %llu is outside [0, %lld)%s",
                          in->name, (long long)v, (unsigned long long)(i / per),
-                         (long long)in->index_limit);
+                         (long long)in->index_limit, ignore ? " and not ignored" : "");
   }
   return 0;
 }
@@ -241,7 +242,7 @@ static int load_array(trc_source *src, const trc_input *in, unsigned char **data
   *rows = h.dims[0];
   if (read_elements(src, &h, in, dst, err) || check_end(src, &h, err) ||
       (in->dtype == TRC_F32 && check_finite(in, dst, *rows, src->path, err)) ||
-      (in->index_limit > 0 && check_index_limit(in, dst, *rows, src->path, err))) {
+      (in->index_limit > 0 && check_index_limit(in, dst, *rows, NULL, src->path, err))) {
     free(dst);
     return -1;
   }
@@ -282,13 +283,18 @@ int trc_find_input_file(const char *dir, const char *name, char *path, size_t ca
 static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *ds,
                        char *first_path, size_t cap, trc_error *err) {
   const trc_input *in = &m->inputs[i];
+  trc_input labels = *in; /* ignored labels: checked below, with their exception */
+  const int ignored = trc_ignore_input(m) == i;
+  labels.index_limit = ignored ? 0 : in->index_limit;
   char path[4096];
   int64_t rows;
   if (trc_find_input_file(dir, in->name, path, sizeof path, err) ||
-      trc_input_load_file(path, in, &ds->columns[i].data, &rows, err))
+      trc_input_load_file(path, &labels, &ds->columns[i].data, &rows, err))
+    return -1;
+  ds->n_columns = i + 1; /* freed with the dataset from here on */
+  if (ignored && check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;
-  ds->n_columns = i + 1;
   if (i == 0) {
     ds->n = rows;
     snprintf(first_path, cap, "%s", path);

@@ -1,5 +1,7 @@
 /* dump.c — `--dump-step FILE`: one forward and backward on the first batch of
- * --data (rows 0..B-1 in file order, no shuffling) with loss seed 1, written
+ * --data (rows 0..B-1 in file order, no shuffling) with loss seed 1 (with
+ * ignored labels: 1 / the labels that count, and "loss" is their mean, as
+ * PyTorch's cross_entropy(ignore_index=...) gives it), written
  * as a .safetensors file for comparison with a reference implementation
  * (tests/torch/ compares it with PyTorch on the same weights):
  *   "loss"          f32[]                  the model's loss
@@ -17,17 +19,19 @@
 /* Runs the step on rows 0..B-1 (`rows` holds B); gradients start at zero, so they are this batch's alone. */
 static float forward_backward(const trc_model *m, char *arena, const trc_dataset *ds,
                               uint64_t seed, int64_t *rows) {
-  const float loss_seed = 1.0f;
   trc_set_mode(m, arena, trc_rng_key(seed, TRC_STREAM_DROPOUT, 0), 1);
   for (int64_t r = 0; r < m->batch; r++) rows[r] = r;
   trc_dataset_gather(ds, m, rows, m->batch, arena);
+  /* with ignored labels the loss is a sum: the mean over the labels that count */
+  int64_t labels = trc_ignore_input(m) >= 0 ? trc_count_labels_in_arena(m, arena) : 1;
+  const float loss_seed = labels > 0 ? 1.0f / (float)labels : 0.0f;
   memset(arena + m->grad_offset, 0, m->param_count * sizeof(float));
   memcpy(arena + m->loss_seed_offset, &loss_seed, sizeof loss_seed);
   m->forward(arena);
   m->backward(arena, NULL);
   float loss;
   memcpy(&loss, arena + m->loss_offset, sizeof loss);
-  return loss;
+  return loss * loss_seed;
 }
 
 /* Tensor list: loss, predict (if any), then one gradient per parameter, each

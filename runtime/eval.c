@@ -18,8 +18,9 @@ int trc_evaluator_init(trc_evaluator *ev, const trc_model *m, trc_error *err) {
   memset(ev, 0, sizeof *ev);
   ev->classify = m->has_predict && m->label_input >= 0;
   ev->rows = malloc((size_t)m->batch * sizeof *ev->rows);
-  ev->sums = malloc((size_t)(EVAL_SUMS + 3 * (m->has_predict ? m->predict_classes : 0)) *
-                    sizeof *ev->sums);
+  const int64_t c = m->has_predict ? m->predict_classes : 0;
+  const int64_t matrix = c <= TRC_CONFUSION_MAX_CLASSES ? c * c : 0;
+  ev->sums = malloc((size_t)(EVAL_SUMS + 3 * c + matrix) * sizeof *ev->sums);
   if (!ev->rows || !ev->sums) {
     trc_evaluator_free(ev);
     return trc_fail(err, "out of memory (evaluation)");
@@ -49,7 +50,8 @@ int trc_check_labels(const trc_model *m, const trc_dataset *ds, const char *what
       y = col[r];
     else
       memcpy(&y, col + 4 * r, 4);
-    if (y < 0 || y >= m->predict_classes)
+    if ((y < 0 || y >= m->predict_classes) &&
+        !(trc_ignore_input(m) == m->label_input && y == m->ignore_label))
       return trc_fail_at(err, what,
                          "label '%s' of row %lld is %d, outside the model's %lld classes", in->name,
                          (long long)(r / m->predict_rows), (int)y, (long long)m->predict_classes);
@@ -63,31 +65,55 @@ static void batch_rows(int64_t *rows, int64_t batch, int64_t first, int64_t n) {
 }
 
 /* Adds every rank's counts into every rank's: [examples, correct, ce_sum,
- * loss_sum, full_batches, then true_pos, false_pos, false_neg per class].
- * The metrics count predictions: `rows` per example (tokens of a sequence). */
-static void reduce_over_ranks(trc_evaluator *ev, int64_t rows, int64_t *examples, double *loss_sum,
+ * loss_sum, full_batches, predictions, then true_pos, false_pos, false_neg
+ * per class, then the confusion matrix when there is one]. The metrics count
+ * predictions: one per label that counts (a row of an example, a token of a
+ * sequence; ignored labels are not). */
+static void reduce_over_ranks(trc_evaluator *ev, int64_t *examples, double *loss_sum,
                               int64_t *full_batches) {
   trc_metrics *mt = &ev->metrics;
-  const int64_t c = ev->classify ? mt->classes : 0;
+  const int64_t c = ev->classify ? mt->classes : 0, matrix = mt->confusion ? c * c : 0;
   int64_t *per_class[3] = {mt->true_pos, mt->false_pos, mt->false_neg};
+  double *cells = ev->sums + EVAL_SUMS + 3 * c;
   double *s = ev->sums;
   s[0] = (double)*examples;
   s[1] = (double)mt->correct;
   s[2] = mt->ce_sum;
   s[3] = *loss_sum;
   s[4] = (double)*full_batches;
+  s[5] = (double)mt->examples;
   for (int a = 0; a < 3; a++)
     for (int64_t k = 0; k < c; k++) s[EVAL_SUMS + a * c + k] = (double)per_class[a][k];
-  trc_comm_allreduce_f64(s, (uint64_t)(EVAL_SUMS + 3 * c));
+  for (int64_t k = 0; k < matrix; k++) cells[k] = (double)mt->confusion[k];
+  trc_comm_allreduce_f64(s, (uint64_t)(EVAL_SUMS + 3 * c + matrix));
   *examples = (int64_t)s[0];
   *loss_sum = s[3];
   *full_batches = (int64_t)s[4];
   if (!ev->classify) return;
-  mt->examples = *examples * rows;
+  mt->examples = (int64_t)s[5];
   mt->correct = (int64_t)s[1];
   mt->ce_sum = s[2];
   for (int a = 0; a < 3; a++)
     for (int64_t k = 0; k < c; k++) per_class[a][k] = (int64_t)s[EVAL_SUMS + a * c + k];
+  for (int64_t k = 0; k < matrix; k++) mt->confusion[k] = (int64_t)cells[k];
+}
+
+static void set_metric(trc_eval_result *r, int metric, double value) {
+  r->value[metric] = value;
+  r->has |= 1u << metric;
+}
+
+/* The classification metrics the run asked for (bit i of cfg->metrics is
+ * metric i), from the summed counts. */
+static void classification_metrics(const trc_metrics *mt, unsigned metrics, trc_eval_result *out) {
+  const double values[TRC_EVAL_METRICS] = {
+      [TRC_EVAL_ACCURACY] = trc_metrics_accuracy(mt),
+      [TRC_EVAL_F1] = trc_metrics_task_f1(mt),
+      [TRC_EVAL_F1_MACRO] = trc_metrics_macro_f1(mt),
+      [TRC_EVAL_F1_BINARY] = mt->classes == 2 && mt->examples ? trc_metrics_f1(mt, 1) : NAN,
+  };
+  for (int i = TRC_EVAL_ACCURACY; i < TRC_EVAL_METRICS; i++)
+    if (metrics >> i & 1) set_metric(out, i, values[i]);
 }
 
 void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config *cfg, char *arena,
@@ -106,6 +132,10 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
     if (valid == B) {
       float loss;
       memcpy(&loss, arena + m->loss_offset, sizeof loss);
+      if (trc_ignore_input(m) >= 0) { /* a sum over the labels that count: their mean */
+        int64_t labels = trc_count_labels_in_arena(m, arena);
+        loss = labels > 0 ? loss / (float)labels : 0.0f;
+      }
       loss_sum += loss;
       full_batches++;
     }
@@ -115,17 +145,11 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
                       valid * m->predict_rows);
   }
   int64_t examples = ds->n;
-  reduce_over_ranks(ev, m->predict_rows, &examples, &loss_sum, &full_batches);
+  reduce_over_ranks(ev, &examples, &loss_sum, &full_batches);
   out->examples = examples;
-  if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY) {
-    out->loss = trc_metrics_cross_entropy(&ev->metrics);
-    out->has_loss = 1;
-  } else if (full_batches > 0) {
-    out->loss = loss_sum / (double)full_batches;
-    out->has_loss = 1;
-  }
-  out->has_accuracy = ev->classify && (cfg->metrics & TRC_METRIC_ACCURACY);
-  out->has_f1 = ev->classify && (cfg->metrics & TRC_METRIC_F1);
-  if (out->has_accuracy) out->accuracy = trc_metrics_accuracy(&ev->metrics);
-  if (out->has_f1) out->f1 = trc_metrics_macro_f1(&ev->metrics);
+  if (ev->classify && m->loss_kind == TRC_LOSS_CROSS_ENTROPY)
+    set_metric(out, TRC_EVAL_LOSS, trc_metrics_cross_entropy(&ev->metrics));
+  else if (full_batches > 0)
+    set_metric(out, TRC_EVAL_LOSS, loss_sum / (double)full_batches);
+  if (ev->classify) classification_metrics(&ev->metrics, cfg->metrics, out);
 }

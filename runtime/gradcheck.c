@@ -34,7 +34,9 @@ typedef struct {
   double max_grad, max_abs, max_rel;
 } param_report;
 
-static void fill_input(const trc_input *in, int index, int64_t batch, uint64_t seed, char *slot) {
+/* `ignore`: the ignored label of this input (every third value), or NULL. */
+static void fill_input(const trc_input *in, int index, int64_t batch, uint64_t seed,
+                       const int64_t *ignore, char *slot) {
   uint64_t key = trc_rng_key(seed, TRC_STREAM_GRADCHECK, (uint64_t)index);
   uint64_t n = (uint64_t)batch * trc_input_example_elems(in);
   uint64_t range = in->index_limit > 0 ? (uint64_t)in->index_limit : in->dtype == TRC_U8 ? 256 : 10;
@@ -46,6 +48,7 @@ static void fill_input(const trc_input *in, int index, int64_t batch, uint64_t s
       slot[i] = (char)(uint8_t)(trc_rng_u64(key, i) % range);
     } else {
       int32_t v = (int32_t)(trc_rng_u64(key, i) % range);
+      if (ignore && i % 3 == 1) v = (int32_t)*ignore; /* rows that count for nothing */
       memcpy(slot + 4 * i, &v, 4);
     }
   }
@@ -132,7 +135,8 @@ int trc_gradcheck(const trc_model *m, char *arena, uint64_t seed, FILE *out, trc
    * backward rule is checked like any other. */
   trc_set_mode(m, arena, trc_rng_key(seed, TRC_STREAM_DROPOUT, 0), 1);
   for (int i = 0; i < m->n_inputs; i++)
-    fill_input(&m->inputs[i], i, m->batch, seed, arena + m->inputs[i].offset);
+    fill_input(&m->inputs[i], i, m->batch, seed, trc_ignore_input(m) == i ? &m->ignore_label : NULL,
+               arena + m->inputs[i].offset);
   double L0 = forward_backward(m, arena), again = loss_of(m, arena);
   if (!isfinite(L0)) return trc_fail(err, "gradcheck: the loss is %g at the initial point", L0);
   if (again != L0)

@@ -130,9 +130,7 @@ static int parse_escape(trc_json *j, char *out, size_t *n) {
   return 0;
 }
 
-/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
- * no overlong forms, no surrogates, nothing above U+10FFFF. */
-static size_t utf8_sequence(const unsigned char *p, const unsigned char *end) {
+size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end) {
   size_t len = p[0] >= 0xF0 ? 4 : p[0] >= 0xE0 ? 3 : p[0] >= 0xC2 ? 2 : 0;
   if (len == 0 || p[0] > 0xF4 || (size_t)(end - p) < len) return 0;
   for (size_t i = 1; i < len; i++)
@@ -150,7 +148,8 @@ static int decode_char(trc_json *j, char *s, size_t *n) {
     j->p++;
     return parse_escape(j, s, n);
   }
-  size_t seq = c >= 0x80 ? utf8_sequence((const unsigned char *)j->p, (const unsigned char *)j->end)
+  const unsigned char *p = (const unsigned char *)j->p, *end = (const unsigned char *)j->end;
+  size_t seq = c >= 0x80 ? trc_utf8_sequence(p, end)
                          : c >= 0x20;
   if (seq == 0) return -1;
   memcpy(s + *n, j->p, seq);
@@ -197,3 +196,72 @@ int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err) {
   *out = v;
   return 0;
 }
+
+/* A number's syntax (RFC 8259): -? int frac? exp? */
+static int skip_number(trc_json *j) {
+  const char *p = j->p;
+  if (p < j->end && *p == '-') p++;
+  if (p >= j->end || *p < '0' || *p > '9') return -1;
+  if (*p == '0') p++;
+  else
+    while (p < j->end && *p >= '0' && *p <= '9') p++;
+  if (p < j->end && *p == '.') {
+    if (++p >= j->end || *p < '0' || *p > '9') return -1;
+    while (p < j->end && *p >= '0' && *p <= '9') p++;
+  }
+  if (p < j->end && (*p == 'e' || *p == 'E')) {
+    p++;
+    if (p < j->end && (*p == '+' || *p == '-')) p++;
+    if (p >= j->end || *p < '0' || *p > '9') return -1;
+    while (p < j->end && *p >= '0' && *p <= '9') p++;
+  }
+  j->p = p;
+  return 0;
+}
+
+static int skip_word(trc_json *j, const char *word) {
+  size_t n = strlen(word);
+  if ((size_t)(j->end - j->p) < n || memcmp(j->p, word, n) != 0) return -1;
+  j->p += n;
+  return 0;
+}
+
+static int skip_nested(trc_json *j, int depth, trc_error *err);
+
+/* The members of an object or the elements of an array, after its opening. */
+static int skip_members(trc_json *j, int object, int depth, trc_error *err) {
+  char close = object ? '}' : ']';
+  if (trc_json_accept(j, close)) return 0;
+  do {
+    if (object) {
+      char *key;
+      if (trc_json_string(j, &key, err)) return -1;
+      free(key);
+      if (trc_json_expect(j, ':', err)) return -1;
+    }
+    if (skip_nested(j, depth + 1, err)) return -1;
+  } while (trc_json_accept(j, ','));
+  return trc_json_expect(j, close, err);
+}
+
+static int skip_nested(trc_json *j, int depth, trc_error *err) {
+  if (depth > 64) return trc_json_fail(j, err, "at most 64 levels of nesting");
+  skip_space(j);
+  if (j->p >= j->end) return trc_json_fail(j, err, "a value");
+  char c = *j->p;
+  if (c == '"') {
+    char *s;
+    if (trc_json_string(j, &s, err)) return -1;
+    free(s);
+    return 0;
+  }
+  if (c == '{' || c == '[') {
+    j->p++;
+    return skip_members(j, c == '{', depth, err);
+  }
+  int bad = c == 't' ? skip_word(j, "true") : c == 'f' ? skip_word(j, "false")
+            : c == 'n' ? skip_word(j, "null") : skip_number(j);
+  return bad ? trc_json_fail(j, err, "a value") : 0;
+}
+
+int trc_json_skip_value(trc_json *j, trc_error *err) { return skip_nested(j, 0, err); }

@@ -88,8 +88,8 @@ static int check_config(const trc_train_config *c, trc_error *err) {
     return trc_fail(err, "defaults: local_sgd must be >= 1 and local_sgd_warmup >= 0");
   if (!(c->outer_lr >= 0 && c->outer_momentum >= 0 && c->outer_momentum < 1))
     return trc_fail(err, "defaults: outer lr must be >= 0 and outer momentum in [0, 1)");
-  if (!(c->val_split >= 0 && c->val_split < 1))
-    return trc_fail(err, "defaults: val_split must be in [0, 1)");
+  if (!(c->validation >= 0 && c->validation < 1))
+    return trc_fail(err, "defaults: validation must be in [0, 1)");
   if (!isfinite(c->lr) || c->lr < 0) return trc_fail(err, "defaults: lr must be finite and >= 0");
   return 0;
 }
@@ -119,6 +119,11 @@ int trc_model_check(const trc_model *m, trc_error *err) {
     return trc_fail(err, "model descriptor: loss, loss seed, rng key or training flag outside the arena");
   if ((unsigned)m->loss_kind > TRC_LOSS_OTHER)
     return trc_fail(err, "model descriptor: unknown loss kind");
+  if (m->has_ignore &&
+      (m->ignore_input < 0 || m->ignore_input >= m->n_inputs || m->ignore_label >= 0 ||
+       m->inputs[m->ignore_input].dtype != TRC_I32 || m->inputs[m->ignore_input].index_limit < 1))
+    return trc_fail(err, "model descriptor: ignored labels need an i32 index input and a "
+                         "negative label");
   if (m->has_predict) {
     uint64_t bytes;
     if (m->predict_classes < 1 || m->predict_rows < 1 || m->predict_offset % 4 ||

@@ -76,7 +76,7 @@ int trc_optimizer_init(trc_optimizer *o, const trc_train_config *cfg, uint64_t c
   int needs_m = cfg->optimizer == TRC_ADAMW || cfg->momentum != 0.0;
   int needs_v = cfg->optimizer == TRC_ADAMW;
   /* Zeroed and touched now, as the arena: fresh pages would otherwise cost
-   * ~12 us each inside the first step (DESIGN.md). */
+   * ~12 us each inside the first step (measured on this project's machine). */
   if (needs_m && !(o->m = (float *)trc_arena_alloc(bytes, err))) return -1;
   if (needs_v && !(o->v = (float *)trc_arena_alloc(bytes, err))) {
     trc_optimizer_free(o);

@@ -16,8 +16,8 @@ typedef struct {
   int stream;
 } output;
 
-/* Fails when `out` is a data file of --data or --eval-data, or the --init
- * file (which --save may replace). */
+/* Fails when `out` is a data file of --data or --eval-data, a --text or
+ * --eval-text file, or the --init file (which --save may replace). */
 static int check_not_input(const trc_model *m, const trc_options *o, const output *out,
                            trc_error *err) {
   const char *dirs[2] = {o->data_dir, o->eval_dir};
@@ -29,6 +29,11 @@ static int check_not_input(const trc_model *m, const trc_options *o, const outpu
           trc_same_file(out->path, path))
         return trc_fail_at(err, out->path, "%s names the input file %s; refusing to overwrite it",
                            out->flag, path);
+  const char *texts[2] = {o->text_path, o->eval_text_path};
+  for (int d = 0; d < 2; d++)
+    if (texts[d] && trc_same_file(out->path, texts[d]))
+      return trc_fail_at(err, out->path, "%s names the text file %s; refusing to overwrite it",
+                         out->flag, texts[d]);
   if (o->init_path && strcmp(out->flag, "--save") != 0 && trc_same_file(out->path, o->init_path))
     return trc_fail_at(err, out->path, "%s names the --init file; refusing to overwrite it",
                        out->flag);

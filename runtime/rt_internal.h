@@ -31,7 +31,7 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 
 /* Independent random streams (rng.c keys). */
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
-       TRC_STREAM_SAMPLE = 5 };
+       TRC_STREAM_SAMPLE = 5, TRC_STREAM_HOLDOUT = 6 };
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
@@ -145,6 +145,11 @@ int trc_json_string(trc_json *j, char **out, trc_error *err); /* malloc'ed, no N
 int trc_json_u64(trc_json *j, uint64_t *out, trc_error *err);
 int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
+/* Skips one value of any kind (nested at most 64 deep). */
+int trc_json_skip_value(trc_json *j, trc_error *err);
+/* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
+ * no overlong forms, no surrogates, nothing above U+10FFFF. */
+size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);
 
 /* ---- the train config, field by field (config.c) ---- */
 
@@ -152,11 +157,17 @@ int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 enum { TRC_CONFIG_FIELDS = 0 TRC_TRAIN_CONFIG(TRC_CONFIG_COUNT_FIELD) };
 typedef struct {
   const char *name, *help; /* the field's name and help line in TRC_TRAIN_CONFIG */
+  const char *metavar;     /* what its flag's value looks like: "N", "X", "yes|no", ... */
+  char flag[40];           /* its flag, without the dashes before it: "weight-decay" */
   int shapes_run;          /* its RUN column */
   char value[48];          /* the value as text, exact ("0.9", "adamw", "yes") */
 } trc_config_field;
 /* Every field of c, in the table's order. */
 void trc_config_fields(const trc_train_config *c, trc_config_field out[TRC_CONFIG_FIELDS]);
+/* Field number `field` of c from a flag's text, parsed by its kind and
+ * checked against its range; messages name the flag (--FLAG). */
+int trc_config_set(trc_train_config *c, int field, const char *flag, const char *text,
+                   trc_error *err);
 
 /* ---- the step schedule (steps.c) ---- */
 
@@ -241,17 +252,48 @@ struct trc_step {
   double lr;           /* this step's learning rate */
   int overlap;         /* bucketed all-reduces allowed (not --no-overlap) */
   int params_averaged; /* set by trc_step_average_parameters */
+  int64_t labels;      /* with ignored labels: the window's labels that count, this */
+  int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
+  double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped) */
 };
 
 /* ---- resumable state (state.c) ---- */
+
+/* What one evaluation found (eval.c). */
+typedef struct {
+  double value[TRC_EVAL_METRICS]; /* by TRC_EVAL_* */
+  unsigned has;                   /* bit i: value[i] was computed */
+  int64_t examples;
+} trc_eval_result;
+
+/* The best evaluation so far (best.c), for --load-best and --early-stopping. */
+typedef struct {
+  int metric;          /* TRC_EVAL_*: lower is better for eval_loss, higher otherwise */
+  int64_t patience;    /* --early-stopping (0: never stop) */
+  double threshold;    /* --early-stopping-threshold */
+  float *weights;      /* --load-best: the best evaluation's parameters; else NULL */
+  uint64_t count;      /* parameters (f32) */
+  int64_t step;        /* the step of the best evaluation; 0: none yet */
+  double value;        /* its metric */
+  int64_t bad_evals;   /* evaluations since the last improvement beyond the threshold */
+} trc_best;
+
+int trc_best_init(trc_best *b, const trc_options *o, uint64_t count, trc_error *err);
+void trc_best_free(trc_best *b);
+/* After an evaluation at `step` of the parameters `params`. */
+void trc_best_update(trc_best *b, const trc_eval_result *r, int64_t step, const float *params);
+/* 1 when --early-stopping's patience has run out. */
+int trc_best_stops(const trc_best *b);
 
 typedef struct {
   const trc_model *model;
   char *arena;
   trc_optimizer *opt;
   trc_sync *sync;
+  trc_best *best;          /* its counters and weights are saved too */
   int64_t step;            /* optimizer steps done */
   int in_sync;             /* the ranks hold the same parameters */
+  int64_t keep;            /* --save-total-limit: states kept, 0: all */
   const char *fingerprint; /* what shapes the run; a state saved by another run is refused */
 } trc_run_state;
 
@@ -259,10 +301,22 @@ typedef struct {
  * before training, not at the first save. */
 int trc_state_prepare(const char *dir, trc_error *err);
 /* Writes DIR/state-STEP.rank-R.safetensors atomically, then (after every
- * rank has) removes this rank's older ones. Collective: every rank calls it. */
+ * rank has) removes this rank's older ones beyond the newest st->keep.
+ * Collective: every rank calls it. */
 int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err);
 /* Loads the newest step saved by every rank. Collective. */
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err);
+
+/* ---- ignored labels (labels.c): cross_entropy(..., ignore = L) ---- */
+/* The input whose labels may be ignored (has_ignore), -1 if none. The model's
+ * loss is then a sum over the labels that count, which the runtime divides
+ * by their number. */
+int trc_ignore_input(const trc_model *m);
+/* Labels that count (not ignored) in rows[0..count) of ds. */
+int64_t trc_count_labels(const trc_model *m, const trc_dataset *ds, const int64_t *rows,
+                         int64_t count);
+/* The same for the batch now in the arena's input slot. */
+int64_t trc_count_labels_in_arena(const trc_model *m, const char *arena);
 
 /* ---- pieces of trc_main (train.c) ---- */
 
@@ -275,15 +329,10 @@ int trc_ranks_agree(const trc_model *m, const trc_options *o, const char *arena,
  * same file; then removes the temp files interrupted saves left (outputs.c). */
 int trc_check_outputs(const trc_model *m, const trc_options *o, int rank, trc_error *err);
 
-typedef struct {
-  double loss, accuracy, f1;
-  int has_loss, has_accuracy, has_f1;
-  int64_t examples;
-} trc_eval_result;
-
 /* Evaluation state, allocated once: a row list for one batch, metrics, and
- * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class). */
-enum { EVAL_SUMS = 5 };
+ * the sums reduced across ranks (EVAL_SUMS scalars, then 3 per class, then
+ * the confusion matrix when the metrics keep one). */
+enum { EVAL_SUMS = 6 };
 typedef struct {
   int64_t *rows;
   double *sums;
@@ -300,19 +349,28 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *model, const trc_train_con
                   char *arena, const trc_dataset *ds, trc_eval_result *out);
 int trc_check_labels(const trc_model *model, const trc_dataset *ds, const char *what,
                      trc_error *err);
+/* The per-class precision, recall, F1, support and the confusion matrix of
+ * the metrics (report.c); nothing without a confusion matrix. */
+void trc_report_classes(const trc_metrics *mt, FILE *out);
 
 typedef struct {
   int64_t step; /* optimizer steps done */
   double epoch, loss, lr, examples_per_s, seconds;
+  double grad_norm;   /* before clipping (under MPI, the mean over the ranks) */
   int64_t syncs;      /* cumulative, see trc_sync */
   uint64_t comm_bytes;
   double comm_seconds;
+  int64_t page_faults; /* inside the steps since the last record (whole process) */
 } trc_step_record;
 
 typedef struct {
   FILE *f; /* NULL: no log */
   const char *path;
   int failed; /* a write failed (said once on stderr) */
+  trc_tensorboard tb;  /* --tensorboard: the same numbers as scalars (opened by the
+                          caller, before or after trc_log_open; closed with the log) */
+  const char *group;   /* the record being written: "train", "eval", "memory" */
+  int64_t step;
 } trc_log;
 
 /* append: continue a resumed run's log instead of truncating it. A regular
@@ -322,6 +380,10 @@ void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);
 void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water);
+/* The per-class report of the last evaluation (nothing without a confusion
+ * matrix), and which evaluation --load-best restored. */
+void trc_log_classes(trc_log *log, int64_t step, const trc_metrics *mt);
+void trc_log_best(trc_log *log, int64_t step, const trc_best *best);
 
 typedef struct {
   int64_t total;

@@ -165,7 +165,7 @@ static int parse_member(trc_json *j, trc_st_header *h, int *cap, int *seen_metad
                         trc_error *err) {
   char *name;
   if (trc_json_string(j, &name, err)) return -1;
-  if (strcmp(name, "__metadata__") == 0) {
+  if (strcmp(name, TRC_SAFETENSORS_METADATA) == 0) {
     free(name);
     if ((*seen_metadata)++) return trc_fail(err, "__metadata__ repeated");
     return trc_json_expect(j, ':', err) ? -1 : parse_metadata(j, h, err);
@@ -290,7 +290,7 @@ static void write_header_json(FILE *f, const st_file *s) {
             (unsigned long long)end);
     offset = end;
   }
-  fputs("\"__metadata__\":{\"format\":\"pt\",\"trainc_model\":", f);
+  fputs("\"" TRC_SAFETENSORS_METADATA "\":{\"format\":\"pt\",\"trainc_model\":", f);
   trc_json_write_string(f, s->model_name);
   for (int i = 0; i < s->n_meta; i++) {
     fputc(',', f);

@@ -1,19 +1,22 @@
 /* state.c — resumable training state (--save-state DIR, --resume DIR).
  *
  * Each rank writes its own file DIR/state-STEP.rank-R.safetensors: the
- * parameters under their names, the optimizer's moment arrays and the outer
- * optimizer's anchor and momentum as flat F32 tensors, and in __metadata__ the
- * counters (steps done, optimizer steps, syncs, bytes and seconds of
- * communication) and a fingerprint of everything that shapes the run (ranks,
- * batch, schedule, seed, ...), and a CRC-32 over the tensor data and those
- * values, so a damaged file is refused rather than resumed into another run.
+ * parameters under their names, the optimizer's moment arrays, the outer
+ * optimizer's anchor and momentum and --load-best's best weights as flat F32
+ * tensors, and in __metadata__ the counters (steps done, optimizer steps,
+ * syncs, bytes and seconds of communication, the best evaluation's step and
+ * value and the evaluations since it improved), a fingerprint of everything
+ * that shapes the run (ranks, batch, schedule, seed, ...), and a CRC-32 over
+ * the tensor data and those values, so a damaged file is refused rather than
+ * resumed into another run.
  * The data order and every random number are functions of (seed, step), so
  * the step number restores them.
  *
  * A file is written atomically (temp file, fsync, rename, fsync of DIR).
  * Saving is: write the new file, wait for every rank (barrier), then delete
- * this rank's older files. So at any instant some step has a complete file on
- * every rank, and --resume takes the newest such step. */
+ * this rank's files older than the newest --save-total-limit ones. So at any
+ * instant some step has a complete file on every rank, and --resume takes
+ * the newest such step. */
 #include "rt_internal.h"
 
 #include <ctype.h>
@@ -29,9 +32,10 @@
 
 /* The __metadata__ a state file carries: the counters, the fingerprint,
  * then "checksum", over the tensor data and these values. */
-enum { N_COUNTERS = 6, N_KEYS = N_COUNTERS + 1, MAX_STATE_ARRAYS = 4 };
+enum { N_COUNTERS = 9, N_KEYS = N_COUNTERS + 1, MAX_STATE_ARRAYS = 5 };
 static const char *const meta_keys[N_KEYS] = {
-    "step", "optimizer_step", "in_sync", "syncs", "comm_bytes", "comm_seconds", "fingerprint"};
+    "step",         "optimizer_step", "in_sync",    "syncs",     "comm_bytes",
+    "comm_seconds", "best_step",      "best_value", "bad_evals", "fingerprint"};
 static const char *const *const counter_names = meta_keys;
 
 static void state_path(char *out, size_t cap, const char *dir, int64_t step, int rank) {
@@ -62,23 +66,60 @@ static int is_regular(const char *dir, const char *name) {
  * (-1 when none), or -2 when dir cannot be read. Names of other shapes, and
  * state names that are not regular files, are passed over. */
 static int64_t scan_states(const char *dir, int rank, int64_t below,
-                           void (*fn)(const char *dir, int64_t step, int rank)) {
+                           void (*fn)(int64_t step, void *ctx), void *ctx) {
   DIR *d = opendir(dir);
   if (!d) return -2;
   int64_t newest = -1;
   for (struct dirent *e; (e = readdir(d));) {
     int64_t step = step_of(e->d_name, rank);
     if (step > newest && is_regular(dir, e->d_name)) newest = step;
-    if (fn && step >= 0 && step < below) fn(dir, step, rank);
+    if (fn && step >= 0 && step < below) fn(step, ctx);
   }
   closedir(d);
   return newest;
 }
 
-static void remove_state(const char *dir, int64_t step, int rank) {
-  char path[4096];
-  state_path(path, sizeof path, dir, step, rank);
-  unlink(path);
+/* The steps of this rank's states older than the one just saved. */
+typedef struct {
+  int64_t *steps;
+  size_t n, cap;
+  int failed;
+} step_list;
+
+static void add_step(int64_t step, void *ctx) {
+  step_list *l = ctx;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 16;
+    int64_t *grown = realloc(l->steps, cap * sizeof *grown);
+    if (!grown) {
+      l->failed = 1;
+      return;
+    }
+    l->steps = grown, l->cap = cap;
+  }
+  l->steps[l->n++] = step;
+}
+
+static int newest_first(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+/* Keeps the newest `keep` states of this rank (0: all), `newest` being one:
+ * removes the older ones beyond. Out of memory, it removes nothing. */
+static void remove_old_states(const char *dir, int rank, int64_t newest, int64_t keep) {
+  step_list older = {0};
+  if (keep == 0) return;
+  scan_states(dir, rank, newest, add_step, &older);
+  if (!older.failed && older.n > 0) {
+    qsort(older.steps, older.n, sizeof *older.steps, newest_first);
+    for (size_t i = (size_t)keep - 1; i < older.n; i++) {
+      char path[4096];
+      state_path(path, sizeof path, dir, older.steps[i], rank);
+      unlink(path);
+    }
+  }
+  free(older.steps);
 }
 
 /* A temp file of this rank's interrupted state save. */
@@ -109,10 +150,12 @@ typedef struct {
 
 static int state_arrays(const trc_run_state *st, state_array *out) {
   int n = 0;
-  if (st->opt->m) out[n++] = (state_array){"trainc.optimizer.m", st->opt->m};
-  if (st->opt->v) out[n++] = (state_array){"trainc.optimizer.v", st->opt->v};
-  if (st->sync->anchor) out[n++] = (state_array){"trainc.outer.anchor", st->sync->anchor};
-  if (st->sync->momentum) out[n++] = (state_array){"trainc.outer.momentum", st->sync->momentum};
+  if (st->opt->m) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.m", st->opt->m};
+  if (st->opt->v) out[n++] = (state_array){TRC_STATE_PREFIX "optimizer.v", st->opt->v};
+  if (st->sync->anchor) out[n++] = (state_array){TRC_STATE_PREFIX "outer.anchor", st->sync->anchor};
+  if (st->sync->momentum)
+    out[n++] = (state_array){TRC_STATE_PREFIX "outer.momentum", st->sync->momentum};
+  if (st->best->weights) out[n++] = (state_array){TRC_STATE_PREFIX "best", st->best->weights};
   return n;
 }
 
@@ -123,6 +166,9 @@ static void format_counters(const trc_run_state *st, char values[N_COUNTERS][32]
   snprintf(values[3], 32, "%" PRId64, st->sync->syncs);
   snprintf(values[4], 32, "%" PRIu64, st->sync->bytes);
   snprintf(values[5], 32, "%.17g", st->sync->seconds);
+  snprintf(values[6], 32, "%" PRId64, st->best->step);
+  snprintf(values[7], 32, "%.17g", st->best->value);
+  snprintf(values[8], 32, "%" PRId64, st->best->bad_evals);
 }
 
 /* The checksum continues over the metadata values, each with its NUL. */
@@ -185,7 +231,7 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   free(t);
   if (rc) return trc_set_where(err, path);
   trc_comm_barrier(); /* every rank has this step before any older one goes */
-  scan_states(dir, rank, st->step, remove_state);
+  remove_old_states(dir, rank, st->step, st->keep);
   return 0;
 }
 
@@ -235,6 +281,9 @@ static int parse_counters(const trc_st_header *h, trc_run_state *st, trc_error *
   st->sync->syncs = (int64_t)v[3];
   st->sync->bytes = (uint64_t)v[4];
   st->sync->seconds = v[5];
+  st->best->step = (int64_t)v[6];
+  st->best->value = v[7];
+  st->best->bad_evals = (int64_t)v[8];
   return 0;
 }
 
@@ -297,7 +346,7 @@ static int load_file(const char *path, trc_run_state *st, trc_error *err) {
 
 int trc_state_load(const char *dir, trc_run_state *st, trc_error *err) {
   int rank = trc_comm_rank();
-  int64_t newest = scan_states(dir, rank, 0, NULL), common, latest;
+  int64_t newest = scan_states(dir, rank, 0, NULL, NULL), common, latest;
   if (newest == -2) return trc_fail_at(err, dir, "cannot read the state folder: %s", strerror(errno));
   /* the newest step that every rank has saved (-1 when one has none) */
   if (trc_ranks_min_max(newest, &common, &latest, err)) return -1;

@@ -19,6 +19,7 @@ int trc_step_averages_gradients(const trc_step *s) {
 int trc_step_overlaps(const trc_step *s) { return s->overlap && s->ranks > 1; }
 
 float trc_step_loss_seed(const trc_step *s) {
+  if (s->labels_all >= 0) return s->labels_all > 0 ? 1.0f / (float)s->labels_all : 0.0f;
   int64_t ranks = trc_step_averages_gradients(s) ? s->ranks : 1;
   return 1.0f / (float)(trc_step_micro_batches(s) * ranks);
 }
@@ -42,9 +43,9 @@ void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
 
 void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gradients(s)); }
 
+/* The norm before clipping is kept for the log (grad_norm), clipped or not. */
 void trc_step_clip_gradients(trc_step *s) {
-  if (s->cfg->clip_norm > 0)
-    trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
+  s->grad_norm = trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
 }
 
 void trc_step_update(trc_step *s) {

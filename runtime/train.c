@@ -1,7 +1,8 @@
 /* train.c — trc_main: a trainer's whole life. Flags, arena, weights, data,
  * then optimizer steps (steps.c decides which examples each one trains on),
  * with synchronization across ranks (sync.c), evaluation, logging, progress
- * and resumable state (state.c) at their schedule points, and the weights
+ * and resumable state (state.c) at their schedule points, the best
+ * evaluation kept (best.c: --load-best, --early-stopping), and the weights
  * saved last.
  *
  * One optimizer step is the model's step(), generated with the model
@@ -16,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef struct {
   const trc_model *m;
@@ -30,14 +32,19 @@ typedef struct {
   trc_sync sync;
   trc_step_plan plan;
   trc_evaluator evaluator;
+  trc_best best;               /* --load-best, --early-stopping */
+  int stopped;                 /* early stopping ended training */
   trc_log log;
   trc_progress progress;
+  trc_tokenizer *tok;          /* --tokenizer, loaded when --text, --eval-text or --sample
+                                  need it */
   int64_t step;                /* optimizer steps done */
   int in_sync;                 /* every rank holds the same parameters */
   char fingerprint[2048];      /* see state.c */
   double start, train_seconds; /* wall clock at the start; time inside steps */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
+  int64_t window_faults;       /* page faults inside steps since then */
   int64_t steps_run;           /* steps done by this process (not before a resume) */
   double run_examples;         /* and their examples (all ranks) */
 } trainer;
@@ -53,15 +60,34 @@ static float *params(const trainer *t) { return (float *)(t->arena + t->m->param
 
 /* ---- data ---- */
 
-/* Training rows: --data less its val_split tail when there is no --eval-data;
- * evaluation rows: --eval-data, else that tail; this rank's share of them. */
+static int load_tokenizer(trainer *t, trc_error *err) {
+  return t->tok ? 0 : trc_tokenizer_load(t->opt.tokenizer, &t->tok, err);
+}
+
+/* A folder of input files (--data DIR) or a text file (--text FILE). */
+static int load_set(trainer *t, const char *dir, const char *text, trc_dataset *ds,
+                    trc_error *err) {
+  if (dir) return trc_dataset_load(t->m, dir, ds, err);
+  if (!text) return 0;
+  return load_tokenizer(t, err) || trc_text_check_model(t->m, t->tok, err) ||
+                 trc_text_load(t->m, t->tok, text, ds, err)
+             ? -1
+             : 0;
+}
+
+/* Training rows: --data less its validation share when there is no
+ * --eval-data (rows drawn by the seed, moved to the end of the set: see
+ * holdout.c); evaluation rows: --eval-data, else those; this rank's share.
+ * --text and --eval-text stand for --data and --eval-data. */
 static int load_data(trainer *t, trc_error *err) {
-  const char *data = t->opt.data_dir, *eval = t->opt.eval_dir;
-  if ((data && trc_dataset_load(t->m, data, &t->data, err)) ||
-      (eval && trc_dataset_load(t->m, eval, &t->eval_file, err)))
+  const char *data = t->opt.data_dir ? t->opt.data_dir : t->opt.text_path;
+  const char *eval = t->opt.eval_dir ? t->opt.eval_dir : t->opt.eval_text_path;
+  if (load_set(t, t->opt.data_dir, t->opt.text_path, &t->data, err) ||
+      load_set(t, t->opt.eval_dir, t->opt.eval_text_path, &t->eval_file, err))
     return -1;
-  int64_t n = t->data.n, n_val = eval ? 0 : (int64_t)((double)n * t->opt.cfg.val_split);
+  int64_t n = t->data.n, n_val = eval ? 0 : (int64_t)((double)n * t->opt.cfg.validation);
   int64_t val_first = eval ? 0 : n - n_val, val_n = eval ? t->eval_file.n : n_val;
+  if (trc_dataset_hold_out(&t->data, n_val, t->opt.cfg.seed, err)) return trc_set_where(err, data);
   int64_t lo = val_n * t->rank / t->ranks, hi = val_n * (t->rank + 1) / t->ranks;
   if (trc_dataset_view(&t->data, 0, n - n_val, &t->train, err) ||
       trc_dataset_view(eval ? &t->eval_file : &t->data, val_first + lo, hi - lo, &t->eval, err))
@@ -108,59 +134,102 @@ static double mean_over_ranks(double x, int ranks) {
 /* ---- evaluation and logging ---- */
 
 static void print_eval(const trainer *t, const trc_eval_result *r) {
+  static const char *const names[] = {TRC_EVAL_NAMES};
   printf("{'epoch': %.2f", epochs_done(t));
-  if (r->has_loss) printf(", 'eval_loss': %.4f", r->loss);
-  if (r->has_accuracy) printf(", 'eval_accuracy': %.4f", r->accuracy);
-  if (r->has_f1) printf(", 'eval_f1': %.4f", r->f1);
+  for (int i = 0; i < TRC_EVAL_METRICS; i++)
+    if (r->has >> i & 1) printf(", '%s': %.4f", names[i], r->value[i]);
   printf("}\n");
   fflush(stdout);
 }
 
+/* Prints and logs an evaluation, which may be the best so far. */
 static void evaluate(trainer *t) {
   trc_eval_result r;
   ensure_in_sync(t);
   trc_evaluate(&t->evaluator, t->m, &t->opt.cfg, t->arena, &t->eval, &r);
+  trc_best_update(&t->best, &r, t->step, params(t));
   if (t->rank != 0) return;
   trc_progress_break(&t->progress);
   print_eval(t, &r);
   trc_log_eval(&t->log, t->step, epochs_done(t), &r);
 }
 
-static trc_step_record step_record(const trainer *t, double loss, double lr, double per_s) {
-  return (trc_step_record){t->step,      epochs_done(t),   loss,           lr,
-                           per_s,        trc_now() - t->start, t->sync.syncs, t->sync.bytes,
-                           t->sync.seconds};
+static trc_step_record step_record(const trainer *t, double loss, double lr, double per_s,
+                                   double grad_norm) {
+  return (trc_step_record){.step = t->step,
+                           .epoch = epochs_done(t),
+                           .loss = loss,
+                           .lr = lr,
+                           .examples_per_s = per_s,
+                           .seconds = trc_now() - t->start,
+                           .grad_norm = grad_norm,
+                           .syncs = t->sync.syncs,
+                           .comm_bytes = t->sync.bytes,
+                           .comm_seconds = t->sync.seconds,
+                           .page_faults = t->window_faults};
 }
 
-static void report_step(trainer *t, double loss, double lr) {
+/* Page faults of the whole process so far (every thread's). */
+static int64_t page_faults(void) {
+  struct rusage u;
+  return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)(u.ru_minflt + u.ru_majflt) : 0;
+}
+
+static void report_step(trainer *t, double loss, double lr, double grad_norm) {
   const int64_t done = t->step;
-  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps;
-  if (log_point && t->ranks > 1) loss = mean_over_ranks(loss, t->ranks);
+  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped;
+  if (log_point && t->ranks > 1) {
+    loss = mean_over_ranks(loss, t->ranks);
+    grad_norm = mean_over_ranks(grad_norm, t->ranks);
+  }
   if (t->rank != 0) return;
   double rate = t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0;
   double eta = (double)(t->plan.total_steps - done) * t->train_seconds / (double)t->steps_run;
   trc_progress_update(&t->progress, done, loss, rate, eta, log_point);
   if (!log_point) return;
   double window = t->train_seconds - t->window_start;
-  trc_step_record rec = step_record(
-      t, loss, lr, window > 0 ? t->window_examples / window : 0.0);
+  trc_step_record rec =
+      step_record(t, loss, lr, window > 0 ? t->window_examples / window : 0.0, grad_norm);
   trc_log_step(&t->log, &rec);
   t->window_start = t->train_seconds;
   t->window_examples = 0;
+  t->window_faults = 0;
 }
 
 /* ---- training ---- */
 
+/* With ignored labels, the labels of the step's window that count, before
+ * the step runs (its loss seed divides by them; labels.c). */
+static void count_window_labels(trainer *t, trc_step *s) {
+  s->labels = s->labels_all = -1;
+  if (trc_ignore_input(t->m) < 0) return;
+  s->labels = 0;
+  for (int64_t k = 0; k < trc_step_window(&t->plan, t->step); k++)
+    s->labels +=
+        trc_count_labels(t->m, &t->train, trc_step_rows(&t->plan, t->step, k), t->m->batch);
+  double all = (double)s->labels;
+  if (t->ranks > 1 && trc_step_averages_gradients(s)) trc_comm_allreduce_f64(&all, 1);
+  s->labels_all = (int64_t)all;
+}
+
 /* One optimizer step: the model's own step() (generated code: the window's
  * forward and backward passes, the gradient sync, clipping, the optimizer
  * and the LocalSGD average), then which ranks now agree. Returns the mean of
- * its micro-batch losses. */
-static double train_step(trainer *t, double lr) {
+ * its micro-batch losses (with ignored labels: the mean over the labels that
+ * count, 0 when none does), and the gradient norm before clipping. */
+static double train_step(trainer *t, double lr, double *grad_norm) {
   trc_step s = {.model = t->m,         .arena = t->arena,    .cfg = &t->opt.cfg,
                 .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
                 .sync = &t->sync,      .step = t->step,      .rank = t->rank,
-                .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap};
+                .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap,
+                .grad_norm = NAN};
+  count_window_labels(t, &s);
   double loss = t->m->step(&s);
+  *grad_norm = s.grad_norm;
+  if (s.labels >= 0 && isfinite(loss)) { /* step() returns the mean of per-micro-batch sums */
+    double sum = loss * (double)trc_step_window(&t->plan, t->step);
+    loss = s.labels > 0 ? sum / (double)s.labels : 0;
+  }
   if (!isfinite(loss)) return loss; /* the caller stops before the update */
   t->step++;
   if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
@@ -173,9 +242,12 @@ static double train_step(trainer *t, double lr) {
 }
 
 /* Everything a saved state must agree with to continue this run exactly:
- * the model, the ranks, the training rows, the step count and every setting
- * that shapes the weights (the RUN rows of TRC_TRAIN_CONFIG). */
+ * the model, the ranks, the training rows, the step count, every setting
+ * that shapes the weights (the RUN rows of TRC_TRAIN_CONFIG) and, when
+ * evaluations choose the final weights or the last step (--load-best,
+ * --early-stopping), what decides that. */
 static void make_fingerprint(trainer *t) {
+  static const char *const metrics[] = {TRC_EVAL_NAMES};
   trc_config_field fields[TRC_CONFIG_FIELDS];
   trc_config_fields(&t->opt.cfg, fields);
   size_t len = (size_t)snprintf(t->fingerprint, sizeof t->fingerprint,
@@ -187,10 +259,26 @@ static void make_fingerprint(trainer *t) {
     if (fields[i].shapes_run)
       len += (size_t)snprintf(t->fingerprint + len, sizeof t->fingerprint - len, " %s %s",
                               fields[i].name, fields[i].value);
+  const trc_options *o = &t->opt;
+  if ((o->load_best || o->early_stopping) && len < sizeof t->fingerprint)
+    snprintf(t->fingerprint + len, sizeof t->fingerprint - len,
+             " load_best %d early_stopping %" PRId64 " threshold %.17g metric %s eval_examples %"
+             PRId64 " eval_every_epoch %d eval_every_steps %" PRId64,
+             o->load_best, o->early_stopping, o->early_stopping_threshold,
+             metrics[o->metric_for_best], t->eval.n, o->cfg.eval_every_epoch,
+             o->cfg.eval_every_steps);
 }
 
 static trc_run_state run_state(trainer *t) {
-  return (trc_run_state){t->m, t->arena, &t->optim, &t->sync, t->step, t->in_sync, t->fingerprint};
+  return (trc_run_state){.model = t->m,
+                         .arena = t->arena,
+                         .opt = &t->optim,
+                         .sync = &t->sync,
+                         .best = &t->best,
+                         .step = t->step,
+                         .in_sync = t->in_sync,
+                         .keep = t->opt.save_total_limit,
+                         .fingerprint = t->fingerprint};
 }
 
 static int resume(trainer *t, trc_error *err) {
@@ -198,15 +286,18 @@ static int resume(trainer *t, trc_error *err) {
   if (trc_state_load(t->opt.resume_dir, &st, err)) return -1;
   t->step = st.step;
   t->in_sync = st.in_sync;
+  t->stopped = trc_best_stops(&t->best); /* saved when early stopping ended the run */
   if (t->rank == 0 && !t->opt.quiet)
     fprintf(stderr, "resumed from %s at step %" PRId64 "\n", t->opt.resume_dir, t->step);
   return 0;
 }
 
+/* Every --save-every steps or epoch, and at the end (the last step, or the
+ * step early stopping stopped at). */
 static int save_state_if_due(trainer *t, trc_error *err) {
-  if (!t->opt.state_dir ||
-      !(t->step % t->opt.save_every == 0 || t->step == t->plan.total_steps))
-    return 0;
+  int64_t every = t->opt.save_every;
+  int due = every < 0 ? trc_step_ends_epoch(&t->plan, t->step) : t->step % every == 0;
+  if (!t->opt.state_dir || !(due || t->step == t->plan.total_steps || t->stopped)) return 0;
   trc_run_state st = run_state(t);
   return trc_state_save(t->opt.state_dir, &st, err);
 }
@@ -215,9 +306,11 @@ static int setup_training(trainer *t, trc_error *err) {
   const trc_train_config *c = &t->opt.cfg;
   trc_step_plan_spec spec = {t->train.n, t->m->batch, c->accumulate, t->rank, t->ranks,
                              c->seed,    c->steps,    c->epochs};
-  if (trc_step_plan_init(&t->plan, &spec, err)) return trc_set_where(err, t->opt.data_dir);
+  if (trc_step_plan_init(&t->plan, &spec, err))
+    return trc_set_where(err, t->opt.data_dir ? t->opt.data_dir : t->opt.text_path);
   if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
-      trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err))
+      trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err) ||
+      trc_best_init(&t->best, &t->opt, t->m->param_count, err))
     return -1;
   make_fingerprint(t);
   if (t->opt.resume_dir && resume(t, err)) return -1;
@@ -226,8 +319,9 @@ static int setup_training(trainer *t, trc_error *err) {
   return 0;
 }
 
-static int stop_on_bad_loss(trainer *t, double loss, double lr, trc_error *err) {
-  trc_step_record rec = step_record(t, loss, lr, 0.0);
+static int stop_on_bad_loss(trainer *t, double loss, double lr, double grad_norm,
+                            trc_error *err) {
+  trc_step_record rec = step_record(t, loss, lr, 0.0, grad_norm);
   trc_log_step(&t->log, &rec);
   trc_progress_break(&t->progress);
   return trc_fail(err,
@@ -237,20 +331,28 @@ static int stop_on_bad_loss(trainer *t, double loss, double lr, trc_error *err) 
 }
 
 /* Evaluations due after the step just done: at the end of every epoch, every
- * eval_every_steps. Returns 1 when one ran. */
+ * eval_every_steps. Returns 1 when one ran; early stopping may then stop. */
 static int scheduled_eval(trainer *t) {
   const trc_train_config *c = &t->opt.cfg;
   int due = (c->eval_every_epoch && trc_step_ends_epoch(&t->plan, t->step)) ||
             (c->eval_every_steps > 0 && t->step % c->eval_every_steps == 0);
-  if (due && t->has_eval) evaluate(t);
-  return due && t->has_eval;
+  if (!due || !t->has_eval) return 0;
+  evaluate(t);
+  t->stopped = trc_best_stops(&t->best);
+  return 1;
 }
 
 static void print_summary(const trainer *t) {
+  static const char *const metrics[] = {TRC_EVAL_NAMES};
   if (t->opt.quiet || t->rank != 0) return;
   double seconds = trc_now() - t->start;
+  if (t->stopped)
+    fprintf(stderr, "stopped early at step %lld: %s has not improved by more than %g for %lld "
+                    "evaluations (best %.4f at step %lld)\n",
+            (long long)t->step, metrics[t->best.metric], t->best.threshold,
+            (long long)t->best.patience, t->best.value, (long long)t->best.step);
   fprintf(stderr, "trained %lld steps (%.2f epochs) in %.1f s, %.0f examples/s",
-          (long long)t->plan.total_steps, epochs_done(t), seconds,
+          (long long)t->step, epochs_done(t), seconds,
           t->train_seconds > 0 ? t->run_examples / t->train_seconds : 0.0);
   if (t->ranks > 1)
     fprintf(stderr, " on %d ranks, %lld syncs, %.1f MB in %.2f s", t->ranks,
@@ -261,18 +363,20 @@ static void print_summary(const trainer *t) {
 static int train(trainer *t, trc_error *err) {
   const trc_train_config *c = &t->opt.cfg;
   const int64_t total = t->plan.total_steps;
-  int evaluated_last = 0;
-  while (t->step < total) {
-    double lr = trc_schedule_lr(c, t->step, total);
+  int evaluated_last = t->stopped; /* a resumed run that had stopped early */
+  while (t->step < total && !t->stopped) {
+    double lr = trc_schedule_lr(c, t->step, total), grad_norm;
     double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
-    double t0 = trc_now(), loss = train_step(t, lr);
+    int64_t faults = page_faults();
+    double t0 = trc_now(), loss = train_step(t, lr, &grad_norm);
     t->train_seconds += trc_now() - t0;
+    t->window_faults += page_faults() - faults;
     t->window_examples += examples;
     t->run_examples += examples;
     t->steps_run++;
-    if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, err);
-    report_step(t, loss, lr);
+    if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, grad_norm, err);
     evaluated_last = scheduled_eval(t);
+    report_step(t, loss, lr, grad_norm);
     if (save_state_if_due(t, err)) return -1;
   }
   ensure_in_sync(t);
@@ -280,6 +384,31 @@ static int train(trainer *t, trc_error *err) {
   trc_progress_break(&t->progress);
   print_summary(t);
   return 0;
+}
+
+/* --load-best: the parameters become the best evaluation's, said on stderr
+ * and in the log, and are evaluated again for the per-class report. */
+static void restore_best(trainer *t) {
+  static const char *const metrics[] = {TRC_EVAL_NAMES};
+  trc_best *b = &t->best;
+  if (!b->weights || b->step == 0) return;
+  memcpy(params(t), b->weights, t->m->param_count * sizeof(float));
+  if (t->rank == 0) {
+    trc_log_best(&t->log, t->step, b);
+    if (!t->opt.quiet)
+      fprintf(stderr, "loaded the best weights: step %lld, %s %.4f\n", (long long)b->step,
+              metrics[b->metric], b->value);
+  }
+  if (b->step == t->step) return; /* the last evaluation's counts are these weights' */
+  trc_eval_result r;
+  trc_evaluate(&t->evaluator, t->m, &t->opt.cfg, t->arena, &t->eval, &r);
+}
+
+/* The per-class report of the last evaluation, on stderr and in the log. */
+static void report_classes(trainer *t) {
+  if (!t->has_eval || !t->evaluator.classify || t->rank != 0) return;
+  if (!t->opt.quiet) trc_report_classes(&t->evaluator.metrics, stderr);
+  trc_log_classes(&t->log, t->step, &t->evaluator.metrics);
 }
 
 /* ---- the whole run ---- */
@@ -314,8 +443,9 @@ static void report_high_water(trainer *t) {
 static int sample(trainer *t, trc_error *err) {
   if (t->opt.sample == 0) return 0;
   const char *prompt = t->opt.prompt && t->opt.prompt[0] ? t->opt.prompt : "\n";
-  return trc_sample(t->m, t->arena, (const unsigned char *)prompt, strlen(prompt), t->opt.sample,
-                    t->opt.temperature, t->opt.cfg.seed, stdout, err);
+  trc_sample_settings s = {t->opt.temperature, t->opt.top_k, t->opt.top_p, t->opt.cfg.seed};
+  return load_tokenizer(t, err) ||
+         trc_sample(t->m, t->arena, t->tok, prompt, t->opt.sample, &s, stdout, err);
 }
 
 /* Everything after the flags; returns an exit status. */
@@ -335,7 +465,9 @@ static int run(trainer *t, trc_error *err) {
                ? EXIT_FAILURE
                : EXIT_SUCCESS;
   const char *log_path = t->rank == 0 ? t->opt.log_path : NULL;
-  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) || load_data(t, err) ||
+  const char *tensorboard = t->rank == 0 ? t->opt.tensorboard_dir : NULL;
+  if ((t->opt.state_dir && trc_state_prepare(t->opt.state_dir, err)) ||
+      trc_tensorboard_open(&t->log.tb, tensorboard, err) || load_data(t, err) ||
       check_ranks_agree(t, err) || trc_evaluator_init(&t->evaluator, m, err) ||
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
@@ -345,6 +477,8 @@ static int run(trainer *t, trc_error *err) {
   if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
   if (training && t->rank == 0) report_high_water(t);
   if (!training && t->has_eval) evaluate(t);
+  restore_best(t);
+  report_classes(t);
   if (t->rank == 0 && save_weights(t, err)) return EXIT_FAILURE;
   return t->rank == 0 && sample(t, err) ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -353,6 +487,7 @@ static void teardown(trainer *t) {
   trc_step_plan_free(&t->plan);
   trc_log_close(&t->log);
   trc_evaluator_free(&t->evaluator);
+  trc_best_free(&t->best);
   trc_sync_free(&t->sync);
   trc_optimizer_free(&t->optim);
   trc_dataset_free(&t->train);
@@ -360,6 +495,7 @@ static void teardown(trainer *t) {
   trc_dataset_free(&t->eval_file);
   trc_dataset_free(&t->data);
   trc_arena_free(t->arena);
+  trc_tokenizer_free(t->tok);
 }
 
 static const char *program_name(const char *argv0) {

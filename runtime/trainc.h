@@ -76,6 +76,12 @@ typedef struct {
   X(TRC_INIT_UNIFORM, "uniform") X(TRC_INIT_XAVIER, "xavier") X(TRC_INIT_HE, "he")
 typedef enum { TRC_INIT_KINDS(TRC_ENUM_VALUE) } trc_init_kind;
 
+/* Tensor names no parameter may take (the compiler refuses them): the
+ * .safetensors header's own key, and the namespace of the arrays a state
+ * file keeps beside the parameters (state.c: "trainc.optimizer.m", ...). */
+#define TRC_SAFETENSORS_METADATA "__metadata__"
+#define TRC_STATE_PREFIX "trainc."
+
 typedef struct {
   const char *name;       /* as in the plan and in .safetensors files: "h1.weight" */
   int rank;
@@ -99,11 +105,17 @@ typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
   X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
 typedef enum { TRC_LOSS_KINDS(TRC_ENUM_VALUE) } trc_loss_kind;
 
-enum { /* trc_train_config.metrics bits */
+/* trc_train_config.metrics bits: bit i is metric word i of TRC_METRIC_WORDS,
+ * reported as "eval_" + the word. f1 is Hugging Face's eval_f1: class 1's F1
+ * for two classes, macro-F1 for more; f1_macro and f1_binary name one. */
+enum {
   TRC_METRIC_LOSS = 1,
   TRC_METRIC_ACCURACY = 2,
   TRC_METRIC_F1 = 4,
+  TRC_METRIC_F1_MACRO = 8,
+  TRC_METRIC_F1_BINARY = 16,
 };
+#define TRC_METRIC_WORDS "loss", "accuracy", "f1", "f1_macro", "f1_binary"
 
 /* The train block's run-time settings, one row each:
  *   X(KIND, name, RUN, "help")
@@ -138,7 +150,7 @@ enum { /* trc_train_config.metrics bits */
   X(I64, eval_every_steps, 0, "also evaluate every N optimizer steps (0: not)")                   \
   X(METRICS, metrics, 0, "evaluation metrics")                                                    \
   X(I64, log_every, 0, "optimizer steps between log records")                                     \
-  X(F64, val_split, 0, "fraction of --data held out when there is no --eval-data")                \
+  X(F64, validation, 0, "share of --data held out (drawn by the seed) without --eval-data")      \
   X(I64, local_sgd, 1, "MPI: optimizer steps between parameter averages")                         \
   X(I64, local_sgd_warmup, 1, "MPI: first steps synchronous (gradients averaged)")                \
   X(BOOL, sync_gradients, 1, "MPI: average gradients every step (data parallel)")                 \
@@ -179,7 +191,9 @@ int trc_step_averages_gradients(const trc_step *s);
  * backward (more than one rank, and not --no-overlap). */
 int trc_step_overlaps(const trc_step *s);
 /* 1/window, or 1/(window*ranks) when the step averages gradients, so that
- * the gradient is that of the mean loss over every example of the window. */
+ * the gradient is that of the mean loss over every example of the window.
+ * With ignored labels (the loss is a sum): 1 / the labels that count in the
+ * window (of every rank, when averaged); 0 when none does. */
 float trc_step_loss_seed(const trc_step *s);
 /* Micro-batch k of the window into the arena: its rows into the input
  * slots, its dropout key and the training flag. */
@@ -191,7 +205,8 @@ void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count);
 void trc_step_wait_gradients(trc_step *s);
 /* All-reduces the whole gradient region (blocking). */
 void trc_step_allreduce_gradients(trc_step *s);
-/* Scales the gradients to the run's clip_norm (nothing when it is 0). */
+/* Scales the gradients to the run's clip_norm (nothing when it is 0); their
+ * norm before clipping is what the log reports as grad_norm. */
 void trc_step_clip_gradients(trc_step *s);
 /* One update of every parameter by the run's optimizer at this step's
  * learning rate. */
@@ -238,6 +253,13 @@ typedef struct trc_model {
                                 per example), -1 if none */
   int token_input;           /* sequence models: the i32 input [B, predict_rows] of
                                 token ids that sampling feeds a context, -1 if none */
+  /* cross_entropy(..., ignore = L): the labels of input ignore_input may
+   * also be L (< 0), and such rows count for nothing. The loss is then the
+   * sum over the rows that count, which the runtime divides by their number
+   * in the whole window (the loss seed). 0 without. */
+  int has_ignore;
+  int ignore_input;
+  int64_t ignore_label;
   uint64_t rng_key_offset;   /* u64 dropout key, set per training micro-batch */
   uint64_t training_offset;  /* f32: 1 while training, 0 otherwise */
   void (*forward)(char *arena);
@@ -261,10 +283,10 @@ int trc_main(const trc_model *model, int argc, char **argv);
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
- * OpenMP's: OMP_NUM_THREADS, else every core it may run on), which the loop
- * kernels, the runtime's flat loops and the BLAS share: the runtime runs on
- * OpenMP and links Debian's OpenMP build of OpenBLAS, so a GEMM and the loop
- * after it use the same threads, which sleep between steps. */
+ * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
+ * (runtime/parallel.c), which runs the loop kernels, the runtime's flat
+ * loops and the GEMMs (trc_gemm: single-threaded OpenBLAS calls). Idle
+ * threads spin a few microseconds, then sleep. */
 
 /* A loop body: iterations [lo, hi) of a loop whose iterations are
  * independent (for a kernel's loop, kernel_mark_parallel in ir/ir.h). */
@@ -272,13 +294,25 @@ typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
 /* Runs body over [0, n) on the trainer's threads, cut into one contiguous
  * block per thread by a fixed static partition: with T = min(threads, n),
  * thread t runs [t*q + min(t, r), (t+1)*q + min(t+1, r)) where q = n / T and
- * r = n % T. Returns when every block is done. Runs body(ctx, 0, n) on the
- * caller when T is 1 or when called from inside a body. Whatever the
- * partition, results must not depend on it: a body whose iterations
- * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm. */
+ * r = n % T (the caller is thread 0). Returns when every block is done.
+ * Runs body(ctx, 0, n) on the caller when T is 1 or when called from inside
+ * a body. Results must not depend on the partition: a body whose iterations
+ * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm.
+ * Not for two callers at once (a trainer has one). */
 void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
 int trc_threads(void);
+
+/* C = op(A) op(B) + beta*C for `batch` row-major matrices (matrix i of X at
+ * x + i*stride_x; op transposes when ta / tb), on the trainer's threads.
+ * The work is cut into single-threaded BLAS calls by a partition that
+ * depends on the shapes only — for a batch of fewer than 8, the larger of
+ * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
+ * number of threads: OpenBLAS's own threading changes the result with the
+ * thread count for some shapes (K = 784: most of C), this does not. */
+void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+              int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+              float beta, float *c, int64_t ldc, int64_t stride_c);
 
 /* ---- helpers for generated kernels ---- */
 

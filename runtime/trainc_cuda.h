@@ -5,7 +5,7 @@
  * with TRC_CUDA_EMULATE defined (`trainc build --backend cuda-emulate`), it
  * is an emulation of the part of them the generated file uses: a launch runs
  * every block and every thread in order on the CPU, device memory is host
- * memory, a strided batched cuBLAS GEMM is one cblas_sgemm per matrix. The
+ * memory, a strided batched cuBLAS GEMM is the C backend's trc_gemm. The
  * generated kernels need nothing else — no shared memory, no
  * __syncthreads, no atomics — so the emulation runs the very code a GPU
  * would, thread by thread.
@@ -23,7 +23,7 @@
 #include <string.h>
 
 #ifdef TRC_CUDA_EMULATE
-#include <cblas.h>
+#include "trainc.h" /* trc_gemm */
 
 #define __global__
 #define TRC_DEVICE_NAME "cuda-emulate"
@@ -65,20 +65,18 @@ static inline const char *cublasGetStatusString(cublasStatus_t) { return "succes
 static inline cublasStatus_t cublasCreate(cublasHandle_t *h) {
   return *h = 1, CUBLAS_STATUS_SUCCESS;
 }
-static inline CBLAS_TRANSPOSE trc_cblas_op(cublasOperation_t op) {
-  return op == CUBLAS_OP_T ? CblasTrans : CblasNoTrans;
-}
-/* Column-major, as cuBLAS: the generated call's swapped operands make
- * OpenBLAS run the very GEMM the C backend's row-major call runs. */
+/* Column-major, as cuBLAS, on the C trainer's GEMM: the generated call's
+ * swapped operands, swapped back, are the C backend's row-major trc_gemm
+ * (trainc.h), so the emulation computes its bits. alpha is always 1. */
 static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta,
                                                        cublasOperation_t tb, int m, int n, int k,
                                                        const float *alpha, const float *a, int lda,
                                                        long long sa, const float *b, int ldb,
                                                        long long sb, const float *beta, float *c,
                                                        int ldc, long long sc, int batch) {
-  for (int i = 0; i < batch; i++)
-    cblas_sgemm(CblasColMajor, trc_cblas_op(ta), trc_cblas_op(tb), m, n, k, *alpha, a + i * sa, lda,
-                b + i * sb, ldb, *beta, c + i * sc, ldc);
+  (void)alpha;
+  trc_gemm(batch, tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, b, ldb, sb, a, lda, sa, *beta, c,
+           ldc, sc);
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -110,6 +110,10 @@ int trc_dataset_load(const trc_model *model, const char *dir, trc_dataset *ds, t
 int trc_dataset_view(const trc_dataset *src, int64_t first, int64_t count, trc_dataset *view,
                      trc_error *err);
 void trc_dataset_free(trc_dataset *ds);
+/* The validation split (holdout.c): moves n_held rows, drawn by the seed
+ * (every subset of that size equally likely), to the end of ds; the other
+ * rows stay first. Both parts keep their file order. */
+int trc_dataset_hold_out(trc_dataset *ds, int64_t n_held, uint64_t seed, trc_error *err);
 /* Copies rows[0..count) of every column into the inputs' arena slots. */
 void trc_dataset_gather(const trc_dataset *ds, const trc_model *model, const int64_t *rows,
                         int64_t count, char *arena);
@@ -173,10 +177,16 @@ double trc_clip_grad_norm(float *g, uint64_t n, double max_norm);
 double trc_schedule_lr(const trc_train_config *cfg, int64_t step, int64_t total);
 
 /* ---- evaluation metrics ---- */
+/* The confusion matrix is kept up to this many classes (a language model's
+ * vocabulary gets the per-class counts only). */
+#define TRC_CONFUSION_MAX_CLASSES 32
+
 typedef struct {
   int64_t classes;
   int64_t examples, correct;
   int64_t *true_pos, *false_pos, *false_neg;   /* per class, allocated once */
+  int64_t *confusion;                          /* [true class][predicted class], or NULL
+                                                  above TRC_CONFUSION_MAX_CLASSES */
   double ce_sum;                               /* sum of per-example cross-entropy */
 } trc_metrics;
 
@@ -188,9 +198,26 @@ void trc_metrics_free(trc_metrics *mt);
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows);
 double trc_metrics_accuracy(const trc_metrics *mt);
-/* Mean F1 over the classes that occur in labels or predictions. */
+/* Class c's precision TP/(TP+FP), recall TP/(TP+FN), F1 2TP/(2TP+FP+FN)
+ * (each 0 when its denominator is, as scikit-learn's zero_division) and
+ * support TP+FN (how often it is the label). */
+double trc_metrics_precision(const trc_metrics *mt, int64_t c);
+double trc_metrics_recall(const trc_metrics *mt, int64_t c);
+double trc_metrics_f1(const trc_metrics *mt, int64_t c);
+int64_t trc_metrics_support(const trc_metrics *mt, int64_t c);
+/* Mean F1 over the classes that occur in labels or predictions
+ * (f1_score(average="macro")). */
 double trc_metrics_macro_f1(const trc_metrics *mt);
+/* Hugging Face's eval_f1: class 1's F1 for two classes (f1_score's
+ * average="binary"), macro-F1 for more; NaN before any example. */
+double trc_metrics_task_f1(const trc_metrics *mt);
 double trc_metrics_cross_entropy(const trc_metrics *mt);   /* mean per example */
+
+/* What an evaluation reports, "eval_" + TRC_METRIC_WORDS: metric i is
+ * computed when bit i of the run's metrics is set (loss always). */
+#define TRC_EVAL_NAMES "eval_loss", "eval_accuracy", "eval_f1", "eval_f1_macro", "eval_f1_binary"
+enum { TRC_EVAL_LOSS, TRC_EVAL_ACCURACY, TRC_EVAL_F1, TRC_EVAL_F1_MACRO, TRC_EVAL_F1_BINARY,
+       TRC_EVAL_METRICS };
 
 /* ---- weights: .safetensors ---- */
 typedef struct {
@@ -271,35 +298,54 @@ void trc_comm_set_timeout(double seconds);
 typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
   const char *state_dir, *resume_dir; /* --save-state, --resume */
-  int64_t save_every;      /* optimizer steps between state saves */
+  int64_t save_every;      /* optimizer steps between state saves; -1: every epoch */
+  int64_t save_total_limit; /* states kept: the newest K (default 1); 0: all */
+  int load_best;           /* --load-best: end with the best evaluation's weights */
+  int metric_for_best;     /* TRC_EVAL_*: what --load-best and --early-stopping compare */
+  int64_t early_stopping;  /* patience in evaluations; 0: off */
+  double early_stopping_threshold; /* an improvement must exceed it */
   const char *dump_path;   /* --dump-step FILE */
   trc_train_config cfg;    /* model->defaults with the flags applied */
   int steps_given;         /* --steps was on the command line */
   int quiet, gradcheck, help, version;
   int no_overlap;          /* --no-overlap: averaged gradients all-reduced after
                               backward, not bucket by bucket during it */
-  int64_t sample;          /* bytes to generate after training (0: none) */
+  const char *text_path, *eval_text_path; /* --text, --eval-text: instead of the folders */
+  const char *tokenizer;   /* --tokenizer: "bytes" (default) or a BPE folder */
+  const char *tensorboard_dir; /* --tensorboard DIR */
+  int64_t sample;          /* tokens to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */
+  int64_t top_k;           /* 0: every token */
+  double top_p;            /* in (0, 1]; 1: every token */
   double comm_timeout;     /* --comm-timeout seconds (MPI), 0: none; default 300 */
-  int64_t threads;         /* --threads: 0: OpenMP's default (trainc.h) */
+  int64_t threads;         /* --threads; 0: the default (trainc.h) */
 } trc_options;
 
 int trc_parse_args(const trc_model *model, int argc, char **argv, trc_options *opt,
                    trc_error *err);
 void trc_print_usage(const trc_model *model, const char *prog, FILE *out);
 
-/* ---- sampling from a byte-level sequence model ---- */
-/* Generates `count` tokens after `prompt` (len bytes, each a token below the
- * token input's limit): each step runs forward() in evaluation mode on the
- * last T tokens (row 0 of the batch, zero-padded after them; causal models
- * ignore the padding) and draws the next token from softmax(logits /
- * temperature) at the last position (the arg-max when temperature is 0),
- * with random numbers keyed by seed. Writes the prompt and the tokens, as
- * bytes, to out. Needs trc_can_sample(model) and len >= 1. */
-int trc_can_sample(const trc_model *model); /* token_input >= 0, predict_classes <= 256 */
-int trc_sample(const trc_model *model, char *arena, const unsigned char *prompt, size_t len,
-               int64_t count, double temperature, uint64_t seed, FILE *out, trc_error *err);
+/* ---- sampling from a sequence model (sample.c) ---- */
+typedef struct trc_tokenizer trc_tokenizer; /* see tokenizer.c's section below */
+typedef struct {
+  double temperature; /* 0: the arg-max */
+  int64_t top_k;      /* 0: every token */
+  double top_p;       /* in (0, 1]; 1: every token */
+  uint64_t seed;      /* keys the random numbers */
+} trc_sample_settings;
+/* Generates `count` tokens after `prompt` (tokenized by tok; at least one
+ * token, each below the token input's limit): each step runs forward() in
+ * evaluation mode on the last T tokens (row 0 of the batch, zero-padded
+ * after them; causal models ignore the padding) and draws the next token at
+ * the last position from softmax(logits / temperature) over the ids that the
+ * tokenizer, the predictions and the embedding all have, kept to the top_k
+ * most likely, then to the fewest most likely holding top_p of the mass.
+ * Writes the prompt and each token's bytes to out, then a newline. Needs
+ * trc_can_sample(model). */
+int trc_can_sample(const trc_model *model); /* an embedded token input and predict */
+int trc_sample(const trc_model *model, char *arena, const trc_tokenizer *tok, const char *prompt,
+               int64_t count, const trc_sample_settings *s, FILE *out, trc_error *err);
 
 /* ---- gradient check ---- */
 /* Fills the inputs with seeded random data and compares backward() with
@@ -317,5 +363,70 @@ int trc_gradcheck(const trc_model *model, char *arena, uint64_t seed, FILE *out,
  * "grad.<param>" for every parameter, in parameter order. */
 int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uint64_t seed,
                   const char *path, trc_error *err);
+
+/* ---- tokenizers (tokenizer.c) ---- */
+/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding GPT-2's
+ * byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1, every byte a
+ * token) and merges.txt (one "LEFT RIGHT" pair a line, by rank; a first
+ * "#version" line is skipped), both in GPT-2's byte alphabet (space is 'Ġ').
+ * Errors name the file and what is wrong. */
+int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err);
+/* The BPE from the two files' contents, held in memory (for tests). */
+int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
+                        size_t merges_len, trc_tokenizer **out, trc_error *err);
+void trc_tokenizer_free(trc_tokenizer *t);
+int64_t trc_tokenizer_vocab(const trc_tokenizer *t); /* ids are below this */
+int32_t trc_tokenizer_eot(const trc_tokenizer *t);   /* <|endoftext|>'s id, or -1 */
+int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 for the BPE */
+
+typedef struct {
+  int32_t *ids;
+  uint64_t n, cap;
+} trc_tokens;
+int trc_tokens_push(trc_tokens *tk, int32_t id, trc_error *err);
+void trc_tokens_free(trc_tokens *tk);
+/* Appends the ids of text[0..len) to out. The BPE needs valid UTF-8 (its
+ * pre-tokenizer splits by Unicode classes): anything else fails, naming the
+ * byte offset; the byte tokenizer takes any bytes. */
+int trc_tokenizer_encode(const trc_tokenizer *t, const unsigned char *text, size_t len,
+                         trc_tokens *out, trc_error *err);
+/* The bytes of token `id` (below the vocabulary size). */
+const unsigned char *trc_tokenizer_token(const trc_tokenizer *t, int32_t id, size_t *len);
+/* The offset of the first byte that is not valid UTF-8, len when none. */
+size_t trc_utf8_invalid_at(const unsigned char *s, size_t len);
+
+/* ---- text data: --text FILE (text.c) ---- */
+/* Fails unless `tok` can feed the model: a sequence model whose only inputs
+ * are the token input and the labels, both [B, T], with every id of the
+ * tokenizer below both their index limits. */
+int trc_text_check_model(const trc_model *m, const trc_tokenizer *tok, trc_error *err);
+/* Reads FILE — plain text, or JSON Lines (a name ending in .jsonl: one object
+ * a line with a "text" string; the documents joined by the tokenizer's
+ * <|endoftext|>, or a newline byte when it has none); either may be .gz —
+ * tokenizes it, and cuts the tokens into windows of T + 1: example i is
+ * tokens [iT, iT + T) in the token input and [iT + 1, iT + T + 1) in the
+ * labels (the next token at every position). */
+int trc_text_load(const trc_model *m, const trc_tokenizer *tok, const char *path,
+                  trc_dataset *ds, trc_error *err);
+/* The tokens of a file's content held in memory (`name`'s suffix says
+ * whether it is JSON Lines), appended to out. */
+int trc_text_tokenize(const trc_tokenizer *tok, const char *name, const unsigned char *data,
+                      size_t len, trc_tokens *out, trc_error *err);
+
+/* ---- TensorBoard event files: --tensorboard DIR (tensorboard.c) ---- */
+/* DIR/events.out.tfevents.SECONDS.HOST.PID: TFRecord records (length,
+ * masked CRC-32C of the length, an Event protobuf, masked CRC-32C of it);
+ * the first Event says the file version, each scalar is an Event with a
+ * Summary of one simple_value. Flushed after every record. */
+typedef struct {
+  FILE *f; /* NULL: not writing */
+  char path[4096];
+  int failed; /* a write failed (said once on stderr) */
+} trc_tensorboard;
+int trc_tensorboard_open(trc_tensorboard *tb, const char *dir, trc_error *err);
+void trc_tensorboard_scalar(trc_tensorboard *tb, const char *tag, int64_t step, double value);
+void trc_tensorboard_close(trc_tensorboard *tb);
+/* CRC-32C (Castagnoli), as TFRecord frames use it before masking. */
+uint32_t trc_crc32c(const void *data, size_t n);
 
 #endif

@@ -52,6 +52,57 @@ char *xsprintf(const char *fmt, ...) {
   return sb_take(&sb);
 }
 
+/* ---- names ---- */
+
+static size_t name_hash(const char *s) { /* FNV-1a */
+  uint64_t h = 14695981039346656037ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (size_t)h;
+}
+
+/* The slot of key, or the empty slot where it would go. */
+static size_t name_slot(const NameMap *m, const char *key) {
+  size_t i = name_hash(key) & (m->cap - 1);
+  while (m->keys[i] && strcmp(m->keys[i], key) != 0) i = (i + 1) & (m->cap - 1);
+  return i;
+}
+
+bool namemap_get(const NameMap *m, const char *key, int *value) {
+  if (m->cap == 0) return false;
+  size_t i = name_slot(m, key);
+  if (!m->keys[i]) return false;
+  if (value) *value = m->values[i];
+  return true;
+}
+
+/* Doubles the table (kept at most half full, so probes stay short). */
+static void namemap_grow(NameMap *m) {
+  NameMap bigger = {.cap = m->cap ? 2 * m->cap : 16, .len = m->len};
+  bigger.keys = xcalloc(bigger.cap, sizeof *bigger.keys);
+  bigger.values = xmalloc(bigger.cap * sizeof *bigger.values);
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->keys[i]) continue;
+    size_t j = name_slot(&bigger, m->keys[i]);
+    bigger.keys[j] = m->keys[i];
+    bigger.values[j] = m->values[i];
+  }
+  namemap_free(m);
+  *m = bigger;
+}
+
+void namemap_put(NameMap *m, const char *key, int value) {
+  if (2 * (m->len + 1) > m->cap) namemap_grow(m);
+  size_t i = name_slot(m, key);
+  if (!m->keys[i]) m->keys[i] = key, m->len++;
+  m->values[i] = value;
+}
+
+void namemap_free(NameMap *m) {
+  free(m->keys);
+  free(m->values);
+  *m = (NameMap){0};
+}
+
 static void sb_reserve(StrBuf *sb, size_t extra) {
   if (sb->len + extra + 1 <= sb->cap) return;
   size_t cap = sb->cap ? sb->cap : 64;
@@ -201,13 +252,27 @@ bool output_path_ok(const char *path, bool stream, Diag *diag) {
     diag_file_error(diag, path, "refusing to write over %s", file_kind(st.st_mode));
     return false;
   }
-  if (stat(path, &st) == 0) {
-    if (access(path, W_OK) == 0) return true;
+  /* Opening is the one sure test: access() says yes to root in a folder
+   * such as /sys, where creating a file then fails (and the linker said so
+   * only after a whole compile). An existing file is opened without O_TRUNC,
+   * so it stays as it is; an absent one is created and removed. */
+  bool exists = stat(path, &st) == 0, dangling = !exists && lstat(path, &st) == 0;
+  folder_of(path, folder, sizeof folder);
+  if (dangling) { /* a symlink to nothing yet: writing creates its target, elsewhere */
+    if (access(folder, W_OK | X_OK) == 0) return true;
+    diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
+    return false;
+  }
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (exists ? 0 : O_CREAT | O_EXCL), 0666);
+  if (fd >= 0) {
+    close(fd);
+    if (!exists) unlink(path);
+    return true;
+  }
+  if (exists) {
     diag_file_error(diag, path, "cannot write: %s", strerror(errno));
     return false;
   }
-  folder_of(path, folder, sizeof folder);
-  if (access(folder, W_OK | X_OK) == 0) return true;
   diag_file_error(diag, path, "cannot create (folder %s): %s", folder, strerror(errno));
   return false;
 }
@@ -240,21 +305,34 @@ void diag_init(Diag *d, FILE *out) {
   d->max_errors = 20;
 }
 
-/* Prints the source line of loc and a caret under its column. Tabs are kept so
- * that the caret lines up in a terminal; other control bytes print as '?'. */
+enum { CARET_CONTEXT = 100 }; /* bytes shown on each side of the caret */
+
+/* Prints the source line of loc and a caret under its column. Tabs are kept
+ * so that the caret lines up in a terminal; other control bytes print as
+ * '?'. Of a long line only CARET_CONTEXT bytes each side of the column show,
+ * cut ends marked "...". Both lines go out in one write from a buffer on the
+ * stack (stderr is unbuffered: byte by byte, the caret of a 1 MB line was
+ * a million write calls; and out of memory reports through here too). */
 static void print_caret(FILE *out, SrcLoc loc) {
   if (!loc.file || loc.line < 1) return;
   const char *p = loc.file->text, *end = p + loc.file->len;
-  for (int line = 1; line < loc.line && p < end; p++)
-    if (*p == '\n') line++;
-  const char *eol = p;
-  while (eol < end && *eol != '\n') eol++;
-  fputs("  ", out);
-  for (const char *q = p; q < eol; q++)
-    fputc(*q == '\t' || (unsigned char)*q >= 0x20 ? *q : '?', out);
-  fputs("\n  ", out);
-  for (int c = 1; c < loc.col && p + c - 1 < eol; c++) fputc(p[c - 1] == '\t' ? '\t' : ' ', out);
-  fputs("^\n", out);
+  for (int line = 1; line < loc.line && p < end; line++) {
+    const char *nl = memchr(p, '\n', (size_t)(end - p));
+    p = nl ? nl + 1 : end;
+  }
+  const char *eol = memchr(p, '\n', (size_t)(end - p));
+  if (!eol) eol = end;
+  const char *at = loc.col - 1 < eol - p ? p + loc.col - 1 : eol;
+  const char *from = at - p > CARET_CONTEXT ? at - CARET_CONTEXT : p;
+  const char *to = eol - at > CARET_CONTEXT ? at + CARET_CONTEXT : eol;
+  char buf[4 * CARET_CONTEXT + 32], *b = buf;
+  b += sprintf(b, "%s", from > p ? "  ..." : "  ");
+  for (const char *q = from; q < to; q++) *b++ = *q == '\t' || (unsigned char)*q >= 0x20 ? *q : '?';
+  b += sprintf(b, "%s", to < eol ? "...\n  " : "\n  ");
+  if (from > p) b += sprintf(b, "   ");
+  for (const char *q = from; q < at; q++) *b++ = *q == '\t' ? '\t' : ' ';
+  b += sprintf(b, "^\n");
+  fwrite(buf, 1, (size_t)(b - buf), out);
 }
 
 /* The one place messages are formatted: at loc when it points into a file,

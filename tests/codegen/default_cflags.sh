@@ -9,5 +9,7 @@ mkdir -p "$work"
 flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
 [[ -n $flags ]] || { echo "FAIL: no default flags in trainc --help"; exit 1; }
 echo "default flags: $flags"
-${CC:-cc} $flags -std=c11 "$src" -o "$work/permute_loop"
+cc=$("$trainc" --help | sed -n 's/^ *--cc CC .*(default: \$CC, else \(.*\))$/\1/p')
+echo "compiler: ${CC:-$cc}"
+${CC:-$cc} $flags -std=c11 "$src" -o "$work/permute_loop"
 "$work/permute_loop"

@@ -16,32 +16,13 @@ $PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77
 rm -rf "$work" && mkdir -p "$work/data"
 cd "$work"
 
-# model NAME BATCH ACCUMULATE
-model() {
-  cat >"$1.nn" <<NN
-model acc {
-  input x : f32[B, 8]
-  input y : i32[B]
-  logits = linear(x, 4)
-  loss = cross_entropy(logits, y)
-  predict logits
-}
-train {
-  batch $2
-  accumulate $3
-  epochs 2
-  optimizer sgd(lr = 0.5, momentum = 0.9)
-  seed 5
-}
-NN
-  "$trainc" build "$1.nn" -o "$1" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
-}
+. "$src/tests/e2e/schedule/acc_model.sh"
 
 $PY "$tools" data data 205 1
 $PY "$tools" init init.safetensors 2
-model b40a1 40 1
-model b10a4 10 4
-model b10a3 10 3
+acc_model b40a1 40 1
+acc_model b10a4 10 4
+acc_model b10a3 10 3
 for m in b40a1 b10a4 b10a3; do ./$m --data data --init init.safetensors --save $m.safetensors --quiet; done
 "$print_order" 205 5 2 >order.txt
 

@@ -44,7 +44,7 @@ run bogus 2 "$TRAINER" --data "$WORK/train" --bogus
 expect bogus err "trainer: error: unknown flag '--bogus'"
 expect bogus err "--help"
 run nodata 2 "$TRAINER"
-expect nodata err "--data DIR is required"
+expect nodata err "--data DIR (or --text FILE) is required"
 run saveevery 2 "$TRAINER" --data "$WORK/train" --save-every 3
 expect saveevery err "--save-every needs --save-state DIR"
 run badvalue 2 "$TRAINER" --data="$WORK/train" --epochs=zero
@@ -63,23 +63,29 @@ expect train err "saved weights to"
 if "$PY" -c 'import json' 2>/dev/null; then
   "$PY" - "$WORK/run.jsonl" <<'EOF' || fail "log: not valid JSON Lines with the documented keys"
 import json, sys
-steps = evals = memory = 0
+steps = evals = memory = reports = 0
 for line in open(sys.argv[1]):
     r = json.loads(line)
     if "loss" in r:
-        assert set(r) == {"step", "epoch", "loss", "lr", "examples_per_s", "seconds",
-                          "syncs", "comm_bytes", "comm_seconds"}, r
+        assert set(r) == {"step", "epoch", "loss", "lr", "grad_norm", "examples_per_s", "seconds",
+                          "syncs", "comm_bytes", "comm_seconds", "page_faults"}, r
+        assert r["grad_norm"] > 0, r
         assert r["syncs"] == 0 and r["comm_bytes"] == 0, r  # one process sends nothing
         steps += 1
     elif "arena_high_water" in r:
         assert set(r) == {"step", "arena_planned", "arena_high_water"}, r
         assert r["arena_planned"] == r["arena_high_water"] and r["step"] == 186, r
         memory += 1
+    elif "confusion_matrix" in r:
+        assert set(r) == {"step", "precision", "recall", "f1", "support", "confusion_matrix"}, r
+        assert sum(map(sum, r["confusion_matrix"])) == 500 and r["step"] == 186, r
+        reports += 1
     else:
         assert set(r) == {"step", "epoch", "eval_loss", "eval_accuracy", "eval_f1"}, r
         last_eval = r
         evals += 1
-assert steps == 19 and evals == 6 and memory == 1 and last_eval["step"] == 186 and last_eval["epoch"] == 6
+assert steps == 19 and evals == 6 and memory == 1 and reports == 1
+assert last_eval["step"] == 186 and last_eval["epoch"] == 6
 EOF
 fi
 
@@ -91,9 +97,21 @@ cmp -s "$WORK/w.safetensors" "$WORK/w2.safetensors" || fail "two runs with one s
 run other_seed 0 "$TRAINER" --data "$WORK/train" --steps 5 --seed 8 --quiet --save "$WORK/w3.safetensors"
 cmp -s "$WORK/w.safetensors" "$WORK/w3.safetensors" && fail "another seed gave the same weights"
 
-# held-out tail of --data (val_split 0.2) when there is no --eval-data
-run val_split 0 "$TRAINER" --data "$WORK/train" --steps 40 --quiet
-expect val_split out "'eval_accuracy'"
+# a held-out share of --data (validation 0.2) when there is no --eval-data
+run validation 0 "$TRAINER" --data "$WORK/train" --steps 40 --quiet
+expect validation out "'eval_accuracy'"
+
+# every train setting is a flag; a bad value is a usage error
+expect help out "--weight-decay X"
+expect help out "--validation X"
+run bad_setting 2 "$TRAINER" --data "$WORK/train" --beta2 1.5
+expect bad_setting err "trainer: error: --beta2: expected a finite number from 0 to 1, got '1.5'"
+# a flag overrides its train-block value: no learning rate, no decay, no change
+run frozen 0 "$TRAINER" --data "$WORK/train" --steps 5 --lr 0 --weight-decay 0 --quiet \
+  --init "$WORK/w.safetensors" --save "$WORK/frozen.safetensors"
+cmp -s "$WORK/w.safetensors" "$WORK/frozen.safetensors" || fail "--lr 0 changed the weights"
+run accumulate 0 "$TRAINER" --data "$WORK/train" --epochs 1 --accumulate 5
+expect accumulate err "trained 10 steps" # 1600 rows / batch 32 / 5
 
 # --- weights: init-only save, exact round trip, evaluation of saved weights ---
 run init_only 0 "$TRAINER" --steps 0 --save "$WORK/w0.safetensors"

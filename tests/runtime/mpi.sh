@@ -7,6 +7,9 @@
 #     start, naming what differs;
 #  3. a rank stopped with SIGSTOP ends the job after --comm-timeout with a
 #     message, instead of leaving the other spinning.
+#  4. --load-best and --early-stopping decide alike on both ranks (the
+#     evaluation is summed over them): the job ends at the same step on
+#     both, says the best step, and saves every rank's state.
 command -v mpirun >/dev/null || { echo "SKIP: mpirun is not installed"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
@@ -50,5 +53,19 @@ wait "$job"
 rc=$?
 [ "$rc" -ne 0 ] || fail "a stopped rank: the job exited 0"
 expect stopped err "the all-reduce has waited 3 s for the other ranks (--comm-timeout)"
+
+echo "4. --load-best and --early-stopping on 2 ranks"
+timeout 120 mpirun "${MPI_OPTS[@]}" -np 2 "$TRAINER" --data d --steps 40 --lr 0.2 \
+  --schedule constant --eval-every-steps 2 --load-best --early-stopping 3 \
+  --early-stopping-threshold 0.05 --save-state st4 --save-every 4 --save-total-limit 2 \
+  --log best.jsonl --save best.safetensors >best.out 2>best.err
+rc=$?
+[ "$rc" -eq 0 ] || { fail "--load-best --early-stopping on 2 ranks: exit $rc"; cat best.err >&2; }
+expect best err "loaded the best weights: step"
+grep -q '"best_step"' best.jsonl || fail "2 ranks: no best_step record in the log"
+last=$(sed -n 's/^{"step":\([0-9]*\),"epoch".*"loss".*/\1/p' best.jsonl | tail -n 1)
+for r in 0 1; do
+  [ -e "st4/state-$last.rank-$r.safetensors" ] || fail "rank $r has no state of the last step $last"
+done
 
 finish

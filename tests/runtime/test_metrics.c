@@ -1,5 +1,8 @@
-/* test_metrics.c — accuracy, macro-F1 and cross-entropy on a case worked
- * out by hand (the same numbers sklearn's f1_score(average="macro") gives). */
+/* test_metrics.c — accuracy, F1 (macro, binary, and Hugging Face's eval_f1
+ * choosing between them), per-class precision / recall, the confusion
+ * matrix and cross-entropy on cases worked out by hand (the numbers
+ * sklearn's f1_score, precision_score, recall_score and confusion_matrix
+ * give). */
 #include "test_util.h"
 
 #include <stdint.h>
@@ -19,8 +22,57 @@ static void check_case(const trc_metrics *mt) {
   CHECK(mt->examples == 6 && mt->correct == 4);
   CHECK_NEAR(trc_metrics_accuracy(mt), 4.0 / 6.0, 1e-12);
   CHECK_NEAR(trc_metrics_macro_f1(mt), (0.5 + 0.8 + 2.0 / 3.0) / 3.0, 1e-12);
+  CHECK_NEAR(trc_metrics_task_f1(mt), (0.5 + 0.8 + 2.0 / 3.0) / 3.0, 1e-12); /* 4 classes */
+  /* class 1: precision 2/3, recall 2/2; class 3: nothing, so 0 (zero_division) */
+  CHECK_NEAR(trc_metrics_precision(mt, 1), 2.0 / 3.0, 1e-12);
+  CHECK_NEAR(trc_metrics_recall(mt, 1), 1.0, 1e-12);
+  CHECK_NEAR(trc_metrics_recall(mt, 0), 0.5, 1e-12);
+  CHECK(trc_metrics_precision(mt, 3) == 0 && trc_metrics_recall(mt, 3) == 0 &&
+        trc_metrics_f1(mt, 3) == 0 && trc_metrics_support(mt, 3) == 0);
+  CHECK(trc_metrics_support(mt, 0) == 2 && trc_metrics_support(mt, 2) == 2);
+  /* rows: the label, columns: the prediction */
+  static const int64_t matrix[16] = {1, 1, 0, 0, /**/ 0, 2, 0, 0, /**/ 1, 0, 1, 0, /**/ 0, 0, 0, 0};
+  CHECK(memcmp(mt->confusion, matrix, sizeof matrix) == 0);
   /* every row: log(e^2 + 3) minus 2 when right, minus 0 when wrong */
   CHECK_NEAR(trc_metrics_cross_entropy(mt), log(exp(2.0) + 3.0) - 2.0 * 4.0 / 6.0, 1e-9);
+}
+
+/* Two classes (MRPC-style): eval_f1 is class 1's F1, not the macro mean.
+ * labels 1 1 1 1 0 0, predictions 1 1 0 0 1 0: class 1 tp 2 fp 1 fn 2 ->
+ * F1 4/7; class 0 tp 1 fp 2 fn 1 -> 2/5; macro 0.4857... */
+static void test_binary(void) {
+  const int32_t labels[6] = {1, 1, 1, 1, 0, 0};
+  const int pred[6] = {1, 1, 0, 0, 1, 0};
+  float logits[12] = {0};
+  trc_metrics mt;
+  trc_error err;
+  for (int r = 0; r < 6; r++) logits[2 * r + pred[r]] = 1.0f;
+  CHECK(trc_metrics_init(&mt, 2, &err) == 0);
+  CHECK(isnan(trc_metrics_task_f1(&mt)));
+  trc_metrics_add(&mt, logits, labels, TRC_I32, 6);
+  CHECK_NEAR(trc_metrics_f1(&mt, 1), 4.0 / 7.0, 1e-12);
+  CHECK_NEAR(trc_metrics_task_f1(&mt), 4.0 / 7.0, 1e-12);
+  CHECK_NEAR(trc_metrics_macro_f1(&mt), (4.0 / 7.0 + 0.4) / 2.0, 1e-12);
+  CHECK_NEAR(trc_metrics_precision(&mt, 1), 2.0 / 3.0, 1e-12);
+  CHECK_NEAR(trc_metrics_recall(&mt, 1), 0.5, 1e-12);
+  static const int64_t matrix[4] = {1, 1, 2, 2};
+  CHECK(memcmp(mt.confusion, matrix, sizeof matrix) == 0);
+  trc_metrics_free(&mt);
+}
+
+/* A vocabulary-sized output keeps the per-class counts but no matrix. */
+static void test_many_classes(void) {
+  trc_metrics mt;
+  trc_error err;
+  CHECK(trc_metrics_init(&mt, TRC_CONFUSION_MAX_CLASSES + 1, &err) == 0 && !mt.confusion);
+  float logits[TRC_CONFUSION_MAX_CLASSES + 1] = {0};
+  const int32_t label = 5;
+  logits[5] = 1.0f;
+  trc_metrics_add(&mt, logits, &label, TRC_I32, 1);
+  CHECK(mt.correct == 1 && trc_metrics_task_f1(&mt) == 1.0);
+  trc_metrics_free(&mt);
+  CHECK(trc_metrics_init(&mt, TRC_CONFUSION_MAX_CLASSES, &err) == 0 && mt.confusion);
+  trc_metrics_free(&mt);
 }
 
 int main(void) {
@@ -48,5 +100,7 @@ int main(void) {
   CHECK_NEAR(trc_metrics_cross_entropy(&mt), log(2.0), 1e-9);
   CHECK_NEAR(trc_metrics_macro_f1(&mt), 1.0, 0);
   trc_metrics_free(&mt);
+  test_binary();
+  test_many_classes();
   return test_finish("test_metrics");
 }

@@ -2,22 +2,19 @@
  * runs every index exactly once, in one contiguous block per thread, on
  * min(threads, n) threads; and what the runtime sums on them does not
  * depend on how many: the gradient norm of clipping is bitwise the same on
- * 1, 2 and 3 threads, and near a long double reference. Without OpenMP
- * (trc_threads() is 1) the block checks are skipped. */
+ * 1, 2 and 3 threads, and near a long double reference. */
 #include "test_util.h"
 
 #include <stdlib.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <pthread.h>
 
 enum { MAX_N = 1000 };
 
 typedef struct {
   int visits[MAX_N];
   int64_t block_of[MAX_N]; /* lo of the block that ran the index */
-  int thread_of[MAX_N];
+  pthread_t thread_of[MAX_N];
 } record;
 
 static void visit(void *ctx, int64_t lo, int64_t hi) {
@@ -25,9 +22,7 @@ static void visit(void *ctx, int64_t lo, int64_t hi) {
   for (int64_t i = lo; i < hi; i++) {
     r->visits[i]++;
     r->block_of[i] = lo;
-#ifdef _OPENMP
-    r->thread_of[i] = omp_get_thread_num();
-#endif
+    r->thread_of[i] = pthread_self();
   }
 }
 
@@ -41,11 +36,12 @@ static void check_partition(int threads, int64_t n) {
     if (i == 0 || r->block_of[i] != r->block_of[i - 1]) {
       blocks++;
       CHECK(r->block_of[i] == i); /* a block starts where the last one ended */
-      if (i > 0)
-        CHECK(r->thread_of[i] == r->thread_of[i - 1] + 1); /* in thread order */
+      for (int64_t j = 0; j < i; j++) /* each block on a thread of its own */
+        CHECK(!pthread_equal(r->thread_of[i], r->thread_of[j]));
     }
   }
-  int64_t want = trc_threads() == 1 ? 1 : threads < n ? threads : n;
+  CHECK(trc_threads() == threads);
+  int64_t want = threads < n ? threads : n;
   CHECK(n == 0 ? blocks == 0 : blocks == want);
   free(r);
 }

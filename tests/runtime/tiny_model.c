@@ -188,7 +188,7 @@ static const trc_model model = {
                  .eval_every_epoch = 1,
                  .metrics = TRC_METRIC_LOSS | TRC_METRIC_ACCURACY | TRC_METRIC_F1,
                  .log_every = 10,
-                 .val_split = 0.2,
+                 .validation = 0.2,
                  .local_sgd = 1},
 };
 

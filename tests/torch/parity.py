@@ -200,10 +200,10 @@ def zero_gradients(params):
 
 def compiled_adamw(help_text):
     """The trainer's compiled AdamW, schedule and clip norm (0: none), from the
-    table of compiled defaults in its --help text (one `  name value help` line
-    per setting, values exact)."""
-    table = help_text.split("compiled defaults", 1)[-1]
-    cfg = dict(re.findall(r"^  (\w+) +(\S+)", table, re.M))
+    training settings of its --help text (one `  --flag-name VALUES value help`
+    line per setting, values exact)."""
+    table = help_text.split("training settings", 1)[-1]
+    cfg = {k.replace("-", "_"): v for k, v in re.findall(r"^  --([\w-]+) \S+ +(\S+)", table, re.M)}
     if cfg.get("optimizer") != "adamw" or "schedule" not in cfg:
         sys.exit("parity.py: the trainer's --help lists no adamw optimizer and schedule")
     num = lambda k: float(cfg[k])
