@@ -33,9 +33,11 @@ static void push_words(Argv *a, const char *flags) {
   }
 }
 
+/* Frees the words; a is then empty, ready for another command. */
 static void free_argv(Argv *a) {
   for (int i = 0; i < a->n; i++) free(a->items[i]);
   free(a->items);
+  *a = (Argv){0};
 }
 
 /* Runs argv (`what` names it in messages); its stdout goes to out_path when
@@ -69,11 +71,44 @@ static int run(Argv *a, const char *what, const char *out_path, bool verbose, Di
   return -1;
 }
 
-/* The compiler driver on one input: a C file (compiled as C11 against the
- * runtime's header) or an object, linked with the runtime, BLAS, MPI when
- * asked, zlib and libm. */
-static bool compile_and_link(const char *input, bool is_c, const char *exe_path,
-                             const BuildOptions *opt, Diag *diag) {
+/* The runtime and the libraries every trainer links, after its source. */
+static void push_libraries(Argv *a, const BuildOptions *opt) {
+  push(a, opt->rt_lib);
+  push_words(a, opt->blas_lib);
+  if (opt->mpi_libs) push_words(a, opt->mpi_libs);
+  push(a, "-lz");
+  push(a, "-lmvec"); /* glibc's vector math (trainc.h) */
+  push(a, "-lm");
+}
+
+/* Runs the compiler whose words are in `a` on a generated source:
+ * COMPILER CFLAGS LANGUAGE -I RUNTIME SOURCE AFTER -o OUT, then the libraries
+ * when `link`. */
+static bool compile_trainer(Argv *a, const char *language, const char *source_path,
+                            const char *after, const char *out_path, const BuildOptions *opt,
+                            bool link, const char *what, Diag *diag) {
+  push_words(a, opt->cflags);
+  push_words(a, language);
+  push(a, "-I");
+  push(a, opt->rt_include);
+  char *source =
+      xsprintf("%s%s", source_path[0] == '-' ? "./" : "", source_path); /* never an option */
+  push(a, source);
+  free(source);
+  push_words(a, after);
+  push(a, "-o");
+  push(a, out_path);
+  if (link) push_libraries(a, opt);
+  int rc = run(a, what, NULL, opt->verbose, diag);
+  free_argv(a);
+  if (rc > 0) diag_error(diag, NO_LOC, "%s failed (exit %d) on %s", what, rc, source_path);
+  return rc == 0;
+}
+
+/* The C compiler driver on one input: a C file (compiled as C11 against the
+ * runtime's header) or, with language "", an object, linked as a trainer. */
+static bool cc_trainer(const char *language, const char *input, const char *exe_path,
+                       const BuildOptions *opt, Diag *diag) {
   Argv a = {0};
   const char *cc = opt->cc ? opt->cc : getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
   if (cc[strspn(cc, " \t")] == '\0') {
@@ -81,35 +116,53 @@ static bool compile_and_link(const char *input, bool is_c, const char *exe_path,
     return false;
   }
   push_words(&a, cc);
-  push_words(&a, opt->cflags);
-  if (is_c) {
-    push(&a, "-std=c11");
-    push(&a, "-I");
-    push(&a, opt->rt_include);
-  }
-  char *source = xsprintf("%s%s", input[0] == '-' ? "./" : "", input); /* never an option */
-  push(&a, source);
-  free(source);
-  push(&a, "-o");
-  push(&a, exe_path);
-  push(&a, opt->rt_lib);
-  push_words(&a, opt->blas_lib);
-  if (opt->mpi_libs) push_words(&a, opt->mpi_libs);
-  push(&a, "-lz");
-  push(&a, "-lmvec"); /* glibc's vector math (trainc.h) */
-  push(&a, "-lm");
-  int rc = run(&a, "the C compiler", NULL, opt->verbose, diag);
-  free_argv(&a);
-  if (rc > 0) diag_error(diag, NO_LOC, "the C compiler failed (exit %d) on %s", rc, input);
-  return rc == 0;
+  return compile_trainer(&a, language, input, "", exe_path, opt, true, "the C compiler", diag);
 }
 
 bool build_c(const char *c_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
-  return compile_and_link(c_path, true, exe_path, opt, diag);
+  return cc_trainer("-std=c11", c_path, exe_path, opt, diag);
 }
 
 bool link_object(const char *obj_path, const char *exe_path, const BuildOptions *opt, Diag *diag) {
-  return compile_and_link(obj_path, false, exe_path, opt, diag);
+  return cc_trainer("", obj_path, exe_path, opt, diag);
+}
+
+/* nvcc compiles the .cu to an object; the C++ compiler links it as a C
+ * trainer is linked (host linker flags as they are), with cudart and cuBLAS. */
+static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx,
+                       const BuildOptions *opt, Diag *diag) {
+  char *obj = xsprintf("%s.o", exe_path);
+  Argv a = {0};
+  push_words(&a, opt->nvcc);
+  bool ok = compile_trainer(&a, "-std=c++20 -c", cu_path, "", obj, opt, false, "nvcc", diag);
+  if (ok) {
+    push_words(&a, cxx);
+    push(&a, obj);
+    push(&a, "-o");
+    push(&a, exe_path);
+    push_libraries(&a, opt);
+    push_words(&a, opt->cuda_libs);
+    int rc = run(&a, "the linker", NULL, opt->verbose, diag);
+    free_argv(&a);
+    if (rc > 0) diag_error(diag, NO_LOC, "the linker failed (exit %d) on %s", rc, obj);
+    ok = rc == 0;
+  }
+  unlink(obj);
+  free(obj);
+  return ok;
+}
+
+/* The emulation is compiled like a C trainer (the same optimizer flags, no
+ * contraction into FMAs, as -std=c11 gives C), so that its kernels compute
+ * the C trainer's bits. */
+bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *opt, bool emulate,
+                Diag *diag) {
+  const char *cxx = opt->cxx ? opt->cxx : getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
+  if (!emulate) return build_nvcc(cu_path, exe_path, cxx, opt, diag);
+  Argv a = {0};
+  push_words(&a, cxx);
+  return compile_trainer(&a, "-x c++ -std=c++20 -ffp-contract=off -DTRC_CUDA_EMULATE", cu_path,
+                         "-x none", exe_path, opt, true, "the C++ compiler", diag);
 }
 
 /* The calibration program: each figure is the best of several timed runs,

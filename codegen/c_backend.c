@@ -2,8 +2,8 @@
  *
  * Layout of the output, top to bottom: a header comment, one static function
  * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
- * calls, the runtime's OpenBLAS; arena offsets as literals), forward() and backward() as flat call
- * lists (backward with the gradient buckets' all-reduce starts after the
+ * calls, the runtime's OpenBLAS; arena offsets as literals), forward() and
+ * backward() as flat call lists (backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the
  * trc_model descriptor with its compiled defaults (printed from the config
@@ -12,207 +12,12 @@
  * ranges), hence `restrict`. A kernel's top-level loop that the IR proved
  * parallel (kernel_mark_parallel) becomes a function of an iteration range,
  * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
- * when it has enough work. */
-#include "codegen.h"
+ * when it has enough work. The printer is shared with the CUDA backend
+ * (c_family.h). */
+#include "c_family.h"
 
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
-
-static const char *c_type(DType t) {
-  switch (t) {
-  case DT_F32: return "float";
-  case DT_I32: return "int32_t";
-  case DT_U8: return "uint8_t";
-  }
-  return "float";
-}
-
-/* A float literal C reads back to the same float. */
-static void print_float(FILE *out, double v) {
-  if (isinf(v)) {
-    fputs(v < 0 ? "(-INFINITY)" : "INFINITY", out);
-    return;
-  }
-  char buf[64];
-  snprintf(buf, sizeof buf, "%.9g", v);
-  bool has_point = strpbrk(buf, ".e") != NULL;
-  fprintf(out, v < 0 ? "(%s%sf)" : "%s%sf", buf, has_point ? "" : ".0");
-}
-
-static void print_expr(FILE *out, const KExpr *e) {
-  static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
-                                   [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
-  static const char *binary_op[] = {[KB_ADD] = "+", [KB_SUB] = "-", [KB_MUL] = "*", [KB_DIV] = "/"};
-  switch (e->kind) {
-  case KE_CONST: print_float(out, e->f); break;
-  case KE_ICONST: fprintf(out, "%lld", (long long)e->i); break;
-  case KE_INDEX: fprintf(out, "i%d", e->var); break;
-  case KE_LOCAL: fprintf(out, "t%d", e->var); break;
-  case KE_LOAD:
-    fprintf(out, e->is_int ? "(int64_t)b%d[" : "b%d[", e->buf);
-    print_expr(out, e->a);
-    fputc(']', out);
-    break;
-  case KE_UNARY:
-    fprintf(out, "%s(", unary_fn[e->op]);
-    print_expr(out, e->a);
-    fputc(')', out);
-    break;
-  case KE_BINARY:
-    if (e->op == KB_MAX || e->op == KB_MIN) {
-      fputs(e->op == KB_MAX ? "trc_maxf(" : "trc_minf(", out);
-      print_expr(out, e->a);
-      fputs(", ", out);
-      print_expr(out, e->b);
-      fputc(')', out);
-      break;
-    }
-    fputc('(', out);
-    print_expr(out, e->a);
-    fprintf(out, " %s ", binary_op[e->op]);
-    print_expr(out, e->b);
-    fputc(')', out);
-    break;
-  case KE_SELECT:
-    fputc('(', out);
-    print_expr(out, e->a);
-    fputs(" > 0.0f ? ", out);
-    print_expr(out, e->b);
-    fputs(" : ", out);
-    print_expr(out, e->c);
-    fputc(')', out);
-    break;
-  case KE_EQ:
-    fputs("((", out);
-    print_expr(out, e->a);
-    fputs(") == (", out);
-    print_expr(out, e->b);
-    fputs(") ? 1.0f : 0.0f)", out);
-    break;
-  case KE_TO_FLOAT:
-    fputs("(float)(", out);
-    print_expr(out, e->a);
-    fputc(')', out);
-    break;
-  case KE_RANDOM:
-    fprintf(out, "trc_kernel_uniform(b%d, %lldu, ", e->buf, (long long)e->i);
-    print_expr(out, e->a);
-    fputc(')', out);
-    break;
-  }
-}
-
-static void indent(FILE *out, int depth) {
-  for (int i = 0; i < depth; i++) fputs("  ", out);
-}
-
-/* `a op b` for a reduction's op. */
-static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b_expr,
-                          const char *b) {
-  fprintf(out, op == KB_ADD ? "%s + " : op == KB_MAX ? "trc_maxf(%s, " : "trc_minf(%s, ", a);
-  if (b_expr)
-    print_expr(out, b_expr);
-  else
-    fputs(b, out);
-  fputs(op == KB_ADD ? ";\n" : ");\n", out);
-}
-
-/* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
- * remainder, then the lanes folded in halves into the local. */
-static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int depth) {
-  const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
-  int64_t full = s->extent / K_LANES * K_LANES;
-  int v = s->var;
-  fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
-  indent(out, depth + 1);
-  fprintf(out, "float lane[%d];\n", K_LANES);
-  indent(out, depth + 1);
-  fprintf(out, "for (int l = 0; l < %d; l++) lane[l] = l ? %s : t%d;\n", K_LANES, identity, t);
-  indent(out, depth + 1);
-  fprintf(out, "for (int64_t c = 0; c < %lld; c += %d)\n", (long long)full, K_LANES);
-  indent(out, depth + 2);
-  char lane[64];
-  snprintf(lane, sizeof lane, "lane[i%d - c]", v);
-  fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
-  print_combine(out, op, lane, s->body[0]->value->b, NULL);
-  if (full < s->extent) {
-    snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
-    indent(out, depth + 1);
-    fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
-            (long long)s->extent, v, lane);
-    print_combine(out, op, lane, s->body[0]->value->b, NULL);
-  }
-  indent(out, depth + 1);
-  fprintf(out, "for (int w = %d; w > 0; w /= 2)\n", K_LANES / 2);
-  indent(out, depth + 2);
-  fputs("for (int l = 0; l < w; l++) lane[l] = ", out);
-  print_combine(out, op, "lane[l]", NULL, "lane[l + w]");
-  indent(out, depth + 1);
-  fprintf(out, "t%d = lane[0];\n", t);
-  indent(out, depth);
-  fputs("}\n", out);
-}
-
-static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
-  for (int i = 0; i < n; i++) {
-    const KStmt *s = body[i];
-    KBinaryOp op;
-    int t;
-    indent(out, depth);
-    if (s->extent >= K_LANES && kstmt_is_reduction(s, &op, &t)) {
-      print_reduction(out, s, op, t, depth);
-      continue;
-    }
-    switch (s->kind) {
-    case KS_FOR:
-      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
-      print_stmts(out, s->body, s->nbody, depth + 1);
-      indent(out, depth);
-      fputs("}\n", out);
-      break;
-    case KS_LOCAL:
-    case KS_SET:
-      fprintf(out, s->kind == KS_LOCAL ? "float t%d = " : "t%d = ", s->var);
-      print_expr(out, s->value);
-      fputs(";\n", out);
-      break;
-    case KS_STORE:
-      fprintf(out, "b%d[", s->buf);
-      print_expr(out, s->index);
-      fputs(s->accumulate ? "] += " : "] = ", out);
-      print_expr(out, s->value);
-      fputs(";\n", out);
-      break;
-    }
-  }
-}
-
-static void print_node_comment(FILE *out, const Program *p, int id) {
-  const Node *n = &p->g->nodes[id];
-  char sb[128];
-  fprintf(out, "/* %%%d = %s", id, op_info(n->op)->name);
-  for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
-  fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
-  if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
-  if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
-  if (n->name) fprintf(out, " -- %s", n->name);
-  if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
-  fputs(" */\n", out);
-}
-
-/* Declares, from the arena A, the buffers used[0..n_used) (`restrict`: the
- * buffers of one kernel never overlap). */
-static void print_buffers(FILE *out, const Program *p, int id, const int *used, int n_used) {
-  const Graph *g = p->g;
-  for (int i = 0; i < n_used; i++) {
-    int b = used[i];
-    const char *qual = b == id ? "" : "const ";
-    fprintf(out, "  %s%s *restrict b%d = (%s%s *)(A + %llu);\n", qual, c_type(g->nodes[b].dtype), b, qual,
-            c_type(g->nodes[b].dtype), (unsigned long long)p->offset[b]);
-  }
-}
 
 /* Innermost statements a loop runs: the work it would split among threads. */
 static double loop_work(const KStmt *s) {
@@ -241,11 +46,10 @@ static int64_t parallel_chunk(const KStmt *s) {
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
  * chunks [lo, hi) of loop `at` of kernel `id`. */
 static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
-  int *used, n_used = kernel_stmt_buffers(&s, 1, &used);
   int64_t chunk = parallel_chunk(s);
   fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
   fputs("  char *restrict A = ctx;\n", out);
-  print_buffers(out, p, id, used, n_used);
+  print_stmt_buffers(out, p, id, &s, 1, "restrict", "A");
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -257,14 +61,13 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
   }
   print_stmts(out, s->body, s->nbody, depth);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
-  free(used);
 }
 
 /* The kernel: the loops runs_parallel picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  KStmt **inline_stmts = xmalloc((size_t)k->nbody * sizeof *inline_stmts);
+  KStmt **inline_stmts = xmalloc((size_t)(k->nbody ? k->nbody : 1) * sizeof *inline_stmts);
   int n_inline = 0;
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
@@ -272,10 +75,9 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
     else
       inline_stmts[n_inline++] = k->body[i];
   }
-  int *used, n_used = kernel_stmt_buffers(inline_stmts, n_inline, &used);
-  free(inline_stmts);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_buffers(out, p, id, used, n_used);
+  print_stmt_buffers(out, p, id, inline_stmts, n_inline, "restrict", "A");
+  free(inline_stmts);
   for (int i = 0; i < k->nbody; i++) {
     if (runs_parallel(k->body[i]))
       fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
@@ -285,253 +87,48 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
       print_stmts(out, &k->body[i], 1, 1);
   }
   fputs("}\n\n", out);
-  free(used);
 }
 
-/* C = op(A) op(B), the batch of matrices gemm_dims describes. The
- * runtime's trc_gemm runs it on the trainer's threads, bitwise the same on
- * any number of them. */
+/* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
+ * the trainer's threads, bitwise the same on any number of them. */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   GemmDims d;
   gemm_dims(p->g, n, &d);
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a, d.trans_b,
-          (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out, "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
+  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a,
+          d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
+  fprintf(out,
+          "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
           (unsigned long long)p->offset[n->in[0]], (long long)d.lda, (long long)d.stride_a,
           (unsigned long long)p->offset[n->in[1]], (long long)d.ldb, (long long)d.stride_b);
   fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
           (unsigned long long)p->offset[id], (long long)d.ldc, (long long)d.stride_c);
 }
 
-static void print_kernels(FILE *out, const Program *p, const int *ids, int n) {
-  for (int i = 0; i < n; i++) {
-    print_node_comment(out, p, ids[i]);
-    if (op_info(p->g->nodes[ids[i]].op)->op_class == OPC_GEMM)
-      print_gemm(out, p, ids[i]);
-    else
-      print_loop_kernel(out, p, ids[i], p->kernels[ids[i]]);
-  }
-}
+static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }
 
-static void print_call(FILE *out, const Program *p, int id) {
-  const Node *nd = &p->g->nodes[id];
-  fprintf(out, "  k%d(A); /* line %d: %s%s%s%s */\n", id, nd->loc.line, nd->recompute_of >= 0 ? "recompute " : "",
-          op_info(nd->op)->name, nd->name ? " -> " : "", nd->name ? nd->name : "");
-}
-
-static void print_forward(FILE *out, const Program *p) {
-  fputs("static void forward(char *A) {\n", out);
-  for (int i = 0; i < p->n_forward; i++) print_call(out, p, p->forward[i]);
-  fputs("}\n\n", out);
-}
-
-/* The buckets final after backward kernel `at` (-1: before the first). */
-static void print_buckets_ready(FILE *out, const Program *p, int at) {
-  const Graph *g = p->g;
-  for (int b = 0; b < p->n_buckets; b++) {
-    const GradBucket *bk = &p->buckets[b];
-    if (bk->ready != at) continue;
-    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)", (unsigned long long)bk->first,
-            (unsigned long long)bk->count, b, g->nodes[g->params[bk->first_param]].name);
-    if (bk->n_params > 1) fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
-    fputs(" */\n", out);
-  }
-}
-
-/* backward(A, s): the kernels, and with a step s each gradient bucket handed
- * to its all-reduce as soon as the kernel that finishes it has run. */
-static void print_backward(FILE *out, const Program *p) {
-  fputs("static void backward(char *A, trc_step *s) {\n", out);
-  print_buckets_ready(out, p, -1);
-  for (int i = 0; i < p->n_backward; i++) {
-    print_call(out, p, p->backward[i]);
-    print_buckets_ready(out, p, i);
-  }
-  fputs("}\n\n", out);
-}
-
-/* The optimizer step the runtime's loop calls (runtime/trainc.h). What the
- * run decides (window, sync mode, clip, optimizer) comes from the trc_step_*
- * calls; the order of the work is this function's. */
-static void print_step(FILE *out, const Program *p) {
-  const Graph *g = p->g;
-  fputs("/* One optimizer step: the accumulation window's micro-batches, each forward and\n"
-        " * backward (with the planner's recompute); with gradients averaged over the\n"
-        " * ranks, each bucket's all-reduce starts in the last backward as soon as it is\n"
-        " * final (or the whole region's after it); then clipping, the optimizer, and\n"
-        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n", out);
-  fputs("static double step(trc_step *s) {\n  char *A = trc_step_arena(s);\n", out);
-  fputs("  const int64_t window = trc_step_micro_batches(s);\n", out);
-  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup */\n", out);
-  fputs("  trc_step *overlap = average && trc_step_overlaps(s) ? s : NULL;\n", out);
-  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged */\n", out);
-  fputs("  double loss_sum = 0.0;\n", out);
+static void zero_gradients(FILE *out, const Program *p) {
   fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
           (unsigned long long)p->param_bytes);
-  fputs("  for (int64_t k = 0; k < window; k++) {\n", out);
-  fputs("    trc_step_micro_batch(s, k); /* its rows, dropout key and training flag */\n", out);
-  fprintf(out, "    *(float *)(A + %llu) = seed;\n", (unsigned long long)p->seed_offset);
-  fputs("    forward(A);\n", out);
-  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n", (unsigned long long)p->offset[g->loss]);
-  fputs("    backward(A, k == window - 1 ? overlap : NULL);\n  }\n", out);
-  fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
-  fputs("  else if (average) trc_step_allreduce_gradients(s);\n", out);
-  fputs("  const double loss = loss_sum / (double)window;\n", out);
-  fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
-  fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
-  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n", out);
 }
 
-/* ---- tables for the runtime ---- */
-
-static void print_dims(FILE *out, const Shape *s) {
-  fputc('{', out);
-  for (int i = 0; i < s->rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)s->dim[i]);
-  fputc('}', out);
-}
-
-static void print_params(FILE *out, const Program *p) {
-  static const char *const init_enum[] = {TRC_INIT_KINDS(TRC_ENUM_IDENT)};
-  const Graph *g = p->g;
-  fputs("static const trc_param params[] = {\n", out);
-  for (int i = 0; i < g->n_params; i++) {
-    const Node *n = &g->nodes[g->params[i]];
-    fprintf(out, "    {\"%s\", %d, ", n->name, n->shape.rank);
-    print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id], (long long)shape_numel(&n->shape),
-            init_enum[n->init.kind]);
-    print_float(out, n->init.a);
-    fputs(", ", out);
-    print_float(out, n->init.b);
-    fprintf(out, ", %lld, %lld, %d},\n", (long long)n->init.fan_in, (long long)n->init.fan_out, n->decay);
-  }
-  fputs("};\n\n", out);
-}
-
-static void print_inputs(FILE *out, const Program *p) {
-  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
-  static const char *const dtype_enum[] = {TRC_DTYPES(TRC_ENUM_IDENT)};
-  const Graph *g = p->g;
-  fputs("static const trc_input inputs[] = {\n", out);
-  for (int i = 0; i < g->n_inputs; i++) {
-    const Node *n = &g->nodes[g->inputs[i]];
-    uint64_t example = (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
-    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
-    print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id], (unsigned long long)example,
-            (long long)n->index_limit);
-  }
-  fputs("};\n\n", out);
-}
-
-static int input_index(const Graph *g, int node) {
-  for (int i = 0; i < g->n_inputs; i++)
-    if (g->inputs[i] == node) return i;
-  return -1;
-}
-
-/* Values of trc_train_config by the kind of their row in TRC_TRAIN_CONFIG,
- * as C that reads back the same value. */
-static void print_cfg_I64(FILE *out, int64_t v) { fprintf(out, "%lld", (long long)v); }
-static void print_cfg_U64(FILE *out, uint64_t v) { fprintf(out, "%lluu", (unsigned long long)v); }
-static void print_cfg_F64(FILE *out, double v) { fprintf(out, "%.17g", v); }
-static void print_cfg_BOOL(FILE *out, int v) { fprintf(out, "%d", v); }
-static void print_cfg_METRICS(FILE *out, unsigned v) { fprintf(out, "%uu", v); }
-static void print_cfg_OPTIMIZER(FILE *out, trc_optimizer_kind v) {
-  static const char *const names[] = {TRC_OPTIMIZERS(TRC_ENUM_IDENT)};
-  fputs(names[v], out);
-}
-static void print_cfg_SCHEDULE(FILE *out, trc_schedule_kind v) {
-  static const char *const names[] = {TRC_SCHEDULES(TRC_ENUM_IDENT)};
-  fputs(names[v], out);
-}
-
-static void print_cfg_PRECISION(FILE *out, trc_precision v) {
-  static const char *const names[] = {TRC_PRECISIONS(TRC_ENUM_IDENT)};
-  fputs(names[v], out);
-}
-
-static void print_defaults(FILE *out, const trc_train_config *c) {
-  fputs("    .defaults = {\n", out);
-#define PRINT_FIELD(kind, name, run, help)                                                         \
-  fputs("        ." #name " = ", out);                                                           \
-  print_cfg_##kind(out, c->name);                                                                \
-  fputs(",\n", out);
-  TRC_TRAIN_CONFIG(PRINT_FIELD)
-#undef PRINT_FIELD
-  fputs("    },\n", out);
-}
-
-/* The source path is user text, printed inside a C string and a comment:
- * every byte but [A-Za-z0-9._/-] becomes a three-digit octal escape, so no
- * text ends the string or the comment ("*" and "/" never meet), no "??"
- * forms a trigraph, no backslash splices a line, and the string holds the
- * path exactly ("exp ()/x.nn" is "exp\040\050\051/x.nn"). */
-static void print_safe_path(FILE *out, const char *path) {
-  for (const unsigned char *c = (const unsigned char *)path; *c; c++)
-    if (isalnum(*c) || (*c && strchr("._-/", *c)))
-      fputc(*c, out);
-    else
-      fprintf(out, "\\%03o", *c);
-}
-
-static void print_model(FILE *out, const Program *p) {
-  static const char *const loss_enum[] = {TRC_LOSS_KINDS(TRC_ENUM_IDENT)};
-  const Graph *g = p->g;
-  fputs("static const trc_model model = {\n", out);
-  fprintf(out, "    .name = \"%s\",\n    .source = \"", g->model_name);
-  print_safe_path(out, g->source_path);
-  fprintf(out, "\",\n    .batch = %lld,\n    .arena_bytes = %llu,\n", (long long)g->train.batch,
-          (unsigned long long)p->arena_bytes);
-  fprintf(out, "    .param_offset = %llu, .param_count = %llu, .grad_offset = %llu,\n",
-          (unsigned long long)p->param_offset, (unsigned long long)(p->param_bytes / 4),
-          (unsigned long long)p->grad_offset);
-  fprintf(out, "    .n_params = %d, .params = params,\n    .n_inputs = %d, .inputs = inputs,\n", g->n_params,
-          g->n_inputs);
-  fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",
-          (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset, loss_enum[g->loss_kind]);
-  fprintf(out, "    .rng_key_offset = %llu, .training_offset = %llu,\n", (unsigned long long)p->rng_key_offset,
-          (unsigned long long)p->training_offset);
-  if (g->predict >= 0) {
-    const Shape *ps = &g->nodes[g->predict].shape;
-    fprintf(out, "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld, .predict_rows = %lld,\n",
-            (unsigned long long)p->offset[g->predict], (long long)ps->dim[ps->rank - 1],
-            (long long)(ps->rank == 3 ? ps->dim[1] : 1));
-  }
-  fprintf(out, "    .label_input = %d, .token_input = %d,\n", g->labels >= 0 ? input_index(g, g->labels) : -1,
-          g->tokens >= 0 ? input_index(g, g->tokens) : -1);
-  for (int i = 0; i < g->n_inputs; i++)
-    if (g->nodes[g->inputs[i]].has_ignore)
-      fprintf(out, "    .has_ignore = 1, .ignore_input = %d, .ignore_label = %lld,\n", i,
-              (long long)g->nodes[g->inputs[i]].ignore_label);
-  char spec[64];
-  fprintf(out, "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint = \"%s\",\n",
-          checkpoint_spec_str(&g->train.checkpoint, spec));
-  print_defaults(out, &g->train.run);
-  fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
-}
+static const StepForm c_form = {
+    .forward_def = "static void forward(char *A)",
+    .backward_def = "static void backward(char *A, trc_step *s)",
+    .forward_call = "forward(A)",
+    .backward_call = "backward(A, ",
+    .call = print_call,
+    .gradients_zeroed = zero_gradients,
+};
 
 void emit_c(FILE *out, const Program *p) {
-  const Graph *g = p->g;
-  char b1[32], b2[32];
-  fprintf(out, "/* Generated by trainc from ");
-  print_safe_path(out, g->source_path);
-  fprintf(out, ", model %s. Do not edit: edit the model file and rebuild.\n", g->model_name);
-  fprintf(out, " * Arena: %s in all; activations and gradients in flight %s (planned peak). */\n",
-          format_bytes(p->arena_bytes, b1), format_bytes(p->activation_bytes, b2));
+  print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
   fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
   fputs("#include \"trainc.h\"\n\n", out);
-  fputs("/* ---- forward kernels ---- */\n\n", out);
-  print_kernels(out, p, p->forward, p->n_forward);
-  fputs("/* ---- backward kernels ---- */\n\n", out);
-  print_kernels(out, p, p->backward, p->n_backward);
-  print_forward(out, p);
-  print_backward(out, p);
-  print_step(out, p);
-  print_params(out, p);
-  print_inputs(out, p);
-  print_model(out, p);
+  print_kernels(out, p, print_gemm, print_loop_kernel);
+  print_forward_backward(out, p, &c_form);
+  print_step(out, p, &c_form);
+  print_runtime_tables(out, p, NULL);
 }

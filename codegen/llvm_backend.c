@@ -728,7 +728,7 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
                   X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
                       X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
                       X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
-                          X(checkpoint, PTR) X(defaults, CONFIG)
+                          X(checkpoint, PTR) X(defaults, CONFIG) X(device, PTR)
 /* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
 #define CFG_FK_I64 FK_I64
 #define CFG_FK_U64 FK_I64
@@ -962,7 +962,8 @@ static LLVMValueRef define_model(Gen *g, Callee forward, Callee backward, Callee
       [MODEL_backward] = backward.fn,
       [MODEL_step] = step.fn,
       [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
-      [MODEL_defaults] = defaults(g, &gr->train.run, diag)};
+      [MODEL_defaults] = defaults(g, &gr->train.run, diag),
+      [MODEL_device] = LLVMConstNull(g->ptr)}; /* the host arena only */
   LLVMValueRef init = named_struct(g, &model_info, v, diag);
   LLVMValueRef model = LLVMAddGlobal(g->mod, LLVMTypeOf(init), "model");
   LLVMSetInitializer(model, init);

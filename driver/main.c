@@ -54,13 +54,17 @@ static const char *usage_text =
     "                           (forward and backward steps, arena offsets and\n"
     "                           sizes, views, stored values)\n"
     "  -o, --output PATH        where emit/build write\n"
-    "  --backend c|llvm         emit/build: the C backend (default; the C compiler\n"
-    "                           compiles it) or LLVM (emit writes a .ll file)\n"
+    "  --backend B              emit/build: c (default; the C compiler compiles\n"
+    "                           it), llvm (emit writes a .ll file), cuda (nvcc,\n"
+    "                           cuBLAS) or cuda-emulate (the same .cu run on the\n"
+    "                           CPU; docs/cuda.md)\n"
     "  --mcpu CPU, --mattr F    LLVM: target CPU and features (default: this\n"
     "                           machine's; e.g. --mcpu znver4 --mattr=-avx512f)\n"
     "  --cc CC                  C compiler and linker of build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
+    "                           (FILE.cu for the CUDA backends)\n"
+
     "  --mpi                    build: link MPI (automatic when the train block\n"
     "                           asks for local_sgd > 1 or sync gradients)\n"
     "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
@@ -148,10 +152,14 @@ static bool use_llvm(const Options *o) {
 
 /* --backend, --mcpu and --mattr, and what goes with which backend. Returns
  * -1 to go on, else the exit status. */
-static int llvm_options_ok(const Options *o) {
+static int backend_options_ok(const Options *o) {
   bool run = !strcmp(o->command, "run");
-  if (o->backend && strcmp(o->backend, "c") && strcmp(o->backend, "llvm"))
-    return usage_error("--backend takes c or llvm, not '%s'", o->backend);
+  static const char *const backends[] = {"c", "llvm", "cuda", "cuda-emulate"};
+  bool known = !o->backend;
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++)
+    known |= o->backend && !strcmp(o->backend, backends[i]);
+  if (!known)
+    return usage_error("--backend takes c, llvm, cuda or cuda-emulate, not '%s'", o->backend);
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", run ? "run always uses LLVM: no --backend"
                                  : "--backend goes with emit and build");
@@ -229,7 +237,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("%s", "--bucket goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
-  return llvm_options_ok(o);
+  return backend_options_ok(o);
 }
 
 static bool is_directory(const char *path) {
@@ -237,16 +245,34 @@ static bool is_directory(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static bool write_c(const Program *p, const char *path) {
+static bool is_cuda(const Options *o) { return o->backend && strncmp(o->backend, "cuda", 4) == 0; }
+
+/* The generated source's suffix: the compilers pick the language by it. */
+static const char *source_suffix(const Options *o) {
+  return use_llvm(o) ? ".ll" : is_cuda(o) ? ".cu" : ".c";
+}
+
+static LlvmOptions llvm_options(const Options *o) {
+  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
+}
+
+/* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */
+static bool write_source(const Program *p, const Options *o, const char *path) {
   FILE *f = output_open(path, &diag);
   if (!f) return false;
   phase_start();
-  emit_c(f, p);
+  bool emitted = true;
+  if (use_llvm(o)) {
+    LlvmOptions lo = llvm_options(o);
+    emitted = emit_llvm(f, p, &lo, &diag);
+  } else {
+    (is_cuda(o) ? emit_cuda : emit_c)(f, p);
+  }
   bool ok = fflush(f) == 0 && !ferror(f);
   ok = fclose(f) == 0 && ok;
   phase_end(PH_EMIT);
   if (!ok) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
-  return ok;
+  return emitted && ok;
 }
 
 /* Refuses to write `path` over an input (the model file, --profile): by
@@ -264,7 +290,7 @@ static bool not_an_input(const Options *o, const char *flag, const char *path) {
 /* Every output checked before any work, as gcc does: writable (a directory,
  * device node or socket is never written over; a stream output may be a
  * character device or FIFO), not an input, -o and --keep-c distinct, and
- * --keep-c a .c name, which the C compiler reads as C. */
+ * --keep-c a .c name (.cu for the CUDA backends), read by its suffix. */
 static bool outputs_ok(const Options *o) {
   bool build = !strcmp(o->command, "build");
   const struct {
@@ -282,37 +308,23 @@ static bool outputs_ok(const Options *o) {
     diag_file_error(&diag, o->output, "-o and --keep-c name the same file");
     return false;
   }
-  size_t n = o->keep_c ? strlen(o->keep_c) : 0;
-  if (o->keep_c && (n < 3 || strcmp(o->keep_c + n - 2, ".c"))) {
-    diag_file_error(&diag, o->keep_c, "--keep-c: the name must end in .c (the C compiler picks the language by it)");
+  size_t n = o->keep_c ? strlen(o->keep_c) : 0, sn = strlen(source_suffix(o));
+  if (o->keep_c && (n <= sn || strcmp(o->keep_c + n - sn, source_suffix(o)))) {
+    diag_file_error(&diag, o->keep_c,
+                    "--keep-c: the name must end in %s (the compiler picks the language by it)",
+                    source_suffix(o));
     return false;
   }
   return true;
 }
 
-static LlvmOptions llvm_options(const Options *o) {
-  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
-}
-
-/* The LLVM backend's IR text, as write_c writes C. */
-static bool write_ll(const Program *p, const Options *o, const char *path) {
-  FILE *f = output_open(path, &diag);
-  if (!f) return false;
-  LlvmOptions lo = llvm_options(o);
-  bool ok = emit_llvm(f, p, &lo, &diag);
-  bool written = fflush(f) == 0 && !ferror(f);
-  written = fclose(f) == 0 && written;
-  if (!written) diag_file_error(&diag, path, "cannot write: %s", strerror(errno));
-  return ok && written;
-}
-
 static int emit(const Program *p, const Options *o) {
-  bool folder = is_directory(o->output), llvm = use_llvm(o);
-  char *path = folder ? xsprintf("%s/%s.%s", o->output, p->g->model_name, llvm ? "ll" : "c")
+  bool folder = is_directory(o->output);
+  char *path = folder ? xsprintf("%s/%s%s", o->output, p->g->model_name, source_suffix(o))
                       : xstrdup(o->output);
   /* the name of a file in the -o folder is known only now: checked now */
   bool ok = (!folder || (output_path_ok(path, true, &diag) && not_an_input(o, "-o", path))) &&
-            (llvm ? write_ll(p, o, path) : write_c(p, path));
+            write_source(p, o, path);
   if (ok) printf("wrote %s\n", path);
   free(path);
   return ok ? 0 : 1;
@@ -320,11 +332,13 @@ static int emit(const Program *p, const Options *o) {
 
 /* The C compiler: --cc, else $CC, else the one trainc was configured with. */
 static BuildOptions build_options(const Options *o) {
+  bool nvcc = o->backend && !strcmp(o->backend, "cuda");
+  const char *cflags = nvcc ? TRAINC_NVCC_FLAGS : TRAINC_DEFAULT_CFLAGS;
   const char *env_cc = getenv("CC");
   const char *cc = o->cc ? o->cc : env_cc && *env_cc ? env_cc : TRAINC_DEFAULT_CC;
-  return (BuildOptions){.cc = cc, .cflags = o->cflags ? o->cflags : TRAINC_DEFAULT_CFLAGS,
+  return (BuildOptions){.cc = cc, .cflags = o->cflags ? o->cflags : cflags,
                         .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
-                        .verbose = o->verbose};
+                        .verbose = o->verbose, .nvcc = TRAINC_NVCC, .cuda_libs = TRAINC_CUDA_LIBS};
 }
 
 static int calibrate(const Options *o) {
@@ -349,6 +363,13 @@ static int build(const Program *p, const Options *o) {
                "rebuild trainc)", o->mpi ? "--mpi" : "the train block's distribution");
     return 1;
   }
+  bool nvcc = o->backend && !strcmp(o->backend, "cuda");
+  if (nvcc && !*TRAINC_NVCC) {
+    diag_error(&diag, NO_LOC,
+               "the CUDA backend is off: this trainc was configured without the CUDA toolkit (no "
+               "nvcc); --backend cuda-emulate runs the same .cu on the CPU");
+    return 1;
+  }
   char tmp[] = "/tmp/trainc-XXXXXX";
   if (!mkdtemp(tmp)) {
     diag_error(&diag, NO_LOC, "cannot make a temporary folder: %s", strerror(errno));
@@ -356,12 +377,14 @@ static int build(const Program *p, const Options *o) {
   }
   bool llvm = use_llvm(o);
   char *c_path = o->keep_c ? xstrdup(o->keep_c)
-                           : xsprintf("%s/%s.%s", tmp, p->g->model_name, llvm ? "o" : "c");
+                           : xsprintf("%s/%s%s", tmp, p->g->model_name, llvm ? ".o" : source_suffix(o));
   BuildOptions bo = build_options(o);
   LlvmOptions lo = llvm_options(o);
   if (mpi) bo.rt_lib = TRAINC_RT_MPI_LIB, bo.mpi_libs = TRAINC_MPI_LIBS;
   bool ok = llvm ? build_llvm(c_path, p, &lo, &diag) && link_object(c_path, o->output, &bo, &diag)
-                 : write_c(p, c_path) && build_c(c_path, o->output, &bo, &diag);
+                 : write_source(p, o, c_path) &&
+                       (is_cuda(o) ? build_cuda(c_path, o->output, &bo, !nvcc, &diag)
+                                   : build_c(c_path, o->output, &bo, &diag));
   if (!o->keep_c) unlink(c_path);
   rmdir(tmp);
   free(c_path);
@@ -370,7 +393,8 @@ static int build(const Program *p, const Options *o) {
     const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
     printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
     if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
-    printf("%s%s)\n", mpi ? ", MPI" : "", llvm ? ", LLVM" : "");
+    printf("%s%s%s)\n", mpi ? ", MPI" : "", o->backend ? ", backend " : "",
+           o->backend ? o->backend : "");
   }
   return ok ? 0 : 1;
 }

@@ -46,13 +46,17 @@ uint64_t trc_workspace_offset(const trc_model *m) {
   return top < m->arena_bytes ? top : m->arena_bytes;
 }
 
+/* With a device, its workspace is the one kernels write: the canary goes
+ * there and the measurement reads it back. */
 void trc_arena_poison(const trc_model *m, char *arena) {
   uint64_t from = trc_workspace_offset(m);
   memset(arena + from, CANARY, (size_t)(m->arena_bytes - from));
+  if (m->device) m->device->upload(arena, from, m->arena_bytes - from);
 }
 
-uint64_t trc_arena_high_water(const trc_model *m, const char *arena) {
+uint64_t trc_arena_high_water(const trc_model *m, char *arena) {
   uint64_t from = trc_workspace_offset(m), top = m->arena_bytes;
+  if (m->device) m->device->download(arena, from, top - from);
   while (top > from && (unsigned char)arena[top - 1] == CANARY) top--;
   return (top + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
 }

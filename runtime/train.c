@@ -452,6 +452,7 @@ static int sample(trainer *t, trc_error *err) {
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
   if (trc_model_check(m, err) || trc_check_outputs(m, &t->opt, t->rank, err)) return EXIT_FAILURE;
+  if (m->device && m->device->start() != 0) return EXIT_FAILURE; /* it said why */
   if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err) ||
       (t->ranks > 1 && trc_ranks_agree(m, &t->opt, t->arena, err)))
     return EXIT_FAILURE;

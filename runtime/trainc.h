@@ -39,6 +39,10 @@
 
 #include <stdint.h>
 
+#ifdef __cplusplus /* the CUDA backend's .cu, compiled by nvcc or as host C++ */
+extern "C" {
+#endif
+
 #define TRC_MAX_RANK 8
 
 /* Enumerations as X-macro lists, X(ENUM_CONSTANT, "word"): the word is how
@@ -220,6 +224,21 @@ void trc_step_update(trc_step *s);
 int trc_step_ends_round(const trc_step *s);
 void trc_step_average_parameters(trc_step *s);
 
+/* A device backend's side of the arena (the CUDA backend; docs/cuda.md).
+ * The host arena stays the runtime's: it loads data, initializes, saves and
+ * evaluates there, and the generated code copies what its device computes
+ * from or into it. The runtime starts the device before any work and
+ * measures the device's high-water mark through these copies. */
+typedef struct {
+  const char *name;  /* "cuda", or "cuda-emulate" */
+  /* Finds the device and allocates its arena; returns 0, or 1 after printing
+   * why not (no GPU, no driver, too little memory). */
+  int (*start)(void);
+  /* Bytes [offset, offset + bytes) of the arena, device -> host and back. */
+  void (*download)(char *arena, uint64_t offset, uint64_t bytes);
+  void (*upload)(const char *arena, uint64_t offset, uint64_t bytes);
+} trc_device;
+
 typedef struct trc_model {
   const char *name;          /* model name from the file */
   const char *source;        /* the .nn path it was compiled from (for --help) */
@@ -260,6 +279,7 @@ typedef struct trc_model {
   double (*step)(trc_step *step);
   const char *checkpoint;    /* the checkpoint policy it was planned with */
   trc_train_config defaults;
+  const trc_device *device;  /* NULL: the host arena is the only one (the C backend) */
 } trc_model;
 
 /* Runs the trainer's command line: parses flags, loads data, initializes or
@@ -340,13 +360,19 @@ __attribute__((simd("notinbranch"))) float erff(float);
 #endif
 #endif
 
+#ifdef __CUDACC__ /* callable from CUDA kernels too */
+#define TRC_KERNEL_FN static inline __host__ __device__
+#else
+#define TRC_KERNEL_FN static inline
+#endif
+
 /* fmaxf and fminf (a NaN operand yields the other one): the C library's are
  * calls that GCC does not inline or vectorize. */
-static inline float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
-static inline float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+TRC_KERNEL_FN float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
+TRC_KERNEL_FN float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
 
 /* splitmix64's output function. */
-static inline uint64_t trc_mix64(uint64_t z) {
+TRC_KERNEL_FN uint64_t trc_mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
@@ -355,11 +381,15 @@ static inline uint64_t trc_mix64(uint64_t z) {
 /* Dropout's random numbers: uniform in [0, 1) (24 bits), a pure function of
  * the u64 key stored at `key` (the arena's rng_key slot), the op's stream and
  * the element's index. */
-static inline float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
+TRC_KERNEL_FN float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
   uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
   uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
                          0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
   return (float)(z >> 40) * 0x1.0p-24f;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -43,14 +43,15 @@ int trc_model_check(const trc_model *model, trc_error *err);
 char *trc_arena_alloc(uint64_t bytes, trc_error *err);
 void trc_arena_free(char *arena);
 
-/* The plan's promise, checked: the workspace (everything above parameters,
+/* The plan's promise, checked (on the device's arena when the model has
+ * one: filled and read back through its copies): the workspace (everything above parameters,
  * gradients, inputs and the loss seed, dropout key and training flag) is filled with a canary byte before
  * training; afterwards the highest byte no longer equal to it, rounded up to
  * the arena's 64-byte alignment, is the measured high-water mark, which must
  * equal arena_bytes (the planned peak). */
 uint64_t trc_workspace_offset(const trc_model *m);
 void trc_arena_poison(const trc_model *m, char *arena);
-uint64_t trc_arena_high_water(const trc_model *m, const char *arena);
+uint64_t trc_arena_high_water(const trc_model *m, char *arena);
 
 /* ---- threads ---- */
 #define TRC_MAX_THREADS 1024

@@ -1,0 +1,61 @@
+/* c_family.h — what the C and CUDA backends print alike (codegen-internal).
+ *
+ * Both backends print the op table's loop nests with one expression and
+ * statement printer, the same forward/backward call lists with the gradient
+ * buckets, the same step() (the trc_step_* sequence of trainc.h) and the same
+ * tables for the runtime. What differs — how a kernel is called, where the
+ * arena lives and what is copied between host and device — is a StepForm. */
+#ifndef TRAINC_C_FAMILY_H
+#define TRAINC_C_FAMILY_H
+
+#include "codegen.h"
+
+const char *c_type(DType t);
+/* A float literal C and C++ read back to the same float. */
+void print_float(FILE *out, double v);
+/* A kernel's statements, `depth` levels indented. */
+void print_stmts(FILE *out, KStmt **body, int n, int depth);
+/* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers used[0..n_used)
+ * (node ids, ascending; const but for node id's own). */
+void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int n_used,
+                       const char *restrict_kw, const char *arena);
+/* The same for every buffer statements body[0..n) touch (kernel_stmt_buffers). */
+void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body, int n,
+                        const char *restrict_kw, const char *arena);
+/* The node as a comment: op, inputs, type, gradient slot, recompute, line. */
+void print_node_comment(FILE *out, const Program *p, int id);
+/* `/ * line N: op -> name * /` after a kernel's call. */
+void print_call_comment(FILE *out, const Program *p, int id);
+/* The source path inside a C string or comment (octal escapes). */
+void print_safe_path(FILE *out, const char *path);
+
+/* The first lines: where the file comes from, the arena's size. */
+void print_header_comment(FILE *out, const Program *p);
+
+/* Every kernel, forward then backward, each after its node comment: GEMMs
+ * by gemm(), loop nests by loop(). */
+void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Program *, int),
+                   void (*loop)(FILE *, const Program *, int, const Kernel *));
+
+/* How a backend's forward(), backward() and step() differ. Hooks may be
+ * NULL (nothing printed there). */
+typedef struct {
+  const char *forward_def, *backward_def;            /* the functions' heads */
+  const char *forward_call, *backward_call;          /* as step() calls them; backward_call
+                                                        is completed by its step argument */
+  void (*call)(FILE *out, const Program *p, int id); /* a kernel's call, no newline */
+  void (*bucket_final)(FILE *out, const Program *p, const GradBucket *bk);
+  void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
+  void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
+  void (*loss_computed)(FILE *out, const Program *p);      /* before the loss is read */
+  void (*window_done)(FILE *out, const Program *p);        /* after the window's backwards */
+} StepForm;
+
+void print_forward_backward(FILE *out, const Program *p, const StepForm *f);
+void print_step(FILE *out, const Program *p, const StepForm *f);
+/* The parameter and input tables, the trc_model descriptor (its fields in
+ * declaration order, so that C++20 reads it too; .device = &DEVICE unless
+ * device is NULL) and main(). */
+void print_runtime_tables(FILE *out, const Program *p, const char *device);
+
+#endif

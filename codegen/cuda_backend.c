@@ -1,0 +1,168 @@
+/* cuda_backend.c — prints a Program as one readable CUDA file (.cu).
+ *
+ * The same program as the C backend's, printed by the same printer
+ * (c_family.h): the op table's loop nests become __global__ kernels, GEMMs
+ * cuBLAS's strided batched GEMM (row-major C = A B is column-major
+ * C^T = B^T A^T: the operands swap), and forward(), backward() and step()
+ * are the C backend's call lists and step schedule on the device arena, with
+ * the copies between it and the runtime's host arena where the host reads
+ * or writes: parameters up and gradients down around each window (the
+ * optimizer, clipping and all-reduces run on the host, in the runtime),
+ * inputs up per micro-batch, the loss down per micro-batch, each gradient
+ * bucket down as it becomes final when its all-reduce overlaps backward.
+ *
+ * A kernel whose body is one loop the IR proved parallel (kernel_mark_parallel)
+ * runs one thread per iteration of it; any other kernel runs as one thread
+ * (docs/cuda.md). The file
+ * includes runtime/trainc_cuda.h, which under TRC_CUDA_EMULATE runs it on
+ * the CPU (`trainc build --backend cuda-emulate`). */
+#include "c_family.h"
+
+/* Threads per block of a kernel mapped to the grid. */
+#define BLOCK 256
+
+/* The loop a kernel's threads share: its body is one top-level loop that
+ * kernel_mark_parallel proved parallel (iterations touch disjoint elements,
+ * none reads what another writes); NULL when the kernel runs as one thread. */
+static const KStmt *grid_loop(const Kernel *k) {
+  return k->nbody == 1 && k->body[0]->kind == KS_FOR && k->body[0]->parallel ? k->body[0] : NULL;
+}
+
+/* One thread per iteration of the grid loop (the rest of its nest runs in
+ * the thread), or the whole nest in one thread. */
+static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  const KStmt *loop = grid_loop(k);
+  fprintf(out, "static __global__ void k%d(char *__restrict__ D) {\n", id);
+  print_stmt_buffers(out, p, id, k->body, k->nbody, "__restrict__", "D");
+  if (loop) {
+    fprintf(out, "  const int64_t i%d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n",
+            loop->var);
+    fprintf(out, "  if (i%d >= %lld) return;\n", loop->var, (long long)loop->extent);
+    print_stmts(out, loop->body, loop->nbody, 1);
+  } else {
+    print_stmts(out, k->body, k->nbody, 1);
+  }
+  fputs("}\n\n", out);
+}
+
+static const char *cublas_op(bool transpose) { return transpose ? "CUBLAS_OP_T" : "CUBLAS_OP_N"; }
+
+/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. */
+static void print_gemm(FILE *out, const Program *p, int id) {
+  const Node *n = &p->g->nodes[id];
+  GemmDims s;
+  gemm_dims(p->g, n, &s);
+  fprintf(out, "static void k%d(char *D) {\n", id);
+  fprintf(out, "  static const float alpha = 1.0f, beta = %s;\n", s.accumulate ? "1.0f" : "0.0f");
+  fprintf(out,
+          "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, "
+          "&alpha,\n",
+          cublas_op(s.trans_b), cublas_op(s.trans_a), (long long)s.n, (long long)s.m, (long long)s.k);
+  fprintf(out,
+          "      (const float *)(D + %llu), %lld, %lld, (const float *)(D + %llu), %lld, %lld,\n",
+          (unsigned long long)p->offset[n->in[1]], (long long)s.ldb, (long long)s.stride_b,
+          (unsigned long long)p->offset[n->in[0]], (long long)s.lda, (long long)s.stride_a);
+  fprintf(out, "      &beta, (float *)(D + %llu), %lld, %lld, %lld),\n",
+          (unsigned long long)p->offset[id], (long long)s.ldc, (long long)s.stride_c,
+          (long long)s.batch);
+  fprintf(out, "      \"cublasSgemmStridedBatched\", \"k%d\", %d);\n}\n\n", id,
+          p->g->nodes[id].loc.line);
+}
+
+static void print_call(FILE *out, const Program *p, int id) {
+  if (op_info(p->g->nodes[id].op)->op_class == OPC_GEMM) {
+    fprintf(out, "  k%d(D);", id);
+    return;
+  }
+  const KStmt *loop = grid_loop(p->kernels[id]);
+  int64_t n = loop ? loop->extent : 1, block = n < BLOCK ? n : BLOCK;
+  fprintf(out, "  trc_launch(k%d, dim3(%lld), dim3(%lld), \"k%d\", %d, D);", id,
+          (long long)((n + block - 1) / block), (long long)block, id, p->g->nodes[id].loc.line);
+}
+
+static void download_bucket(FILE *out, const Program *p, const GradBucket *bk) {
+  fprintf(out, "  if (s) trc_cuda_download(A, %llu, %llu); /* to the host's all-reduce */\n",
+          (unsigned long long)(p->grad_offset + 4 * bk->first),
+          (unsigned long long)(4 * bk->count));
+}
+
+static void upload_parameters(FILE *out, const Program *p) {
+  fputs("  char *D = trc_cuda_arena;\n", out);
+  fprintf(
+      out,
+      "  trc_cuda_upload(A, %llu, %llu); /* the parameters, as the host's optimizer left them */\n",
+      (unsigned long long)p->param_offset, (unsigned long long)p->param_bytes);
+  fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n",
+          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+}
+
+static void upload_micro_batch(FILE *out, const Program *p) {
+  fprintf(out,
+          "    trc_cuda_upload(A, %llu, %llu); /* its inputs, loss seed, dropout key and flag */\n",
+          (unsigned long long)p->input_offset,
+          (unsigned long long)(p->activation_offset - p->input_offset));
+}
+
+static void download_loss(FILE *out, const Program *p) {
+  fprintf(out, "    trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[p->g->loss]);
+}
+
+static void download_gradients(FILE *out, const Program *p) {
+  fprintf(out,
+          "  if (!overlap) trc_cuda_download(A, %llu, %llu); /* the gradients, for the host */\n",
+          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+}
+
+static const StepForm cuda_form = {
+    .forward_def = "static void device_forward(char *D)",
+    .backward_def = "static void device_backward(char *D, char *A, trc_step *s)",
+    .forward_call = "device_forward(D)",
+    .backward_call = "device_backward(D, A, ",
+    .call = print_call,
+    .bucket_final = download_bucket,
+    .gradients_zeroed = upload_parameters,
+    .micro_batch_loaded = upload_micro_batch,
+    .loss_computed = download_loss,
+    .window_done = download_gradients,
+};
+
+/* forward() and backward() as the runtime calls them outside step()
+ * (evaluation, sampling, --gradcheck, --dump-step), on the host arena: what
+ * they read goes up, what the runtime reads comes down. And the device. */
+static void print_host_entries(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  fputs("/* What the runtime calls outside step(): the host arena holds the truth. */\n", out);
+  fputs("static void forward(char *A) {\n", out);
+  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
+          (unsigned long long)p->param_offset,
+          (unsigned long long)(p->activation_offset - p->param_offset));
+  fputs("  device_forward(trc_cuda_arena);\n", out);
+  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[g->loss]);
+  if (g->predict >= 0)
+    fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the predictions */\n",
+            (unsigned long long)p->offset[g->predict],
+            (unsigned long long)(4 * shape_numel(&g->nodes[g->predict].shape)));
+  fputs("}\n\nstatic void backward(char *A, trc_step *s) {\n", out);
+  fputs("  device_backward(trc_cuda_arena, A, s);\n", out);
+  fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
+          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+  fprintf(out, "static int start(void) { return trc_cuda_start(%lluu); }\n\n",
+          (unsigned long long)p->arena_bytes);
+  fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download, "
+        "trc_cuda_upload};\n\n",
+        out);
+}
+
+void emit_cuda(FILE *out, const Program *p) {
+  print_header_comment(out, p);
+  fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include \"trainc_cuda.h\"\n"
+        "#include \"trainc.h\"\n\n",
+        out);
+  print_kernels(out, p, print_gemm, print_kernel);
+  print_forward_backward(out, p, &cuda_form);
+  print_host_entries(out, p);
+  print_step(out, p, &cuda_form);
+  print_runtime_tables(out, p, "device");
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Every kernel the CUDA backend can generate runs in an emulated test
+# (docs/cuda.md): for the models e2e.cuda_emulate.* runs, the .cu of each
+#  - calls every kernel it defines, from device_forward or device_backward
+#    (which every step runs whole), and
+#  - together they hold a kernel of every op of the op table that has code
+#    (class LOOP or GEMM in ir/ops.def; VIEW ops when they add into a
+#    gradient slot), so no op's kernel goes untested.
+# usage: cuda_coverage.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn...
+set -euo pipefail
+trainc=$1 src=$2 work=$3
+shift 3
+mkdir -p "$work"
+fail=0
+for model in "$@"; do
+  for policy in off "every 2"; do
+    cu=$work/$(basename "$model" .nn)_${policy// /_}.cu
+    "$trainc" emit "$model" --policy "$policy" --backend cuda -o "$cu" >/dev/null
+    defined=$(sed -n 's/^static \(__global__ \)\{0,1\}void \(k[0-9]*\)(char \*.*/\2/p' "$cu" | sort -u)
+    called=$(sed -n '/^static void device_forward/,/^static void forward/p' "$cu" |
+      sed -n 's/^  \(trc_launch(\)\{0,1\}\(k[0-9]*\)[(,].*/\2/p' | sort -u)
+    if [[ "$defined" != "$called" ]]; then
+      echo "FAIL: $cu: kernels defined but not called: $(comm -23 <(echo "$defined") <(echo "$called") | tr '\n' ' ')"
+      fail=1
+    fi
+  done
+done
+ops=$(sed -n 's/^OP(OP_[A-Z0-9_]*, "\([a-z_0-9]*\)", \(LOOP\|GEMM\|VIEW\).*/\1/p' "$src/ir/ops.def")
+covered=0
+for op in $ops; do
+  if grep -q "^/\* %[0-9]* = $op " "$work"/*.cu; then
+    covered=$((covered + 1))
+  elif [[ $op != slice ]]; then # a view that never has a kernel (ir/ops.def)
+    echo "FAIL: no emulated model has a kernel of op '$op'"
+    fail=1
+  fi
+done
+echo "$covered ops with kernels covered; every kernel defined is called"
+exit $fail

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The emulated CUDA trainer on 2 ranks (docs/cuda.md): with gradients
+# averaged, each gradient bucket is copied to the host as backward finishes
+# it and its all-reduce starts there, as in the C trainer; LocalSGD averages
+# host parameters that the next step copies up. The weights after 6 steps
+# must be bitwise the C trainer's, with and without --no-overlap, for
+# `sync gradients` (accumulate 2, clipping, buckets of 64 bytes) and for
+# LocalSGD with synchronous warm-up steps.
+# usage: cuda_emulate_mpi.sh TRAINC SOURCE_DIR WORKDIR
+set -euo pipefail
+trainc=$1 src=$2 work=$3
+PY=/usr/bin/python3 tools=$src/tests/e2e/schedule/tools.py
+$PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
+rm -rf "$work" && mkdir -p "$work/train"
+cd "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+. "$src/tests/e2e/schedule/mpi.sh"
+$PY "$tools" data train 256 1
+
+for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 4:local_sgd_warmup 3"; do
+  IFS=: read -r name s1 s2 <<<"$case"
+  {
+    printf 'model m {\n  input x : f32[B, 8]\n  input y : i32[B]\n  h = relu(linear(x, 32))\n'
+    printf '  r = h + relu(linear(layernorm(h), 32))\n  logits = linear(r, 4)\n'
+    printf '  loss = cross_entropy(logits, y)\n  predict logits\n}\n'
+    printf 'train {\n  batch 8\n  optimizer adamw(lr = 0.01)\n  clip 1\n  seed 3\n  %s\n  %s\n}\n' "$s1" "$s2"
+  } >"$name.nn"
+  "$trainc" build "$name.nn" --bucket 64 -o "$name.c.bin" >/dev/null
+  "$trainc" build "$name.nn" --bucket 64 --backend cuda-emulate -o "$name.cuda.bin" --keep-c "$name.cu" >/dev/null
+  grep -q "trc_cuda_download(A, [0-9]*, [0-9]*); /\* to the host's all-reduce" "$name.cu" || fail "$name: no bucket copies"
+  for run in c:overlap cuda:overlap cuda:whole; do
+    IFS=: read -r t tag <<<"$run"
+    "${MPIRUN[@]}" "./$name.$t.bin" --data train --steps 6 --quiet --save "$name.$t.$tag.safetensors" \
+      $([[ $tag == whole ]] && echo --no-overlap)
+  done
+  cmp -s "$name.c.overlap.safetensors" "$name.cuda.overlap.safetensors" ||
+    fail "$name: the emulated CUDA trainer's weights differ from the C trainer's on 2 ranks"
+  cmp -s "$name.cuda.overlap.safetensors" "$name.cuda.whole.safetensors" ||
+    fail "$name: overlapped and whole-region all-reduces differ in the emulated CUDA trainer"
+  echo "$name ($s1, $s2): 2 ranks, emulated CUDA = C, bitwise, with and without overlap"
+done
