@@ -57,6 +57,8 @@ static const char *usage_text =
     "  --bucket SIZE            emit/build: gradient all-reduce buckets of at least\n"
     "                           SIZE (e.g. 256KiB; default 1MiB), started during\n"
     "                           backward when gradients are averaged\n"
+    "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
+    "                           unfused program, bitwise the same weights)\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -67,7 +69,7 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
-  bool verbose, sweep, mpi;
+  bool verbose, sweep, mpi, no_fuse;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
@@ -118,6 +120,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     }
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--mpi")) o->mpi = true;
+    else if (!strcmp(a, "--no-fuse")) o->no_fuse = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -382,6 +385,7 @@ static int compile(const Options *o) {
   Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
   if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
+    g->train.no_fuse = o->no_fuse;
     if (dump_is(o, "ir")) graph_print(stdout, g);
     autodiff(g);
     if (dump_is(o, "grad")) graph_print(stdout, g);

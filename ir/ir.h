@@ -136,6 +136,7 @@ const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 typedef struct {
   int64_t batch;             /* B, compiled into every shape */
   CheckpointSpec checkpoint;
+  bool no_fuse;              /* `--no-fuse`: program_build fuses nothing */
   trc_train_config run;      /* runtime/trainc.h */
 } TrainConfig;
 

@@ -24,4 +24,11 @@ bool *live_nodes(const Graph *g);
  * budgets it knows may be too small). */
 Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak);
 
+/* Fuses pointwise steps into their one reader (fuse.c): sets fused_into,
+ * rewrites the readers' kernels and drops the fused steps from forward and
+ * backward. Runs on a scheduled program with kernels, before its memory plan. */
+void program_fuse(Program *p);
+/* The step whose kernel computes id: id itself unless it was fused. */
+int fused_consumer(const Program *p, int id);
+
 #endif

@@ -95,6 +95,14 @@ static Interval *lifetimes(const Program *p, int *count) {
       if (pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = s;
     }
   }
+  for (int i = 0; i < g->n; i++) { /* a fused value's inputs: read where it is computed */
+    if (p->fused_into[i] < 0) continue;
+    int at = pos[fused_consumer(p, i)];
+    for (int k = 0; k < g->nodes[i].nin; k++) {
+      int src = graph_storage_root(g, g->nodes[i].in[k]);
+      if (pos[src] >= 0 && slot[src] >= 0 && iv[slot[src]].end < at) iv[slot[src]].end = at;
+    }
+  }
   int outputs[2] = {g->loss, g->predict};
   for (int k = 0; k < 2; k++) {
     int src = outputs[k] >= 0 ? graph_storage_root(g, outputs[k]) : -1;
@@ -138,8 +146,12 @@ static void lower_kernels(Program *p) {
     const OpInfo *info = op_info(g->nodes[id].op);
     if (info->op_class == OPC_GEMM) continue;
     p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
-    kernel_mark_parallel(p->kernels[id]);
   }
+}
+
+static void mark_parallel(Program *p) {
+  for (int i = 0; i < p->g->n; i++)
+    if (p->kernels[i]) kernel_mark_parallel(p->kernels[i]);
 }
 
 /* Forward values still alive when backward() starts: what forward stores. */
@@ -150,16 +162,25 @@ static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
   return bytes;
 }
 
-Program *program_schedule(const Graph *g) {
+/* The steps, in order, and the leaves' places. */
+static Program *schedule_steps(const Graph *g) {
   Program *p = xcalloc(1, sizeof *p);
   p->g = g;
   p->forward = xmalloc((size_t)g->n * sizeof(int));
   p->backward = xmalloc((size_t)g->n * sizeof(int));
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
+  p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
+  for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
   bool *live = live_nodes(g);
   order_steps(p, live);
   free(live);
   place_leaves(p);
+  return p;
+}
+
+/* Every computed value's place in the activation region, from liveness. */
+static void plan_memory(Program *p) {
+  const Graph *g = p->g;
   int n;
   Interval *iv = lifetimes(p, &n);
   p->activation_bytes = place_intervals(iv, n);
@@ -178,13 +199,35 @@ Program *program_schedule(const Graph *g) {
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
   program_bucket_gradients(p, GRAD_BUCKET_BYTES);
+}
+
+Program *program_schedule(const Graph *g) {
+  Program *p = schedule_steps(g);
+  plan_memory(p);
   return p;
 }
 
-Program *program_build(const Graph *g) {
-  Program *p = program_schedule(g);
+static Program *build(const Graph *g, bool fuse) {
+  Program *p = schedule_steps(g);
   lower_kernels(p);
+  if (fuse) program_fuse(p);
+  mark_parallel(p);
+  plan_memory(p);
   return p;
+}
+
+/* Fusion keeps a fused value's inputs alive until its reader runs, so it may
+ * in rare cases grow the arena (two inputs outliving one value): then the
+ * program stays unfused, and the planner's peak holds for what is built. */
+Program *program_build(const Graph *g) {
+  Program *fused = build(g, !g->train.no_fuse);
+  if (g->train.no_fuse) return fused;
+  Program *plain = program_schedule(g);
+  bool grew = fused->arena_bytes > plain->arena_bytes;
+  program_free(plain);
+  if (!grew) return fused;
+  program_free(fused);
+  return build(g, false);
 }
 
 uint64_t program_grad_offset(const Program *p, int param) {
@@ -197,6 +240,7 @@ void program_free(Program *p) {
   free(p->kernels);
   free(p->offset);
   free(p->live_until);
+  free(p->fused_into);
   free(p->forward);
   free(p->backward);
   free(p->buckets);

@@ -44,7 +44,10 @@ typedef struct {
                                 step that reads it (steps count forward, then
                                 backward; n_forward + n_backward: read by the
                                 runtime after backward); -1 for the others */
-  Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM or leaf) */
+  Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM, leaf or fused) */
+  int *fused_into;           /* per node id: the step whose kernel computes it
+                                inline (passes/fuse.c; it then has no step, no
+                                storage and no kernel of its own), -1 others */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;
@@ -60,7 +63,9 @@ typedef struct {
 /* Orders the graph's live nodes into forward and backward and gives every
  * value an arena offset from liveness (kernels stays NULL). */
 Program *program_schedule(const Graph *g);
-/* program_schedule, then every kernel lowered to its loop nest. */
+/* program_schedule, then every kernel lowered to its loop nest, and each
+ * pointwise step read by one flat pointwise kernel only fused into it
+ * (fused_into; none under g->train.no_fuse). */
 Program *program_build(const Graph *g);
 void program_free(Program *p);
 
