@@ -161,6 +161,7 @@ void program_fuse(Program *p) {
     kernel_free(p->kernels[P]);
     p->kernels[P] = NULL;
     p->fused_into[P] = C;
+    p->n_fused++;
   }
   drop_fused(p->forward, &p->n_forward, p->fused_into);
   drop_fused(p->backward, &p->n_backward, p->fused_into);

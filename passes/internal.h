@@ -30,5 +30,7 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
 void program_fuse(Program *p);
 /* The step whose kernel computes id: id itself unless it was fused. */
 int fused_consumer(const Program *p, int id);
+/* id is step itself or a value fused into it. */
+bool fused_member(const Program *p, int id, int step);
 
 #endif

@@ -48,6 +48,7 @@ typedef struct {
   int *fused_into;           /* per node id: the step whose kernel computes it
                                 inline (passes/fuse.c; it then has no step, no
                                 storage and no kernel of its own), -1 others */
+  int n_fused;               /* how many values are fused */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;
@@ -100,6 +101,10 @@ void profile_write(FILE *out, const MachineProfile *p);
  * memory traffic, plus the per-call overhead; 0 for leaves and views, which
  * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
+/* Predicted seconds of step `step` of p with the values fused into it
+ * (Program.fused_into): one kernel call over all their FLOPs, moving their
+ * bytes less each fused value's store and load. node_seconds when none. */
+double fused_step_seconds(const Program *p, int step, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
  * The forward graph is cut into stages at single-tensor boundaries (each
