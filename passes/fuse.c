@@ -28,7 +28,6 @@
 #include "internal.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static bool is_var(const KExpr *e, int var) { return e->kind == KE_INDEX && e->var == var; }
 
@@ -88,22 +87,17 @@ static KExpr *clone(Kernel *k, const KExpr *e, int var, const int *locals) {
   abort();
 }
 
-/* Puts P's statements at the front of C's loop and its value where C loaded it. */
+/* Puts P's statements before C's store and P's value where C loaded it. */
 static void inline_producer(const Kernel *pk, const KStmt *ploop, Kernel *ck, KStmt *cloop, KExpr *load) {
-  int *locals = xmalloc(((size_t)pk->n_locals + 1) * sizeof *locals);
-  int first = cloop->nbody, value;
+  KStmt *store = cloop->body[--cloop->nbody];
+  int *locals = xmalloc(((size_t)pk->n_locals + 1) * sizeof *locals), value;
   for (int i = 0; i + 1 < ploop->nbody; i++) {
     const KStmt *s = ploop->body[i];
     k_local(ck, cloop, clone(ck, s->value, cloop->var, locals), &locals[s->var]);
   }
   k_local(ck, cloop, clone(ck, ploop->body[ploop->nbody - 1]->value, cloop->var, locals), &value);
   free(locals);
-  int added = cloop->nbody - first;
-  KStmt **moved = xmalloc((size_t)added * sizeof *moved);
-  memcpy(moved, cloop->body + first, (size_t)added * sizeof *moved);
-  memmove(cloop->body + added, cloop->body, (size_t)first * sizeof *moved);
-  memcpy(cloop->body, moved, (size_t)added * sizeof *moved);
-  free(moved);
+  VEC_PUSH(cloop->body, cloop->nbody, cloop->capbody, store);
   *load = (KExpr){.kind = KE_LOCAL, .var = value};
 }
 
