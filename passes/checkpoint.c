@@ -419,7 +419,8 @@ static void add_step(Plan *pl, int step) {
     if (fused_member(p, i, step)) plain += node_seconds(w, &w->nodes[i], &pl->profile);
   for (int i = 0; i <= step; i++)
     if (fused_member(p, i, step))
-      add_time(pl, &w->nodes[i], plain > 0 ? secs * node_seconds(w, &w->nodes[i], &pl->profile) / plain : 0);
+      add_time(pl, &w->nodes[i],
+               plain > 0 ? secs * node_seconds(w, &w->nodes[i], &pl->profile) / plain : 0);
 }
 
 static void predict_times(Plan *pl) {

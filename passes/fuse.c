@@ -89,13 +89,15 @@ static int count_loads(KExpr *e, int buf, KExpr **last) {
   if (!e) return 0;
   int n = e->kind == KE_LOAD && e->buf == buf;
   if (n) *last = e;
-  return n + count_loads(e->a, buf, last) + count_loads(e->b, buf, last) + count_loads(e->c, buf, last);
+  return n + count_loads(e->a, buf, last) + count_loads(e->b, buf, last) +
+         count_loads(e->c, buf, last);
 }
 
 static int count_loads_in(const KStmt *loop, int buf, KExpr **last) {
   int n = 0;
   for (int i = 0; i < loop->nbody; i++)
-    n += count_loads(loop->body[i]->value, buf, last) + count_loads(loop->body[i]->index, buf, last);
+    n += count_loads(loop->body[i]->value, buf, last) +
+         count_loads(loop->body[i]->index, buf, last);
   return n;
 }
 
@@ -105,7 +107,8 @@ static bool loads_unstable(const Graph *g, const KExpr *e, int self) {
   if (e->kind == KE_LOAD &&
       (e->buf == self || g->nodes[graph_storage_root(g, e->buf)].grad_of_param >= 0))
     return true;
-  return loads_unstable(g, e->a, self) || loads_unstable(g, e->b, self) || loads_unstable(g, e->c, self);
+  return loads_unstable(g, e->a, self) || loads_unstable(g, e->b, self) ||
+         loads_unstable(g, e->c, self);
 }
 
 /* e rebuilt in k: loop variable v becomes vars[v], local l becomes locals[l]. */
@@ -118,9 +121,11 @@ static KExpr *clone(Kernel *k, const KExpr *e, KExpr *const *vars, const int *lo
   case KE_LOAD: return k_load(k, e->buf, clone(k, e->a, vars, locals), e->is_int);
   case KE_UNARY: return k_unary(k, (KUnaryOp)e->op, clone(k, e->a, vars, locals));
   case KE_BINARY:
-    return k_binary(k, (KBinaryOp)e->op, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals));
+    return k_binary(k, (KBinaryOp)e->op, clone(k, e->a, vars, locals),
+                    clone(k, e->b, vars, locals));
   case KE_SELECT:
-    return k_select(k, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals), clone(k, e->c, vars, locals));
+    return k_select(k, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals),
+                    clone(k, e->c, vars, locals));
   case KE_EQ: return k_eq(k, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals));
   case KE_TO_FLOAT: return k_to_float(k, clone(k, e->a, vars, locals));
   case KE_RANDOM: return k_random(k, e->buf, e->i, clone(k, e->a, vars, locals));
@@ -150,14 +155,16 @@ static void renest_like(Kernel *ck, Nest *cn, const Nest *pn) {
   cn->depth = pn->depth;
   parent->body = flat->body, parent->nbody = flat->nbody, parent->capbody = flat->capbody;
   flat->body = NULL, flat->nbody = flat->capbody = 0;
-  for (int i = 0; i < parent->nbody; i++)
-    replace_var(parent->body[i]->value, flat->var, index), replace_var(parent->body[i]->index, flat->var, index);
+  for (int i = 0; i < parent->nbody; i++) {
+    replace_var(parent->body[i]->value, flat->var, index);
+    replace_var(parent->body[i]->index, flat->var, index);
+  }
 }
 
 /* Puts P's statements before C's store and P's value where C loaded it;
  * P's variables become vars. */
-static void inline_producer(const Kernel *pk, const Nest *pn, Kernel *ck, const Nest *cn, KExpr *load,
-                            KExpr *const *vars) {
+static void inline_producer(const Kernel *pk, const Nest *pn, Kernel *ck, const Nest *cn,
+                            KExpr *load, KExpr *const *vars) {
   KStmt *ploop = innermost(pn), *cloop = innermost(cn);
   KStmt *store = cloop->body[--cloop->nbody];
   int *locals = xmalloc(((size_t)pk->n_locals + 1) * sizeof *locals), value;
@@ -188,7 +195,8 @@ static void count_readers(const Program *p, int *readers, int *reader) {
 
 /* Whether the runtime reads the value node id (after forward or backward). */
 static bool read_by_runtime(const Graph *g, int id) {
-  return id == graph_storage_root(g, g->loss) || (g->predict >= 0 && id == graph_storage_root(g, g->predict));
+  return id == graph_storage_root(g, g->loss) ||
+         (g->predict >= 0 && id == graph_storage_root(g, g->predict));
 }
 
 /* Fuses P into its reader C when the conditions above hold. */
@@ -199,12 +207,14 @@ static bool try_fuse(Program *p, int P, int C) {
   int64_t n = shape_numel(&pn->shape);
   Kernel *pk = p->kernels[P], *ck = p->kernels[C];
   Nest pnest, cnest;
-  if (!pointwise_nest(pk, P, n, &pnest) || !pointwise_nest(ck, C, n, &cnest) || store_of(&pnest)->accumulate)
+  if (!pointwise_nest(pk, P, n, &pnest) || !pointwise_nest(ck, C, n, &cnest) ||
+      store_of(&pnest)->accumulate)
     return false;
   for (int i = 0; i < innermost(&pnest)->nbody; i++)
     if (loads_unstable(g, innermost(&pnest)->body[i]->value, P)) return false;
   KExpr *load = NULL;
-  if (count_loads_in(innermost(&cnest), P, &load) != 1 || !is_row_major(ck, &cnest, load->a)) return false;
+  if (count_loads_in(innermost(&cnest), P, &load) != 1 || !is_row_major(ck, &cnest, load->a))
+    return false;
   bool renest = cnest.depth == 1 && pnest.depth > 1;
   if (!renest && !same_extents(&pnest, &cnest) && pnest.depth != 1) return false;
   if (renest) renest_like(ck, &cnest, &pnest);
@@ -230,7 +240,8 @@ static void drop_fused(int *steps, int *n, const int *fused_into) {
 
 void program_fuse(Program *p, FuseScope scope) {
   const Graph *g = p->g;
-  int *readers = xcalloc((size_t)g->n, sizeof *readers), *reader = xcalloc((size_t)g->n, sizeof *reader);
+  int *readers = xcalloc((size_t)g->n, sizeof *readers);
+  int *reader = xcalloc((size_t)g->n, sizeof *reader);
   count_readers(p, readers, reader);
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int P = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
