@@ -431,13 +431,15 @@ static void predict_times(Plan *pl) {
   for (int i = 0; i < p->n_backward; i++) add_step(pl, p->backward[i]);
 }
 
-/* Weaves the decisions into a graph and plans its memory (no kernels yet). */
+/* Weaves the decisions into a graph and builds its program: kernels, fusion
+ * and memory plan, so that every candidate's peak and time are those of the
+ * program that would be built. */
 static void realize(Plan *pl, const Graph *g) {
   program_free(pl->program);
   graph_free(pl->graph);
   pl->graph = weave_recompute(g, pl->recompute);
   pl->graph->train.checkpoint = pl->spec;
-  pl->program = program_schedule(pl->graph);
+  pl->program = program_build(pl->graph);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
   predict_times(pl);
@@ -551,13 +553,8 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   return pl;
 }
 
-/* The chosen plan's program, now with its kernels. */
 static Plan *plan_finish(Plan *pl, bool *live) {
   free(live);
-  program_free(pl->program);
-  pl->program = program_build(pl->graph); /* fused: a peak no larger, kernels counted once */
-  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
-  predict_times(pl);
   return pl;
 }
 
