@@ -73,6 +73,8 @@ static const char *usage_text =
     "  --time-phases            print the seconds each compiler phase took on\n"
     "                           stderr: parse, lower, autodiff, plan, schedule\n"
     "                           (the memory plans inside plan), emit\n"
+    "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
+    "                           unfused program, bitwise the same weights)\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -86,7 +88,7 @@ typedef struct {
   const char *backend, *mcpu, *mattr;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
-  bool verbose, sweep, mpi, time_phases;
+  bool verbose, sweep, mpi, time_phases, no_fuse;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
@@ -191,6 +193,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) o->verbose = true;
     else if (!strcmp(a, "--mpi")) o->mpi = true;
     else if (!strcmp(a, "--time-phases")) o->time_phases = true;
+    else if (!strcmp(a, "--no-fuse")) o->no_fuse = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -527,6 +530,7 @@ static int compile(const Options *o) {
   phase_end(PH_LOWER);
   if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
+    g->train.no_fuse = o->no_fuse;
     if (dump_is(o, "ir")) graph_print(stdout, g);
     phase_start();
     autodiff(g);

@@ -136,6 +136,7 @@ const char *checkpoint_spec_str(const CheckpointSpec *spec, char buf[64]);
 typedef struct {
   int64_t batch;             /* B, compiled into every shape */
   CheckpointSpec checkpoint;
+  bool no_fuse;              /* `--no-fuse`: program_build fuses nothing */
   trc_train_config run;      /* runtime/trainc.h */
 } TrainConfig;
 
@@ -359,6 +360,10 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
  * backend's `restrict`). Inner loops are never marked. program_build marks
  * every kernel it lowers (Program.kernels); backends read the flag. */
 void kernel_mark_parallel(Kernel *k);
+/* Index expression e of k as *konst + sum of coef[v] * v over k's loop
+ * variables (coef: k->n_vars entries); false when it is not affine (a load,
+ * a product of two variables, an overflow). */
+bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst);
 
 /* Reductions in lanes. A reduction loop is a KS_FOR whose body is the one
  * statement `t = t op e` (KS_SET of a local t declared outside it; op

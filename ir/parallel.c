@@ -72,6 +72,14 @@ static Affine affine_of(const Kernel *k, const KExpr *e) {
   return r;
 }
 
+bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst) {
+  Affine a = affine_of(k, e);
+  memcpy(coef, a.coef, (size_t)k->n_vars * sizeof *coef);
+  *konst = a.konst;
+  free(a.coef);
+  return a.ok;
+}
+
 /* One store or load of a buffer inside the loop: its coefficient of the
  * loop's variable and the range [lo, hi] of the rest over the inner loops. */
 typedef struct {

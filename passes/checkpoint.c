@@ -636,31 +636,51 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
   }
 }
 
-static void predict_times(Plan *pl) {
+/* Adds node n's share of a step's predicted seconds, and its FLOPs, to the
+ * forward, backward or recompute time. */
+static void add_time(Plan *pl, const Node *n, double seconds) {
+  double flops = op_info(n->op)->flops(pl->graph, n);
+  if (n->id < pl->graph->n_forward) pl->forward_seconds += seconds, pl->forward_flops += flops;
+  else if (n->recompute_of >= 0) pl->recompute_seconds += seconds, pl->recompute_flops += flops;
+  else pl->backward_seconds += seconds, pl->backward_flops += flops;
+}
+
+/* A step's time (fused_step_seconds: a fused kernel counted once) shared among it
+ * and the values fused into it in proportion to their unfused times. */
+static void add_step(Plan *pl, int step) {
   const Graph *w = pl->graph;
+  const Program *p = pl->program;
+  double secs = fused_step_seconds(p, step, &pl->profile);
+  if (p->n_fused == 0) {
+    add_time(pl, &w->nodes[step], secs);
+    return;
+  }
+  double plain = 0;
+  for (int i = 0; i <= step; i++)
+    if (fused_member(p, i, step)) plain += node_seconds(w, &w->nodes[i], &pl->profile);
+  for (int i = 0; i <= step; i++)
+    if (fused_member(p, i, step))
+      add_time(pl, &w->nodes[i],
+               plain > 0 ? secs * node_seconds(w, &w->nodes[i], &pl->profile) / plain : 0);
+}
+
+static void predict_times(Plan *pl) {
   const Program *p = pl->program;
   pl->forward_seconds = pl->backward_seconds = pl->recompute_seconds = 0;
   pl->forward_flops = pl->backward_flops = pl->recompute_flops = 0;
-  for (int i = 0; i < p->n_forward; i++) {
-    const Node *n = &w->nodes[p->forward[i]];
-    pl->forward_seconds += node_seconds(w, n, &pl->profile);
-    pl->forward_flops += op_info(n->op)->flops(w, n);
-  }
-  for (int i = 0; i < p->n_backward; i++) {
-    const Node *n = &w->nodes[p->backward[i]];
-    double secs = node_seconds(w, n, &pl->profile), flops = op_info(n->op)->flops(w, n);
-    if (n->recompute_of >= 0) pl->recompute_seconds += secs, pl->recompute_flops += flops;
-    else pl->backward_seconds += secs, pl->backward_flops += flops;
-  }
+  for (int i = 0; i < p->n_forward; i++) add_step(pl, p->forward[i]);
+  for (int i = 0; i < p->n_backward; i++) add_step(pl, p->backward[i]);
 }
 
-/* Weaves the decisions into a graph and plans its memory (no kernels yet). */
+/* Weaves the decisions into a graph and builds its program: kernels, fusion
+ * and memory plan, so that every candidate's peak and time are those of the
+ * program that would be built. */
 static void realize(Plan *pl, const Graph *g) {
   program_free(pl->program);
   graph_free(pl->graph);
   pl->graph = weave_recompute(g, pl->recompute);
   pl->graph->train.checkpoint = pl->spec;
-  pl->program = timed_schedule(pl, pl->graph, program_schedule);
+  pl->program = timed_schedule(pl, pl->graph, program_build);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
   predict_times(pl);
@@ -774,11 +794,8 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   return pl;
 }
 
-/* The chosen plan's program, now with its kernels. */
 static Plan *plan_finish(Plan *pl, bool *live) {
   free(live);
-  program_free(pl->program);
-  pl->program = timed_schedule(pl, pl->graph, program_build);
   return pl;
 }
 

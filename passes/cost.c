@@ -86,3 +86,26 @@ double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   double memory = bytes_moved(g, n) / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }
+
+bool fused_member(const Program *p, int id, int step) {
+  return id == step || (p->fused_into[id] >= 0 && fused_consumer(p, id) == step);
+}
+
+/* One kernel call for the step and the values fused into it: all their FLOPs,
+ * all their memory traffic but each fused value's store and load. */
+double fused_step_seconds(const Program *p, int step, const MachineProfile *m) {
+  const Graph *g = p->g;
+  if (p->n_fused == 0) return node_seconds(g, &g->nodes[step], m);
+  double flops = 0, bytes = 0;
+  int members = 0;
+  for (int i = 0; i <= step; i++) { /* a fused value comes before its reader */
+    if (!fused_member(p, i, step)) continue;
+    const Node *n = &g->nodes[i];
+    flops += op_info(n->op)->flops(g, n);
+    bytes += bytes_moved(g, n) - (i != step ? 2.0 * (double)node_bytes(n) : 0);
+    members++;
+  }
+  if (members == 1) return node_seconds(g, &g->nodes[step], m);
+  double compute = flops / m->loop_flops, memory = bytes / m->bandwidth;
+  return (compute > memory ? compute : memory) + m->kernel_overhead;
+}

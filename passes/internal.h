@@ -24,4 +24,16 @@ bool *live_nodes(const Graph *g);
  * budgets it knows may be too small). */
 Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak);
 
+/* Which steps may fuse into their reader: a fused value computed in
+ * forward() (FUSE_FORWARD), in backward() (FUSE_BACKWARD), both or none. */
+typedef enum { FUSE_NONE, FUSE_FORWARD, FUSE_BACKWARD, FUSE_ALL } FuseScope;
+/* Fuses pointwise steps into their one reader (fuse.c): sets fused_into,
+ * rewrites the readers' kernels and drops the fused steps from forward and
+ * backward. Runs on a scheduled program with kernels, before its memory plan. */
+void program_fuse(Program *p, FuseScope scope);
+/* The step whose kernel computes id: id itself unless it was fused. */
+int fused_consumer(const Program *p, int id);
+/* id is step itself or a value fused into it. */
+bool fused_member(const Program *p, int id, int step);
+
 #endif

@@ -95,6 +95,14 @@ static Interval *lifetimes(const Program *p, int *count) {
       if (pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = s;
     }
   }
+  for (int i = 0; i < g->n; i++) { /* a fused value's inputs: read where it is computed */
+    if (p->fused_into[i] < 0) continue;
+    int at = pos[fused_consumer(p, i)];
+    for (int k = 0; k < g->nodes[i].nin; k++) {
+      int src = graph_storage_root(g, g->nodes[i].in[k]);
+      if (pos[src] >= 0 && slot[src] >= 0 && iv[slot[src]].end < at) iv[slot[src]].end = at;
+    }
+  }
   int outputs[2] = {g->loss, g->predict};
   for (int k = 0; k < 2; k++) {
     int src = outputs[k] >= 0 ? graph_storage_root(g, outputs[k]) : -1;
@@ -244,8 +252,12 @@ static void lower_kernels(Program *p) {
     const OpInfo *info = op_info(g->nodes[id].op);
     if (info->op_class == OPC_GEMM) continue;
     p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
-    kernel_mark_parallel(p->kernels[id]);
   }
+}
+
+static void mark_parallel(Program *p) {
+  for (int i = 0; i < p->g->n; i++)
+    if (p->kernels[i]) kernel_mark_parallel(p->kernels[i]);
 }
 
 /* Forward values still alive when backward() starts: what forward stores. */
@@ -256,16 +268,25 @@ static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
   return bytes;
 }
 
-Program *program_schedule(const Graph *g) {
+/* The steps, in order, and the leaves' places. */
+static Program *schedule_steps(const Graph *g) {
   Program *p = xcalloc(1, sizeof *p);
   p->g = g;
   p->forward = xmalloc((size_t)g->n * sizeof(int));
   p->backward = xmalloc((size_t)g->n * sizeof(int));
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
+  p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
+  for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
   bool *live = live_nodes(g);
   order_steps(p, live);
   free(live);
   place_leaves(p);
+  return p;
+}
+
+/* Every computed value's place in the activation region, from liveness. */
+static void plan_memory(Program *p) {
+  const Graph *g = p->g;
   int n;
   Interval *iv = lifetimes(p, &n);
   p->activation_bytes = place_intervals(iv, n);
@@ -284,13 +305,42 @@ Program *program_schedule(const Graph *g) {
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
   program_bucket_gradients(p, GRAD_BUCKET_BYTES);
+}
+
+Program *program_schedule(const Graph *g) {
+  Program *p = schedule_steps(g);
+  plan_memory(p);
   return p;
 }
 
-Program *program_build(const Graph *g) {
-  Program *p = program_schedule(g);
+static Program *build(const Graph *g, FuseScope scope) {
+  Program *p = schedule_steps(g);
   lower_kernels(p);
+  program_fuse(p, scope);
+  mark_parallel(p);
+  plan_memory(p);
   return p;
+}
+
+/* Fusion keeps a fused value's inputs alive until its reader runs, and
+ * first-fit placement is sensitive to what it places, so a fused program's
+ * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
+ * hold for what is built, so the program keeps the widest fusion of all,
+ * forward-only, backward-only, none, whose arena is no larger than the
+ * unfused one. */
+Program *program_build(const Graph *g) {
+  Program *plain = build(g, FUSE_NONE);
+  if (g->train.no_fuse) return plain;
+  FuseScope scopes[] = {FUSE_ALL, FUSE_FORWARD, FUSE_BACKWARD};
+  for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++) {
+    Program *fused = build(g, scopes[i]);
+    if (fused->n_fused > 0 && fused->arena_bytes <= plain->arena_bytes) {
+      program_free(plain);
+      return fused;
+    }
+    program_free(fused);
+  }
+  return plain;
 }
 
 uint64_t program_grad_offset(const Program *p, int param) {
@@ -303,6 +353,7 @@ void program_free(Program *p) {
   free(p->kernels);
   free(p->offset);
   free(p->live_until);
+  free(p->fused_into);
   free(p->forward);
   free(p->backward);
   free(p->buckets);

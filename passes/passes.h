@@ -44,7 +44,11 @@ typedef struct {
                                 step that reads it (steps count forward, then
                                 backward; n_forward + n_backward: read by the
                                 runtime after backward); -1 for the others */
-  Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM or leaf) */
+  Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM, leaf or fused) */
+  int *fused_into;           /* per node id: the step whose kernel computes it
+                                inline (passes/fuse.c; it then has no step, no
+                                storage and no kernel of its own), -1 others */
+  int n_fused;               /* how many values are fused */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;
@@ -60,7 +64,9 @@ typedef struct {
 /* Orders the graph's live nodes into forward and backward and gives every
  * value an arena offset from liveness (kernels stays NULL). */
 Program *program_schedule(const Graph *g);
-/* program_schedule, then every kernel lowered to its loop nest. */
+/* program_schedule, then every kernel lowered to its loop nest, and each
+ * pointwise step read by one flat pointwise kernel only fused into it
+ * (fused_into; none under g->train.no_fuse). */
 Program *program_build(const Graph *g);
 void program_free(Program *p);
 
@@ -95,6 +101,10 @@ void profile_write(FILE *out, const MachineProfile *p);
  * memory traffic, plus the per-call overhead; 0 for leaves and views, which
  * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
+/* Predicted seconds of step `step` of p with the values fused into it
+ * (Program.fused_into): one kernel call over all their FLOPs, moving their
+ * bytes less each fused value's store and load. node_seconds when none. */
+double fused_step_seconds(const Program *p, int step, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
  * The forward graph is cut into stages at single-tensor boundaries (each

@@ -3,7 +3,9 @@
  *
  *     f2    %6 = relu %5 : f32[128, 512]  @803200 +262144  live f2..b9  stored
  *
- * f<i> / b<i> is the i-th call of forward() / backward(); `live` runs from
+ * f<i> / b<i> is the i-th call of forward() / backward(); a step that
+ * computes fused values inline says `fuses %5`, and each of those is a line
+ * `fused %5 = ... in %6` with no storage (passes/fuse.c); `live` runs from
  * that step to the last one reading the value (`end`: the runtime reads it
  * after backward); `stored` marks what forward() leaves for backward(). */
 #include "internal.h"
@@ -40,12 +42,18 @@ static void print_line(FILE *out, const Program *p, int id, int step) {
   const Graph *g = p->g;
   const Node *n = &g->nodes[id];
   char b1[16], b2[16], sb[128];
-  fprintf(out, "  %-5s %%%d = %s", step >= 0 ? step_name(p, step, b1) : is_leaf(n) ? "leaf" : "view", id,
-          op_info(n->op)->name);
+  const char *label = is_leaf(n) ? "leaf" : p->fused_into[id] >= 0 ? "fused" : "view";
+  if (step >= 0) label = step_name(p, step, b1);
+  fprintf(out, "  %-5s %%%d = %s", label, id, op_info(n->op)->name);
   if (is_leaf(n) && n->name) fprintf(out, " %s", n->name);
   for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
-  fprintf(out, " : %s%s  @%llu +%llu", dtype_name(n->dtype), shape_str(&n->shape, sb), (unsigned long long)p->offset[id],
-          (unsigned long long)node_bytes(n));
+  fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
+  if (p->fused_into[id] >= 0) fprintf(out, "  in %%%d", p->fused_into[id]);
+  else
+    fprintf(out, "  @%llu +%llu", (unsigned long long)p->offset[id],
+            (unsigned long long)node_bytes(n));
+  for (int i = 0; i < g->n; i++)
+    if (p->fused_into[i] == id) fprintf(out, "  fuses %%%d", i);
   if (node_is_view(n)) fprintf(out, "  view of %%%d", graph_storage_root(g, id));
   if (n->grad_of_param >= 0) fprintf(out, "  +=> grad(%s)", g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, "  recompute of %%%d", n->recompute_of);
@@ -66,7 +74,10 @@ void program_print(FILE *out, const Program *p) {
   fputs("forward:\n", out);
   for (int i = 0; i < g->n; i++) {
     if (i == g->n_forward) fputs("backward:\n", out);
-    if (live[i] && (step[i] >= 0 || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i]))) print_line(out, p, i, step[i]);
+    bool shown = step[i] >= 0 || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i]) ||
+                 p->fused_into[i] >= 0;
+    if (live[i] && shown)
+      print_line(out, p, i, step[i]);
   }
   fprintf(out, "stored (%llu bytes):", (unsigned long long)p->stored_bytes);
   for (int s = 0; s < p->n_forward; s++)

@@ -19,7 +19,7 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.7 = private unnamed_addr constant [6 x i8] c"label\00"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1728, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1280, i64 1088, i32 0, i32 1, i64 1344, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1728, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1152, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 
 define internal float @trc_maxf(float %0, float %1) {
 entry:
@@ -104,57 +104,41 @@ done:                                             ; preds = %loop
 declare void @cblas_sgemm(i32, i32, i32, i32, i32, i32, float, ptr, i32, ptr, i32, float, ptr, i32)
 
 ; Function Attrs: noinline
-define internal void @k5(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k6(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
+  %t = alloca float, align 4
   br label %loop
 
 loop:                                             ; preds = %done, %entry
-  %i = phi i64 [ 0, %entry ], [ %15, %done ]
+  %i = phi i64 [ 0, %entry ], [ %17, %done ]
   br label %loop1
 
 loop1:                                            ; preds = %loop1, %loop
-  %i2 = phi i64 [ 0, %loop ], [ %13, %loop1 ]
+  %i2 = phi i64 [ 0, %loop ], [ %15, %loop1 ]
   %3 = mul nsw i64 %i, 7
   %4 = add nsw i64 %i2, %3
-  %5 = mul nsw i64 %i, 7
-  %6 = add nsw i64 %i2, %5
-  %7 = getelementptr inbounds float, ptr %0, i64 %6
+  %5 = getelementptr inbounds float, ptr %0, i64 %4
+  %6 = load float, ptr %5, align 4
+  %7 = getelementptr inbounds float, ptr %1, i64 %i2
   %8 = load float, ptr %7, align 4
-  %9 = getelementptr inbounds float, ptr %1, i64 %i2
-  %10 = load float, ptr %9, align 4
-  %11 = fadd float %8, %10
-  %12 = getelementptr inbounds float, ptr %2, i64 %4
-  store float %11, ptr %12, align 4
-  %13 = add nsw i64 %i2, 1
-  %14 = icmp slt i64 %13, 7
-  br i1 %14, label %loop1, label %done
+  %9 = fadd float %6, %8
+  store float %9, ptr %t, align 4
+  %10 = mul nsw i64 %i, 7
+  %11 = add nsw i64 %10, %i2
+  %12 = load float, ptr %t, align 4
+  %13 = call float @trc_maxf(float %12, float 0.000000e+00)
+  %14 = getelementptr inbounds float, ptr %2, i64 %11
+  store float %13, ptr %14, align 4
+  %15 = add nsw i64 %i2, 1
+  %16 = icmp slt i64 %15, 7
+  br i1 %16, label %loop1, label %done
 
 done:                                             ; preds = %loop1
-  %15 = add nsw i64 %i, 1
-  %16 = icmp slt i64 %15, 4
-  br i1 %16, label %loop, label %done3
+  %17 = add nsw i64 %i, 1
+  %18 = icmp slt i64 %17, 4
+  br i1 %18, label %loop, label %done3
 
 done3:                                            ; preds = %done
-  ret void
-}
-
-; Function Attrs: noinline
-define internal void @k6(ptr noalias %0, ptr noalias %1) #1 {
-entry:
-  br label %loop
-
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %6, %loop ]
-  %2 = getelementptr inbounds float, ptr %0, i64 %i
-  %3 = load float, ptr %2, align 4
-  %4 = call float @trc_maxf(float %3, float 0.000000e+00)
-  %5 = getelementptr inbounds float, ptr %1, i64 %i
-  store float %4, ptr %5, align 4
-  %6 = add nsw i64 %i, 1
-  %7 = icmp slt i64 %6, 28
-  br i1 %7, label %loop, label %done
-
-done:                                             ; preds = %loop
   ret void
 }
 
@@ -551,29 +535,26 @@ entry:
   %4 = getelementptr inbounds i8, ptr %0, i64 1152
   %5 = getelementptr inbounds i8, ptr %0, i64 192
   %6 = getelementptr inbounds i8, ptr %0, i64 1280
-  call void @k5(ptr %4, ptr %5, ptr %6)
+  call void @k6(ptr %4, ptr %5, ptr %6)
   %7 = getelementptr inbounds i8, ptr %0, i64 1280
-  %8 = getelementptr inbounds i8, ptr %0, i64 1152
-  call void @k6(ptr %7, ptr %8)
+  %8 = getelementptr inbounds i8, ptr %0, i64 256
   %9 = getelementptr inbounds i8, ptr %0, i64 1152
-  %10 = getelementptr inbounds i8, ptr %0, i64 256
-  %11 = getelementptr inbounds i8, ptr %0, i64 1280
-  call void @k8(ptr %9, ptr %10, ptr %11)
-  %12 = getelementptr inbounds i8, ptr %0, i64 1280
-  %13 = getelementptr inbounds i8, ptr %0, i64 384
-  %14 = getelementptr inbounds i8, ptr %0, i64 1344
-  call void @k10(ptr %12, ptr %13, ptr %14)
-  %15 = getelementptr inbounds i8, ptr %0, i64 1024
-  %16 = getelementptr inbounds i8, ptr %0, i64 1344
-  %17 = getelementptr inbounds i8, ptr %0, i64 1280
-  call void @k11(ptr %15, ptr %16, ptr %17)
+  call void @k8(ptr %7, ptr %8, ptr %9)
+  %10 = getelementptr inbounds i8, ptr %0, i64 1152
+  %11 = getelementptr inbounds i8, ptr %0, i64 384
+  %12 = getelementptr inbounds i8, ptr %0, i64 1216
+  call void @k10(ptr %10, ptr %11, ptr %12)
+  %13 = getelementptr inbounds i8, ptr %0, i64 1024
+  %14 = getelementptr inbounds i8, ptr %0, i64 1216
+  %15 = getelementptr inbounds i8, ptr %0, i64 1152
+  call void @k11(ptr %13, ptr %14, ptr %15)
   ret void
 }
 
 define internal void @backward(ptr %0, ptr %1) {
 entry:
   %2 = getelementptr inbounds i8, ptr %0, i64 1024
-  %3 = getelementptr inbounds i8, ptr %0, i64 1344
+  %3 = getelementptr inbounds i8, ptr %0, i64 1216
   %4 = getelementptr inbounds i8, ptr %0, i64 1088
   %5 = getelementptr inbounds i8, ptr %0, i64 1408
   call void @k13(ptr %2, ptr %3, ptr %4, ptr %5)
@@ -585,7 +566,7 @@ entry:
   %10 = getelementptr inbounds i8, ptr %0, i64 1472
   call void @k15(ptr %8, ptr %9, ptr %10)
   %11 = getelementptr inbounds i8, ptr %0, i64 1408
-  %12 = getelementptr inbounds i8, ptr %0, i64 1152
+  %12 = getelementptr inbounds i8, ptr %0, i64 1280
   %13 = getelementptr inbounds i8, ptr %0, i64 704
   call void @k16(ptr %11, ptr %12, ptr %13)
   %14 = icmp ne ptr %1, null
@@ -596,7 +577,7 @@ bucket_ready:                                     ; preds = %entry
   br label %15
 
 15:                                               ; preds = %bucket_ready, %entry
-  %16 = getelementptr inbounds i8, ptr %0, i64 1152
+  %16 = getelementptr inbounds i8, ptr %0, i64 1280
   %17 = getelementptr inbounds i8, ptr %0, i64 1472
   %18 = getelementptr inbounds i8, ptr %0, i64 1600
   call void @k17(ptr %16, ptr %17, ptr %18)
@@ -643,7 +624,7 @@ loop:                                             ; preds = %loop, %entry
   %10 = getelementptr inbounds i8, ptr %1, i64 1088
   store float %7, ptr %10, align 4
   call void @forward(ptr %1)
-  %11 = getelementptr inbounds i8, ptr %1, i64 1280
+  %11 = getelementptr inbounds i8, ptr %1, i64 1152
   %12 = load float, ptr %11, align 4
   %13 = fpext float %12 to double
   %14 = load double, ptr %loss_sum, align 8

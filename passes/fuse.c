@@ -1,0 +1,265 @@
+/* fuse.c — pointwise kernels computed inside the one kernel that reads them.
+ *
+ * A step P fuses into a step C when, proved from the schedule and the loop
+ * nests (never from op names):
+ *   - C is P's only reader in the whole program (forward and backward,
+ *     recomputes included), and reads P once, as itself, not through a view;
+ *     P is not the loss or the prediction (nor their storage: the runtime
+ *     reads those) and adds into no parameter's gradient slot;
+ *   - P's kernel is a perfect loop nest `for i1 < e1: ... for id < ed:
+ *     [float locals;] P[row-major index of i] = e(i)` over P's N elements
+ *     (P is f32): every element written once, at iteration i, by an
+ *     expression that loads neither P nor a gradient slot (whose value other
+ *     kernels change between P's step and C's);
+ *   - C's kernel is such a nest over N elements too, `C[row-major j] (+)=
+ *     e'(j)`, whose one load of P is at the row-major index of its own
+ *     variables j; and the nests have the same extents, or P's is one flat
+ *     loop (i = C's index of P), or C's is (then rebuilt with P's extents
+ *     around the same statements: the same iterations in the same order).
+ * Iteration j of C then reads exactly the element that iteration j of P
+ * wrote (the same row-major position), so C computes it itself: P's
+ * statements with P's variables renamed, P's value in a local
+ * `float t = e(j);`, and t where C loaded P[j]. Row-major indices are read
+ * from the loop nest as affine forms (kexpr_affine), never from op names. Every float is the same
+ * operation on the same operands as before; only the store and the load of
+ * P[j] are gone. P's value stays a statement of its own, never an operand
+ * inside one of C's expressions, so a C compiler that contracts a*b + c into
+ * an FMA within an expression (clang's default -ffp-contract=on) sees the
+ * expressions it saw unfused. The memory plan gives P no storage and keeps
+ * P's inputs alive until C's step; nothing else writes them meanwhile (every
+ * value but a gradient slot is written once, by its own step).
+ *
+ * Steps are visited in schedule order, so a chain a -> b -> c (a, b each
+ * read only by the next) ends as one kernel. */
+#include "internal.h"
+
+#include <stdlib.h>
+
+/* A kernel that is a perfect loop nest `for v1 < e1: ... for vd < ed:
+ * [float locals;] buf[row-major index of v1..vd] (+)= value` over e1*...*ed
+ * elements: every element of buf written once, at iteration (v1..vd). */
+typedef struct {
+  KStmt *loops[IR_MAX_RANK]; /* outermost first */
+  int depth;
+} Nest;
+
+static KStmt *innermost(const Nest *n) { return n->loops[n->depth - 1]; }
+static KStmt *store_of(const Nest *n) { return innermost(n)->body[innermost(n)->nbody - 1]; }
+
+/* Whether e is sum of v_d * stride_d, the strides row-major over n's extents
+ * (a variable of extent 1 may have any coefficient: it is always 0). */
+static bool is_row_major(const Kernel *k, const Nest *n, const KExpr *e) {
+  int64_t *coef = xcalloc((size_t)k->n_vars + 1, sizeof *coef), konst, stride = 1;
+  bool ok = kexpr_affine(k, e, coef, &konst) && konst == 0;
+  for (int d = n->depth - 1; d >= 0 && ok; d--) {
+    ok = n->loops[d]->extent == 1 || coef[n->loops[d]->var] == stride;
+    stride *= n->loops[d]->extent;
+  }
+  free(coef);
+  return ok;
+}
+
+static bool pointwise_nest(const Kernel *k, int buf, int64_t numel, Nest *n) {
+  n->depth = 0;
+  if (!k || k->nbody != 1 || k->body[0]->kind != KS_FOR) return false;
+  int64_t count = 1;
+  for (KStmt *s = k->body[0];; s = s->body[0]) {
+    if (n->depth == IR_MAX_RANK) return false;
+    n->loops[n->depth++] = s;
+    count *= s->extent;
+    if (s->nbody != 1 || s->body[0]->kind != KS_FOR) break;
+  }
+  const KStmt *inner = innermost(n);
+  if (count != numel || inner->nbody < 1) return false;
+  for (int i = 0; i + 1 < inner->nbody; i++)
+    if (inner->body[i]->kind != KS_LOCAL) return false;
+  const KStmt *store = store_of(n);
+  return store->kind == KS_STORE && store->buf == buf && is_row_major(k, n, store->index);
+}
+
+static bool same_extents(const Nest *a, const Nest *b) {
+  if (a->depth != b->depth) return false;
+  for (int d = 0; d < a->depth; d++)
+    if (a->loops[d]->extent != b->loops[d]->extent) return false;
+  return true;
+}
+
+/* Loads of buffer buf in e; *last: one of them. */
+static int count_loads(KExpr *e, int buf, KExpr **last) {
+  if (!e) return 0;
+  int n = e->kind == KE_LOAD && e->buf == buf;
+  if (n) *last = e;
+  return n + count_loads(e->a, buf, last) + count_loads(e->b, buf, last) +
+         count_loads(e->c, buf, last);
+}
+
+static int count_loads_in(const KStmt *loop, int buf, KExpr **last) {
+  int n = 0;
+  for (int i = 0; i < loop->nbody; i++)
+    n += count_loads(loop->body[i]->value, buf, last) +
+         count_loads(loop->body[i]->index, buf, last);
+  return n;
+}
+
+/* A load of P itself or of a gradient slot, which P may not move later. */
+static bool loads_unstable(const Graph *g, const KExpr *e, int self) {
+  if (!e) return false;
+  if (e->kind == KE_LOAD &&
+      (e->buf == self || g->nodes[graph_storage_root(g, e->buf)].grad_of_param >= 0))
+    return true;
+  return loads_unstable(g, e->a, self) || loads_unstable(g, e->b, self) ||
+         loads_unstable(g, e->c, self);
+}
+
+/* e rebuilt in k: loop variable v becomes vars[v], local l becomes locals[l]. */
+static KExpr *clone(Kernel *k, const KExpr *e, KExpr *const *vars, const int *locals) {
+  switch (e->kind) {
+  case KE_CONST: return k_const(k, e->f);
+  case KE_ICONST: return k_iconst(k, e->i);
+  case KE_INDEX: return vars[e->var];
+  case KE_LOCAL: return k_localv(k, locals[e->var]);
+  case KE_LOAD: return k_load(k, e->buf, clone(k, e->a, vars, locals), e->is_int);
+  case KE_UNARY: return k_unary(k, (KUnaryOp)e->op, clone(k, e->a, vars, locals));
+  case KE_BINARY:
+    return k_binary(k, (KBinaryOp)e->op, clone(k, e->a, vars, locals),
+                    clone(k, e->b, vars, locals));
+  case KE_SELECT:
+    return k_select(k, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals),
+                    clone(k, e->c, vars, locals));
+  case KE_EQ: return k_eq(k, clone(k, e->a, vars, locals), clone(k, e->b, vars, locals));
+  case KE_TO_FLOAT: return k_to_float(k, clone(k, e->a, vars, locals));
+  case KE_RANDOM: return k_random(k, e->buf, e->i, clone(k, e->a, vars, locals));
+  }
+  abort();
+}
+
+static void replace_var(KExpr *e, int var, const KExpr *with) {
+  if (!e) return;
+  if (e->kind == KE_INDEX && e->var == var) *e = *with;
+  else replace_var(e->a, var, with), replace_var(e->b, var, with), replace_var(e->c, var, with);
+}
+
+/* C's one flat loop `for j < N` rebuilt as loops of P's extents around the
+ * same statements, j replaced by the row-major index of the new variables:
+ * the same iterations in the same order, so that P's variables map to C's. */
+static void renest_like(Kernel *ck, Nest *cn, const Nest *pn) {
+  KStmt *flat = cn->loops[0];
+  ck->nbody = 0;
+  KStmt *parent = NULL;
+  KExpr *index = k_iconst(ck, 0);
+  for (int d = 0; d < pn->depth; d++) {
+    int v;
+    parent = cn->loops[d] = k_for(ck, parent, pn->loops[d]->extent, &v);
+    index = k_iadd(ck, k_imul(ck, index, pn->loops[d]->extent), k_index(ck, v));
+  }
+  cn->depth = pn->depth;
+  parent->body = flat->body, parent->nbody = flat->nbody, parent->capbody = flat->capbody;
+  flat->body = NULL, flat->nbody = flat->capbody = 0;
+  for (int i = 0; i < parent->nbody; i++) {
+    replace_var(parent->body[i]->value, flat->var, index);
+    replace_var(parent->body[i]->index, flat->var, index);
+  }
+}
+
+/* Puts P's statements before C's store and P's value where C loaded it;
+ * P's variables become vars. */
+static void inline_producer(const Kernel *pk, const Nest *pn, Kernel *ck, const Nest *cn,
+                            KExpr *load, KExpr *const *vars) {
+  KStmt *ploop = innermost(pn), *cloop = innermost(cn);
+  KStmt *store = cloop->body[--cloop->nbody];
+  int *locals = xmalloc(((size_t)pk->n_locals + 1) * sizeof *locals), value;
+  for (int i = 0; i + 1 < ploop->nbody; i++) {
+    const KStmt *s = ploop->body[i];
+    k_local(ck, cloop, clone(ck, s->value, vars, locals), &locals[s->var]);
+  }
+  k_local(ck, cloop, clone(ck, store_of(pn)->value, vars, locals), &value);
+  free(locals);
+  VEC_PUSH(cloop->body, cloop->nbody, cloop->capbody, store);
+  *load = (KExpr){.kind = KE_LOCAL, .var = value};
+}
+
+/* Per node: its reading steps (a read through a view counts twice, so that
+ * such a value never fuses); *reader: the last of them. */
+static void count_readers(const Program *p, int *readers, int *reader) {
+  const Graph *g = p->g;
+  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
+    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    const Node *n = &g->nodes[id];
+    for (int k = 0; k < n->nin; k++) {
+      int root = graph_storage_root(g, n->in[k]);
+      readers[root] += root == n->in[k] ? 1 : 2;
+      reader[root] = id;
+    }
+  }
+}
+
+/* Whether the runtime reads the value node id (after forward or backward). */
+static bool read_by_runtime(const Graph *g, int id) {
+  return id == graph_storage_root(g, g->loss) ||
+         (g->predict >= 0 && id == graph_storage_root(g, g->predict));
+}
+
+/* Fuses P into its reader C when the conditions above hold. */
+static bool try_fuse(Program *p, int P, int C) {
+  const Graph *g = p->g;
+  const Node *pn = &g->nodes[P];
+  if (pn->dtype != DT_F32 || pn->grad_of_param >= 0 || read_by_runtime(g, P)) return false;
+  int64_t n = shape_numel(&pn->shape);
+  Kernel *pk = p->kernels[P], *ck = p->kernels[C];
+  Nest pnest, cnest;
+  if (!pointwise_nest(pk, P, n, &pnest) || !pointwise_nest(ck, C, n, &cnest) ||
+      store_of(&pnest)->accumulate)
+    return false;
+  for (int i = 0; i < innermost(&pnest)->nbody; i++)
+    if (loads_unstable(g, innermost(&pnest)->body[i]->value, P)) return false;
+  KExpr *load = NULL;
+  if (count_loads_in(innermost(&cnest), P, &load) != 1 || !is_row_major(ck, &cnest, load->a))
+    return false;
+  bool renest = cnest.depth == 1 && pnest.depth > 1;
+  if (!renest && !same_extents(&pnest, &cnest) && pnest.depth != 1) return false;
+  if (renest) renest_like(ck, &cnest, &pnest);
+  /* C's iteration reads the element P wrote at the iteration of the same
+   * row-major position: P's variables are C's (same extents), or P's one
+   * variable is that position, C's index of P. */
+  KExpr **vars = xcalloc((size_t)pk->n_vars + 1, sizeof *vars);
+  for (int d = 0; d < pnest.depth; d++)
+    vars[pnest.loops[d]->var] = pnest.depth == 1 && !same_extents(&pnest, &cnest)
+                                    ? load->a
+                                    : k_index(ck, cnest.loops[d]->var);
+  inline_producer(pk, &pnest, ck, &cnest, load, vars);
+  free(vars);
+  return true;
+}
+
+static void drop_fused(int *steps, int *n, const int *fused_into) {
+  int kept = 0;
+  for (int i = 0; i < *n; i++)
+    if (fused_into[steps[i]] < 0) steps[kept++] = steps[i];
+  *n = kept;
+}
+
+void program_fuse(Program *p, FuseScope scope) {
+  const Graph *g = p->g;
+  int *readers = xcalloc((size_t)g->n, sizeof *readers);
+  int *reader = xcalloc((size_t)g->n, sizeof *reader);
+  count_readers(p, readers, reader);
+  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
+    int P = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    int C = reader[P];
+    bool in_scope = scope == FUSE_ALL || (scope == FUSE_FORWARD) == (s < p->n_forward);
+    if (scope == FUSE_NONE || !in_scope || readers[P] != 1 || !try_fuse(p, P, C)) continue;
+    kernel_free(p->kernels[P]);
+    p->kernels[P] = NULL;
+    p->fused_into[P] = C;
+    p->n_fused++;
+  }
+  drop_fused(p->forward, &p->n_forward, p->fused_into);
+  drop_fused(p->backward, &p->n_backward, p->fused_into);
+  free(readers);
+  free(reader);
+}
+
+int fused_consumer(const Program *p, int id) {
+  while (p->fused_into[id] >= 0) id = p->fused_into[id];
+  return id;
+}
