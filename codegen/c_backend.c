@@ -121,9 +121,11 @@ static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b
 
 /* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
  * remainder, then the lanes folded in halves into the local. */
-static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int depth) {
+static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int depth) {
+  KBinaryOp op = ls->op;
+  int t = ls->local;
   const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
-  int64_t full = s->extent / K_LANES * K_LANES;
+  int64_t full = ls->full;
   int v = s->var;
   fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
   indent(out, depth + 1);
@@ -158,11 +160,10 @@ static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int 
 static void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
-    KBinaryOp op;
-    int t;
+    KLaneSplit ls;
     indent(out, depth);
-    if (s->extent >= K_LANES && kstmt_is_reduction(s, &op, &t)) {
-      print_reduction(out, s, op, t, depth);
+    if (kstmt_lane_split(s, &ls)) {
+      print_reduction(out, s, &ls, depth);
       continue;
     }
     switch (s->kind) {
@@ -214,35 +215,12 @@ static void print_buffers(FILE *out, const Program *p, int id, const int *used, 
   }
 }
 
-/* Innermost statements a loop runs: the work it would split among threads. */
-static double loop_work(const KStmt *s) {
-  double per_iteration = 0;
-  for (int i = 0; i < s->nbody; i++)
-    per_iteration += s->body[i]->kind == KS_FOR ? loop_work(s->body[i]) : 1;
-  return (double)s->extent * per_iteration;
-}
-
-static bool runs_parallel(const KStmt *s) {
-  return s->kind == KS_FOR && s->parallel && s->extent > 1;
-}
-
-/* Iterations a parallel loop hands to a thread at a time: a loop with no
- * loop inside (a flat pointwise loop) goes in chunks of a constant count,
- * so that the compiler vectorizes the loop over one chunk, from 0 to a
- * constant (GCC's very-cheap cost model, trainc's default, vectorizes only
- * such loops; not c*64 .. c*64 + 64); 1 for the others, whose inner loops
- * have constant bounds. */
-static int64_t parallel_chunk(const KStmt *s) {
-  for (int i = 0; i < s->nbody; i++)
-    if (s->body[i]->kind == KS_FOR) return 1;
-  return s->extent % 64 == 0 ? 64 : s->extent % 16 == 0 ? 16 : 1;
-}
-
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
  * chunks [lo, hi) of loop `at` of kernel `id`. */
-static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
+static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s,
+                            const KParallelLoop *pl) {
   int *used, n_used = kernel_stmt_buffers(&s, 1, &used);
-  int64_t chunk = parallel_chunk(s);
+  int64_t chunk = pl->chunk;
   fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
   fputs("  char *restrict A = ctx;\n", out);
   print_buffers(out, p, id, used, n_used);
@@ -260,15 +238,16 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
   free(used);
 }
 
-/* The kernel: the loops runs_parallel picks as calls of their bodies
+/* The kernel: the loops kstmt_parallel_loop picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
   KStmt **inline_stmts = xmalloc((size_t)k->nbody * sizeof *inline_stmts);
   int n_inline = 0;
+  KParallelLoop pl;
   for (int i = 0; i < k->nbody; i++) {
-    if (runs_parallel(k->body[i]))
-      print_loop_body(out, p, id, i, k->body[i]);
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      print_loop_body(out, p, id, i, k->body[i], &pl);
     else
       inline_stmts[n_inline++] = k->body[i];
   }
@@ -277,10 +256,9 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
   fprintf(out, "static void k%d(char *restrict A) {\n", id);
   print_buffers(out, p, id, used, n_used);
   for (int i = 0; i < k->nbody; i++) {
-    if (runs_parallel(k->body[i]))
-      fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
-              (long long)(k->body[i]->extent / parallel_chunk(k->body[i])),
-              fmin(loop_work(k->body[i]), 9e18), id, i);
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      fprintf(out, "  trc_kernel_loop(%lld, %lld, k%d_loop%d, A);\n", (long long)pl.n_chunks,
+              (long long)pl.work, id, i);
     else
       print_stmts(out, &k->body[i], 1, 1);
   }

@@ -50,13 +50,13 @@ data_dir() { # kind trainer
   esac
 }
 
-# The log without its timings, one record a line.
+# The log without its measurements (timings, page faults), one record a line.
 losses() {
   "$PY" -c '
 import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    for k in ("examples_per_s", "seconds", "comm_seconds"):
+    for k in ("examples_per_s", "seconds", "comm_seconds", "page_faults"):
         r.pop(k, None)
     print(json.dumps(r, sort_keys=True))' "$1"
 }
