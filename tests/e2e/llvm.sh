@@ -11,12 +11,13 @@
 # (runtime/trainc.h), which elements those are being GCC's choice: it is
 # compared with the scalar one within a bound, not bitwise. libmvec is
 # within 4 ulp (5e-7 relative) of libm per call (tests/codegen/vector_math.sh);
-# over the few steps these tests train that moves the loss, the gradient
-# norm and every weight tensor by less than REL = 1e-4 relative (of the
-# loss, the norm, the tensor's largest magnitude; seen: at most 6e-8 on
-# losses, 6e-6 on weights, where Adam turns a gradient's last bits into a
-# step of up to lr), while a wrong kernel moves them by O(1). An empirical
-# bound for a few steps, not a proof: long runs drift apart further.
+# over the few steps these tests train that moves the loss and the gradient
+# norm by less than REL = 1e-4 relative (seen: at most 6e-8), while a wrong
+# kernel moves them by O(1). A weight moves by less than REL of its
+# tensor's largest magnitude plus the sum of the steps' lr: an Adam step
+# turns a gradient's last bits (a gradient near 0) into a move of up to
+# lr (seen: 6% of lr on gpt124m after one step). An empirical bound for a
+# few steps, not a proof: long runs drift apart further.
 # Every other field of the logs must be equal. DATA
 # "gradcheck": `trainc run --gradcheck` must pass first, then the three
 # train on random rows.
@@ -79,7 +80,7 @@ for line in open(sys.argv[1]):
 }
 
 # The default (libmvec) C trainer's log and weights against the scalar
-# one's, within REL (the header's reasons); prints the largest differences.
+# one's, within the header's bounds; prints the largest differences.
 near() { # scalar losses, vector losses, scalar weights, vector weights
   if ! "$PY" - "$@" "$REL" <<'EOF'; then
 import json, struct, sys
@@ -87,9 +88,10 @@ import numpy as np
 ls, lv, ws, wv, rel = sys.argv[1:6]
 rel = float(rel)
 worst = {"loss": 0.0, "grad_norm": 0.0, "weights": 0.0}
-ok = True
+ok, lr_sum = True, 0.0
 for a, b in zip(open(ls), open(lv), strict=True):
     a, b = json.loads(a), json.loads(b)
+    lr_sum += a.get("lr", 0.0)
     for k in ("loss", "grad_norm"):
         if k in a and k in b: # a step's record
             x, y = a.pop(k), b.pop(k)
@@ -104,14 +106,14 @@ def tensors(path):
                              dtype=np.float32) for k, v in head.items()}
 ts, tv = tensors(ws), tensors(wv)
 ok = ok and ts.keys() == tv.keys()
-for k in ts:
-    scale = max(float(np.abs(ts[k]).max(initial=0)), 1e-30)
-    worst["weights"] = max(worst["weights"], float(np.abs(ts[k] - tv[k]).max(initial=0)) / scale)
-print("  libmvec vs libm, largest relative differences:",
-      ", ".join(f"{k} {v:.2g}" for k, v in worst.items()))
-sys.exit(0 if ok and max(worst.values()) <= rel else 1)
+for k in ts: # the difference as a fraction of what the bound allows
+    allowed = max(rel * float(np.abs(ts[k]).max(initial=0)) + lr_sum, 1e-30)
+    worst["weights"] = max(worst["weights"], float(np.abs(ts[k] - tv[k]).max(initial=0)) / allowed)
+print(f"  libmvec vs libm: loss, grad norm {worst['loss']:.2g}, {worst['grad_norm']:.2g} relative;",
+      f"weights {worst['weights']:.2g} of the bound")
+sys.exit(0 if ok and max(worst["loss"], worst["grad_norm"]) <= rel and worst["weights"] <= 1 else 1)
 EOF
-    echo "FAIL: $name: the libmvec C trainer is not within $REL of the scalar one: $*"
+    echo "FAIL: $name: the libmvec C trainer is not within the bounds of the scalar one: $*"
     fail=1 model_fail=1
   fi
 }
@@ -171,6 +173,6 @@ for arg in "$@"; do
   done
   near "$out.cs.losses" "$out.c.losses" "$out.cs.safetensors" "$out.c.safetensors"
   ((model_fail)) || echo "$name, $steps steps, $ranks rank(s): the same losses and weights from the" \
-    "${hows[*]} trainers (cs: C with scalar math), the libmvec C trainer's within $REL"
+    "${hows[*]} trainers (cs: C with scalar math), the libmvec C trainer's within bounds"
 done
 exit $fail
