@@ -16,37 +16,13 @@
  * (c_family.h). */
 #include "c_family.h"
 
-#include <math.h>
 #include <stdlib.h>
-
-/* Innermost statements a loop runs: the work it would split among threads. */
-static double loop_work(const KStmt *s) {
-  double per_iteration = 0;
-  for (int i = 0; i < s->nbody; i++)
-    per_iteration += s->body[i]->kind == KS_FOR ? loop_work(s->body[i]) : 1;
-  return (double)s->extent * per_iteration;
-}
-
-static bool runs_parallel(const KStmt *s) {
-  return s->kind == KS_FOR && s->parallel && s->extent > 1;
-}
-
-/* Iterations a parallel loop hands to a thread at a time: a loop with no
- * loop inside (a flat pointwise loop) goes in chunks of a constant count,
- * so that the compiler vectorizes the loop over one chunk, from 0 to a
- * constant (GCC's very-cheap cost model, trainc's default, vectorizes only
- * such loops; not c*64 .. c*64 + 64); 1 for the others, whose inner loops
- * have constant bounds. */
-static int64_t parallel_chunk(const KStmt *s) {
-  for (int i = 0; i < s->nbody; i++)
-    if (s->body[i]->kind == KS_FOR) return 1;
-  return s->extent % 64 == 0 ? 64 : s->extent % 16 == 0 ? 16 : 1;
-}
 
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
  * chunks [lo, hi) of loop `at` of kernel `id`. */
-static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s) {
-  int64_t chunk = parallel_chunk(s);
+static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s,
+                            const KParallelLoop *pl) {
+  int64_t chunk = pl->chunk;
   fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
   fputs("  char *restrict A = ctx;\n", out);
   print_stmt_buffers(out, p, id, &s, 1, "restrict", "A");
@@ -63,15 +39,16 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
 }
 
-/* The kernel: the loops runs_parallel picks as calls of their bodies
+/* The kernel: the loops kstmt_parallel_loop picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
 static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
   KStmt **inline_stmts = xmalloc((size_t)(k->nbody ? k->nbody : 1) * sizeof *inline_stmts);
   int n_inline = 0;
+  KParallelLoop pl;
   for (int i = 0; i < k->nbody; i++) {
-    if (runs_parallel(k->body[i]))
-      print_loop_body(out, p, id, i, k->body[i]);
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      print_loop_body(out, p, id, i, k->body[i], &pl);
     else
       inline_stmts[n_inline++] = k->body[i];
   }
@@ -79,10 +56,9 @@ static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel 
   print_stmt_buffers(out, p, id, inline_stmts, n_inline, "restrict", "A");
   free(inline_stmts);
   for (int i = 0; i < k->nbody; i++) {
-    if (runs_parallel(k->body[i]))
-      fprintf(out, "  trc_kernel_loop(%lld, %.0f, k%d_loop%d, A);\n",
-              (long long)(k->body[i]->extent / parallel_chunk(k->body[i])),
-              fmin(loop_work(k->body[i]), 9e18), id, i);
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      fprintf(out, "  trc_kernel_loop(%lld, %lld, k%d_loop%d, A);\n", (long long)pl.n_chunks,
+              (long long)pl.work, id, i);
     else
       print_stmts(out, &k->body[i], 1, 1);
   }

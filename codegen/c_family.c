@@ -111,9 +111,11 @@ static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b
 
 /* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
  * remainder, then the lanes folded in halves into the local. */
-static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int depth) {
+static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int depth) {
+  KBinaryOp op = ls->op;
+  int t = ls->local;
   const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
-  int64_t full = s->extent / K_LANES * K_LANES;
+  int64_t full = ls->full;
   int v = s->var;
   fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
   indent(out, depth + 1);
@@ -148,11 +150,10 @@ static void print_reduction(FILE *out, const KStmt *s, KBinaryOp op, int t, int 
 void print_stmts(FILE *out, KStmt **body, int n, int depth) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
-    KBinaryOp op;
-    int t;
+    KLaneSplit ls;
     indent(out, depth);
-    if (s->extent >= K_LANES && kstmt_is_reduction(s, &op, &t)) {
-      print_reduction(out, s, op, t, depth);
+    if (kstmt_lane_split(s, &ls)) {
+      print_reduction(out, s, &ls, depth);
       continue;
     }
     switch (s->kind) {

@@ -1,8 +1,11 @@
 /* llvm_backend.c — builds a Program as an LLVM module through LLVM's C API.
  *
  * The module holds what emit_c prints, function for function: an internal
- * function per kernel (k<id>, the op table's loop nest; a GEMM as
- * cblas_sgemm calls; kernels with the same code share one), forward(),
+ * function per kernel (k<id>, the op table's loop nest; a GEMM as a
+ * trc_gemm call; kernels with the same code share one; a loop the IR
+ * marked parallel as a function of a range of its chunks, run through the
+ * runtime's trc_parallel_for as trc_kernel_loop decides; a reduction loop
+ * in K_LANES lanes, as ir.h defines it), forward(),
  * backward() with the gradient buckets' trc_step_bucket_ready calls,
  * step(), the parameter and input tables, the trc_model descriptor `model`
  * with its compiled defaults, and main().
@@ -16,7 +19,6 @@
  * buffers are noalias parameters, as the C kernels' pointers are restrict. */
 #include "llvm_internal.h"
 
-#include <cblas.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -407,10 +409,77 @@ static void store(Gen *g, const KStmt *s) {
   LLVMSetAlignment(st, (unsigned)dtype_size(g->p->g->nodes[s->buf].dtype));
 }
 
+/* `a op b` for a reduction's op. */
+static LLVMValueRef combine(Gen *g, KBinaryOp op, LLVMValueRef a, LLVMValueRef b) {
+  if (op == KB_ADD) return LLVMBuildFAdd(g->b, a, b, "");
+  LLVMValueRef args[2] = {a, b};
+  return call(g, op == KB_MAX ? g->maxf : g->minf, args, 2);
+}
+
+/* An alloca in the entry block of the function being built (not in a loop). */
+static LLVMValueRef entry_alloca(Gen *g, LLVMTypeRef type) {
+  LLVMValueRef fn = LLVMGetBasicBlockParent(LLVMGetInsertBlock(g->b));
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(g->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(b, first);
+  else
+    LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef v = LLVMBuildAlloca(b, type, "");
+  LLVMDisposeBuilder(b);
+  return v;
+}
+
+static LLVMValueRef lane_ptr(Gen *g, LLVMValueRef lanes, LLVMValueRef l) {
+  return LLVMBuildInBoundsGEP2(g->b, g->f32, lanes, &l, 1, "");
+}
+
+/* Iterations first + l, l in [0, count), of reduction loop s, each into
+ * lane l: lane[l] = lane[l] op e. */
+static void lanes_take(Gen *g, const KStmt *s, KBinaryOp op, LLVMValueRef lanes,
+                       LLVMValueRef first, int64_t count) {
+  Loop l;
+  LLVMValueRef lane = loop_begin(g, i64c(g, count), &l);
+  g->index[s->var] = LLVMBuildNSWAdd(g->b, first, lane, "");
+  LLVMValueRef p = lane_ptr(g, lanes, lane);
+  LLVMValueRef e = as_float(g, expr(g, s->body[0]->value->b));
+  LLVMBuildStore(g->b, combine(g, op, LLVMBuildLoad2(g->b, g->f32, p, ""), e), p);
+  loop_end(g, &l);
+}
+
+/* Reduction loop s as ir.h's lanes define it and c_backend.c's
+ * print_reduction prints it: full groups of K_LANES, the remainder, then
+ * the lanes folded in halves into the local. */
+static void reduction(Gen *g, const KStmt *s, const KLaneSplit *ls) {
+  double identity = ls->op == KB_ADD ? 0.0 : ls->op == KB_MAX ? -INFINITY : INFINITY;
+  LLVMValueRef lanes = entry_alloca(g, LLVMArrayType2(g->f32, K_LANES));
+  LLVMValueRef t = g->local[ls->local], v[K_LANES];
+  for (int l = 0; l < K_LANES; l++)
+    LLVMBuildStore(g->b, l ? LLVMConstReal(g->f32, identity) : LLVMBuildLoad2(g->b, g->f32, t, ""),
+                   lane_ptr(g, lanes, i64c(g, l)));
+  Loop groups;
+  LLVMValueRef c = loop_begin(g, i64c(g, ls->full / K_LANES), &groups);
+  lanes_take(g, s, ls->op, lanes, LLVMBuildNSWMul(g->b, c, i64c(g, K_LANES), ""), K_LANES);
+  loop_end(g, &groups);
+  if (ls->full < ls->extent)
+    lanes_take(g, s, ls->op, lanes, i64c(g, ls->full), ls->extent - ls->full);
+  for (int l = 0; l < K_LANES; l++)
+    v[l] = LLVMBuildLoad2(g->b, g->f32, lane_ptr(g, lanes, i64c(g, l)), "");
+  for (int w = K_LANES / 2; w > 0; w /= 2)
+    for (int l = 0; l < w; l++) v[l] = combine(g, ls->op, v[l], v[l + w]);
+  LLVMBuildStore(g->b, v[0], t);
+}
+
 static void stmts(Gen *g, KStmt **body, int n) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     Loop l;
+    KLaneSplit ls;
+    if (kstmt_lane_split(s, &ls)) {
+      reduction(g, s, &ls);
+      continue;
+    }
     switch (s->kind) {
     case KS_FOR:
       g->index[s->var] = loop_begin(g, i64c(g, s->extent), &l);
@@ -430,49 +499,33 @@ static void stmts(Gen *g, KStmt **body, int n) {
 
 /* ---- kernels: k<id>(buffers...), each buffer a noalias pointer ---- */
 
-/* The buffers (node ids, ascending) kernel `id` takes; returns how many. */
-static int kernel_buffers(const Program *p, int id, int *ids) {
+/* The buffers (node ids) kernel `id` takes, in *ids (the caller frees
+ * them): A, B, C of a GEMM, else kernel_stmt_buffers's list; returns how
+ * many. */
+static int kernel_buffers(const Program *p, int id, int **ids) {
   const Node *n = &p->g->nodes[id];
   if (op_info(n->op)->op_class == OPC_GEMM) {
-    ids[0] = n->in[0], ids[1] = n->in[1], ids[2] = id;
+    *ids = xmalloc(3 * sizeof **ids);
+    (*ids)[0] = n->in[0], (*ids)[1] = n->in[1], (*ids)[2] = id;
     return 3;
   }
   const Kernel *k = p->kernels[id];
-  int *used, count = kernel_stmt_buffers(k->body, k->nbody, &used);
-  memcpy(ids, used, (size_t)count * sizeof *ids);
-  free(used);
-  return count;
+  return kernel_stmt_buffers(k->body, k->nbody, ids);
 }
 
-/* C = op(A) op(B): cblas_sgemm per matrix of the batch (gemm_dims). */
+/* C = op(A) op(B), the batch gemm_dims describes: the runtime's trc_gemm
+ * with the arguments c_backend.c's print_gemm prints (bitwise the same on
+ * any number of threads). */
 static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   GemmDims d;
   gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-  LLVMTypeRef blas_int = LLVMIntTypeInContext(g->ctx, 8 * sizeof(blasint));
-  Loop l;
-  LLVMValueRef i = loop_begin(g, i64c(g, d.batch), &l);
-  LLVMValueRef pa = LLVMBuildInBoundsGEP2(
-      g->b, g->f32, a, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_a), "")}, 1, "");
-  LLVMValueRef pb = LLVMBuildInBoundsGEP2(
-      g->b, g->f32, b, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_b), "")}, 1, "");
-  LLVMValueRef pc = LLVMBuildInBoundsGEP2(
-      g->b, g->f32, c, (LLVMValueRef[]){LLVMBuildMul(g->b, i, i64c(g, d.stride_c), "")}, 1, "");
-  LLVMValueRef args[] = {i32c(g, CblasRowMajor),
-                         i32c(g, d.trans_a ? CblasTrans : CblasNoTrans),
-                         i32c(g, d.trans_b ? CblasTrans : CblasNoTrans),
-                         LLVMConstInt(blas_int, (unsigned long long)d.m, 1),
-                         LLVMConstInt(blas_int, (unsigned long long)d.n, 1),
-                         LLVMConstInt(blas_int, (unsigned long long)d.k, 1),
-                         LLVMConstReal(g->f32, 1),
-                         pa,
-                         LLVMConstInt(blas_int, (unsigned long long)d.lda, 1),
-                         pb,
-                         LLVMConstInt(blas_int, (unsigned long long)d.ldb, 1),
+  LLVMValueRef args[] = {i64c(g, d.batch), i32c(g, d.trans_a), i32c(g, d.trans_b),
+                         i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
+                         a, i64c(g, d.lda), i64c(g, d.stride_a),
+                         b, i64c(g, d.ldb), i64c(g, d.stride_b),
                          LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
-                         pc,
-                         LLVMConstInt(blas_int, (unsigned long long)d.ldc, 1)};
-  call_ext(g, "cblas_sgemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
-  loop_end(g, &l);
+                         c, i64c(g, d.ldc), i64c(g, d.stride_c)};
+  call_ext(g, "trc_gemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
 /* ---- kernels with the same code are one function ----
@@ -500,8 +553,8 @@ static void code_expr(StrBuf *sb, const KExpr *e, const int *ids, int n) {
 static void code_stmts(StrBuf *sb, KStmt **body, int nbody, const int *ids, int n) {
   for (int i = 0; i < nbody; i++) {
     const KStmt *s = body[i];
-    sb_printf(sb, "[%d %d %lld %d %d", s->kind, s->var, (long long)s->extent,
-              s->kind == KS_STORE ? param_of(ids, n, s->buf) : -1, s->accumulate);
+    sb_printf(sb, "[%d %d %lld %d %d %d", s->kind, s->var, (long long)s->extent,
+              s->kind == KS_STORE ? param_of(ids, n, s->buf) : -1, s->accumulate, s->parallel);
     code_stmts(sb, s->body, s->nbody, ids, n);
     code_expr(sb, s->index, ids, n);
     code_expr(sb, s->value, ids, n);
@@ -535,52 +588,151 @@ static LLVMValueRef same_code(const Gen *g, const char *code) {
   return NULL;
 }
 
-static void define_kernel(Gen *g, int id) {
-  const Kernel *k = g->p->kernels[id];
-  int *ids = xmalloc((size_t)g->p->g->n * sizeof *ids);
-  int n = kernel_buffers(g->p, id, ids);
-  LLVMTypeRef *params = xmalloc((size_t)(n ? n : 1) * sizeof *params);
-  for (int i = 0; i < n; i++) params[i] = g->ptr;
-  char name[32], *code = code_text(g, id, ids, n);
-  if ((g->kernel[id] = same_code(g, code))) {
-    free(code);
-    free(params);
-    free(ids);
-    return;
-  }
-  snprintf(name, sizeof name, "k%d", id);
-  Callee c = define(g, name, g->void_t, params, n);
-  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, c.fn}));
-  /* Each kernel is optimized on its own: inlined into forward() and
-   * backward(), gpt124m's hundreds of kernels made functions whose LICM
-   * (over the inlined noalias scopes) took minutes. */
-  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
-  LLVMAddAttributeAtIndex(c.fn, LLVMAttributeFunctionIndex,
-                          LLVMCreateEnumAttribute(g->ctx, noinline, 0));
+/* A function of buffers (noalias pointers, their node ids) and `extra`
+ * i64 parameters, with allocas for kernel k's locals; g->buf maps the
+ * buffers to its parameters. */
+static Callee define_with_buffers(Gen *g, const char *name, const int *ids, int n, int extra,
+                                  const Kernel *k) {
+  LLVMTypeRef *params = xmalloc((size_t)(n + extra + 1) * sizeof *params);
+  for (int i = 0; i < n + extra; i++) params[i] = i < n ? g->ptr : g->i64;
+  Callee c = define(g, name, g->void_t, params, n + extra);
+  free(params);
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   for (int i = 0; i < n; i++) {
     g->buf[ids[i]] = LLVMGetParam(c.fn, (unsigned)i);
     LLVMAddAttributeAtIndex(c.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
   }
-  if (!k) {
-    gemm_body(g, id, g->buf[ids[0]], g->buf[ids[1]], g->buf[ids[2]]);
+  for (int v = 0; k && v < k->n_locals; v++) g->local[v] = LLVMBuildAlloca(g->b, g->f32, "t");
+  return c;
+}
+
+/* Iterations [lo, hi) of the parallel loop s: chunks of pl->chunk, as
+ * c_backend.c's print_loop_body writes them, in a function of s's buffers,
+ * lo and hi. */
+static LLVMValueRef define_loop_range(Gen *g, const char *name, const Kernel *k, KStmt *s,
+                                      const KParallelLoop *pl) {
+  int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
+  Callee c = define_with_buffers(g, name, ids, n, 2, k);
+  free(ids);
+  LLVMValueRef lo = LLVMGetParam(c.fn, (unsigned)n), hi = LLVMGetParam(c.fn, (unsigned)n + 1);
+  Loop chunks, in_chunk;
+  LLVMValueRef r = loop_begin(g, LLVMBuildNSWSub(g->b, hi, lo, ""), &chunks);
+  LLVMValueRef i = LLVMBuildNSWAdd(g->b, lo, r, "");
+  if (pl->chunk > 1) {
+    LLVMValueRef j = loop_begin(g, i64c(g, pl->chunk), &in_chunk);
+    i = LLVMBuildNSWAdd(g->b, LLVMBuildNSWMul(g->b, i, i64c(g, pl->chunk), ""), j, "");
+  }
+  g->index[s->var] = i;
+  stmts(g, s->body, s->nbody);
+  if (pl->chunk > 1) loop_end(g, &in_chunk);
+  loop_end(g, &chunks);
+  LLVMBuildRetVoid(g->b);
+  return c.fn;
+}
+
+/* The trc_loop_body of parallel loop s: body(ctx, lo, hi) with ctx an
+ * array of s's buffer pointers, calling the range function with them. */
+static LLVMValueRef define_loop_body(Gen *g, const char *name, const Kernel *k, KStmt *s,
+                                     const KParallelLoop *pl) {
+  char range_name[64];
+  snprintf(range_name, sizeof range_name, "%s_range", name);
+  LLVMValueRef range = define_loop_range(g, range_name, k, s, pl);
+  int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
+  free(ids);
+  LLVMTypeRef params[3] = {g->ptr, g->i64, g->i64};
+  Callee c = define(g, name, g->void_t, params, 3);
+  LLVMValueRef *args = xmalloc((size_t)(n + 2) * sizeof *args);
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, g->ptr, LLVMGetParam(c.fn, 0),
+                                              (LLVMValueRef[]){i64c(g, i)}, 1, "");
+    args[i] = LLVMBuildLoad2(g->b, g->ptr, slot, "");
+  }
+  args[n] = LLVMGetParam(c.fn, 1), args[n + 1] = LLVMGetParam(c.fn, 2);
+  LLVMBuildCall2(g->b, LLVMGlobalGetValueType(range), range, args, (unsigned)n + 2, "");
+  LLVMBuildRetVoid(g->b);
+  free(args);
+  return c.fn;
+}
+
+/* trc_kernel_loop(n_chunks, work, body, ctx) of runtime/trainc.h, decided
+ * here (work is a constant): trc_parallel_for on the trainer's threads when
+ * work is at least TRC_PARALLEL_MIN_WORK, else body(ctx, 0, n_chunks). ctx:
+ * the pointers of s's buffers. */
+static void call_parallel_loop(Gen *g, KStmt *s, const KParallelLoop *pl, LLVMValueRef body) {
+  int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
+  LLVMValueRef ctx = entry_alloca(g, LLVMArrayType2(g->ptr, (uint64_t)(n ? n : 1)));
+  for (int i = 0; i < n; i++)
+    LLVMBuildStore(g->b, g->buf[ids[i]],
+                   LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, (LLVMValueRef[]){i64c(g, i)}, 1, ""));
+  free(ids);
+  if (pl->work >= TRC_PARALLEL_MIN_WORK) {
+    LLVMValueRef args[3] = {i64c(g, pl->n_chunks), body, ctx};
+    call_ext(g, "trc_parallel_for", g->void_t, args, 3);
   } else {
-    g->index = xcalloc((size_t)k->n_vars + 1, sizeof *g->index);
-    g->local = xcalloc((size_t)k->n_locals + 1, sizeof *g->local);
-    for (int v = 0; v < k->n_locals; v++) g->local[v] = LLVMBuildAlloca(g->b, g->f32, "t");
-    stmts(g, k->body, k->nbody);
-    free(g->index), free(g->local);
+    LLVMValueRef args[3] = {ctx, i64c(g, 0), i64c(g, pl->n_chunks)};
+    LLVMBuildCall2(g->b, LLVMGlobalGetValueType(body), body, args, 3, "");
+  }
+}
+
+/* Kernel k's function: its parallel loops' functions first, then k<id>
+ * running its statements, the parallel ones through call_parallel_loop. */
+static LLVMValueRef define_loop_kernel(Gen *g, const char *name, const Kernel *k, const int *ids,
+                                       int n) {
+  g->index = xcalloc((size_t)k->n_vars + 1, sizeof *g->index);
+  g->local = xcalloc((size_t)k->n_locals + 1, sizeof *g->local);
+  LLVMValueRef *body = xcalloc((size_t)k->nbody, sizeof *body);
+  KParallelLoop pl;
+  for (int i = 0; i < k->nbody; i++) {
+    char loop_name[48];
+    snprintf(loop_name, sizeof loop_name, "%s_loop%d", name, i);
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      body[i] = define_loop_body(g, loop_name, k, k->body[i], &pl);
+  }
+  Callee c = define_with_buffers(g, name, ids, n, 0, k);
+  for (int i = 0; i < k->nbody; i++) {
+    if (kstmt_parallel_loop(k->body[i], &pl))
+      call_parallel_loop(g, k->body[i], &pl, body[i]);
+    else
+      stmts(g, &k->body[i], 1);
   }
   LLVMBuildRetVoid(g->b);
-  g->kernel[id] = c.fn;
-  free(params);
+  free(body);
+  free(g->index), free(g->local);
+  return c.fn;
+}
+
+static void define_kernel(Gen *g, int id) {
+  const Kernel *k = g->p->kernels[id];
+  int *ids, n = kernel_buffers(g->p, id, &ids);
+  char name[32], *code = code_text(g, id, ids, n);
+  if ((g->kernel[id] = same_code(g, code))) {
+    free(code);
+    free(ids);
+    return;
+  }
+  snprintf(name, sizeof name, "k%d", id);
+  LLVMValueRef fn;
+  if (k) {
+    fn = define_loop_kernel(g, name, k, ids, n);
+  } else {
+    fn = define_with_buffers(g, name, ids, n, 0, NULL).fn;
+    gemm_body(g, id, g->buf[ids[0]], g->buf[ids[1]], g->buf[ids[2]]);
+    LLVMBuildRetVoid(g->b);
+  }
+  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, fn}));
+  /* Each kernel is optimized on its own: inlined into forward() and
+   * backward(), gpt124m's hundreds of kernels made functions whose LICM
+   * (over the inlined noalias scopes) took minutes. */
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(g->ctx, noinline, 0));
+  g->kernel[id] = fn;
   free(ids);
 }
 
 /* k<id>(its buffers in the arena a). */
 static void call_kernel(Gen *g, LLVMValueRef a, int id) {
-  int *ids = xmalloc((size_t)g->p->g->n * sizeof *ids);
-  int n = kernel_buffers(g->p, id, ids);
+  int *ids, n = kernel_buffers(g->p, id, &ids);
   LLVMValueRef *args = xmalloc((size_t)(n ? n : 1) * sizeof *args);
   for (int i = 0; i < n; i++) args[i] = at(g, a, g->p->offset[ids[i]]);
   LLVMBuildCall2(g->b, LLVMGlobalGetValueType(g->kernel[id]), g->kernel[id], args, (unsigned)n, "");

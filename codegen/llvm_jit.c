@@ -1,13 +1,12 @@
 /* llvm_jit.c — `trainc run`: the LLVM module compiled by ORC LLJIT in
  * trainc's own process and its main() called, against the runtime linked
- * into trainc. The module's calls into the runtime, BLAS and libm resolve
+ * into trainc. The module's calls into the runtime and libm resolve
  * to this process's functions, registered by address (the runtime is a
  * static library: its functions are not in the dynamic symbol table); what
  * LLVM's code generator may add (memset, memcpy) resolves through the
  * process's loaded libraries. */
 #include "llvm_internal.h"
 
-#include <cblas.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
 #include <math.h>
@@ -36,7 +35,8 @@ static const struct {
     RUNTIME_SYMBOL(trc_step_update),
     RUNTIME_SYMBOL(trc_step_ends_round),
     RUNTIME_SYMBOL(trc_step_average_parameters),
-    RUNTIME_SYMBOL(cblas_sgemm),
+    RUNTIME_SYMBOL(trc_gemm),
+    RUNTIME_SYMBOL(trc_parallel_for),
     RUNTIME_SYMBOL(expf),
     RUNTIME_SYMBOL(logf),
     RUNTIME_SYMBOL(tanhf),

@@ -365,6 +365,21 @@ void kernel_mark_parallel(Kernel *k);
  * a product of two variables, an overflow). */
 bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst);
 
+/* How a backend runs a parallel loop (the same for every backend, so that
+ * they split the same work the same way): s runs through the runtime's
+ * trc_kernel_loop when it is a marked loop of more than one iteration; its
+ * iterations go to a thread `chunk` at a time (n_chunks of them), and
+ * `work` (its innermost statements in all, capped at 9e18) decides whether
+ * it runs on the threads. A loop with no loop inside (a flat pointwise
+ * loop) goes in chunks of a constant count, so that a compiler vectorizes
+ * the loop over one chunk, from 0 to a constant (GCC's very-cheap cost
+ * model, trainc's default, vectorizes only such loops); 1 for the others,
+ * whose inner loops have constant bounds. */
+typedef struct {
+  int64_t chunk, n_chunks, work;
+} KParallelLoop;
+bool kstmt_parallel_loop(const KStmt *s, KParallelLoop *pl);
+
 /* Reductions in lanes. A reduction loop is a KS_FOR whose body is the one
  * statement `t = t op e` (KS_SET of a local t declared outside it; op
  * KB_ADD, KB_MAX or KB_MIN; e does not read t): a row's sum, max, sum of
@@ -378,5 +393,16 @@ bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst
  * reduction loop, and its op and local. */
 #define K_LANES 16
 bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local);
+
+/* A reduction loop as the lanes split it: iterations [0, full) in groups of
+ * K_LANES (iteration i to lane i % K_LANES), then [full, extent) to lanes
+ * 0, 1, ...; then the halving combine. Returns false for a loop that runs
+ * in sequence (not a reduction, or fewer than K_LANES iterations). */
+typedef struct {
+  KBinaryOp op;
+  int local;
+  int64_t full, extent;
+} KLaneSplit;
+bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
 
 #endif

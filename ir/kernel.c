@@ -196,6 +196,13 @@ bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local) {
   return true;
 }
 
+bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split) {
+  if (loop->extent < K_LANES || !kstmt_is_reduction(loop, &split->op, &split->local)) return false;
+  split->full = loop->extent / K_LANES * K_LANES;
+  split->extent = loop->extent;
+  return true;
+}
+
 /* ---- the buffers a kernel touches ----
  * A kernel touches a handful of buffers: a short list, not a flag per graph
  * node (scanning every node for every kernel made emit quadratic: 10,000

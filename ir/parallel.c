@@ -206,3 +206,26 @@ void kernel_mark_parallel(Kernel *k) {
     if (k->body[i]->kind == KS_FOR)
       k->body[i]->parallel = loop_is_parallel(k, k->body[i]);
 }
+
+/* Innermost statements a loop runs: the work it would split among threads. */
+static double loop_work(const KStmt *s) {
+  double per_iteration = 0;
+  for (int i = 0; i < s->nbody; i++)
+    per_iteration += s->body[i]->kind == KS_FOR ? loop_work(s->body[i]) : 1;
+  return (double)s->extent * per_iteration;
+}
+
+static int64_t parallel_chunk(const KStmt *s) {
+  for (int i = 0; i < s->nbody; i++)
+    if (s->body[i]->kind == KS_FOR) return 1;
+  return s->extent % 64 == 0 ? 64 : s->extent % 16 == 0 ? 16 : 1;
+}
+
+bool kstmt_parallel_loop(const KStmt *s, KParallelLoop *pl) {
+  if (s->kind != KS_FOR || !s->parallel || s->extent <= 1) return false;
+  pl->chunk = parallel_chunk(s);
+  pl->n_chunks = s->extent / pl->chunk;
+  double work = loop_work(s); /* a whole number of statements */
+  pl->work = work < 9e18 ? (int64_t)work : (int64_t)9e18;
+  return true;
+}

@@ -5,7 +5,10 @@
 #    (which every step runs whole), and
 #  - together they hold a kernel of every op of the op table that has code
 #    (class LOOP or GEMM in ir/ops.def; VIEW ops when they add into a
-#    gradient slot), so no op's kernel goes untested.
+#    gradient slot), so no op's kernel goes untested. The .cu is emitted
+#    with --no-fuse: fusion (passes/fuse.c) moves a pointwise op's statements
+#    into its reader's kernel, where the emulated runs execute them too, and
+#    e2e.fuse shows fused and unfused programs compute the same bits.
 # usage: cuda_coverage.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn...
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -15,7 +18,7 @@ fail=0
 for model in "$@"; do
   for policy in off "every 2"; do
     cu=$work/$(basename "$model" .nn)_${policy// /_}.cu
-    "$trainc" emit "$model" --policy "$policy" --backend cuda -o "$cu" >/dev/null
+    "$trainc" emit "$model" --policy "$policy" --no-fuse --backend cuda -o "$cu" >/dev/null
     defined=$(sed -n 's/^static \(__global__ \)\{0,1\}void \(k[0-9]*\)(char \*.*/\2/p' "$cu" | sort -u)
     called=$(sed -n '/^static void device_forward/,/^static void forward/p' "$cu" |
       sed -n 's/^  \(trc_launch(\)\{0,1\}\(k[0-9]*\)[(,].*/\2/p' | sort -u)

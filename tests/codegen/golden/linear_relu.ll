@@ -82,120 +82,147 @@ declare float @llvm.sqrt.f32(float) #0
 ; Function Attrs: noinline
 define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
-
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %9, %loop ]
-  %3 = mul i64 %i, 20
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
-  %5 = mul i64 %i, 35
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = mul i64 %i, 28
-  %8 = getelementptr inbounds float, ptr %2, i64 %7
-  call void @cblas_sgemm(i32 101, i32 111, i32 112, i32 4, i32 7, i32 5, float 1.000000e+00, ptr %4, i32 5, ptr %6, i32 5, float 0.000000e+00, ptr %8, i32 7)
-  %9 = add nsw i64 %i, 1
-  %10 = icmp slt i64 %9, 1
-  br i1 %10, label %loop, label %done
-
-done:                                             ; preds = %loop
+  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %0, i64 5, i64 20, ptr %1, i64 5, i64 35, float 0.000000e+00, ptr %2, i64 7, i64 28)
   ret void
 }
 
-declare void @cblas_sgemm(i32, i32, i32, i32, i32, i32, float, ptr, i32, ptr, i32, float, ptr, i32)
+declare void @trc_gemm(i64, i32, i32, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, float, ptr, i64, i64)
+
+define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+entry:
+  %t = alloca float, align 4
+  %5 = sub nsw i64 %4, %3
+  %6 = icmp sgt i64 %5, 0
+  br i1 %6, label %loop, label %done3
+
+loop:                                             ; preds = %done, %entry
+  %i = phi i64 [ 0, %entry ], [ %22, %done ]
+  %7 = add nsw i64 %3, %i
+  br label %loop1
+
+loop1:                                            ; preds = %loop1, %loop
+  %i2 = phi i64 [ 0, %loop ], [ %20, %loop1 ]
+  %8 = mul nsw i64 %7, 7
+  %9 = add nsw i64 %i2, %8
+  %10 = getelementptr inbounds float, ptr %0, i64 %9
+  %11 = load float, ptr %10, align 4
+  %12 = getelementptr inbounds float, ptr %1, i64 %i2
+  %13 = load float, ptr %12, align 4
+  %14 = fadd float %11, %13
+  store float %14, ptr %t, align 4
+  %15 = mul nsw i64 %7, 7
+  %16 = add nsw i64 %15, %i2
+  %17 = load float, ptr %t, align 4
+  %18 = call float @trc_maxf(float %17, float 0.000000e+00)
+  %19 = getelementptr inbounds float, ptr %2, i64 %16
+  store float %18, ptr %19, align 4
+  %20 = add nsw i64 %i2, 1
+  %21 = icmp slt i64 %20, 7
+  br i1 %21, label %loop1, label %done
+
+done:                                             ; preds = %loop1
+  %22 = add nsw i64 %i, 1
+  %23 = icmp slt i64 %22, %5
+  br i1 %23, label %loop, label %done3
+
+done3:                                            ; preds = %done, %entry
+  ret void
+}
+
+define internal void @k6_loop0(ptr %0, i64 %1, i64 %2) {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  call void @k6_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
+  ret void
+}
 
 ; Function Attrs: noinline
 define internal void @k6(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
+  %3 = alloca [3 x ptr], align 8
   %t = alloca float, align 4
-  br label %loop
-
-loop:                                             ; preds = %done, %entry
-  %i = phi i64 [ 0, %entry ], [ %17, %done ]
-  br label %loop1
-
-loop1:                                            ; preds = %loop1, %loop
-  %i2 = phi i64 [ 0, %loop ], [ %15, %loop1 ]
-  %3 = mul nsw i64 %i, 7
-  %4 = add nsw i64 %i2, %3
-  %5 = getelementptr inbounds float, ptr %0, i64 %4
-  %6 = load float, ptr %5, align 4
-  %7 = getelementptr inbounds float, ptr %1, i64 %i2
-  %8 = load float, ptr %7, align 4
-  %9 = fadd float %6, %8
-  store float %9, ptr %t, align 4
-  %10 = mul nsw i64 %i, 7
-  %11 = add nsw i64 %10, %i2
-  %12 = load float, ptr %t, align 4
-  %13 = call float @trc_maxf(float %12, float 0.000000e+00)
-  %14 = getelementptr inbounds float, ptr %2, i64 %11
-  store float %13, ptr %14, align 4
-  %15 = add nsw i64 %i2, 1
-  %16 = icmp slt i64 %15, 7
-  br i1 %16, label %loop1, label %done
-
-done:                                             ; preds = %loop1
-  %17 = add nsw i64 %i, 1
-  %18 = icmp slt i64 %17, 4
-  br i1 %18, label %loop, label %done3
-
-done3:                                            ; preds = %done
+  %4 = getelementptr inbounds ptr, ptr %3, i64 0
+  store ptr %0, ptr %4, align 8
+  %5 = getelementptr inbounds ptr, ptr %3, i64 1
+  store ptr %1, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %3, i64 2
+  store ptr %2, ptr %6, align 8
+  call void @k6_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
+  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %0, i64 7, i64 28, ptr %1, i64 7, i64 21, float 0.000000e+00, ptr %2, i64 3, i64 12)
+  ret void
+}
 
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %9, %loop ]
-  %3 = mul i64 %i, 28
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
-  %5 = mul i64 %i, 21
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = mul i64 %i, 12
-  %8 = getelementptr inbounds float, ptr %2, i64 %7
-  call void @cblas_sgemm(i32 101, i32 111, i32 112, i32 4, i32 3, i32 7, float 1.000000e+00, ptr %4, i32 7, ptr %6, i32 7, float 0.000000e+00, ptr %8, i32 3)
-  %9 = add nsw i64 %i, 1
-  %10 = icmp slt i64 %9, 1
-  br i1 %10, label %loop, label %done
+define internal void @k10_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+entry:
+  %5 = sub nsw i64 %4, %3
+  %6 = icmp sgt i64 %5, 0
+  br i1 %6, label %loop, label %done3
 
-done:                                             ; preds = %loop
+loop:                                             ; preds = %done, %entry
+  %i = phi i64 [ 0, %entry ], [ %20, %done ]
+  %7 = add nsw i64 %3, %i
+  br label %loop1
+
+loop1:                                            ; preds = %loop1, %loop
+  %i2 = phi i64 [ 0, %loop ], [ %18, %loop1 ]
+  %8 = mul nsw i64 %7, 3
+  %9 = add nsw i64 %i2, %8
+  %10 = mul nsw i64 %7, 3
+  %11 = add nsw i64 %i2, %10
+  %12 = getelementptr inbounds float, ptr %0, i64 %11
+  %13 = load float, ptr %12, align 4
+  %14 = getelementptr inbounds float, ptr %1, i64 %i2
+  %15 = load float, ptr %14, align 4
+  %16 = fadd float %13, %15
+  %17 = getelementptr inbounds float, ptr %2, i64 %9
+  store float %16, ptr %17, align 4
+  %18 = add nsw i64 %i2, 1
+  %19 = icmp slt i64 %18, 3
+  br i1 %19, label %loop1, label %done
+
+done:                                             ; preds = %loop1
+  %20 = add nsw i64 %i, 1
+  %21 = icmp slt i64 %20, %5
+  br i1 %21, label %loop, label %done3
+
+done3:                                            ; preds = %done, %entry
+  ret void
+}
+
+define internal void @k10_loop0(ptr %0, i64 %1, i64 %2) {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  call void @k10_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
-
-loop:                                             ; preds = %done, %entry
-  %i = phi i64 [ 0, %entry ], [ %15, %done ]
-  br label %loop1
-
-loop1:                                            ; preds = %loop1, %loop
-  %i2 = phi i64 [ 0, %loop ], [ %13, %loop1 ]
-  %3 = mul nsw i64 %i, 3
-  %4 = add nsw i64 %i2, %3
-  %5 = mul nsw i64 %i, 3
-  %6 = add nsw i64 %i2, %5
-  %7 = getelementptr inbounds float, ptr %0, i64 %6
-  %8 = load float, ptr %7, align 4
-  %9 = getelementptr inbounds float, ptr %1, i64 %i2
-  %10 = load float, ptr %9, align 4
-  %11 = fadd float %8, %10
-  %12 = getelementptr inbounds float, ptr %2, i64 %4
-  store float %11, ptr %12, align 4
-  %13 = add nsw i64 %i2, 1
-  %14 = icmp slt i64 %13, 3
-  br i1 %14, label %loop1, label %done
-
-done:                                             ; preds = %loop1
-  %15 = add nsw i64 %i, 1
-  %16 = icmp slt i64 %15, 4
-  br i1 %16, label %loop, label %done3
-
-done3:                                            ; preds = %done
+  %3 = alloca [3 x ptr], align 8
+  %4 = getelementptr inbounds ptr, ptr %3, i64 0
+  store ptr %0, ptr %4, align 8
+  %5 = getelementptr inbounds ptr, ptr %3, i64 1
+  store ptr %1, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %3, i64 2
+  store ptr %2, ptr %6, align 8
+  call void @k10_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
 
@@ -281,93 +308,128 @@ declare float @expf(float)
 
 declare float @logf(float)
 
-; Function Attrs: noinline
-define internal void @k13(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
+define internal void @k13_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, i64 %4, i64 %5) {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
-  br label %loop
+  %6 = sub nsw i64 %5, %4
+  %7 = icmp sgt i64 %6, 0
+  br i1 %7, label %loop, label %done11
 
 loop:                                             ; preds = %done10, %entry
-  %i = phi i64 [ 0, %entry ], [ %49, %done10 ]
+  %i = phi i64 [ 0, %entry ], [ %54, %done10 ]
+  %8 = add nsw i64 %4, %i
   store float 0xFFF0000000000000, ptr %t, align 4
   br label %loop3
 
 loop3:                                            ; preds = %loop3, %loop
-  %i4 = phi i64 [ 0, %loop ], [ %10, %loop3 ]
-  %4 = load float, ptr %t, align 4
-  %5 = mul nsw i64 %i, 3
-  %6 = add nsw i64 %5, %i4
-  %7 = getelementptr inbounds float, ptr %1, i64 %6
-  %8 = load float, ptr %7, align 4
-  %9 = call float @trc_maxf(float %4, float %8)
-  store float %9, ptr %t, align 4
-  %10 = add nsw i64 %i4, 1
-  %11 = icmp slt i64 %10, 3
-  br i1 %11, label %loop3, label %done
+  %i4 = phi i64 [ 0, %loop ], [ %15, %loop3 ]
+  %9 = load float, ptr %t, align 4
+  %10 = mul nsw i64 %8, 3
+  %11 = add nsw i64 %10, %i4
+  %12 = getelementptr inbounds float, ptr %1, i64 %11
+  %13 = load float, ptr %12, align 4
+  %14 = call float @trc_maxf(float %9, float %13)
+  store float %14, ptr %t, align 4
+  %15 = add nsw i64 %i4, 1
+  %16 = icmp slt i64 %15, 3
+  br i1 %16, label %loop3, label %done
 
 done:                                             ; preds = %loop3
   store float 0.000000e+00, ptr %t1, align 4
   br label %loop5
 
 loop5:                                            ; preds = %loop5, %done
-  %i6 = phi i64 [ 0, %done ], [ %21, %loop5 ]
-  %12 = load float, ptr %t1, align 4
-  %13 = mul nsw i64 %i, 3
-  %14 = add nsw i64 %13, %i6
-  %15 = getelementptr inbounds float, ptr %1, i64 %14
-  %16 = load float, ptr %15, align 4
-  %17 = load float, ptr %t, align 4
-  %18 = fsub float %16, %17
-  %19 = call float @expf(float %18)
-  %20 = fadd float %12, %19
-  store float %20, ptr %t1, align 4
-  %21 = add nsw i64 %i6, 1
-  %22 = icmp slt i64 %21, 3
-  br i1 %22, label %loop5, label %done7
+  %i6 = phi i64 [ 0, %done ], [ %26, %loop5 ]
+  %17 = load float, ptr %t1, align 4
+  %18 = mul nsw i64 %8, 3
+  %19 = add nsw i64 %18, %i6
+  %20 = getelementptr inbounds float, ptr %1, i64 %19
+  %21 = load float, ptr %20, align 4
+  %22 = load float, ptr %t, align 4
+  %23 = fsub float %21, %22
+  %24 = call float @expf(float %23)
+  %25 = fadd float %17, %24
+  store float %25, ptr %t1, align 4
+  %26 = add nsw i64 %i6, 1
+  %27 = icmp slt i64 %26, 3
+  br i1 %27, label %loop5, label %done7
 
 done7:                                            ; preds = %loop5
-  %23 = load float, ptr %t, align 4
-  %24 = load float, ptr %t1, align 4
-  %25 = call float @logf(float %24)
-  %26 = fadd float %23, %25
-  store float %26, ptr %t2, align 4
+  %28 = load float, ptr %t, align 4
+  %29 = load float, ptr %t1, align 4
+  %30 = call float @logf(float %29)
+  %31 = fadd float %28, %30
+  store float %31, ptr %t2, align 4
   br label %loop8
 
 loop8:                                            ; preds = %loop8, %done7
-  %i9 = phi i64 [ 0, %done7 ], [ %47, %loop8 ]
-  %27 = mul nsw i64 %i, 3
-  %28 = add nsw i64 %27, %i9
-  %29 = mul nsw i64 %i, 3
-  %30 = add nsw i64 %29, %i9
-  %31 = getelementptr inbounds float, ptr %1, i64 %30
-  %32 = load float, ptr %31, align 4
-  %33 = load float, ptr %t2, align 4
-  %34 = fsub float %32, %33
-  %35 = call float @expf(float %34)
-  %36 = getelementptr inbounds i32, ptr %0, i64 %i
-  %37 = load i32, ptr %36, align 4
-  %38 = sext i32 %37 to i64
-  %39 = icmp eq i64 %i9, %38
-  %40 = select i1 %39, float 1.000000e+00, float 0.000000e+00
-  %41 = fsub float %35, %40
-  %42 = getelementptr inbounds float, ptr %2, i64 0
-  %43 = load float, ptr %42, align 4
-  %44 = fmul float %43, 2.500000e-01
-  %45 = fmul float %41, %44
-  %46 = getelementptr inbounds float, ptr %3, i64 %28
-  store float %45, ptr %46, align 4
-  %47 = add nsw i64 %i9, 1
-  %48 = icmp slt i64 %47, 3
-  br i1 %48, label %loop8, label %done10
+  %i9 = phi i64 [ 0, %done7 ], [ %52, %loop8 ]
+  %32 = mul nsw i64 %8, 3
+  %33 = add nsw i64 %32, %i9
+  %34 = mul nsw i64 %8, 3
+  %35 = add nsw i64 %34, %i9
+  %36 = getelementptr inbounds float, ptr %1, i64 %35
+  %37 = load float, ptr %36, align 4
+  %38 = load float, ptr %t2, align 4
+  %39 = fsub float %37, %38
+  %40 = call float @expf(float %39)
+  %41 = getelementptr inbounds i32, ptr %0, i64 %8
+  %42 = load i32, ptr %41, align 4
+  %43 = sext i32 %42 to i64
+  %44 = icmp eq i64 %i9, %43
+  %45 = select i1 %44, float 1.000000e+00, float 0.000000e+00
+  %46 = fsub float %40, %45
+  %47 = getelementptr inbounds float, ptr %2, i64 0
+  %48 = load float, ptr %47, align 4
+  %49 = fmul float %48, 2.500000e-01
+  %50 = fmul float %46, %49
+  %51 = getelementptr inbounds float, ptr %3, i64 %33
+  store float %50, ptr %51, align 4
+  %52 = add nsw i64 %i9, 1
+  %53 = icmp slt i64 %52, 3
+  br i1 %53, label %loop8, label %done10
 
 done10:                                           ; preds = %loop8
-  %49 = add nsw i64 %i, 1
-  %50 = icmp slt i64 %49, 4
-  br i1 %50, label %loop, label %done11
+  %54 = add nsw i64 %i, 1
+  %55 = icmp slt i64 %54, %6
+  br i1 %55, label %loop, label %done11
 
-done11:                                           ; preds = %done10
+done11:                                           ; preds = %done10, %entry
+  ret void
+}
+
+define internal void @k13_loop0(ptr %0, i64 %1, i64 %2) {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  %9 = getelementptr inbounds ptr, ptr %0, i64 3
+  %10 = load ptr, ptr %9, align 8
+  call void @k13_loop0_range(ptr %4, ptr %6, ptr %8, ptr %10, i64 %1, i64 %2)
+  ret void
+}
+
+; Function Attrs: noinline
+define internal void @k13(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
+entry:
+  %4 = alloca [4 x ptr], align 8
+  %t = alloca float, align 4
+  %t1 = alloca float, align 4
+  %t2 = alloca float, align 4
+  %5 = getelementptr inbounds ptr, ptr %4, i64 0
+  store ptr %0, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %4, i64 1
+  store ptr %1, ptr %6, align 8
+  %7 = getelementptr inbounds ptr, ptr %4, i64 2
+  store ptr %2, ptr %7, align 8
+  %8 = getelementptr inbounds ptr, ptr %4, i64 3
+  store ptr %3, ptr %8, align 8
+  call void @k13_loop0(ptr %4, i64 0, i64 4)
   ret void
 }
 
@@ -407,67 +469,65 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k15(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
-
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %9, %loop ]
-  %3 = mul i64 %i, 12
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
-  %5 = mul i64 %i, 21
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = mul i64 %i, 28
-  %8 = getelementptr inbounds float, ptr %2, i64 %7
-  call void @cblas_sgemm(i32 101, i32 111, i32 111, i32 4, i32 7, i32 3, float 1.000000e+00, ptr %4, i32 3, ptr %6, i32 7, float 0.000000e+00, ptr %8, i32 7)
-  %9 = add nsw i64 %i, 1
-  %10 = icmp slt i64 %9, 1
-  br i1 %10, label %loop, label %done
-
-done:                                             ; preds = %loop
+  call void @trc_gemm(i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 21, float 0.000000e+00, ptr %2, i64 7, i64 28)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
+  call void @trc_gemm(i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 28, float 1.000000e+00, ptr %2, i64 7, i64 21)
+  ret void
+}
+
+define internal void @k17_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+entry:
+  %5 = sub nsw i64 %4, %3
+  %6 = icmp sgt i64 %5, 0
+  br i1 %6, label %loop, label %done
 
 loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %9, %loop ]
-  %3 = mul i64 %i, 12
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
-  %5 = mul i64 %i, 28
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = mul i64 %i, 21
-  %8 = getelementptr inbounds float, ptr %2, i64 %7
-  call void @cblas_sgemm(i32 101, i32 112, i32 111, i32 3, i32 7, i32 4, float 1.000000e+00, ptr %4, i32 3, ptr %6, i32 7, float 1.000000e+00, ptr %8, i32 7)
-  %9 = add nsw i64 %i, 1
-  %10 = icmp slt i64 %9, 1
-  br i1 %10, label %loop, label %done
+  %i = phi i64 [ 0, %entry ], [ %15, %loop ]
+  %7 = add nsw i64 %3, %i
+  %8 = getelementptr inbounds float, ptr %0, i64 %7
+  %9 = load float, ptr %8, align 4
+  %10 = fcmp ogt float %9, 0.000000e+00
+  %11 = getelementptr inbounds float, ptr %1, i64 %7
+  %12 = load float, ptr %11, align 4
+  %13 = select i1 %10, float %12, float 0.000000e+00
+  %14 = getelementptr inbounds float, ptr %2, i64 %7
+  store float %13, ptr %14, align 4
+  %15 = add nsw i64 %i, 1
+  %16 = icmp slt i64 %15, %5
+  br i1 %16, label %loop, label %done
 
-done:                                             ; preds = %loop
+done:                                             ; preds = %loop, %entry
+  ret void
+}
+
+define internal void @k17_loop0(ptr %0, i64 %1, i64 %2) {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  call void @k17_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
-
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %10, %loop ]
-  %3 = getelementptr inbounds float, ptr %0, i64 %i
-  %4 = load float, ptr %3, align 4
-  %5 = fcmp ogt float %4, 0.000000e+00
-  %6 = getelementptr inbounds float, ptr %1, i64 %i
-  %7 = load float, ptr %6, align 4
-  %8 = select i1 %5, float %7, float 0.000000e+00
-  %9 = getelementptr inbounds float, ptr %2, i64 %i
-  store float %8, ptr %9, align 4
-  %10 = add nsw i64 %i, 1
-  %11 = icmp slt i64 %10, 28
-  br i1 %11, label %loop, label %done
-
-done:                                             ; preds = %loop
+  %3 = alloca [3 x ptr], align 8
+  %4 = getelementptr inbounds ptr, ptr %3, i64 0
+  store ptr %0, ptr %4, align 8
+  %5 = getelementptr inbounds ptr, ptr %3, i64 1
+  store ptr %1, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %3, i64 2
+  store ptr %2, ptr %6, align 8
+  call void @k17_loop0(ptr %3, i64 0, i64 28)
   ret void
 }
 
@@ -507,22 +567,7 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k19(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  br label %loop
-
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %9, %loop ]
-  %3 = mul i64 %i, 28
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
-  %5 = mul i64 %i, 20
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = mul i64 %i, 35
-  %8 = getelementptr inbounds float, ptr %2, i64 %7
-  call void @cblas_sgemm(i32 101, i32 112, i32 111, i32 7, i32 5, i32 4, float 1.000000e+00, ptr %4, i32 7, ptr %6, i32 5, float 1.000000e+00, ptr %8, i32 5)
-  %9 = add nsw i64 %i, 1
-  %10 = icmp slt i64 %9, 1
-  br i1 %10, label %loop, label %done
-
-done:                                             ; preds = %loop
+  call void @trc_gemm(i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %0, i64 7, i64 28, ptr %1, i64 5, i64 20, float 1.000000e+00, ptr %2, i64 5, i64 35)
   ret void
 }
 
