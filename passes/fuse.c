@@ -199,6 +199,12 @@ static bool read_by_runtime(const Graph *g, int id) {
          (g->predict >= 0 && id == graph_storage_root(g, g->predict));
 }
 
+/* A fused kernel copies its producer's statements, so a chain of n fused
+ * steps would copy O(n^2) of them (a 100,000-term `x + x + ...` timed out
+ * the fuzzers): a producer of more statements than this is not fused, and
+ * long chains fuse in pieces. */
+enum { FUSE_MAX_STATEMENTS = 64 };
+
 /* Fuses P into its reader C when the conditions above hold. */
 static bool try_fuse(Program *p, int P, int C) {
   const Graph *g = p->g;
@@ -208,7 +214,7 @@ static bool try_fuse(Program *p, int P, int C) {
   Kernel *pk = p->kernels[P], *ck = p->kernels[C];
   Nest pnest, cnest;
   if (!pointwise_nest(pk, P, n, &pnest) || !pointwise_nest(ck, C, n, &cnest) ||
-      store_of(&pnest)->accumulate)
+      store_of(&pnest)->accumulate || innermost(&pnest)->nbody > FUSE_MAX_STATEMENTS)
     return false;
   for (int i = 0; i < innermost(&pnest)->nbody; i++)
     if (loads_unstable(g, innermost(&pnest)->body[i]->value, P)) return false;
