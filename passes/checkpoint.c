@@ -645,31 +645,21 @@ static void add_time(Plan *pl, const Node *n, double seconds) {
   else pl->backward_seconds += seconds, pl->backward_flops += flops;
 }
 
-/* A step's time (fused_step_seconds: a fused kernel counted once) shared among it
- * and the values fused into it in proportion to their unfused times. */
-static void add_step(Plan *pl, int step) {
-  const Graph *w = pl->graph;
-  const Program *p = pl->program;
-  double secs = fused_step_seconds(p, step, &pl->profile);
-  if (p->n_fused == 0) {
-    add_time(pl, &w->nodes[step], secs);
-    return;
-  }
-  double plain = 0;
-  for (int i = 0; i <= step; i++)
-    if (fused_member(p, i, step)) plain += node_seconds(w, &w->nodes[i], &pl->profile);
-  for (int i = 0; i <= step; i++)
-    if (fused_member(p, i, step))
-      add_time(pl, &w->nodes[i],
-               plain > 0 ? secs * node_seconds(w, &w->nodes[i], &pl->profile) / plain : 0);
-}
-
+/* Every scheduled node's predicted seconds (program_node_seconds: a fused
+ * kernel counted once, shared among its members) added to its phase. */
 static void predict_times(Plan *pl) {
   const Program *p = pl->program;
+  const Graph *w = pl->graph;
   pl->forward_seconds = pl->backward_seconds = pl->recompute_seconds = 0;
   pl->forward_flops = pl->backward_flops = pl->recompute_flops = 0;
-  for (int i = 0; i < p->n_forward; i++) add_step(pl, p->forward[i]);
-  for (int i = 0; i < p->n_backward; i++) add_step(pl, p->backward[i]);
+  bool *scheduled = xcalloc((size_t)w->n, sizeof *scheduled);
+  for (int i = 0; i < p->n_forward; i++) scheduled[p->forward[i]] = true;
+  for (int i = 0; i < p->n_backward; i++) scheduled[p->backward[i]] = true;
+  double *seconds = program_node_seconds(p, &pl->profile);
+  for (int i = 0; i < w->n; i++)
+    if (!is_leaf(&w->nodes[i]) && scheduled[fused_consumer(p, i)]) add_time(pl, &w->nodes[i], seconds[i]);
+  free(seconds);
+  free(scheduled);
 }
 
 /* Weaves the decisions into a graph and builds its program: kernels, fusion
@@ -709,9 +699,13 @@ typedef struct {
 
 enum { LADDER = 12 };
 
+/* Builds the plan of these modes as a candidate, unless one has them already
+ * (the ladder's optima often repeat a fixed policy or each other). */
 static void add_candidate(Plan *pl, const Graph *g, const bool *live, const StageMode *modes, Candidate *c, int *n) {
-  apply_modes(pl, g, live, modes);
   size_t bytes = (size_t)(pl->model.n + 1) * sizeof *modes;
+  for (int i = 0; i < *n; i++) /* stages count from 1 */
+    if (memcmp(c[i].modes + 1, modes + 1, bytes - sizeof *modes) == 0) return;
+  apply_modes(pl, g, live, modes);
   c[*n] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .peak = pl->peak_bytes,
                       .seconds = pl->recompute_seconds};
   (*n)++;

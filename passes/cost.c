@@ -87,25 +87,50 @@ double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }
 
-bool fused_member(const Program *p, int id, int step) {
-  return id == step || (p->fused_into[id] >= 0 && fused_consumer(p, id) == step);
+/* The step whose kernel computes each node: the node itself unless it was
+ * fused, else its reader's kernel step (a fused value comes before its
+ * reader, so one backward sweep resolves chains). */
+static int *kernel_steps(const Program *p) {
+  int n = p->g->n, *step = xmalloc((size_t)n * sizeof *step);
+  for (int i = n - 1; i >= 0; i--) step[i] = p->fused_into[i] < 0 ? i : step[p->fused_into[i]];
+  return step;
 }
 
-/* One kernel call for the step and the values fused into it: all their FLOPs,
- * all their memory traffic but each fused value's store and load. */
-double fused_step_seconds(const Program *p, int step, const MachineProfile *m) {
-  const Graph *g = p->g;
-  if (p->n_fused == 0) return node_seconds(g, &g->nodes[step], m);
-  double flops = 0, bytes = 0;
-  int members = 0;
-  for (int i = 0; i <= step; i++) { /* a fused value comes before its reader */
-    if (!fused_member(p, i, step)) continue;
-    const Node *n = &g->nodes[i];
-    flops += op_info(n->op)->flops(g, n);
-    bytes += bytes_moved(g, n) - (i != step ? 2.0 * (double)node_bytes(n) : 0);
-    members++;
-  }
-  if (members == 1) return node_seconds(g, &g->nodes[step], m);
-  double compute = flops / m->loop_flops, memory = bytes / m->bandwidth;
+/* Per kernel step: its members' FLOPs, bytes (less each fused value's store
+ * and load), unfused seconds, and how many there are. */
+typedef struct {
+  double flops, bytes, plain;
+  int members;
+} StepSums;
+
+static double step_kernel_seconds(const Graph *g, int step, const StepSums *s, const MachineProfile *m) {
+  if (s->members == 1) return node_seconds(g, &g->nodes[step], m);
+  double compute = s->flops / m->loop_flops, memory = s->bytes / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
+}
+
+double *program_node_seconds(const Program *p, const MachineProfile *m) {
+  const Graph *g = p->g;
+  int *step = kernel_steps(p);
+  StepSums *sum = xcalloc((size_t)g->n, sizeof *sum);
+  double *share = xmalloc((size_t)g->n * sizeof *share);
+  for (int i = 0; i < g->n; i++) {
+    const Node *n = &g->nodes[i];
+    StepSums *s = &sum[step[i]];
+    share[i] = node_seconds(g, n, m);
+    if (is_leaf(n)) continue; /* no kernel, no FLOPs */
+    s->flops += op_info(n->op)->flops(g, n);
+    s->bytes += bytes_moved(g, n) - (step[i] != i ? 2.0 * (double)node_bytes(n) : 0);
+    s->plain += share[i];
+    s->members++;
+  }
+  for (int i = 0; i < g->n; i++) {
+    const StepSums *s = &sum[step[i]];
+    if (s->members == 1) continue;
+    double secs = step_kernel_seconds(g, step[i], s, m);
+    share[i] = s->plain > 0 ? secs * share[i] / s->plain : 0;
+  }
+  free(step);
+  free(sum);
+  return share;
 }

@@ -33,7 +33,5 @@ typedef enum { FUSE_NONE, FUSE_FORWARD, FUSE_BACKWARD, FUSE_ALL } FuseScope;
 void program_fuse(Program *p, FuseScope scope);
 /* The step whose kernel computes id: id itself unless it was fused. */
 int fused_consumer(const Program *p, int id);
-/* id is step itself or a value fused into it. */
-bool fused_member(const Program *p, int id, int step);
 
 #endif

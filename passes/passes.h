@@ -101,10 +101,12 @@ void profile_write(FILE *out, const MachineProfile *p);
  * memory traffic, plus the per-call overhead; 0 for leaves and views, which
  * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
-/* Predicted seconds of step `step` of p with the values fused into it
- * (Program.fused_into): one kernel call over all their FLOPs, moving their
- * bytes less each fused value's store and load. node_seconds when none. */
-double fused_step_seconds(const Program *p, int step, const MachineProfile *m);
+/* Predicted seconds of each node of p->g (a new array, one per node id): a
+ * step with values fused into it (Program.fused_into) is one kernel call over
+ * all their FLOPs, moving their bytes less each fused value's store and load,
+ * its time shared among them in proportion to their unfused node_seconds;
+ * an unfused node's is its node_seconds. Linear in the graph. */
+double *program_node_seconds(const Program *p, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
  * The forward graph is cut into stages at single-tensor boundaries (each
