@@ -161,9 +161,12 @@ uint64_t view_offset(const Graph *g, const Node *n) {
   return (uint64_t)n->attr.i[0] * (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
 }
 
-int graph_storage_root(const Graph *g, int n) {
-  while (node_is_view(&g->nodes[n])) n = g->nodes[n].in[0];
-  return n;
+/* Nodes come after their inputs, so a view's source is resolved first. */
+int *graph_storage_roots(const Graph *g) {
+  int *root = xmalloc((size_t)g->n * sizeof *root);
+  for (int i = 0; i < g->n; i++)
+    root[i] = node_is_view(&g->nodes[i]) ? root[g->nodes[i].in[0]] : i;
+  return root;
 }
 
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag) {

@@ -226,8 +226,9 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
  * view_offset() bytes and schedules no code for it. */
 bool node_is_view(const Node *n);
 uint64_t view_offset(const Graph *g, const Node *n);
-/* The node that owns the storage a view (chain) reads; n itself otherwise. */
-int graph_storage_root(const Graph *g, int n);
+/* Per node (a new array): the node that owns the storage it reads through a
+ * view (chain); the node itself when it is not a view. */
+int *graph_storage_roots(const Graph *g);
 /* Broadcast a gradient back to / sum it down to the shape of node `like`. */
 int graph_expand_to(Graph *g, int x, int like);
 int graph_sum_to(Graph *g, int x, int like);

@@ -102,13 +102,13 @@ static int count_loads_in(const KStmt *loop, int buf, KExpr **last) {
 }
 
 /* A load of P itself or of a gradient slot, which P may not move later. */
-static bool loads_unstable(const Graph *g, const KExpr *e, int self) {
+static bool loads_unstable(const Program *p, const KExpr *e, int self) {
   if (!e) return false;
   if (e->kind == KE_LOAD &&
-      (e->buf == self || g->nodes[graph_storage_root(g, e->buf)].grad_of_param >= 0))
+      (e->buf == self || p->g->nodes[p->storage_root[e->buf]].grad_of_param >= 0))
     return true;
-  return loads_unstable(g, e->a, self) || loads_unstable(g, e->b, self) ||
-         loads_unstable(g, e->c, self);
+  return loads_unstable(p, e->a, self) || loads_unstable(p, e->b, self) ||
+         loads_unstable(p, e->c, self);
 }
 
 /* e rebuilt in k: loop variable v becomes vars[v], local l becomes locals[l]. */
@@ -186,7 +186,7 @@ static void count_readers(const Program *p, int *readers, int *reader) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     const Node *n = &g->nodes[id];
     for (int k = 0; k < n->nin; k++) {
-      int root = graph_storage_root(g, n->in[k]);
+      int root = p->storage_root[n->in[k]];
       readers[root] += root == n->in[k] ? 1 : 2;
       reader[root] = id;
     }
@@ -194,9 +194,10 @@ static void count_readers(const Program *p, int *readers, int *reader) {
 }
 
 /* Whether the runtime reads the value node id (after forward or backward). */
-static bool read_by_runtime(const Graph *g, int id) {
-  return id == graph_storage_root(g, g->loss) ||
-         (g->predict >= 0 && id == graph_storage_root(g, g->predict));
+static bool read_by_runtime(const Program *p, int id) {
+  const Graph *g = p->g;
+  return id == p->storage_root[g->loss] ||
+         (g->predict >= 0 && id == p->storage_root[g->predict]);
 }
 
 /* A fused kernel copies its producer's statements, so a chain of n fused
@@ -209,7 +210,7 @@ enum { FUSE_MAX_STATEMENTS = 64 };
 static bool try_fuse(Program *p, int P, int C) {
   const Graph *g = p->g;
   const Node *pn = &g->nodes[P];
-  if (pn->dtype != DT_F32 || pn->grad_of_param >= 0 || read_by_runtime(g, P)) return false;
+  if (pn->dtype != DT_F32 || pn->grad_of_param >= 0 || read_by_runtime(p, P)) return false;
   int64_t n = shape_numel(&pn->shape);
   Kernel *pk = p->kernels[P], *ck = p->kernels[C];
   Nest pnest, cnest;
@@ -217,7 +218,7 @@ static bool try_fuse(Program *p, int P, int C) {
       store_of(&pnest)->accumulate || innermost(&pnest)->nbody > FUSE_MAX_STATEMENTS)
     return false;
   for (int i = 0; i < innermost(&pnest)->nbody; i++)
-    if (loads_unstable(g, innermost(&pnest)->body[i]->value, P)) return false;
+    if (loads_unstable(p, innermost(&pnest)->body[i]->value, P)) return false;
   KExpr *load = NULL;
   if (count_loads_in(innermost(&cnest), P, &load) != 1 || !is_row_major(ck, &cnest, load->a))
     return false;

@@ -91,7 +91,7 @@ static Interval *lifetimes(const Program *p, int *count) {
   for (int s = 0; s < steps; s++) {
     const Node *nd = &g->nodes[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]];
     for (int k = 0; k < nd->nin; k++) {
-      int src = graph_storage_root(g, nd->in[k]); /* a view keeps its source alive */
+      int src = p->storage_root[nd->in[k]]; /* a view keeps its source alive */
       if (pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = s;
     }
   }
@@ -99,13 +99,13 @@ static Interval *lifetimes(const Program *p, int *count) {
     if (p->fused_into[i] < 0) continue;
     int at = pos[fused_consumer(p, i)];
     for (int k = 0; k < g->nodes[i].nin; k++) {
-      int src = graph_storage_root(g, g->nodes[i].in[k]);
+      int src = p->storage_root[g->nodes[i].in[k]];
       if (pos[src] >= 0 && slot[src] >= 0 && iv[slot[src]].end < at) iv[slot[src]].end = at;
     }
   }
   int outputs[2] = {g->loss, g->predict};
   for (int k = 0; k < 2; k++) {
-    int src = outputs[k] >= 0 ? graph_storage_root(g, outputs[k]) : -1;
+    int src = outputs[k] >= 0 ? p->storage_root[outputs[k]] : -1;
     if (src >= 0 && pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = steps;
   }
   free(pos);
@@ -276,6 +276,7 @@ static Program *schedule_steps(const Graph *g) {
   p->backward = xmalloc((size_t)g->n * sizeof(int));
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
   p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
+  p->storage_root = graph_storage_roots(g);
   for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
   bool *live = live_nodes(g);
   order_steps(p, live);
@@ -354,6 +355,7 @@ void program_free(Program *p) {
   free(p->offset);
   free(p->live_until);
   free(p->fused_into);
+  free(p->storage_root);
   free(p->forward);
   free(p->backward);
   free(p->buckets);

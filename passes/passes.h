@@ -49,6 +49,7 @@ typedef struct {
                                 inline (passes/fuse.c; it then has no step, no
                                 storage and no kernel of its own), -1 others */
   int n_fused;               /* how many values are fused */
+  int *storage_root;         /* per node id: the value owning its storage (graph_storage_roots) */
   uint64_t param_offset, param_bytes;
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;

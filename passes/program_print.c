@@ -37,6 +37,21 @@ static void print_regions(FILE *out, const Program *p) {
             (unsigned long long)regions[i].bytes, regions[i].note);
 }
 
+/* "fuses %i" for each value fused into step id, in id order: they are its
+ * inputs (a value fuses only into its one reader). */
+static void print_fused_inputs(FILE *out, const Program *p, const Node *n, int id) {
+  int last = -1;
+  for (;;) {
+    int next = -1;
+    for (int k = 0; k < n->nin; k++)
+      if (p->fused_into[n->in[k]] == id && n->in[k] > last && (next < 0 || n->in[k] < next))
+        next = n->in[k];
+    if (next < 0) return;
+    fprintf(out, "  fuses %%%d", next);
+    last = next;
+  }
+}
+
 /* label: the step, "leaf" or "view"; the value; where it lives and why. */
 static void print_line(FILE *out, const Program *p, int id, int step) {
   const Graph *g = p->g;
@@ -52,9 +67,8 @@ static void print_line(FILE *out, const Program *p, int id, int step) {
   else
     fprintf(out, "  @%llu +%llu", (unsigned long long)p->offset[id],
             (unsigned long long)node_bytes(n));
-  for (int i = 0; i < g->n; i++)
-    if (p->fused_into[i] == id) fprintf(out, "  fuses %%%d", i);
-  if (node_is_view(n)) fprintf(out, "  view of %%%d", graph_storage_root(g, id));
+  print_fused_inputs(out, p, n, id);
+  if (node_is_view(n)) fprintf(out, "  view of %%%d", p->storage_root[id]);
   if (n->grad_of_param >= 0) fprintf(out, "  +=> grad(%s)", g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, "  recompute of %%%d", n->recompute_of);
   if (step >= 0 && p->live_until[id] >= 0)
