@@ -11,10 +11,7 @@
 # usage: accumulate.sh TRAINC SOURCE_DIR WORKDIR PRINT_ORDER
 set -euo pipefail
 trainc=$1 src=$2 work=$3 print_order=$4
-PY=/usr/bin/python3 tools=$src/tests/e2e/schedule/tools.py
-$PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
-rm -rf "$work" && mkdir -p "$work/data"
-cd "$work"
+. "$src/tests/e2e/schedule/preamble.sh" data
 
 . "$src/tests/e2e/schedule/acc_model.sh"
 

@@ -8,11 +8,7 @@
 # usage: resume.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
-PY=/usr/bin/python3 tools=$src/tests/e2e/schedule/tools.py
-$PY -c 'import numpy' 2>/dev/null || { echo "SKIP: needs python3-numpy"; exit 77; }
-rm -rf "$work" && mkdir -p "$work/train"
-cd "$work"
-fail() { echo "FAIL: $*"; exit 1; }
+. "$src/tests/e2e/schedule/preamble.sh" train
 
 # model NAME TRAIN_SETTINGS... (one per argument)
 model() {
