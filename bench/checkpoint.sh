@@ -9,6 +9,9 @@
 # Environment of every timed command: OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY=passive, glibc malloc tuned as the
 # issue's "tuned PyTorch"; torch.set_num_threads(2).
+# The plans use this machine's profile (`trainc calibrate`, measured first),
+# and each policy's predicted recompute overhead is set against the measured
+# one ("prediction error": predicted / measured - 1; the goal is within 25%).
 # usage: bench/checkpoint.sh [BUILD_DIR] [REPS] [STEPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +19,7 @@ build=${1:-build} reps=${2:-3} steps=${3:-8}
 work=$build/bench_checkpoint
 mkdir -p "$work/data"
 PY=/usr/bin/python3
+source bench/quiet.sh
 "$PY" -c '
 import numpy as np, sys
 rng = np.random.default_rng(0)
@@ -42,6 +46,8 @@ torch_run() {
   sed -E 's/step_seconds=([0-9.]+) saved_mib=([0-9.]+) maxrss_kib=([0-9]+)/\1 \3 \2/' <<<"$out"
 }
 
+wait_quiet
+"$build/driver/trainc" calibrate -o "$work/profile"
 for model in deep res; do
   nn=$([[ $model == deep ]] && echo examples/deep_mlp.nn || echo bench/models/res_mlp.nn)
   echo "## ${model}_mlp"
@@ -53,8 +59,10 @@ import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored
   policies+=("budget $((fixed + 28 * 1048576))" "budget $((fixed + 44 * 1048576))")
   declare -A t_time t_rss
   for policy in "${policies[@]}"; do
-    "$build/driver/trainc" build "$nn" --policy "$policy" -o "$work/${model}_${policy// /_}" >/dev/null
+    "$build/driver/trainc" build "$nn" --policy "$policy" --profile "$work/profile" \
+      -o "$work/${model}_${policy// /_}" >/dev/null
   done
+  wait_quiet
   segs=(0 2 4 6 8)
   for ((r = 0; r < reps; r++)); do
     for i in "${!policies[@]}"; do
@@ -67,17 +75,21 @@ import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored
       fi
     done
   done
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   off_time=$(tr ' ' '\n' <<<"${t_time[off]}" | grep . | median)
-  echo "| trainc policy | planned peak (MiB) | stored activations (MiB) | predicted overhead | peak RSS (MiB) | step (s) | overhead vs off |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| trainc policy | planned peak (MiB) | stored activations (MiB) | predicted overhead | peak RSS (MiB) | step (s) | overhead vs off | prediction error |"
+  echo "|---|---|---|---|---|---|---|---|"
   for p in "${policies[@]}"; do
-    read -r total stored over < <("$build/driver/trainc" plan "$nn" --policy "$p" --format json | "$PY" -c '
+    read -r total stored over < <("$build/driver/trainc" plan "$nn" --policy "$p" --profile "$work/profile" \
+      --format json | "$PY" -c '
 import json, sys; d = json.load(sys.stdin); p = d["peak"]; s = d["seconds"]
 print(p["total"] / 2**20, p["stored_activations"] / 2**20, 100 * s["recompute"] / (s["forward"] + s["backward"]))')
     t=$(tr ' ' '\n' <<<"${t_time[$p]}" | grep . | median)
     m=$(tr ' ' '\n' <<<"${t_rss[$p]}" | grep . | median)
     awk -v p="$p" -v a="$total" -v b="$stored" -v c="$over" -v m="$m" -v t="$t" -v o="$off_time" \
-      'BEGIN { printf "| %s | %.1f | %.1f | +%.1f%% | %.0f | %.3f | %+.1f%% |\n", p, a, b, c, m / 1024, t, 100 * (t / o - 1) }'
+      'BEGIN { measured = 100 * (t / o - 1)
+               error = measured > 0.5 ? sprintf("%+.0f%%", 100 * (c / measured - 1)) : "-"
+               printf "| %s | %.1f | %.1f | +%.1f%% | %.0f | %.3f | %+.1f%% | %s |\n", p, a, b, c, m / 1024, t, measured, error }'
   done
   echo
   t0=$(tr ' ' '\n' <<<"${t_time[torch0]}" | grep . | median)

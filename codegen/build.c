@@ -166,35 +166,50 @@ bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *o
 }
 
 /* The calibration program: each figure is the best of several timed runs,
- * printed as a profile (passes.h). The loop kernel has the shape of the code
- * the C backend prints: a float loop the compiler may vectorize. */
+ * printed as a profile (passes.h). It times what a trainer runs, on the
+ * trainer's default threads: GEMMs through trc_gemm, loop kernels as the C
+ * backend prints a parallel flat loop (chunks of a constant count, each a
+ * float loop the compiler may vectorize) on trc_parallel_for, and a kernel's
+ * fixed cost as one dispatch to the threads. */
 static const char calibration_source[] =
     "#define _POSIX_C_SOURCE 199309L\n"
-    "#include <cblas.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"trainc_rt.h\"\n"
     "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
     "static void touch(float *x, long n) { for (long i = 0; i < n; i++) x[i] = (float)(i % 7) * 0.25f; }\n"
-    "__attribute__((noinline)) static void poly(float *restrict y, const float *restrict x, long n) {\n"
-    "  for (long i = 0; i < n; i++) { float v = x[i], r = 0.5f;\n"
-    "    for (int k = 0; k < 16; k++) r = r * v + 0.25f; y[i] = r; } }\n"
-    "__attribute__((noinline)) static void add(float *restrict c, const float *restrict a, const float *restrict b, long n) {\n"
-    "  for (long i = 0; i < n; i++) c[i] = a[i] + b[i]; }\n"
-    "__attribute__((noinline)) static void tiny(float *restrict x) { x[0] += 1.0f; }\n"
+    "/* Loop kernels as trainers have them: buffers at constant offsets of an\n"
+    " * arena, a parallel loop's chunks of a constant count (kstmt_parallel_loop). */\n"
+    "enum { CHUNK = 64, BIG = 1 << 24, SMALL = 1 << 20 };\n"
+    "static void poly(void *ctx, int64_t lo, int64_t hi) {\n"
+    "  char *restrict A = ctx;\n"
+    "  const float *restrict x = (const float *)(A + 0); float *restrict y = (float *)(A + 4L * BIG);\n"
+    "  for (int64_t c = lo; c < hi; c++)\n"
+    "    for (int64_t j = 0; j < CHUNK; j++) { const int64_t i = c * CHUNK + j; float v = x[i], r = 0.5f;\n"
+    "      for (int k = 0; k < 16; k++) r = r * v + 0.25f; y[i] = r; } }\n"
+    "static void add(void *ctx, int64_t lo, int64_t hi) {\n"
+    "  char *restrict A = ctx;\n"
+    "  const float *restrict x = (const float *)(A + 0), *restrict y = (const float *)(A + 4L * BIG);\n"
+    "  float *restrict z = (float *)(A + 8L * BIG);\n"
+    "  for (int64_t c = lo; c < hi; c++)\n"
+    "    for (int64_t j = 0; j < CHUNK; j++) z[c * CHUNK + j] = x[c * CHUNK + j] + y[c * CHUNK + j]; }\n"
+    "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
     "int main(void) {\n"
-    "  const int n = 1024; const long big = 1L << 24, small = 1L << 12;\n"
+    "  const int n = 1024, calls = 10000;\n"
     "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
-    "  float *x = malloc(4 * big), *y = malloc(4 * big), *z = malloc(4 * big);\n"
-    "  if (!a || !b || !c || !x || !y || !z) return 1;\n"
-    "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch(x, big); touch(y, big); touch(z, big);\n"
+    "  char *arena = malloc(12L * BIG);\n"
+    "  if (!a || !b || !c || !arena) return 1;\n"
+    "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
+    "  trc_set_threads(0);\n"
     "  double gemm = 1e30, loop = 1e30, bw = 1e30, call = 1e30;\n"
     "  for (int r = 0; r < 5; r++) {\n"
-    "    double t = now(); cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);\n"
+    "    double t = now(); trc_gemm(1, 0, 0, n, n, n, a, n, 0, b, n, 0, 0.0f, c, n, 0);\n"
     "    t = now() - t; if (t < gemm) gemm = t;\n"
-    "    t = now(); for (int k = 0; k < 256; k++) poly(y, x, small); t = now() - t; if (t < loop) loop = t;\n"
-    "    t = now(); add(z, x, y, big); t = now() - t; if (t < bw) bw = t;\n"
-    "    t = now(); for (int k = 0; k < 100000; k++) tiny(z); t = now() - t; if (t < call) call = t;\n"
+    "    t = now(); trc_parallel_for(SMALL / CHUNK, poly, arena); t = now() - t; if (t < loop) loop = t;\n"
+    "    t = now(); trc_parallel_for(BIG / CHUNK, add, arena); t = now() - t; if (t < bw) bw = t;\n"
+    "    t = now(); for (int k = 0; k < calls; k++) trc_parallel_for(trc_threads(), nothing, NULL);\n"
+    "    t = now() - t; if (t < call) call = t;\n"
     "  }\n"
-    "  printf(\"gemm_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\nkernel_overhead = %g\\n\",\n"
-    "         2.0 * n * n * n / gemm, 256.0 * small * 32 / loop, 12.0 * big / bw, call / 100000 + 1e-9);\n"
+    "  printf(\"# %d threads\\ngemm_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\nkernel_overhead = %g\\n\",\n"
+    "         trc_threads(), 2.0 * n * n * n / gemm, 32.0 * SMALL / loop, 12.0 * BIG / bw, call / calls + 1e-9);\n"
     "  return 0;\n}\n";
 
 /* Runs the built calibration program and parses the profile it prints. */
