@@ -317,15 +317,22 @@ void print_step(FILE *out, const Program *p, const StepForm *f) {
   hook(out, p, f->micro_batch_loaded);
   fprintf(out, "    %s;\n", f->forward_call);
   hook(out, p, f->loss_computed);
-  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
-          (unsigned long long)p->offset[g->loss]);
+  if (f->add_loss)
+    f->add_loss(out, p);
+  else
+    fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
+            (unsigned long long)p->offset[g->loss]);
   fprintf(out, "    %sk == window - 1 ? overlap : NULL);\n  }\n", f->backward_call);
+  hook(out, p, f->window_loss);
   hook(out, p, f->window_done);
   fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
   fputs("  else if (average) trc_step_allreduce_gradients(s);\n", out);
   fputs("  const double loss = loss_sum / (double)window;\n", out);
   fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
-  fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
+  if (f->update)
+    f->update(out, p);
+  else
+    fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
   fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n",
         out);
 }

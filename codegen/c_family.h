@@ -49,6 +49,13 @@ typedef struct {
   void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
   void (*loss_computed)(FILE *out, const Program *p);      /* before the loss is read */
   void (*window_done)(FILE *out, const Program *p);        /* after the window's backwards */
+  /* Where the step's arithmetic outside the kernels runs; NULL: on the host,
+   * through the runtime. add_loss adds micro-batch k's loss to loss_sum (or
+   * to the device's sum, which window_loss then reads into loss_sum); update
+   * clips and updates (trc_step_clip_gradients, trc_step_update). */
+  void (*add_loss)(FILE *out, const Program *p);
+  void (*window_loss)(FILE *out, const Program *p);
+  void (*update)(FILE *out, const Program *p);
 } StepForm;
 
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);

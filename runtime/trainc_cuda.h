@@ -22,8 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef TRC_CUDA_EMULATE
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+#include "trainc.h" /* trc_gemm, the step's calls, the optimizer's arithmetic */
+
 #ifdef TRC_CUDA_EMULATE
-#include "trainc.h" /* trc_gemm */
 
 #define __global__
 #define TRC_DEVICE_NAME "cuda-emulate"
@@ -94,9 +99,6 @@ static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const c
 }
 
 #else /* nvcc */
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
 #define TRC_DEVICE_NAME "cuda"
 #endif
 
@@ -140,8 +142,30 @@ static uint64_t trc_cuda_arena_bytes;
 static const char *trc_cuda_pinned; /* the host arena, once page-locked */
 static cublasHandle_t trc_cublas;
 
+/* The parameter and gradient regions of the arena; the optimizer's state and
+ * the scalars of the step, outside it (as the host keeps them outside its
+ * arena). */
+static uint64_t trc_cuda_param_offset, trc_cuda_grad_offset, trc_cuda_param_count;
+static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer keeps them */
+static double *trc_cuda_lanes;         /* the norm's TRC_NORM_BLOCKS x TRC_NORM_LANES sums */
+typedef struct {
+  double loss_sum, norm;
+  float scale; /* the gradients' clipping factor, 1 when not clipped */
+} trc_cuda_scalars;
+static trc_cuda_scalars *trc_cuda_step_scalars;
+
+static void trc_cuda_allocate_step(uint64_t param_offset, uint64_t grad_offset,
+                                   uint64_t param_count) {
+  trc_cuda_param_offset = param_offset, trc_cuda_grad_offset = grad_offset;
+  trc_cuda_param_count = param_count;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_lanes,
+                        TRC_NORM_BLOCKS * TRC_NORM_LANES * sizeof(double)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_step_scalars, sizeof(trc_cuda_scalars)));
+}
+
 /* One device per rank: the local rank (Open MPI's) modulo the devices. */
-static int trc_cuda_start(uint64_t arena_bytes) {
+static int trc_cuda_start(uint64_t arena_bytes, uint64_t param_offset, uint64_t grad_offset,
+                          uint64_t param_count) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
@@ -157,6 +181,7 @@ static int trc_cuda_start(uint64_t arena_bytes) {
   trc_cuda_arena_bytes = arena_bytes;
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, arena_bytes));
   TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, arena_bytes));
+  trc_cuda_allocate_step(param_offset, grad_offset, param_count);
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
 #ifndef TRC_CUDA_EMULATE /* fp32 GEMMs in fp32, not TF32 */
   trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL,
@@ -187,6 +212,162 @@ static void trc_cuda_upload(const char *arena, uint64_t offset, uint64_t bytes) 
 
 static void trc_cuda_zero(uint64_t offset, uint64_t bytes) {
   TRC_CUDA(cudaMemset, (trc_cuda_arena + offset, 0, bytes));
+}
+
+/* ---- the optimizer step on the device ----
+ * Parameters and optimizer state stay on the device from the first step on;
+ * the host's copies are made current only when the runtime reads them
+ * (trc_device's host_current: evaluation, saving, parameter averages), and
+ * taken again after it wrote them (host_changed). Per step the host reads
+ * the loss (before the update: a non-finite loss stops the run without one)
+ * and the gradients' norm. The kernels make the host's arithmetic in the
+ * host's order (trc_sgd_element, trc_adamw_element, the norm's order of
+ * additions in trainc.h), so the emulation is bitwise the C trainer's. */
+
+static int trc_cuda_resident; /* the device holds the parameters and optimizer state */
+static int trc_cuda_ahead;    /* and they are newer than the host's */
+
+/* Parameter floats [first, first + count) of the parameter region, all with
+ * weight decay or all without. */
+typedef struct {
+  uint64_t first, count;
+  int decayed;
+} trc_cuda_run;
+
+static __global__ void trc_add_loss_kernel(trc_cuda_scalars *s, const float *loss, int first) {
+  s->loss_sum = (first ? 0.0 : s->loss_sum) + (double)*loss;
+}
+
+/* Thread t sums lane t % TRC_NORM_LANES of block t / TRC_NORM_LANES. */
+static __global__ void trc_norm_lanes_kernel(const float *g, uint64_t n, uint64_t block,
+                                             double *lanes) {
+  const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint64_t start = t / TRC_NORM_LANES * block;
+  if (start >= n) return;
+  const uint64_t end = start + block < n ? start + block : n;
+  double sum = 0.0;
+  for (uint64_t i = start + t % TRC_NORM_LANES; i < end; i += TRC_NORM_LANES)
+    sum += (double)g[i] * g[i];
+  lanes[t] = sum;
+}
+
+/* One thread: each block's lanes folded in halves, the blocks in order; the
+ * norm, and the clipping factor as PyTorch's clip_grad_norm_ computes it. */
+static __global__ void trc_norm_kernel(const double *lanes, uint64_t blocks, double max_norm,
+                                       trc_cuda_scalars *s) {
+  double sum = 0.0;
+  for (uint64_t b = 0; b < blocks; b++) {
+    double lane[TRC_NORM_LANES];
+    for (int l = 0; l < TRC_NORM_LANES; l++) lane[l] = lanes[b * TRC_NORM_LANES + l];
+    for (int w = TRC_NORM_LANES / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    sum += lane[0];
+  }
+  s->norm = sqrt(sum);
+  s->scale = max_norm > 0.0 && s->norm > max_norm ? (float)(max_norm / (s->norm + 1e-6)) : 1.0f;
+}
+
+static __global__ void trc_clip_kernel(float *g, uint64_t n, const trc_cuda_scalars *s) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && s->scale != 1.0f) g[i] *= s->scale; /* times 1 would change nothing */
+}
+
+static __global__ void trc_sgd_kernel(float *p, const float *g, float *buf, uint64_t n,
+                                      trc_update_scalars u, float weight_decay) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_sgd_element(&p[i], g[i], buf ? &buf[i] : NULL, u.lr, u.momentum, weight_decay,
+                             u.nesterov);
+}
+
+static __global__ void trc_adamw_kernel(float *p, const float *g, float *m, float *v, uint64_t n,
+                                        trc_update_scalars u, float decay) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_adamw_element(&p[i], g[i], &m[i], &v[i], decay, &u);
+}
+
+static dim3 trc_cuda_grid(uint64_t threads) { return dim3((unsigned)((threads + 255) / 256)); }
+
+/* One of the optimizer's state vectors up, allocated on first use. */
+static void trc_cuda_state_up(float **device, const float *host) {
+  const uint64_t bytes = trc_cuda_param_count * sizeof(float);
+  if (!host) return;
+  if (!*device) TRC_CUDA(cudaMalloc, ((void **)device, bytes));
+  TRC_CUDA(cudaMemcpy, (*device, host, bytes, cudaMemcpyHostToDevice));
+}
+
+static void trc_cuda_state_down(float *host, const float *device) {
+  if (host && device)
+    TRC_CUDA(cudaMemcpy, (host, device, trc_cuda_param_count * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+
+/* Before a step: the host's parameters and optimizer state, unless the
+ * device holds them already. */
+static void trc_cuda_take_host_state(trc_step *s, const char *arena) {
+  if (trc_cuda_resident) return;
+  float *m, *v;
+  trc_step_optimizer_state(s, &m, &v);
+  trc_cuda_upload(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_state_up(&trc_cuda_m, m);
+  trc_cuda_state_up(&trc_cuda_v, v);
+  trc_cuda_resident = 1;
+}
+
+static void trc_cuda_host_current(char *arena, float *m, float *v) {
+  if (!trc_cuda_ahead) return;
+  trc_cuda_download(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_state_down(m, trc_cuda_m);
+  trc_cuda_state_down(v, trc_cuda_v);
+  trc_cuda_ahead = 0;
+}
+
+static void trc_cuda_host_changed(void) { trc_cuda_resident = 0; }
+
+/* Micro-batch k's loss (at `offset`) into the window's sum, in double. */
+static void trc_cuda_add_loss(uint64_t offset, int64_t k) {
+  trc_launch(trc_add_loss_kernel, dim3(1), dim3(1), "trc_add_loss_kernel", 0,
+             trc_cuda_step_scalars, (const float *)(trc_cuda_arena + offset), (int)(k == 0));
+}
+
+static double trc_cuda_loss_sum(void) {
+  double sum;
+  TRC_CUDA(cudaMemcpy, (&sum, &trc_cuda_step_scalars->loss_sum, sizeof sum,
+                        cudaMemcpyDeviceToHost));
+  return sum;
+}
+
+/* The gradients' norm, clipping, and one update of every run of parameters;
+ * the norm to the runtime's log. */
+static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
+  const trc_update_scalars u = trc_step_update_scalars(s);
+  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
+  float *g = (float *)(trc_cuda_arena + trc_cuda_grad_offset);
+  const uint64_t n = trc_cuda_param_count, block = trc_norm_block(n);
+  const uint64_t blocks = (n + block - 1) / block;
+  trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
+             "trc_norm_lanes_kernel", 0, (const float *)g, n, block, trc_cuda_lanes);
+  trc_launch(trc_norm_kernel, dim3(1), dim3(1), "trc_norm_kernel", 0,
+             (const double *)trc_cuda_lanes, blocks, u.clip_norm, trc_cuda_step_scalars);
+  if (u.clip_norm > 0.0)
+    trc_launch(trc_clip_kernel, trc_cuda_grid(n), dim3(256), "trc_clip_kernel", 0, g, n,
+               (const trc_cuda_scalars *)trc_cuda_step_scalars);
+  for (int r = 0; r < n_runs; r++) {
+    const trc_cuda_run *run = &runs[r];
+    const uint64_t f = run->first;
+    if (u.kind == TRC_SGD)
+      trc_launch(trc_sgd_kernel, trc_cuda_grid(run->count), dim3(256), "trc_sgd_kernel", 0, p + f,
+                 (const float *)(g + f), trc_cuda_m ? trc_cuda_m + f : (float *)NULL, run->count,
+                 u, run->decayed ? u.weight_decay : 0.0f);
+    else
+      trc_launch(trc_adamw_kernel, trc_cuda_grid(run->count), dim3(256), "trc_adamw_kernel", 0,
+                 p + f, (const float *)(g + f), trc_cuda_m + f, trc_cuda_v + f, run->count, u,
+                 run->decayed ? u.decay : 1.0f);
+  }
+  trc_cuda_ahead = 1;
+  double norm;
+  TRC_CUDA(cudaMemcpy, (&norm, &trc_cuda_step_scalars->norm, sizeof norm,
+                        cudaMemcpyDeviceToHost));
+  trc_step_set_grad_norm(s, norm);
 }
 
 #endif
