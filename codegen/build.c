@@ -138,7 +138,8 @@ static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cx
   char *obj = xsprintf("%s.o", exe_path);
   Argv a = {0};
   push_words(&a, opt->nvcc);
-  bool ok = compile_trainer(&a, "-std=c++20 --fmad=false -c", cu_path, "", obj, opt, false, "nvcc", diag);
+  bool ok = compile_trainer(&a, "-std=c++20 --fmad=false -c", cu_path, "", obj, opt, false, "nvcc",
+                            diag);
   if (ok) {
     push_words(&a, cxx);
     push(&a, obj);

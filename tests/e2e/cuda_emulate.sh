@@ -34,7 +34,8 @@ accumulate=$(sed -n 's/^        \.accumulate = \([0-9]*\),$/\1/p' "$dir/c.c")
 fail=0
 for t in c cuda; do
   # shellcheck disable=SC2086 # the flags are words
-  "$dir/$t" --data "$dir/data" --steps "$steps" --log-every 1 --quiet --save "$dir/$t.safetensors" --log "$dir/$t.jsonl" $flags
+  "$dir/$t" --data "$dir/data" --steps "$steps" --log-every 1 --quiet --save "$dir/$t.safetensors" \
+    --log "$dir/$t.jsonl" $flags
   "$dir/$t" --data "$dir/data" --dump-step "$dir/$t.dump.safetensors"
 done
 if [[ -n $flags ]]; then
@@ -47,7 +48,7 @@ if [[ -n $flags ]]; then
   "$dir/cuda" --data "$dir/data" --steps "$steps" --quiet --resume "$dir/state" \
     --save "$dir/resumed.safetensors" $flags
   cmp "$dir/cuda.safetensors" "$dir/resumed.safetensors" ||
-    { echo "FAIL: $name: resumed after 2 steps, the weights differ from 3 steps in one run"; fail=1; }
+    { echo "FAIL: $name: resumed after 2 steps, not the weights of 3 steps in one run"; fail=1; }
 fi
 # Bitwise, or (the C trainer's vectorized loops call libmvec's expf, logf,
 # tanhf, erff, within 4 ulp of the scalar ones the emulated kernels call)
@@ -87,7 +88,8 @@ if mem["arena_high_water"] != mem["arena_planned"]:
 if not worst < bound:
     sys.exit(f"FAIL: weights, --dump-step or losses differ from the C trainer's by {worst:.3g} (relative)")
 how = "bitwise" if bitwise else f"not bitwise, within {worst:.2g} relative"
-print(f"weights, --dump-step, losses and gradient norms as the C trainer's: {how}; device peak = plan = {mem['arena_planned']} bytes")
+print(f"weights, --dump-step, losses and gradient norms as the C trainer's: {how}; "
+      f"device peak = plan = {mem['arena_planned']} bytes")
 PY
 if [[ $gradcheck == gradcheck ]]; then
   "$dir/cuda" --gradcheck >"$dir/gradcheck.out" || { cat "$dir/gradcheck.out"; echo "FAIL: $name: gradcheck"; fail=1; }
