@@ -95,10 +95,9 @@ static void take_host_state(FILE *out, const Program *p) {
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {
-  fprintf(out,
-          "    trc_cuda_upload(A, %llu, %llu); /* its inputs, loss seed, dropout key and flag */\n",
-          (unsigned long long)p->input_offset,
-          (unsigned long long)(p->activation_offset - p->input_offset));
+  (void)p;
+  fputs("    trc_cuda_upload_inputs(A, k); /* its inputs, loss seed, dropout key and flag */\n",
+        out);
 }
 
 static void add_loss(FILE *out, const Program *p) {
@@ -186,9 +185,15 @@ static void print_host_entries(FILE *out, const Program *p) {
   fputs("  device_backward(trc_cuda_arena, A, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
-  fprintf(out, "static int start(void) { return trc_cuda_start(%lluu, %lluu, %lluu, %lluu); }\n\n",
+  fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
+        "inputs and scalars */\n",
+        out);
+  fprintf(out, "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
           (unsigned long long)p->arena_bytes, (unsigned long long)p->param_offset,
-          (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4));
+          (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4),
+          (unsigned long long)p->input_offset,
+          (unsigned long long)(p->activation_offset - p->input_offset));
+  fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
   fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download,\n"
         "                                   trc_cuda_upload, trc_cuda_host_current,\n"
         "                                   trc_cuda_host_changed};\n\n",

@@ -41,7 +41,11 @@ struct dim3 {
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
-typedef enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 } cudaMemcpyKind;
+typedef enum {
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3
+} cudaMemcpyKind;
 static inline const char *cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "out of memory";
 }
@@ -62,6 +66,26 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 enum { cudaHostRegisterDefault = 0 };
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
+/* Streams and events: every call has finished when it returns. */
+typedef int cudaStream_t;
+typedef int cudaEvent_t;
+enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+static inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+  return *s = 1, cudaSuccess;
+}
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
+  return *e = 1, cudaSuccess;
+}
+static inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
+  return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind k,
+                                          cudaStream_t) {
+  return cudaMemcpy(dst, src, n, k);
+}
 
 typedef int cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
@@ -154,18 +178,65 @@ typedef struct {
 } trc_cuda_scalars;
 static trc_cuda_scalars *trc_cuda_step_scalars;
 
-static void trc_cuda_allocate_step(uint64_t param_offset, uint64_t grad_offset,
-                                   uint64_t param_count) {
-  trc_cuda_param_offset = param_offset, trc_cuda_grad_offset = grad_offset;
-  trc_cuda_param_count = param_count;
+/* Where the generated file's arena holds what the step moves. */
+typedef struct {
+  uint64_t arena_bytes, param_offset, grad_offset, param_count;
+  uint64_t input_offset, input_bytes; /* a micro-batch's inputs and scalars */
+} trc_cuda_layout;
+
+static void trc_cuda_allocate_step(const trc_cuda_layout *l) {
+  trc_cuda_param_offset = l->param_offset, trc_cuda_grad_offset = l->grad_offset;
+  trc_cuda_param_count = l->param_count;
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_lanes,
                         TRC_NORM_BLOCKS * TRC_NORM_LANES * sizeof(double)));
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_step_scalars, sizeof(trc_cuda_scalars)));
 }
 
 /* One device per rank: the local rank (Open MPI's) modulo the devices. */
-static int trc_cuda_start(uint64_t arena_bytes, uint64_t param_offset, uint64_t grad_offset,
-                          uint64_t param_count) {
+/* ---- input batches: pinned double buffers on a copy stream ----
+ * Micro-batch k's inputs, gathered by the runtime into the host arena, are
+ * copied into pinned buffer k % 2 and from there, on a copy stream of their
+ * own, into device buffer k % 2, while the device still computes micro-batch
+ * k - 1; the kernels' stream then waits for that copy and moves the buffer
+ * into the arena's input slot (device to device) after k - 1's backward is
+ * done with the slot. Events keep a buffer from being refilled before its
+ * last copy out of it has run. The emulation runs the same calls, each
+ * finished when it returns. */
+static cudaStream_t trc_cuda_copy_stream;
+static char *trc_cuda_pinned_inputs[2], *trc_cuda_device_inputs[2];
+static cudaEvent_t trc_cuda_inputs_up[2];   /* host -> device buffer done */
+static cudaEvent_t trc_cuda_inputs_used[2]; /* device buffer -> arena done */
+static uint64_t trc_cuda_input_offset, trc_cuda_input_bytes;
+
+static void trc_cuda_allocate_inputs(const trc_cuda_layout *l) {
+  trc_cuda_input_offset = l->input_offset, trc_cuda_input_bytes = l->input_bytes;
+  TRC_CUDA(cudaStreamCreateWithFlags, (&trc_cuda_copy_stream, cudaStreamNonBlocking));
+  for (int b = 0; b < 2; b++) {
+    TRC_CUDA(cudaMallocHost, ((void **)&trc_cuda_pinned_inputs[b], l->input_bytes));
+    TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_device_inputs[b], l->input_bytes));
+    TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_inputs_up[b], cudaEventDisableTiming));
+    TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_inputs_used[b], cudaEventDisableTiming));
+  }
+}
+
+/* Micro-batch k's inputs and scalars (the arena's input region) to the
+ * device's arena, in order with the kernels, without waiting for them. */
+static void trc_cuda_upload_inputs(const char *arena, int64_t k) {
+  const int b = (int)(k % 2);
+  const uint64_t n = trc_cuda_input_bytes;
+  char *pinned = trc_cuda_pinned_inputs[b], *device = trc_cuda_device_inputs[b];
+  TRC_CUDA(cudaEventSynchronize, (trc_cuda_inputs_up[b])); /* micro-batch k - 2's is gone */
+  memcpy(pinned, arena + trc_cuda_input_offset, n);
+  TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_copy_stream, trc_cuda_inputs_used[b], 0));
+  TRC_CUDA(cudaMemcpyAsync, (device, pinned, n, cudaMemcpyHostToDevice, trc_cuda_copy_stream));
+  TRC_CUDA(cudaEventRecord, (trc_cuda_inputs_up[b], trc_cuda_copy_stream));
+  TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_inputs_up[b], 0));
+  TRC_CUDA(cudaMemcpyAsync, (trc_cuda_arena + trc_cuda_input_offset, device, n,
+                             cudaMemcpyDeviceToDevice, (cudaStream_t)0));
+  TRC_CUDA(cudaEventRecord, (trc_cuda_inputs_used[b], (cudaStream_t)0));
+}
+
+static int trc_cuda_start(const trc_cuda_layout *l) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
@@ -178,10 +249,11 @@ static int trc_cuda_start(uint64_t arena_bytes, uint64_t param_offset, uint64_t 
 #ifndef TRC_CUDA_EMULATE
   trc_cuda_sync_each = getenv("TRAINC_CUDA_SYNC") && atoi(getenv("TRAINC_CUDA_SYNC")) != 0;
 #endif
-  trc_cuda_arena_bytes = arena_bytes;
-  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, arena_bytes));
-  TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, arena_bytes));
-  trc_cuda_allocate_step(param_offset, grad_offset, param_count);
+  trc_cuda_arena_bytes = l->arena_bytes;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, l->arena_bytes));
+  TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, l->arena_bytes));
+  trc_cuda_allocate_step(l);
+  trc_cuda_allocate_inputs(l);
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
 #ifndef TRC_CUDA_EMULATE /* fp32 GEMMs in fp32, not TF32 */
   trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL,
