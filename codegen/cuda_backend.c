@@ -80,12 +80,6 @@ static void print_call(FILE *out, const Program *p, int id) {
           (long long)((n + block - 1) / block), (long long)block, id, p->g->nodes[id].loc.line);
 }
 
-static void download_bucket(FILE *out, const Program *p, const GradBucket *bk) {
-  fprintf(out, "  if (s) trc_cuda_download(A, %llu, %llu); /* to the host's all-reduce */\n",
-          (unsigned long long)(p->grad_offset + 4 * bk->first),
-          (unsigned long long)(4 * bk->count));
-}
-
 static void take_host_state(FILE *out, const Program *p) {
   fputs("  char *D = trc_cuda_arena;\n", out);
   fputs("  trc_cuda_take_host_state(s, A); /* parameters, optimizer state: up once, then kept */\n",
@@ -110,16 +104,8 @@ static void window_loss(FILE *out, const Program *p) {
   fputs("  loss_sum = trc_cuda_loss_sum(); /* the window's loss: 8 bytes down */\n", out);
 }
 
-static void download_gradients(FILE *out, const Program *p) {
-  fprintf(out,
-          "  if (average && !overlap) trc_cuda_download(A, %llu, %llu); /* to the host's "
-          "all-reduce */\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
-}
-
 static void update_on_device(FILE *out, const Program *p) {
-  fprintf(out, "  if (average) trc_cuda_upload(A, %llu, %llu); /* the averaged gradients */\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+  (void)p;
   fputs("  trc_cuda_update(s, runs, sizeof runs / sizeof runs[0]); /* clipping, optimizer */\n",
         out);
 }
@@ -155,13 +141,12 @@ static const StepForm cuda_form = {
     .forward_call = "device_forward(D)",
     .backward_call = "device_backward(D, A, ",
     .call = print_call,
-    .bucket_final = download_bucket,
     .gradients_zeroed = take_host_state,
     .micro_batch_loaded = upload_micro_batch,
-    .window_done = download_gradients,
     .add_loss = add_loss,
     .window_loss = window_loss,
     .update = update_on_device,
+    .comm_prefix = "trc_cuda_step_",
 };
 
 /* forward() and backward() as the runtime calls them outside step()

@@ -73,6 +73,17 @@ void trc_step_optimizer_state(trc_step *s, float **m, float **v) {
 
 void trc_step_set_grad_norm(trc_step *s, double norm) { s->grad_norm = norm; }
 
+int trc_step_averages_parameters_only(const trc_step *s) {
+  return !s->sync->staging && !s->sync->anchor;
+}
+
+void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }
+
+void trc_step_device_synced(trc_step *s, uint64_t floats) {
+  s->sync->syncs++;
+  s->sync->bytes += floats * sizeof(float);
+}
+
 void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o) {
   if (m->device && m->device->host_current) m->device->host_current(arena, o->m, o->v);
 }

@@ -248,6 +248,15 @@ void trc_step_optimizer_state(trc_step *s, float **m, float **v);
  * grad_norm). */
 void trc_step_set_grad_norm(trc_step *s, double norm);
 
+/* trc_step_average_parameters would average the parameters alone (not the
+ * optimizer's state, no outer step): a device may then do it itself, and
+ * say so with trc_step_parameters_averaged. */
+int trc_step_averages_parameters_only(const trc_step *s);
+void trc_step_parameters_averaged(trc_step *s);
+/* A device summed `floats` floats over the ranks (the log's sync counters;
+ * its time is not measured: the device runs it asynchronously). */
+void trc_step_device_synced(trc_step *s, uint64_t floats);
+
 /* The squared norm's order of additions: in double, over the blocks of
  * trc_norm_block(n) floats (at most TRC_NORM_BLOCKS), element i of a block
  * into lane i % TRC_NORM_LANES in order, the lanes folded in halves, then

@@ -27,6 +27,16 @@
 #include <cuda_runtime.h>
 #endif
 #include "trainc.h" /* trc_gemm, the step's calls, the optimizer's arithmetic */
+extern "C" {
+#include "trainc_rt.h" /* the ranks' communication (trc_comm_*) */
+}
+
+/* NCCL where the toolkit has it (nvcc), else the gradients and parameters
+ * go through the host's MPI. */
+#if !defined(TRC_CUDA_EMULATE) && __has_include(<nccl.h>)
+#include <nccl.h>
+#define TRC_CUDA_NCCL 1
+#endif
 
 #ifdef TRC_CUDA_EMULATE
 
@@ -109,6 +119,31 @@ static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOpe
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* NCCL: an in-place float sum is the runtime's all-reduce over MPI (the C
+ * trainer's), finished when it returns. */
+#define TRC_CUDA_NCCL 1
+typedef int ncclComm_t;
+typedef enum { ncclSuccess = 0 } ncclResult_t;
+typedef enum { ncclFloat = 7 } ncclDataType_t;
+typedef enum { ncclSum = 0 } ncclRedOp_t;
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
+static inline const char *ncclGetErrorString(ncclResult_t) { return "no error"; }
+static inline ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 37 + 11);
+  return ncclSuccess;
+}
+static inline ncclResult_t ncclCommInitRank(ncclComm_t *c, int, ncclUniqueId, int) {
+  return *c = 1, ncclSuccess;
+}
+static inline ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t,
+                                         ncclRedOp_t, ncclComm_t, cudaStream_t) {
+  if (send != recv) return (ncclResult_t)1; /* the generated code sums in place */
+  trc_comm_allreduce_f32((float *)recv, n);
+  return ncclSuccess;
+}
+
 /* Every block, every thread, in order. */
 template <typename... Params, typename... Args>
 static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *, int,
@@ -141,6 +176,11 @@ static inline void trc_cublas_check(cublasStatus_t e, const char *call, const ch
                                     int line) {
   if (e != CUBLAS_STATUS_SUCCESS) trc_cuda_fail(call, kernel, line, cublasGetStatusString(e));
 }
+#ifdef TRC_CUDA_NCCL
+static inline void trc_nccl_check(ncclResult_t e, const char *call) {
+  if (e != ncclSuccess) trc_cuda_fail(call, NULL, 0, ncclGetErrorString(e));
+}
+#endif
 /* TRC_CUDA(cudaMemset, (p, 0, n)): the call, checked, named. */
 #define TRC_CUDA(fn, args) trc_cuda_check(fn args, #fn, NULL, 0)
 
@@ -236,6 +276,65 @@ static void trc_cuda_upload_inputs(const char *arena, int64_t k) {
   TRC_CUDA(cudaEventRecord, (trc_cuda_inputs_used[b], (cudaStream_t)0));
 }
 
+/* ---- the ranks' all-reduces on the device (NCCL) ----
+ * One communicator per job, its unique id sent from rank 0 over MPI; sums
+ * in place on the device's gradient or parameter region, on a stream of
+ * their own that waits for the kernels before it (an event) and that the
+ * kernels wait for when the sums are needed. TRAINC_CUDA_NCCL=0, one rank,
+ * or a toolkit without NCCL: the host's MPI, through copies. */
+static int trc_cuda_nccl_on;
+#ifdef TRC_CUDA_NCCL
+static ncclComm_t trc_cuda_nccl;
+static cudaStream_t trc_cuda_comm_stream;
+static cudaEvent_t trc_cuda_comm_ready, trc_cuda_comm_done;
+
+/* The id from rank 0 to every rank as a sum of bytes in which the other
+ * ranks give zeros (exact in double). */
+static void trc_cuda_share_id(ncclUniqueId *id) {
+  double bytes[sizeof id->internal];
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
+    bytes[i] = trc_comm_rank() == 0 ? (double)(unsigned char)id->internal[i] : 0.0;
+  trc_comm_allreduce_f64(bytes, sizeof bytes / sizeof bytes[0]);
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
+    id->internal[i] = (char)(unsigned char)bytes[i];
+}
+
+static void trc_cuda_start_nccl(void) {
+  const char *off = getenv("TRAINC_CUDA_NCCL");
+  if (trc_comm_size() < 2 || (off && atoi(off) == 0)) return;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (trc_comm_rank() == 0) trc_nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  trc_cuda_share_id(&id);
+  trc_nccl_check(ncclCommInitRank(&trc_cuda_nccl, trc_comm_size(), id, trc_comm_rank()),
+                 "ncclCommInitRank");
+  TRC_CUDA(cudaStreamCreateWithFlags, (&trc_cuda_comm_stream, cudaStreamNonBlocking));
+  TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_ready, cudaEventDisableTiming));
+  TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_done, cudaEventDisableTiming));
+  trc_cuda_nccl_on = 1;
+}
+
+/* Sums floats [0, count) at `data` over the ranks, after the kernels
+ * launched so far, without making the kernels wait. */
+static void trc_cuda_allreduce_start(float *data, uint64_t count) {
+  TRC_CUDA(cudaEventRecord, (trc_cuda_comm_ready, (cudaStream_t)0));
+  TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_comm_stream, trc_cuda_comm_ready, 0));
+  trc_nccl_check(ncclAllReduce(data, data, count, ncclFloat, ncclSum, trc_cuda_nccl,
+                               trc_cuda_comm_stream),
+                 "ncclAllReduce");
+}
+
+/* The kernels launched from now on wait for the sums started. */
+static void trc_cuda_allreduce_wait(void) {
+  TRC_CUDA(cudaEventRecord, (trc_cuda_comm_done, trc_cuda_comm_stream));
+  TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_comm_done, 0));
+}
+#else
+static void trc_cuda_start_nccl(void) {}
+static void trc_cuda_allreduce_start(float *, uint64_t) {}
+static void trc_cuda_allreduce_wait(void) {}
+#endif
+
 static int trc_cuda_start(const trc_cuda_layout *l) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
@@ -254,6 +353,7 @@ static int trc_cuda_start(const trc_cuda_layout *l) {
   TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, l->arena_bytes));
   trc_cuda_allocate_step(l);
   trc_cuda_allocate_inputs(l);
+  trc_cuda_start_nccl();
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
 #ifndef TRC_CUDA_EMULATE /* fp32 GEMMs in fp32, not TF32 */
   trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL,
@@ -440,6 +540,75 @@ static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
   TRC_CUDA(cudaMemcpy, (&norm, &trc_cuda_step_scalars->norm, sizeof norm,
                         cudaMemcpyDeviceToHost));
   trc_step_set_grad_norm(s, norm);
+}
+
+
+/* ---- the step's communication ----
+ * What the runtime's trc_step_bucket_ready, trc_step_wait_gradients,
+ * trc_step_allreduce_gradients and trc_step_average_parameters do, for a
+ * device: with NCCL, on the device's regions; else the gradients go down to
+ * the runtime's all-reduce and come back up, and the parameters and
+ * optimizer state go through host_current and host_changed. */
+
+static float *trc_cuda_gradients(uint64_t first) {
+  return (float *)(trc_cuda_arena + trc_cuda_grad_offset) + first;
+}
+
+static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_start(trc_cuda_gradients(first), count);
+    return;
+  }
+  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset + first * sizeof(float),
+                    count * sizeof(float));
+  trc_step_bucket_ready(s, first, count);
+}
+
+static void trc_cuda_upload_gradients(trc_step *s) {
+  trc_cuda_upload(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+}
+
+static void trc_cuda_step_wait_gradients(trc_step *s) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_wait();
+    trc_step_device_synced(s, trc_cuda_param_count);
+    return;
+  }
+  trc_step_wait_gradients(s);
+  trc_cuda_upload_gradients(s);
+}
+
+static void trc_cuda_step_allreduce_gradients(trc_step *s) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
+    trc_cuda_step_wait_gradients(s);
+    return;
+  }
+  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+  trc_step_allreduce_gradients(s);
+  trc_cuda_upload_gradients(s);
+}
+
+static __global__ void trc_divide_kernel(float *x, uint64_t n, float ranks) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] /= ranks; /* as the runtime's average */
+}
+
+/* LocalSGD's average on the device; with the optimizer's state averaged too,
+ * or DiLoCo's outer step (whose anchor the host keeps), the runtime's. */
+static void trc_cuda_step_average_parameters(trc_step *s) {
+  if (!trc_cuda_nccl_on || !trc_step_averages_parameters_only(s)) {
+    trc_step_average_parameters(s);
+    return;
+  }
+  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
+  const uint64_t n = trc_cuda_param_count;
+  trc_cuda_allreduce_start(p, n);
+  trc_cuda_allreduce_wait();
+  trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, p, n,
+             (float)trc_comm_size());
+  trc_step_device_synced(s, n);
+  trc_step_parameters_averaged(s);
 }
 
 #endif
