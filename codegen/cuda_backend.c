@@ -4,12 +4,11 @@
  * (c_family.h): the op table's loop nests become __global__ kernels, GEMMs
  * cuBLAS's strided batched GEMM (row-major C = A B is column-major
  * C^T = B^T A^T: the operands swap), and forward(), backward() and step()
- * are the C backend's call lists and step schedule on the device arena, with
- * the copies between it and the runtime's host arena where the host reads
- * or writes: parameters up and gradients down around each window (the
- * optimizer, clipping and all-reduces run on the host, in the runtime),
- * inputs up per micro-batch, the loss down per micro-batch, each gradient
- * bucket down as it becomes final when its all-reduce overlaps backward.
+ * are the C backend's call lists and step schedule on the device arena. The
+ * step's loss sum, clipping, optimizer and all-reduces are the runtime CUDA
+ * header's (trainc_cuda.h: on the device, NCCL across ranks), the inputs go
+ * up per micro-batch through its double buffers, and the parameters and
+ * optimizer state stay on the device between steps.
  *
  * A kernel whose body is one loop the IR proved parallel (kernel_mark_parallel)
  * runs one thread per iteration of it; any other kernel runs as one thread

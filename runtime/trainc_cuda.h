@@ -13,7 +13,10 @@
  * Then, for both: every call checked (a failure names the call, and for a
  * kernel its model line, and ends the process with status 1), the device
  * arena (one allocation of the planned size) and the copies between it and
- * the runtime's host arena (trc_device in trainc.h). */
+ * the runtime's host arena (trc_device in trainc.h), the input batches'
+ * double buffers, the all-reduces (NCCL, emulated by the runtime's MPI
+ * all-reduce), and the step's loss sum, clipping and optimizer on the
+ * device. */
 #ifndef TRAINC_CUDA_H
 #define TRAINC_CUDA_H
 

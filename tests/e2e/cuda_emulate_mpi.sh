@@ -40,7 +40,7 @@ for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 
   done
   for nccl in 1 0; do
     cmp -s "$name.c.overlap.1.safetensors" "$name.cuda.overlap.$nccl.safetensors" ||
-      fail "$name: TRAINC_CUDA_NCCL=$nccl: the emulated CUDA trainer's weights are not the C trainer's"
+      fail "$name: TRAINC_CUDA_NCCL=$nccl: the emulated CUDA trainer's weights are not the C's"
     cmp -s "$name.cuda.overlap.$nccl.safetensors" "$name.cuda.whole.$nccl.safetensors" ||
       fail "$name: TRAINC_CUDA_NCCL=$nccl: overlapped and whole-region all-reduces differ"
   done
