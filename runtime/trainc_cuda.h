@@ -132,7 +132,9 @@ typedef enum { ncclSum = 0 } ncclRedOp_t;
 typedef struct {
   char internal[128];
 } ncclUniqueId;
-static inline const char *ncclGetErrorString(ncclResult_t) { return "no error"; }
+static inline const char *ncclGetErrorString(ncclResult_t e) {
+  return e == ncclSuccess ? "no error" : "the emulation sums in place only";
+}
 static inline ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 37 + 11);
   return ncclSuccess;
@@ -168,7 +170,8 @@ static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const c
  * line when there is one, CUDA's reason. */
 static void trc_cuda_fail(const char *call, const char *kernel, int line, const char *why) {
   fprintf(stderr, "trainer: error: %s failed", call);
-  if (kernel) fprintf(stderr, " in %s (model line %d)", kernel, line);
+  if (kernel) fprintf(stderr, " in %s", kernel);
+  if (line > 0) fprintf(stderr, " (model line %d)", line); /* the header's kernels have none */
   fprintf(stderr, ": %s\n", why);
   exit(1);
 }
