@@ -136,9 +136,9 @@ static void print_runs(FILE *out, const Program *p) {
 
 static const StepForm cuda_form = {
     .forward_def = "static void device_forward(char *D)",
-    .backward_def = "static void device_backward(char *D, char *A, trc_step *s)",
+    .backward_def = "static void device_backward(char *D, trc_step *s)",
     .forward_call = "device_forward(D)",
-    .backward_call = "device_backward(D, A, ",
+    .backward_call = "device_backward(D, ",
     .call = print_call,
     .gradients_zeroed = take_host_state,
     .micro_batch_loaded = upload_micro_batch,
@@ -166,7 +166,7 @@ static void print_host_entries(FILE *out, const Program *p) {
             (unsigned long long)p->offset[g->predict],
             (unsigned long long)(4 * shape_numel(&g->nodes[g->predict].shape)));
   fputs("}\n\nstatic void backward(char *A, trc_step *s) {\n", out);
-  fputs("  device_backward(trc_cuda_arena, A, s);\n", out);
+  fputs("  device_backward(trc_cuda_arena, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
   fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
