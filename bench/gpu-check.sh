@@ -8,11 +8,17 @@
 #     predictions and every gradient (--dump-step), and the losses of 5
 #     optimizer steps, CUDA against C: relative error < 1e-4 (max |a - b| over
 #     max |b| per tensor, floored at 1e-4 of the largest tensor's);
+#     and the 5 steps' gradient norms (computed on the device) too;
 #  3. the CUDA trainer's measured device high-water mark against the plan;
-#  4. times examples/gpt124m.nn at B=16, T=1024 (tokens/s, and model FLOPs
+#  4. the CUDA trainer built with --no-fuse gives bitwise the fused one's
+#     --dump-step (nvcc's --fmad=false: docs/cuda.md);
+#  5. times examples/gpt124m.nn at B=16, T=1024 (tokens/s, and model FLOPs
 #     utilization: 6 x parameters x tokens/s over PEAK_TFLOPS, default 67, an
 #     H100/H200's dense FP32 without tensor cores), bounded by TIME_LIMIT
-#     seconds (default 300).
+#     seconds (default 300); and, from nvidia-smi sampled during that run,
+#     the process's peak device memory beside what the trainer allocates by
+#     plan (arena + AdamW's two moments + the input double buffers; the CUDA
+#     context and cuBLAS's workspace come on top): printed, not checked.
 # --emulate: the same checks with --backend cuda-emulate on tiny models
 # (tests/torch/*_small.nn), the timing on gpt_small, and a check that the
 # comparison fails on gradients from other weights.
@@ -68,13 +74,18 @@ import json, sys
 read = lambda p: [json.loads(l) for l in open(p)]
 cuda, cpu = read(sys.argv[1]), read(sys.argv[2])
 loss = lambda rs: [r["loss"] for r in rs if "loss" in r and "step" in r]
+norm = lambda rs: [r["grad_norm"] for r in rs if "grad_norm" in r]
 rel = max(abs(a - b) / abs(b) for a, b in zip(loss(cuda), loss(cpu)))
 print(f"  losses of {len(loss(cpu))} steps: CUDA {loss(cuda)}, C {loss(cpu)}; worst relative error {rel:.3g}")
+rel_norm = max(abs(a - b) / abs(b) for a, b in zip(norm(cuda), norm(cpu)))
+print(f"  gradient norms: CUDA {norm(cuda)}, C {norm(cpu)}; worst relative error {rel_norm:.3g}")
 mem = [r for r in cuda if "arena_high_water" in r][-1]
 print(f"  device peak: planned {mem['arena_planned']} bytes, measured {mem['arena_high_water']}")
 errors = []
 if not (len(loss(cuda)) == len(loss(cpu)) > 0 and rel < 1e-4):
     errors.append("losses differ")
+if not (len(norm(cuda)) == len(norm(cpu)) > 0 and rel_norm < 1e-4):
+    errors.append("gradient norms differ")
 if mem["arena_planned"] != mem["arena_high_water"]:
     errors.append("the device high-water mark is not the plan")
 sys.exit("FAIL: " + "; ".join(errors) if errors else 0)
@@ -87,6 +98,7 @@ for model in "${models[@]}"; do
   echo "== $name"
   "$trainc" build "$model" -o "$dir/cpu" --keep-c "$dir/cpu.c" >/dev/null
   "$trainc" build "$model" --backend "$backend" -o "$dir/cuda" >/dev/null
+  "$trainc" build "$model" --backend "$backend" --no-fuse -o "$dir/cuda_unfused" >/dev/null
   batch=$(sed -n 's/^    \.batch = \([0-9]*\),$/\1/p' "$dir/cpu.c")
   "$PY" tests/e2e/random_data.py "$dir/cpu.c" "$dir/data" $((batch * 6))
   "$dir/cpu" --steps 0 --save "$dir/w0.safetensors" --quiet
@@ -96,6 +108,14 @@ for model in "${models[@]}"; do
       --log "$dir/$t.jsonl" --save "$dir/$t.final.safetensors"
   done
   compare "$dir/cuda.step.safetensors" "$dir/cpu.step.safetensors" || fail=1
+  "$dir/cuda_unfused" --init "$dir/w0.safetensors" --data "$dir/data" \
+    --dump-step "$dir/unfused.step.safetensors"
+  if cmp -s "$dir/cuda.step.safetensors" "$dir/unfused.step.safetensors"; then
+    echo "  --no-fuse: the same --dump-step, bitwise"
+  else
+    echo "FAIL: the fused and unfused CUDA trainers' --dump-step differ"
+    fail=1
+  fi
   losses_and_peak "$dir/cuda.jsonl" "$dir/cpu.jsonl" || fail=1
   if [[ $emulate == 1 ]]; then # the comparison fails on another step's gradients
     "$dir/cpu" --init "$dir/cpu.final.safetensors" --data "$dir/data" --dump-step "$dir/other.safetensors"
@@ -116,9 +136,22 @@ echo "== $(basename "$timed" .nn): B=$batch, T=$T"
 "$trainc" build "$timed" --backend "$backend" -o "$dir/cuda" --keep-c "$dir/cuda.cu" | tail -1
 "$PY" tests/e2e/random_data.py "$dir/cuda.cu" "$dir/data" $((batch * (steps + 1)))
 params=$(sed -n 's/.*\.param_count = \([0-9]*\),.*/\1/p' "$dir/cuda.cu")
-rc=0
+rc=0 sampler=
+if [[ $emulate == 0 ]] && command -v nvidia-smi >/dev/null; then # the process's device memory
+  nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits -lms 200 \
+    >"$dir/memory.csv" 2>/dev/null &
+  sampler=$!
+fi
 timeout "${TIME_LIMIT:-300}" "$dir/cuda" --data "$dir/data" --steps "$steps" --log-every 1 --quiet \
   --log "$dir/log.jsonl" || rc=$?
+if [[ -n $sampler ]]; then
+  kill "$sampler" 2>/dev/null || true
+  arena=$(sed -n 's/^    \.arena_bytes = \([0-9]*\),$/\1/p' "$dir/cuda.cu")
+  inputs=$(sed -n 's/.*trc_cuda_layout layout = {[^}]*, \([0-9]*\)u};/\1/p' "$dir/cuda.cu")
+  peak=$(sort -n "$dir/memory.csv" | tail -1)
+  echo "  device memory: ${peak:-?} MiB at the peak (nvidia-smi); by plan $(( (arena + 8 * params \
+    + 2 * inputs) / 1048576 )) MiB (arena $((arena / 1048576)) MiB + AdamW's moments + input buffers)"
+fi
 if [[ $rc == 124 ]]; then
   echo "FAIL: $steps steps did not finish in ${TIME_LIMIT:-300} s"
   fail=1

@@ -128,13 +128,18 @@ bool link_object(const char *obj_path, const char *exe_path, const BuildOptions 
 }
 
 /* nvcc compiles the .cu to an object; the C++ compiler links it as a C
- * trainer is linked (host linker flags as they are), with cudart and cuBLAS. */
+ * trainer is linked (host linker flags as they are), with cudart and cuBLAS.
+ * --fmad=false whatever the --cflags: a contraction of a * b + c into an FMA
+ * depends on whether the product stays in a register, which fusion decides,
+ * so fused and unfused trainers (and the optimizer's update against the
+ * host's) would differ in the last bits (docs/cuda.md). */
 static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx,
                        const BuildOptions *opt, Diag *diag) {
   char *obj = xsprintf("%s.o", exe_path);
   Argv a = {0};
   push_words(&a, opt->nvcc);
-  bool ok = compile_trainer(&a, "-std=c++20 -c", cu_path, "", obj, opt, false, "nvcc", diag);
+  bool ok = compile_trainer(&a, "-std=c++20 --fmad=false -c", cu_path, "", obj, opt, false, "nvcc",
+                            diag);
   if (ok) {
     push_words(&a, cxx);
     push(&a, obj);

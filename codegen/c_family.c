@@ -254,15 +254,18 @@ static void print_calls(FILE *out, const Program *p, const StepForm *f, int id) 
   print_call_comment(out, p, id);
 }
 
+static const char *comm_prefix(const StepForm *f) {
+  return f->comm_prefix ? f->comm_prefix : "trc_step_";
+}
+
 /* The buckets final after backward kernel `at` (-1: before the first). */
 static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, int at) {
   const Graph *g = p->g;
   for (int b = 0; b < p->n_buckets; b++) {
     const GradBucket *bk = &p->buckets[b];
     if (bk->ready != at) continue;
-    if (f->bucket_final) f->bucket_final(out, p, bk);
-    fprintf(out, "  if (s) trc_step_bucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)",
-            (unsigned long long)bk->first, (unsigned long long)bk->count, b,
+    fprintf(out, "  if (s) %sbucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)",
+            comm_prefix(f), (unsigned long long)bk->first, (unsigned long long)bk->count, b,
             g->nodes[g->params[bk->first_param]].name);
     if (bk->n_params > 1)
       fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
@@ -316,18 +319,23 @@ void print_step(FILE *out, const Program *p, const StepForm *f) {
   fprintf(out, "    *(float *)(A + %llu) = seed;\n", (unsigned long long)p->seed_offset);
   hook(out, p, f->micro_batch_loaded);
   fprintf(out, "    %s;\n", f->forward_call);
-  hook(out, p, f->loss_computed);
-  fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
-          (unsigned long long)p->offset[g->loss]);
+  if (f->add_loss)
+    f->add_loss(out, p);
+  else
+    fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
+            (unsigned long long)p->offset[g->loss]);
   fprintf(out, "    %sk == window - 1 ? overlap : NULL);\n  }\n", f->backward_call);
-  hook(out, p, f->window_done);
-  fputs("  if (overlap) trc_step_wait_gradients(s);\n", out);
-  fputs("  else if (average) trc_step_allreduce_gradients(s);\n", out);
+  hook(out, p, f->window_loss);
+  fprintf(out, "  if (overlap) %swait_gradients(s);\n", comm_prefix(f));
+  fprintf(out, "  else if (average) %sallreduce_gradients(s);\n", comm_prefix(f));
   fputs("  const double loss = loss_sum / (double)window;\n", out);
   fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
-  fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
-  fputs("  if (trc_step_ends_round(s)) trc_step_average_parameters(s);\n  return loss;\n}\n\n",
-        out);
+  if (f->update)
+    f->update(out, p);
+  else
+    fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
+  fprintf(out, "  if (trc_step_ends_round(s)) %saverage_parameters(s);\n  return loss;\n}\n\n",
+          comm_prefix(f));
 }
 
 /* ---- tables for the runtime ---- */

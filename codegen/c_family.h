@@ -44,11 +44,19 @@ typedef struct {
   const char *forward_call, *backward_call;          /* as step() calls them; backward_call
                                                         is completed by its step argument */
   void (*call)(FILE *out, const Program *p, int id); /* a kernel's call, no newline */
-  void (*bucket_final)(FILE *out, const Program *p, const GradBucket *bk);
   void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
   void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
-  void (*loss_computed)(FILE *out, const Program *p);      /* before the loss is read */
-  void (*window_done)(FILE *out, const Program *p);        /* after the window's backwards */
+  /* Where the step's arithmetic outside the kernels runs; NULL: on the host,
+   * through the runtime. add_loss adds micro-batch k's loss to loss_sum (or
+   * to the device's sum, which window_loss then reads into loss_sum); update
+   * clips and updates (trc_step_clip_gradients, trc_step_update). */
+  void (*add_loss)(FILE *out, const Program *p);
+  /* The prefix of the step's four communication calls (bucket_ready,
+   * wait_gradients, allreduce_gradients, average_parameters; NULL: the
+   * runtime's, "trc_step_"), which a device replaces with its own. */
+  const char *comm_prefix;
+  void (*window_loss)(FILE *out, const Program *p);
+  void (*update)(FILE *out, const Program *p);
 } StepForm;
 
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);

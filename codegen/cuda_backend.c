@@ -4,12 +4,11 @@
  * (c_family.h): the op table's loop nests become __global__ kernels, GEMMs
  * cuBLAS's strided batched GEMM (row-major C = A B is column-major
  * C^T = B^T A^T: the operands swap), and forward(), backward() and step()
- * are the C backend's call lists and step schedule on the device arena, with
- * the copies between it and the runtime's host arena where the host reads
- * or writes: parameters up and gradients down around each window (the
- * optimizer, clipping and all-reduces run on the host, in the runtime),
- * inputs up per micro-batch, the loss down per micro-batch, each gradient
- * bucket down as it becomes final when its all-reduce overlaps backward.
+ * are the C backend's call lists and step schedule on the device arena. The
+ * step's loss sum, clipping, optimizer and all-reduces are the runtime CUDA
+ * header's (trainc_cuda.h: on the device, NCCL across ranks), the inputs go
+ * up per micro-batch through its double buffers, and the parameters and
+ * optimizer state stay on the device between steps.
  *
  * A kernel whose body is one loop the IR proved parallel (kernel_mark_parallel)
  * runs one thread per iteration of it; any other kernel runs as one thread
@@ -80,51 +79,73 @@ static void print_call(FILE *out, const Program *p, int id) {
           (long long)((n + block - 1) / block), (long long)block, id, p->g->nodes[id].loc.line);
 }
 
-static void download_bucket(FILE *out, const Program *p, const GradBucket *bk) {
-  fprintf(out, "  if (s) trc_cuda_download(A, %llu, %llu); /* to the host's all-reduce */\n",
-          (unsigned long long)(p->grad_offset + 4 * bk->first),
-          (unsigned long long)(4 * bk->count));
-}
-
-static void upload_parameters(FILE *out, const Program *p) {
+static void take_host_state(FILE *out, const Program *p) {
   fputs("  char *D = trc_cuda_arena;\n", out);
-  fprintf(
-      out,
-      "  trc_cuda_upload(A, %llu, %llu); /* the parameters, as the host's optimizer left them */\n",
-      (unsigned long long)p->param_offset, (unsigned long long)p->param_bytes);
+  fputs("  trc_cuda_take_host_state(s, A); /* parameters, optimizer state: up once, then kept */\n",
+        out);
   fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {
-  fprintf(out,
-          "    trc_cuda_upload(A, %llu, %llu); /* its inputs, loss seed, dropout key and flag */\n",
-          (unsigned long long)p->input_offset,
-          (unsigned long long)(p->activation_offset - p->input_offset));
+  (void)p;
+  fputs("    trc_cuda_upload_inputs(A, k); /* its inputs, loss seed, dropout key and flag */\n",
+        out);
 }
 
-static void download_loss(FILE *out, const Program *p) {
-  fprintf(out, "    trc_cuda_download(A, %llu, 4); /* the loss */\n",
+static void add_loss(FILE *out, const Program *p) {
+  fprintf(out, "    trc_cuda_add_loss(%llu, k); /* summed on the device */\n",
           (unsigned long long)p->offset[p->g->loss]);
 }
 
-static void download_gradients(FILE *out, const Program *p) {
-  fprintf(out,
-          "  if (!overlap) trc_cuda_download(A, %llu, %llu); /* the gradients, for the host */\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+static void window_loss(FILE *out, const Program *p) {
+  (void)p;
+  fputs("  loss_sum = trc_cuda_loss_sum(); /* the window's loss: 8 bytes down */\n", out);
+}
+
+static void update_on_device(FILE *out, const Program *p) {
+  (void)p;
+  fputs("  trc_cuda_update(s, runs, sizeof runs / sizeof runs[0]); /* clipping, optimizer */\n",
+        out);
+}
+
+/* The parameters as runs of consecutive floats with the same weight decay,
+ * one optimizer launch each. */
+static void print_runs(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  fputs("/* The optimizer's launches: parameter floats [first, first + count), decayed. */\n"
+        "static const trc_cuda_run runs[] = {\n",
+        out);
+  for (int i = 0; i < g->n_params;) {
+    const Node *first = &g->nodes[g->params[i]];
+    uint64_t start = (p->offset[first->id] - p->param_offset) / 4, end = start;
+    int j = i;
+    for (; j < g->n_params; j++) {
+      const Node *n = &g->nodes[g->params[j]];
+      if (n->decay != first->decay || (p->offset[n->id] - p->param_offset) / 4 != end) break;
+      end += (uint64_t)shape_numel(&n->shape);
+    }
+    fprintf(out, "    {%llu, %llu, %d}, /* %s", (unsigned long long)start,
+            (unsigned long long)(end - start), first->decay, first->name);
+    if (j - i > 1) fprintf(out, " .. %s", g->nodes[g->params[j - 1]].name);
+    fputs(" */\n", out);
+    i = j;
+  }
+  fputs("};\n\n", out);
 }
 
 static const StepForm cuda_form = {
     .forward_def = "static void device_forward(char *D)",
-    .backward_def = "static void device_backward(char *D, char *A, trc_step *s)",
+    .backward_def = "static void device_backward(char *D, trc_step *s)",
     .forward_call = "device_forward(D)",
-    .backward_call = "device_backward(D, A, ",
+    .backward_call = "device_backward(D, ",
     .call = print_call,
-    .bucket_final = download_bucket,
-    .gradients_zeroed = upload_parameters,
+    .gradients_zeroed = take_host_state,
     .micro_batch_loaded = upload_micro_batch,
-    .loss_computed = download_loss,
-    .window_done = download_gradients,
+    .add_loss = add_loss,
+    .window_loss = window_loss,
+    .update = update_on_device,
+    .comm_prefix = "trc_cuda_step_",
 };
 
 /* forward() and backward() as the runtime calls them outside step()
@@ -145,13 +166,21 @@ static void print_host_entries(FILE *out, const Program *p) {
             (unsigned long long)p->offset[g->predict],
             (unsigned long long)(4 * shape_numel(&g->nodes[g->predict].shape)));
   fputs("}\n\nstatic void backward(char *A, trc_step *s) {\n", out);
-  fputs("  device_backward(trc_cuda_arena, A, s);\n", out);
+  fputs("  device_backward(trc_cuda_arena, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
-  fprintf(out, "static int start(void) { return trc_cuda_start(%lluu); }\n\n",
-          (unsigned long long)p->arena_bytes);
-  fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download, "
-        "trc_cuda_upload};\n\n",
+  fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
+        "inputs and scalars */\n",
+        out);
+  fprintf(out, "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
+          (unsigned long long)p->arena_bytes, (unsigned long long)p->param_offset,
+          (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4),
+          (unsigned long long)p->input_offset,
+          (unsigned long long)(p->activation_offset - p->input_offset));
+  fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
+  fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download,\n"
+        "                                   trc_cuda_upload, trc_cuda_host_current,\n"
+        "                                   trc_cuda_host_changed};\n\n",
         out);
 }
 
@@ -163,6 +192,7 @@ void emit_cuda(FILE *out, const Program *p) {
   print_kernels(out, p, print_gemm, print_kernel);
   print_forward_backward(out, p, &cuda_form);
   print_host_entries(out, p);
+  print_runs(out, p);
   print_step(out, p, &cuda_form);
   print_runtime_tables(out, p, "device");
 }

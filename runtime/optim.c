@@ -20,51 +20,60 @@
 #define VECTOR_CLONES
 #endif
 
-/* torch.optim.SGD, dampening 0: g += wd*p; buf = momentum*buf + g;
- * g = nesterov ? g + momentum*buf : buf; p -= lr*g. The first step's
- * buf = g falls out of buf starting at zero. */
+/* SGD's floats (trainc.h's trc_update_scalars). */
+static void sgd_scalars(const trc_sgd_hparams *h, trc_update_scalars *u) {
+  u->lr = (float)h->lr, u->momentum = (float)h->momentum, u->weight_decay = (float)h->weight_decay;
+  u->nesterov = h->nesterov;
+}
+
+/* AdamW's floats: the bias corrections in double, then each scalar rounded
+ * once. */
+static void adamw_scalars(const trc_adamw_hparams *h, trc_update_scalars *u) {
+  const double bc1 = 1.0 - pow(h->beta1, (double)h->step);
+  const double bc2 = 1.0 - pow(h->beta2, (double)h->step);
+  u->decay = (float)(1.0 - h->lr * h->weight_decay);
+  u->b1 = (float)h->beta1, u->b2 = (float)h->beta2;
+  u->c1 = (float)(1.0 - h->beta1), u->c2 = (float)(1.0 - h->beta2), u->eps = (float)h->eps;
+  u->step_size = (float)(h->lr / bc1), u->bc2_sqrt = (float)sqrt(bc2);
+}
+
+/* torch.optim.SGD, dampening 0 (trc_sgd_element). */
 VECTOR_CLONES
 void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, uint64_t n,
                     const trc_sgd_hparams *h) {
-  const float lr = (float)h->lr, mu = (float)h->momentum, wd = (float)h->weight_decay;
-  if (mu == 0.0f) {
-    for (uint64_t i = 0; i < n; i++) p[i] -= lr * (g[i] + wd * p[i]);
-    return;
-  }
-  if (h->nesterov) {
-    for (uint64_t i = 0; i < n; i++) {
-      float d = g[i] + wd * p[i];
-      buf[i] = mu * buf[i] + d;
-      p[i] -= lr * (d + mu * buf[i]);
-    }
-  } else {
-    for (uint64_t i = 0; i < n; i++) {
-      float d = g[i] + wd * p[i];
-      buf[i] = mu * buf[i] + d;
-      p[i] -= lr * buf[i];
-    }
-  }
+  trc_update_scalars u;
+  sgd_scalars(h, &u);
+  const float lr = u.lr, mu = u.momentum, wd = u.weight_decay;
+  if (mu == 0.0f) /* the same loop without the buffer, so that it vectorizes */
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], NULL, lr, 0.0f, wd, 0);
+  else if (h->nesterov)
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], &buf[i], lr, mu, wd, 1);
+  else
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], &buf[i], lr, mu, wd, 0);
 }
 
-/* torch.optim.AdamW (single-tensor path): p *= 1 - lr*wd;
- * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
- * p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps). */
+/* torch.optim.AdamW (trc_adamw_element). */
 VECTOR_CLONES
 void trc_adamw_update(float *restrict p, const float *restrict g, float *restrict m,
                       float *restrict v, uint64_t n, const trc_adamw_hparams *h) {
-  const double bc1 = 1.0 - pow(h->beta1, (double)h->step);
-  const double bc2 = 1.0 - pow(h->beta2, (double)h->step);
-  const float decay = (float)(1.0 - h->lr * h->weight_decay);
-  const float b1 = (float)h->beta1, b2 = (float)h->beta2, c1 = (float)(1.0 - h->beta1),
-              c2 = (float)(1.0 - h->beta2), eps = (float)h->eps;
-  const float step_size = (float)(h->lr / bc1), bc2_sqrt = (float)sqrt(bc2);
-  for (uint64_t i = 0; i < n; i++) {
-    float gi = g[i];
-    p[i] *= decay;
-    m[i] = b1 * m[i] + c1 * gi;
-    v[i] = b2 * v[i] + c2 * (gi * gi);
-    p[i] -= step_size * (m[i] / (sqrtf(v[i]) / bc2_sqrt + eps));
-  }
+  trc_update_scalars u;
+  adamw_scalars(h, &u);
+  for (uint64_t i = 0; i < n; i++) trc_adamw_element(&p[i], g[i], &m[i], &v[i], u.decay, &u);
+}
+
+/* The floats of the update trc_optimizer_step would make next (it counts
+ * the step), for decayed parameters. */
+trc_update_scalars trc_optimizer_scalars(trc_optimizer *o, const trc_train_config *cfg,
+                                         double lr) {
+  trc_update_scalars u = {.kind = o->kind, .clip_norm = cfg->clip_norm};
+  o->step++;
+  trc_sgd_hparams sgd = {lr, cfg->momentum, cfg->weight_decay, cfg->nesterov};
+  trc_adamw_hparams adam = {lr, cfg->beta1, cfg->beta2, cfg->eps, cfg->weight_decay, o->step};
+  if (o->kind == TRC_SGD)
+    sgd_scalars(&sgd, &u);
+  else
+    adamw_scalars(&adam, &u);
+  return u;
 }
 
 int trc_optimizer_init(trc_optimizer *o, const trc_train_config *cfg, uint64_t count,
@@ -140,8 +149,8 @@ void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_trai
  * of the block into lane i % NORM_LANES) added up in a fixed tree, then the
  * blocks in order: the same sum, bitwise, on any number of threads, and the
  * lanes vectorize. */
-#define NORM_BLOCKS 1024
-#define NORM_LANES 8
+#define NORM_BLOCKS TRC_NORM_BLOCKS
+#define NORM_LANES TRC_NORM_LANES
 
 typedef struct {
   float *g;
@@ -173,11 +182,15 @@ static void scale_blocks(void *ctx, int64_t lo, int64_t hi) {
   for (uint64_t i = start; i < end; i++) c->g[i] *= c->scale;
 }
 
+/* A whole number of lanes, at least 4096 floats. */
+uint64_t trc_norm_block(uint64_t n) {
+  uint64_t block = (n + NORM_BLOCKS - 1) / NORM_BLOCKS;
+  block = (block + NORM_LANES - 1) / NORM_LANES * NORM_LANES;
+  return block < 4096 ? 4096 : block;
+}
+
 double trc_clip_grad_norm(float *g, uint64_t n, double max_norm) {
-  norm_ctx c = {.g = g, .n = n};
-  c.block = (n + NORM_BLOCKS - 1) / NORM_BLOCKS;
-  c.block = (c.block + NORM_LANES - 1) / NORM_LANES * NORM_LANES;
-  if (c.block < 4096) c.block = 4096;
+  norm_ctx c = {.g = g, .n = n, .block = trc_norm_block(n)};
   int64_t blocks = (int64_t)((n + c.block - 1) / c.block);
   trc_parallel_for(blocks, sum_squares, &c);
   double sum = 0.0;

@@ -234,6 +234,9 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
 int trc_ranks_min_max(int64_t mine, int64_t *min, int64_t *max, trc_error *err);
 /* The same for n values at once (one all-reduce of ranks x n numbers). */
 int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err);
+/* 1 when trc_sync_parameters reads or writes anything (more than one rank,
+ * or the outer optimizer's anchor). */
+int trc_sync_changes_parameters(const trc_sync *s);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
 
@@ -256,6 +259,12 @@ struct trc_step {
   int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
   double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped) */
 };
+
+/* A device that updates the parameters itself (trc_device): the host's
+ * parameters and optimizer state made current before the runtime reads them,
+ * and the device told after the runtime wrote them. Nothing without one. */
+void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o);
+void trc_device_host_changed(const trc_model *m);
 
 /* ---- resumable state (state.c) ---- */
 

@@ -54,7 +54,40 @@ void trc_step_update(trc_step *s) {
 
 int trc_step_ends_round(const trc_step *s) { return trc_sync_due(s->cfg, s->step + 1); }
 
+/* A device's parameters come to the host only when the average needs them. */
 void trc_step_average_parameters(trc_step *s) {
+  const int changes = trc_sync_changes_parameters(s->sync);
+  if (changes) trc_device_host_current(s->model, s->arena, s->optim);
   trc_sync_parameters(s->sync, s->cfg, (float *)(s->arena + s->model->param_offset), s->optim);
+  if (changes) trc_device_host_changed(s->model);
   s->params_averaged = 1;
+}
+
+trc_update_scalars trc_step_update_scalars(trc_step *s) {
+  return trc_optimizer_scalars(s->optim, s->cfg, s->lr);
+}
+
+void trc_step_optimizer_state(trc_step *s, float **m, float **v) {
+  *m = s->optim->m, *v = s->optim->v;
+}
+
+void trc_step_set_grad_norm(trc_step *s, double norm) { s->grad_norm = norm; }
+
+int trc_step_averages_parameters_only(const trc_step *s) {
+  return !s->sync->staging && !s->sync->anchor;
+}
+
+void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }
+
+void trc_step_device_synced(trc_step *s, uint64_t floats) {
+  s->sync->syncs++;
+  s->sync->bytes += floats * sizeof(float);
+}
+
+void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o) {
+  if (m->device && m->device->host_current) m->device->host_current(arena, o->m, o->v);
+}
+
+void trc_device_host_changed(const trc_model *m) {
+  if (m->device && m->device->host_changed) m->device->host_changed();
 }

@@ -135,8 +135,13 @@ static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {
   for (int a = 0; a < n; a++) memcpy(arrays[a], s->staging + a * s->count, s->count * sizeof(float));
 }
 
+int trc_sync_changes_parameters(const trc_sync *s) {
+  return s->ranks > 1 || s->staging || s->anchor;
+}
+
 /* With one rank the average is the rank's own values: only the outer step
  * remains. */
+
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt) {
   if (s->ranks > 1) stop_unless_finite(s, params, "parameter");

@@ -115,7 +115,9 @@ static int check_ranks_agree(const trainer *t, trc_error *err) {
 /* ---- synchronization ---- */
 
 static void sync_parameters(trainer *t) {
+  trc_device_host_current(t->m, t->arena, &t->optim);
   trc_sync_parameters(&t->sync, &t->opt.cfg, params(t), &t->optim);
+  trc_device_host_changed(t->m);
   t->in_sync = 1;
 }
 
@@ -145,6 +147,7 @@ static void print_eval(const trainer *t, const trc_eval_result *r) {
 /* Prints and logs an evaluation, which may be the best so far. */
 static void evaluate(trainer *t) {
   trc_eval_result r;
+  trc_device_host_current(t->m, t->arena, &t->optim);
   ensure_in_sync(t);
   trc_evaluate(&t->evaluator, t->m, &t->opt.cfg, t->arena, &t->eval, &r);
   trc_best_update(&t->best, &r, t->step, params(t));
@@ -234,6 +237,7 @@ static double train_step(trainer *t, double lr, double *grad_norm) {
   t->step++;
   if (trc_step_averages_gradients(&s)) { /* the ranks took the same step */
     t->in_sync = 1;
+    if (t->sync.anchor) trc_device_host_current(t->m, t->arena, &t->optim);
     trc_sync_restart_outer(&t->sync, params(t));
   } else {
     t->in_sync = s.params_averaged;
@@ -298,6 +302,7 @@ static int save_state_if_due(trainer *t, trc_error *err) {
   int64_t every = t->opt.save_every;
   int due = every < 0 ? trc_step_ends_epoch(&t->plan, t->step) : t->step % every == 0;
   if (!t->opt.state_dir || !(due || t->step == t->plan.total_steps || t->stopped)) return 0;
+  trc_device_host_current(t->m, t->arena, &t->optim);
   trc_run_state st = run_state(t);
   return trc_state_save(t->opt.state_dir, &st, err);
 }
@@ -379,6 +384,7 @@ static int train(trainer *t, trc_error *err) {
     report_step(t, loss, lr, grad_norm);
     if (save_state_if_due(t, err)) return -1;
   }
+  trc_device_host_current(t->m, t->arena, &t->optim); /* what is saved and sampled */
   ensure_in_sync(t);
   if (t->has_eval && !evaluated_last) evaluate(t);
   trc_progress_break(&t->progress);

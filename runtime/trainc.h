@@ -224,6 +224,47 @@ void trc_step_update(trc_step *s);
 int trc_step_ends_round(const trc_step *s);
 void trc_step_average_parameters(trc_step *s);
 
+/* ---- the step on a device (the CUDA backend, docs/cuda.md) ----
+ * A device that keeps the parameters and the optimizer's state and updates
+ * them itself calls these instead of trc_step_clip_gradients and
+ * trc_step_update, with the same arithmetic (trc_sgd_element and
+ * trc_adamw_element below, the norm's fixed order of additions). */
+
+/* One optimizer step's floats, rounded from double once, as PyTorch does. */
+typedef struct {
+  trc_optimizer_kind kind;
+  int nesterov;
+  float lr, momentum, weight_decay; /* SGD; weight_decay is 0 for undecayed parameters */
+  float decay, b1, b2, c1, c2, eps, step_size, bc2_sqrt; /* AdamW; decay is 1 for undecayed */
+  double clip_norm;                                      /* 0: no clipping */
+} trc_update_scalars;
+
+/* Counts the optimizer step, as trc_step_update does, and gives its floats. */
+trc_update_scalars trc_step_update_scalars(trc_step *s);
+/* The host's optimizer state, `count` floats each: SGD's momentum buffer or
+ * AdamW's first moment, and AdamW's second; NULL where the run keeps none. */
+void trc_step_optimizer_state(trc_step *s, float **m, float **v);
+/* The gradients' norm before clipping, as the device computed it (the log's
+ * grad_norm). */
+void trc_step_set_grad_norm(trc_step *s, double norm);
+
+/* trc_step_average_parameters would average the parameters alone (not the
+ * optimizer's state, no outer step): a device may then do it itself, and
+ * say so with trc_step_parameters_averaged. */
+int trc_step_averages_parameters_only(const trc_step *s);
+void trc_step_parameters_averaged(trc_step *s);
+/* A device summed `floats` floats over the ranks (the log's sync counters;
+ * its time is not measured: the device runs it asynchronously). */
+void trc_step_device_synced(trc_step *s, uint64_t floats);
+
+/* The squared norm's order of additions: in double, over the blocks of
+ * trc_norm_block(n) floats (at most TRC_NORM_BLOCKS), element i of a block
+ * into lane i % TRC_NORM_LANES in order, the lanes folded in halves, then
+ * the blocks in order. */
+#define TRC_NORM_BLOCKS 1024
+#define TRC_NORM_LANES 8
+uint64_t trc_norm_block(uint64_t n);
+
 /* A device backend's side of the arena (the CUDA backend; docs/cuda.md).
  * The host arena stays the runtime's: it loads data, initializes, saves and
  * evaluates there, and the generated code copies what its device computes
@@ -237,6 +278,13 @@ typedef struct {
   /* Bytes [offset, offset + bytes) of the arena, device -> host and back. */
   void (*download)(char *arena, uint64_t offset, uint64_t bytes);
   void (*upload)(const char *arena, uint64_t offset, uint64_t bytes);
+  /* The device updates the parameters and the optimizer's state in step():
+   * host_current copies them to the host (the arena's parameters, the
+   * optimizer's m and v, NULL when absent) when the device's are newer;
+   * host_changed says the host wrote them, so the device takes them again
+   * before its next step. */
+  void (*host_current)(char *arena, float *m, float *v);
+  void (*host_changed)(void);
 } trc_device;
 
 typedef struct trc_model {
@@ -370,6 +418,34 @@ __attribute__((simd("notinbranch"))) float erff(float);
  * calls that GCC does not inline or vectorize. */
 TRC_KERNEL_FN float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
 TRC_KERNEL_FN float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
+
+#include <math.h> /* sqrtf */
+
+/* One element of torch.optim.SGD, dampening 0: d = g + wd*p;
+ * buf = momentum*buf + d; p -= lr * (nesterov ? d + momentum*buf : buf)
+ * (the first step's buf = d falls out of buf starting at zero); without
+ * momentum p -= lr*d and buf is not touched. */
+TRC_KERNEL_FN void trc_sgd_element(float *p, float g, float *buf, float lr, float mu, float wd,
+                                   int nesterov) {
+  const float d = g + wd * *p;
+  if (mu == 0.0f) {
+    *p -= lr * d;
+    return;
+  }
+  *buf = mu * *buf + d;
+  *p -= lr * (nesterov ? d + mu * *buf : *buf);
+}
+
+/* One element of torch.optim.AdamW (single-tensor path): p *= 1 - lr*wd;
+ * m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g;
+ * p -= (lr/bc1) * m / (sqrt(v)/sqrt(bc2) + eps). */
+TRC_KERNEL_FN void trc_adamw_element(float *p, float g, float *m, float *v, float decay,
+                                     const trc_update_scalars *u) {
+  *p *= decay;
+  *m = u->b1 * *m + u->c1 * g;
+  *v = u->b2 * *v + u->c2 * (g * g);
+  *p -= u->step_size * (*m / (sqrtf(*v) / u->bc2_sqrt + u->eps));
+}
 
 /* splitmix64's output function. */
 TRC_KERNEL_FN uint64_t trc_mix64(uint64_t z) {

@@ -13,7 +13,10 @@
  * Then, for both: every call checked (a failure names the call, and for a
  * kernel its model line, and ends the process with status 1), the device
  * arena (one allocation of the planned size) and the copies between it and
- * the runtime's host arena (trc_device in trainc.h). */
+ * the runtime's host arena (trc_device in trainc.h), the input batches'
+ * double buffers, the all-reduces (NCCL, emulated by the runtime's MPI
+ * all-reduce), and the step's loss sum, clipping and optimizer on the
+ * device. */
 #ifndef TRAINC_CUDA_H
 #define TRAINC_CUDA_H
 
@@ -22,8 +25,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifndef TRC_CUDA_EMULATE
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#endif
+#include "trainc.h" /* trc_gemm, the step's calls, the optimizer's arithmetic */
+extern "C" {
+#include "trainc_rt.h" /* the ranks' communication (trc_comm_*) */
+}
+
+/* NCCL where the toolkit has it (nvcc), else the gradients and parameters
+ * go through the host's MPI. */
+#if !defined(TRC_CUDA_EMULATE) && __has_include(<nccl.h>)
+#include <nccl.h>
+#define TRC_CUDA_NCCL 1
+#endif
+
 #ifdef TRC_CUDA_EMULATE
-#include "trainc.h" /* trc_gemm */
 
 #define __global__
 #define TRC_DEVICE_NAME "cuda-emulate"
@@ -36,7 +54,11 @@ struct dim3 {
 static dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 typedef enum { cudaSuccess = 0, cudaErrorMemoryAllocation = 2 } cudaError_t;
-typedef enum { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 } cudaMemcpyKind;
+typedef enum {
+  cudaMemcpyHostToDevice = 1,
+  cudaMemcpyDeviceToHost = 2,
+  cudaMemcpyDeviceToDevice = 3
+} cudaMemcpyKind;
 static inline const char *cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error" : "out of memory";
 }
@@ -57,6 +79,26 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 enum { cudaHostRegisterDefault = 0 };
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
+/* Streams and events: every call has finished when it returns. */
+typedef int cudaStream_t;
+typedef int cudaEvent_t;
+enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+static inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
+static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
+  return *s = 1, cudaSuccess;
+}
+static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
+  return *e = 1, cudaSuccess;
+}
+static inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
+static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
+  return cudaSuccess;
+}
+static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, cudaMemcpyKind k,
+                                          cudaStream_t) {
+  return cudaMemcpy(dst, src, n, k);
+}
 
 typedef int cublasHandle_t;
 typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
@@ -80,6 +122,33 @@ static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOpe
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* NCCL: an in-place float sum is the runtime's all-reduce over MPI (the C
+ * trainer's), finished when it returns. */
+#define TRC_CUDA_NCCL 1
+typedef int ncclComm_t;
+typedef enum { ncclSuccess = 0 } ncclResult_t;
+typedef enum { ncclFloat = 7 } ncclDataType_t;
+typedef enum { ncclSum = 0 } ncclRedOp_t;
+typedef struct {
+  char internal[128];
+} ncclUniqueId;
+static inline const char *ncclGetErrorString(ncclResult_t e) {
+  return e == ncclSuccess ? "no error" : "the emulation sums in place only";
+}
+static inline ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+  for (int i = 0; i < 128; i++) id->internal[i] = (char)(i * 37 + 11);
+  return ncclSuccess;
+}
+static inline ncclResult_t ncclCommInitRank(ncclComm_t *c, int, ncclUniqueId, int) {
+  return *c = 1, ncclSuccess;
+}
+static inline ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n, ncclDataType_t,
+                                         ncclRedOp_t, ncclComm_t, cudaStream_t) {
+  if (send != recv) return (ncclResult_t)1; /* the generated code sums in place */
+  trc_comm_allreduce_f32((float *)recv, n);
+  return ncclSuccess;
+}
+
 /* Every block, every thread, in order. */
 template <typename... Params, typename... Args>
 static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *, int,
@@ -94,9 +163,6 @@ static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const c
 }
 
 #else /* nvcc */
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
 #define TRC_DEVICE_NAME "cuda"
 #endif
 
@@ -104,7 +170,8 @@ static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const c
  * line when there is one, CUDA's reason. */
 static void trc_cuda_fail(const char *call, const char *kernel, int line, const char *why) {
   fprintf(stderr, "trainer: error: %s failed", call);
-  if (kernel) fprintf(stderr, " in %s (model line %d)", kernel, line);
+  if (kernel) fprintf(stderr, " in %s", kernel);
+  if (line > 0) fprintf(stderr, " (model line %d)", line); /* the header's kernels have none */
   fprintf(stderr, ": %s\n", why);
   exit(1);
 }
@@ -115,6 +182,11 @@ static inline void trc_cublas_check(cublasStatus_t e, const char *call, const ch
                                     int line) {
   if (e != CUBLAS_STATUS_SUCCESS) trc_cuda_fail(call, kernel, line, cublasGetStatusString(e));
 }
+#ifdef TRC_CUDA_NCCL
+static inline void trc_nccl_check(ncclResult_t e, const char *call) {
+  if (e != ncclSuccess) trc_cuda_fail(call, NULL, 0, ncclGetErrorString(e));
+}
+#endif
 /* TRC_CUDA(cudaMemset, (p, 0, n)): the call, checked, named. */
 #define TRC_CUDA(fn, args) trc_cuda_check(fn args, #fn, NULL, 0)
 
@@ -140,8 +212,136 @@ static uint64_t trc_cuda_arena_bytes;
 static const char *trc_cuda_pinned; /* the host arena, once page-locked */
 static cublasHandle_t trc_cublas;
 
+/* The parameter and gradient regions of the arena; the optimizer's state and
+ * the scalars of the step, outside it (as the host keeps them outside its
+ * arena). */
+static uint64_t trc_cuda_param_offset, trc_cuda_grad_offset, trc_cuda_param_count;
+static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer keeps them */
+static double *trc_cuda_lanes;         /* the norm's TRC_NORM_BLOCKS x TRC_NORM_LANES sums */
+typedef struct {
+  double loss_sum, norm;
+  float scale; /* the gradients' clipping factor, 1 when not clipped */
+} trc_cuda_scalars;
+static trc_cuda_scalars *trc_cuda_step_scalars;
+
+/* Where the generated file's arena holds what the step moves. */
+typedef struct {
+  uint64_t arena_bytes, param_offset, grad_offset, param_count;
+  uint64_t input_offset, input_bytes; /* a micro-batch's inputs and scalars */
+} trc_cuda_layout;
+
+static void trc_cuda_allocate_step(const trc_cuda_layout *l) {
+  trc_cuda_param_offset = l->param_offset, trc_cuda_grad_offset = l->grad_offset;
+  trc_cuda_param_count = l->param_count;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_lanes,
+                        TRC_NORM_BLOCKS * TRC_NORM_LANES * sizeof(double)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_step_scalars, sizeof(trc_cuda_scalars)));
+}
+
 /* One device per rank: the local rank (Open MPI's) modulo the devices. */
-static int trc_cuda_start(uint64_t arena_bytes) {
+/* ---- input batches: pinned double buffers on a copy stream ----
+ * Micro-batch k's inputs, gathered by the runtime into the host arena, are
+ * copied into pinned buffer k % 2 and from there, on a copy stream of their
+ * own, into device buffer k % 2, while the device still computes micro-batch
+ * k - 1; the kernels' stream then waits for that copy and moves the buffer
+ * into the arena's input slot (device to device) after k - 1's backward is
+ * done with the slot. Events keep a buffer from being refilled before its
+ * last copy out of it has run. The emulation runs the same calls, each
+ * finished when it returns. */
+static cudaStream_t trc_cuda_copy_stream;
+static char *trc_cuda_pinned_inputs[2], *trc_cuda_device_inputs[2];
+static cudaEvent_t trc_cuda_inputs_up[2];   /* host -> device buffer done */
+static cudaEvent_t trc_cuda_inputs_used[2]; /* device buffer -> arena done */
+static uint64_t trc_cuda_input_offset, trc_cuda_input_bytes;
+
+static void trc_cuda_allocate_inputs(const trc_cuda_layout *l) {
+  trc_cuda_input_offset = l->input_offset, trc_cuda_input_bytes = l->input_bytes;
+  TRC_CUDA(cudaStreamCreateWithFlags, (&trc_cuda_copy_stream, cudaStreamNonBlocking));
+  for (int b = 0; b < 2; b++) {
+    TRC_CUDA(cudaMallocHost, ((void **)&trc_cuda_pinned_inputs[b], l->input_bytes));
+    TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_device_inputs[b], l->input_bytes));
+    TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_inputs_up[b], cudaEventDisableTiming));
+    TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_inputs_used[b], cudaEventDisableTiming));
+  }
+}
+
+/* Micro-batch k's inputs and scalars (the arena's input region) to the
+ * device's arena, in order with the kernels, without waiting for them. */
+static void trc_cuda_upload_inputs(const char *arena, int64_t k) {
+  const int b = (int)(k % 2);
+  const uint64_t n = trc_cuda_input_bytes;
+  char *pinned = trc_cuda_pinned_inputs[b], *device = trc_cuda_device_inputs[b];
+  TRC_CUDA(cudaEventSynchronize, (trc_cuda_inputs_up[b])); /* micro-batch k - 2's is gone */
+  memcpy(pinned, arena + trc_cuda_input_offset, n);
+  TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_copy_stream, trc_cuda_inputs_used[b], 0));
+  TRC_CUDA(cudaMemcpyAsync, (device, pinned, n, cudaMemcpyHostToDevice, trc_cuda_copy_stream));
+  TRC_CUDA(cudaEventRecord, (trc_cuda_inputs_up[b], trc_cuda_copy_stream));
+  TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_inputs_up[b], 0));
+  TRC_CUDA(cudaMemcpyAsync, (trc_cuda_arena + trc_cuda_input_offset, device, n,
+                             cudaMemcpyDeviceToDevice, (cudaStream_t)0));
+  TRC_CUDA(cudaEventRecord, (trc_cuda_inputs_used[b], (cudaStream_t)0));
+}
+
+/* ---- the ranks' all-reduces on the device (NCCL) ----
+ * One communicator per job, its unique id sent from rank 0 over MPI; sums
+ * in place on the device's gradient or parameter region, on a stream of
+ * their own that waits for the kernels before it (an event) and that the
+ * kernels wait for when the sums are needed. TRAINC_CUDA_NCCL=0, one rank,
+ * or a toolkit without NCCL: the host's MPI, through copies. */
+static int trc_cuda_nccl_on;
+#ifdef TRC_CUDA_NCCL
+static ncclComm_t trc_cuda_nccl;
+static cudaStream_t trc_cuda_comm_stream;
+static cudaEvent_t trc_cuda_comm_ready, trc_cuda_comm_done;
+
+/* The id from rank 0 to every rank as a sum of bytes in which the other
+ * ranks give zeros (exact in double). */
+static void trc_cuda_share_id(ncclUniqueId *id) {
+  double bytes[sizeof id->internal];
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
+    bytes[i] = trc_comm_rank() == 0 ? (double)(unsigned char)id->internal[i] : 0.0;
+  trc_comm_allreduce_f64(bytes, sizeof bytes / sizeof bytes[0]);
+  for (size_t i = 0; i < sizeof bytes / sizeof bytes[0]; i++)
+    id->internal[i] = (char)(unsigned char)bytes[i];
+}
+
+static void trc_cuda_start_nccl(void) {
+  const char *off = getenv("TRAINC_CUDA_NCCL");
+  if (trc_comm_size() < 2 || (off && atoi(off) == 0)) return;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (trc_comm_rank() == 0) trc_nccl_check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  trc_cuda_share_id(&id);
+  trc_nccl_check(ncclCommInitRank(&trc_cuda_nccl, trc_comm_size(), id, trc_comm_rank()),
+                 "ncclCommInitRank");
+  TRC_CUDA(cudaStreamCreateWithFlags, (&trc_cuda_comm_stream, cudaStreamNonBlocking));
+  TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_ready, cudaEventDisableTiming));
+  TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_done, cudaEventDisableTiming));
+  trc_cuda_nccl_on = 1;
+}
+
+/* Sums floats [0, count) at `data` over the ranks, after the kernels
+ * launched so far, without making the kernels wait. */
+static void trc_cuda_allreduce_start(float *data, uint64_t count) {
+  TRC_CUDA(cudaEventRecord, (trc_cuda_comm_ready, (cudaStream_t)0));
+  TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_comm_stream, trc_cuda_comm_ready, 0));
+  trc_nccl_check(ncclAllReduce(data, data, count, ncclFloat, ncclSum, trc_cuda_nccl,
+                               trc_cuda_comm_stream),
+                 "ncclAllReduce");
+}
+
+/* The kernels launched from now on wait for the sums started. */
+static void trc_cuda_allreduce_wait(void) {
+  TRC_CUDA(cudaEventRecord, (trc_cuda_comm_done, trc_cuda_comm_stream));
+  TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_comm_done, 0));
+}
+#else
+static void trc_cuda_start_nccl(void) {}
+static void trc_cuda_allreduce_start(float *, uint64_t) {}
+static void trc_cuda_allreduce_wait(void) {}
+#endif
+
+static int trc_cuda_start(const trc_cuda_layout *l) {
   int devices = 0;
   cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess || devices == 0) {
@@ -154,9 +354,12 @@ static int trc_cuda_start(uint64_t arena_bytes) {
 #ifndef TRC_CUDA_EMULATE
   trc_cuda_sync_each = getenv("TRAINC_CUDA_SYNC") && atoi(getenv("TRAINC_CUDA_SYNC")) != 0;
 #endif
-  trc_cuda_arena_bytes = arena_bytes;
-  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, arena_bytes));
-  TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, arena_bytes));
+  trc_cuda_arena_bytes = l->arena_bytes;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_arena, l->arena_bytes));
+  TRC_CUDA(cudaMemset, (trc_cuda_arena, 0, l->arena_bytes));
+  trc_cuda_allocate_step(l);
+  trc_cuda_allocate_inputs(l);
+  trc_cuda_start_nccl();
   trc_cublas_check(cublasCreate(&trc_cublas), "cublasCreate", NULL, 0);
 #ifndef TRC_CUDA_EMULATE /* fp32 GEMMs in fp32, not TF32 */
   trc_cublas_check(cublasSetMathMode(trc_cublas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode", NULL,
@@ -187,6 +390,231 @@ static void trc_cuda_upload(const char *arena, uint64_t offset, uint64_t bytes) 
 
 static void trc_cuda_zero(uint64_t offset, uint64_t bytes) {
   TRC_CUDA(cudaMemset, (trc_cuda_arena + offset, 0, bytes));
+}
+
+/* ---- the optimizer step on the device ----
+ * Parameters and optimizer state stay on the device from the first step on;
+ * the host's copies are made current only when the runtime reads them
+ * (trc_device's host_current: evaluation, saving, parameter averages), and
+ * taken again after it wrote them (host_changed). Per step the host reads
+ * the loss (before the update: a non-finite loss stops the run without one)
+ * and the gradients' norm. The kernels make the host's arithmetic in the
+ * host's order (trc_sgd_element, trc_adamw_element, the norm's order of
+ * additions in trainc.h), so the emulation is bitwise the C trainer's. */
+
+static int trc_cuda_resident; /* the device holds the parameters and optimizer state */
+static int trc_cuda_ahead;    /* and they are newer than the host's */
+
+/* Parameter floats [first, first + count) of the parameter region, all with
+ * weight decay or all without. */
+typedef struct {
+  uint64_t first, count;
+  int decayed;
+} trc_cuda_run;
+
+static __global__ void trc_add_loss_kernel(trc_cuda_scalars *s, const float *loss, int first) {
+  s->loss_sum = (first ? 0.0 : s->loss_sum) + (double)*loss;
+}
+
+/* Thread t sums lane t % TRC_NORM_LANES of block t / TRC_NORM_LANES. */
+static __global__ void trc_norm_lanes_kernel(const float *g, uint64_t n, uint64_t block,
+                                             double *lanes) {
+  const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const uint64_t start = t / TRC_NORM_LANES * block;
+  if (start >= n) return;
+  const uint64_t end = start + block < n ? start + block : n;
+  double sum = 0.0;
+  for (uint64_t i = start + t % TRC_NORM_LANES; i < end; i += TRC_NORM_LANES)
+    sum += (double)g[i] * g[i];
+  lanes[t] = sum;
+}
+
+/* One thread: each block's lanes folded in halves, the blocks in order; the
+ * norm, and the clipping factor as PyTorch's clip_grad_norm_ computes it. */
+static __global__ void trc_norm_kernel(const double *lanes, uint64_t blocks, double max_norm,
+                                       trc_cuda_scalars *s) {
+  double sum = 0.0;
+  for (uint64_t b = 0; b < blocks; b++) {
+    double lane[TRC_NORM_LANES];
+    for (int l = 0; l < TRC_NORM_LANES; l++) lane[l] = lanes[b * TRC_NORM_LANES + l];
+    for (int w = TRC_NORM_LANES / 2; w > 0; w /= 2)
+      for (int l = 0; l < w; l++) lane[l] += lane[l + w];
+    sum += lane[0];
+  }
+  s->norm = sqrt(sum);
+  s->scale = max_norm > 0.0 && s->norm > max_norm ? (float)(max_norm / (s->norm + 1e-6)) : 1.0f;
+}
+
+static __global__ void trc_clip_kernel(float *g, uint64_t n, const trc_cuda_scalars *s) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n && s->scale != 1.0f) g[i] *= s->scale; /* times 1 would change nothing */
+}
+
+static __global__ void trc_sgd_kernel(float *p, const float *g, float *buf, uint64_t n,
+                                      trc_update_scalars u, float weight_decay) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_sgd_element(&p[i], g[i], buf ? &buf[i] : NULL, u.lr, u.momentum, weight_decay,
+                             u.nesterov);
+}
+
+static __global__ void trc_adamw_kernel(float *p, const float *g, float *m, float *v, uint64_t n,
+                                        trc_update_scalars u, float decay) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_adamw_element(&p[i], g[i], &m[i], &v[i], decay, &u);
+}
+
+static dim3 trc_cuda_grid(uint64_t threads) { return dim3((unsigned)((threads + 255) / 256)); }
+
+/* One of the optimizer's state vectors up, allocated on first use. */
+static void trc_cuda_state_up(float **device, const float *host) {
+  const uint64_t bytes = trc_cuda_param_count * sizeof(float);
+  if (!host) return;
+  if (!*device) TRC_CUDA(cudaMalloc, ((void **)device, bytes));
+  TRC_CUDA(cudaMemcpy, (*device, host, bytes, cudaMemcpyHostToDevice));
+}
+
+static void trc_cuda_state_down(float *host, const float *device) {
+  if (host && device)
+    TRC_CUDA(cudaMemcpy, (host, device, trc_cuda_param_count * sizeof(float),
+                          cudaMemcpyDeviceToHost));
+}
+
+/* Before a step: the host's parameters and optimizer state, unless the
+ * device holds them already. */
+static void trc_cuda_take_host_state(trc_step *s, const char *arena) {
+  if (trc_cuda_resident) return;
+  float *m, *v;
+  trc_step_optimizer_state(s, &m, &v);
+  trc_cuda_upload(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_state_up(&trc_cuda_m, m);
+  trc_cuda_state_up(&trc_cuda_v, v);
+  trc_cuda_resident = 1;
+}
+
+static void trc_cuda_host_current(char *arena, float *m, float *v) {
+  if (!trc_cuda_ahead) return;
+  trc_cuda_download(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_state_down(m, trc_cuda_m);
+  trc_cuda_state_down(v, trc_cuda_v);
+  trc_cuda_ahead = 0;
+}
+
+static void trc_cuda_host_changed(void) { trc_cuda_resident = 0; }
+
+/* Micro-batch k's loss (at `offset`) into the window's sum, in double. */
+static void trc_cuda_add_loss(uint64_t offset, int64_t k) {
+  trc_launch(trc_add_loss_kernel, dim3(1), dim3(1), "trc_add_loss_kernel", 0,
+             trc_cuda_step_scalars, (const float *)(trc_cuda_arena + offset), (int)(k == 0));
+}
+
+static double trc_cuda_loss_sum(void) {
+  double sum;
+  TRC_CUDA(cudaMemcpy, (&sum, &trc_cuda_step_scalars->loss_sum, sizeof sum,
+                        cudaMemcpyDeviceToHost));
+  return sum;
+}
+
+/* The gradients' norm, clipping, and one update of every run of parameters;
+ * the norm to the runtime's log. */
+static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
+  const trc_update_scalars u = trc_step_update_scalars(s);
+  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
+  float *g = (float *)(trc_cuda_arena + trc_cuda_grad_offset);
+  const uint64_t n = trc_cuda_param_count, block = trc_norm_block(n);
+  const uint64_t blocks = (n + block - 1) / block;
+  trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
+             "trc_norm_lanes_kernel", 0, (const float *)g, n, block, trc_cuda_lanes);
+  trc_launch(trc_norm_kernel, dim3(1), dim3(1), "trc_norm_kernel", 0,
+             (const double *)trc_cuda_lanes, blocks, u.clip_norm, trc_cuda_step_scalars);
+  if (u.clip_norm > 0.0)
+    trc_launch(trc_clip_kernel, trc_cuda_grid(n), dim3(256), "trc_clip_kernel", 0, g, n,
+               (const trc_cuda_scalars *)trc_cuda_step_scalars);
+  for (int r = 0; r < n_runs; r++) {
+    const trc_cuda_run *run = &runs[r];
+    const uint64_t f = run->first;
+    if (u.kind == TRC_SGD)
+      trc_launch(trc_sgd_kernel, trc_cuda_grid(run->count), dim3(256), "trc_sgd_kernel", 0, p + f,
+                 (const float *)(g + f), trc_cuda_m ? trc_cuda_m + f : (float *)NULL, run->count,
+                 u, run->decayed ? u.weight_decay : 0.0f);
+    else
+      trc_launch(trc_adamw_kernel, trc_cuda_grid(run->count), dim3(256), "trc_adamw_kernel", 0,
+                 p + f, (const float *)(g + f), trc_cuda_m + f, trc_cuda_v + f, run->count, u,
+                 run->decayed ? u.decay : 1.0f);
+  }
+  trc_cuda_ahead = 1;
+  double norm;
+  TRC_CUDA(cudaMemcpy, (&norm, &trc_cuda_step_scalars->norm, sizeof norm,
+                        cudaMemcpyDeviceToHost));
+  trc_step_set_grad_norm(s, norm);
+}
+
+
+/* ---- the step's communication ----
+ * What the runtime's trc_step_bucket_ready, trc_step_wait_gradients,
+ * trc_step_allreduce_gradients and trc_step_average_parameters do, for a
+ * device: with NCCL, on the device's regions; else the gradients go down to
+ * the runtime's all-reduce and come back up, and the parameters and
+ * optimizer state go through host_current and host_changed. */
+
+static float *trc_cuda_gradients(uint64_t first) {
+  return (float *)(trc_cuda_arena + trc_cuda_grad_offset) + first;
+}
+
+static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_start(trc_cuda_gradients(first), count);
+    return;
+  }
+  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset + first * sizeof(float),
+                    count * sizeof(float));
+  trc_step_bucket_ready(s, first, count);
+}
+
+static void trc_cuda_upload_gradients(trc_step *s) {
+  trc_cuda_upload(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+}
+
+static void trc_cuda_step_wait_gradients(trc_step *s) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_wait();
+    trc_step_device_synced(s, trc_cuda_param_count);
+    return;
+  }
+  trc_step_wait_gradients(s);
+  trc_cuda_upload_gradients(s);
+}
+
+static void trc_cuda_step_allreduce_gradients(trc_step *s) {
+  if (trc_cuda_nccl_on) {
+    trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
+    trc_cuda_step_wait_gradients(s);
+    return;
+  }
+  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+  trc_step_allreduce_gradients(s);
+  trc_cuda_upload_gradients(s);
+}
+
+static __global__ void trc_divide_kernel(float *x, uint64_t n, float ranks) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] /= ranks; /* as the runtime's average */
+}
+
+/* LocalSGD's average on the device; with the optimizer's state averaged too,
+ * or DiLoCo's outer step (whose anchor the host keeps), the runtime's. */
+static void trc_cuda_step_average_parameters(trc_step *s) {
+  if (!trc_cuda_nccl_on || !trc_step_averages_parameters_only(s)) {
+    trc_step_average_parameters(s);
+    return;
+  }
+  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
+  const uint64_t n = trc_cuda_param_count;
+  trc_cuda_allreduce_start(p, n);
+  trc_cuda_allreduce_wait();
+  trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, p, n,
+             (float)trc_comm_size());
+  trc_step_device_synced(s, n);
+  trc_step_parameters_averaged(s);
 }
 
 #endif

@@ -168,6 +168,10 @@ typedef struct {
 int trc_optimizer_init(trc_optimizer *opt, const trc_train_config *cfg, uint64_t count,
                        trc_error *err);
 void trc_optimizer_free(trc_optimizer *opt);
+/* The floats of the next update (it counts the step), for a device that
+ * updates the parameters itself (trainc.h). */
+trc_update_scalars trc_optimizer_scalars(trc_optimizer *opt, const trc_train_config *cfg,
+                                         double lr);
 /* Updates every parameter from its gradient; weight decay only where
  * param->decay is 1. */
 void trc_optimizer_step(trc_optimizer *opt, const trc_model *model, const trc_train_config *cfg,

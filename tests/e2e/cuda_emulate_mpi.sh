@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The emulated CUDA trainer on 2 ranks (docs/cuda.md): with gradients
-# averaged, each gradient bucket is copied to the host as backward finishes
-# it and its all-reduce starts there, as in the C trainer; LocalSGD averages
-# host parameters that the next step copies up. The weights after 6 steps
-# must be bitwise the C trainer's, with and without --no-overlap, for
-# `sync gradients` (accumulate 2, clipping, buckets of 64 bytes) and for
-# LocalSGD with synchronous warm-up steps.
+# The emulated CUDA trainer on 2 ranks (docs/cuda.md): with NCCL (emulated:
+# its all-reduces are the runtime's MPI sums on the device's regions) and
+# without (TRAINC_CUDA_NCCL=0: gradient buckets copied to the host as
+# backward finishes them, their all-reduce started there, as in the C
+# trainer; averages on host copies). The weights after 6 steps must be
+# bitwise the C trainer's, with and without --no-overlap, for `sync
+# gradients` (accumulate 2, clipping, buckets of 64 bytes), for LocalSGD with
+# synchronous warm-up steps (its average on the device), and for DiLoCo's
+# outer step with the optimizer state averaged (the runtime's, through the
+# host).
 # usage: cuda_emulate_mpi.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -17,7 +20,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 . "$src/tests/e2e/schedule/mpi.sh"
 $PY "$tools" data train 256 1
 
-for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 4:local_sgd_warmup 3"; do
+for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 1" \
+  "outer:local_sgd 2:outer_optimizer nesterov(lr = 0.7, momentum = 0.9)
+  sync parameters optimizer_state"; do
   IFS=: read -r name s1 s2 <<<"$case"
   {
     printf 'model m {\n  input x : f32[B, 8]\n  input y : i32[B]\n  h = relu(linear(x, 32))\n'
@@ -27,15 +32,17 @@ for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 4:local_sgd_warmup 
   } >"$name.nn"
   "$trainc" build "$name.nn" --bucket 64 -o "$name.c.bin" >/dev/null
   "$trainc" build "$name.nn" --bucket 64 --backend cuda-emulate -o "$name.cuda.bin" --keep-c "$name.cu" >/dev/null
-  grep -q "trc_cuda_download(A, [0-9]*, [0-9]*); /\* to the host's all-reduce" "$name.cu" || fail "$name: no bucket copies"
-  for run in c:overlap cuda:overlap cuda:whole; do
-    IFS=: read -r t tag <<<"$run"
-    "${MPIRUN[@]}" "./$name.$t.bin" --data train --steps 6 --quiet --save "$name.$t.$tag.safetensors" \
-      $([[ $tag == whole ]] && echo --no-overlap)
+  grep -q "trc_cuda_step_bucket_ready(s, [0-9]*, [0-9]*);" "$name.cu" || fail "$name: no buckets"
+  for run in c:overlap:1 cuda:overlap:1 cuda:whole:1 cuda:overlap:0 cuda:whole:0; do
+    IFS=: read -r t tag nccl <<<"$run"
+    TRAINC_CUDA_NCCL=$nccl "${MPIRUN[@]}" "./$name.$t.bin" --data train --steps 6 --quiet \
+      --save "$name.$t.$tag.$nccl.safetensors" $([[ $tag == whole ]] && echo --no-overlap)
   done
-  cmp -s "$name.c.overlap.safetensors" "$name.cuda.overlap.safetensors" ||
-    fail "$name: the emulated CUDA trainer's weights differ from the C trainer's on 2 ranks"
-  cmp -s "$name.cuda.overlap.safetensors" "$name.cuda.whole.safetensors" ||
-    fail "$name: overlapped and whole-region all-reduces differ in the emulated CUDA trainer"
-  echo "$name ($s1, $s2): 2 ranks, emulated CUDA = C, bitwise, with and without overlap"
+  for nccl in 1 0; do
+    cmp -s "$name.c.overlap.1.safetensors" "$name.cuda.overlap.$nccl.safetensors" ||
+      fail "$name: TRAINC_CUDA_NCCL=$nccl: the emulated CUDA trainer's weights are not the C's"
+    cmp -s "$name.cuda.overlap.$nccl.safetensors" "$name.cuda.whole.$nccl.safetensors" ||
+      fail "$name: TRAINC_CUDA_NCCL=$nccl: overlapped and whole-region all-reduces differ"
+  done
+  echo "$name ($s1, $s2): 2 ranks, emulated CUDA = C, bitwise, with and without overlap and NCCL"
 done
