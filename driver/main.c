@@ -526,7 +526,7 @@ static int compile(const Options *o) {
   Ast *ast = parse_source(src, &diag);
   phase_end(PH_PARSE);
   phase_start();
-  Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
+  Graph *g = ast ? lower_ast(ast, o->model, is_cuda(o) ? CONV_IM2COL : CONV_LIBRARY, &diag) : NULL;
   phase_end(PH_LOWER);
   if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {
