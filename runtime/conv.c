@@ -241,6 +241,7 @@ static void prepare(conv_job *j) {
               need);
       trc_comm_abort(1);
     }
+    memset(conv.workspace, 0, need); /* touched now: no page faults in later steps */
     conv.workspace_cap = need;
   }
   j->partials = (float *)(conv.workspace + aligned(scratch));
