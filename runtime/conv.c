@@ -29,10 +29,26 @@ typedef struct {
   int64_t pass, images, c, h, w, o, k, stride, pad, oh, ow;
 } conv_shape;
 
+/* One tensor of a block: as the arena holds it (NCHW, OIHW) and as the
+ * primitive wants it (oneDNN picks a blocked layout, nChw16c and the like,
+ * for its fastest kernels), with the reorder between the two — to the
+ * primitive's layout for an input, back for the output — or NULL when they
+ * are the same. The primitive's copy lives in the slot at byte `at`. */
+typedef struct {
+  int arg; /* DNNL_ARG_... */
+  dnnl_memory_desc_t user, inner;
+  dnnl_primitive_t reorder;
+  size_t at;
+} operand;
+
+/* A block's primitive: its operands a, b (inputs) and out, as trc_conv2d
+ * takes them, and its scratchpad at the start of the slot. */
 typedef struct {
   conv_shape shape;
   dnnl_primitive_t primitive;
-  dnnl_memory_desc_t src_md, weights_md, dst_md, scratch_md;
+  operand op[3];
+  dnnl_memory_desc_t scratch_md;
+  size_t slot_bytes;
 } cached_conv;
 
 static struct {
@@ -66,32 +82,36 @@ static void plain_md(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t d2,
 /* The convolution's descriptor for one block; src/weights/dst are the
  * tensors of the forward convolution (their gradients for the backward
  * passes). */
-static void conv_desc(dnnl_convolution_desc_t *d, int64_t pass, const cached_conv *e) {
-  const conv_shape *s = &e->shape;
+static void conv_desc(dnnl_convolution_desc_t *d, int64_t pass, const conv_shape *s,
+                      const dnnl_memory_desc_t *x, const dnnl_memory_desc_t *w,
+                      const dnnl_memory_desc_t *y) {
   dnnl_dims_t strides = {s->stride, s->stride}, pad = {s->pad, s->pad};
   /* the right/bottom padding that makes the output exactly oh x ow */
   dnnl_dims_t pad_r = {(s->oh - 1) * s->stride + s->k - s->h - s->pad,
                        (s->ow - 1) * s->stride + s->k - s->w - s->pad};
   const dnnl_alg_kind_t direct = dnnl_convolution_direct;
   if (pass == TRC_CONV_FORWARD)
-    check(dnnl_convolution_forward_desc_init(d, dnnl_forward_training, direct, &e->src_md,
-                                             &e->weights_md, NULL, &e->dst_md, strides, pad,
-                                             pad_r),
+    check(dnnl_convolution_forward_desc_init(d, dnnl_forward_training, direct, x, w, NULL, y,
+                                             strides, pad, pad_r),
           "convolution descriptor");
   else if (pass == TRC_CONV_BACKWARD_DATA)
-    check(dnnl_convolution_backward_data_desc_init(d, direct, &e->src_md, &e->weights_md,
-                                                   &e->dst_md, strides, pad, pad_r),
+    check(dnnl_convolution_backward_data_desc_init(d, direct, x, w, y, strides, pad, pad_r),
           "convolution descriptor");
   else
-    check(dnnl_convolution_backward_weights_desc_init(d, direct, &e->src_md, &e->weights_md, NULL,
-                                                      &e->dst_md, strides, pad, pad_r),
+    check(dnnl_convolution_backward_weights_desc_init(d, direct, x, w, NULL, y, strides, pad,
+                                                      pad_r),
           "convolution descriptor");
 }
 
-static dnnl_primitive_desc_t primitive_desc(int64_t pass, const cached_conv *e,
+/* The pass's primitive for shape s with every layout left to oneDNN. */
+static dnnl_primitive_desc_t primitive_desc(int64_t pass, const conv_shape *s,
                                             const_dnnl_primitive_desc_t hint) {
+  dnnl_memory_desc_t x, w, y;
+  plain_md(&x, s->images, s->c, s->h, s->w, dnnl_format_tag_any);
+  plain_md(&w, s->o, s->c, s->k, s->k, dnnl_format_tag_any);
+  plain_md(&y, s->images, s->o, s->oh, s->ow, dnnl_format_tag_any);
   dnnl_convolution_desc_t d;
-  conv_desc(&d, pass, e);
+  conv_desc(&d, pass, s, &x, &w, &y);
   dnnl_primitive_attr_t attr;
   check(dnnl_primitive_attr_create(&attr), "attributes");
   check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad");
@@ -101,15 +121,62 @@ static dnnl_primitive_desc_t primitive_desc(int64_t pass, const cached_conv *e,
   return pd;
 }
 
+static const struct {
+  int arg;
+  dnnl_query_t query;
+} operands[3][3] = {
+    [TRC_CONV_FORWARD] = {{DNNL_ARG_SRC, dnnl_query_src_md},
+                          {DNNL_ARG_WEIGHTS, dnnl_query_weights_md},
+                          {DNNL_ARG_DST, dnnl_query_dst_md}},
+    [TRC_CONV_BACKWARD_DATA] = {{DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md},
+                                {DNNL_ARG_WEIGHTS, dnnl_query_weights_md},
+                                {DNNL_ARG_DIFF_SRC, dnnl_query_diff_src_md}},
+    [TRC_CONV_BACKWARD_WEIGHTS] = {{DNNL_ARG_SRC, dnnl_query_src_md},
+                                   {DNNL_ARG_DIFF_DST, dnnl_query_diff_dst_md},
+                                   {DNNL_ARG_DIFF_WEIGHTS, dnnl_query_diff_weights_md}},
+};
+
+static dnnl_primitive_t make_reorder(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to) {
+  dnnl_primitive_desc_t pd;
+  check(dnnl_reorder_primitive_desc_create(&pd, from, conv.engine, to, conv.engine, NULL),
+        "reorder");
+  dnnl_primitive_t reorder;
+  check(dnnl_primitive_create(&reorder, pd), "reorder primitive");
+  dnnl_primitive_desc_destroy(pd);
+  return reorder;
+}
+
+/* Operand i of the primitive pd, placed in the slot at *used bytes. */
+static void set_operand(cached_conv *e, const_dnnl_primitive_desc_t pd, int i,
+                        const dnnl_memory_desc_t *user, size_t *used) {
+  operand *op = &e->op[i];
+  op->arg = operands[e->shape.pass][i].arg;
+  op->user = *user;
+  op->inner = *dnnl_primitive_desc_query_md(pd, operands[e->shape.pass][i].query, 0);
+  if (dnnl_memory_desc_equal(&op->user, &op->inner)) return;
+  op->reorder = i < 2 ? make_reorder(&op->user, &op->inner) : make_reorder(&op->inner, &op->user);
+  op->at = *used;
+  *used += aligned(dnnl_memory_desc_get_size(&op->inner));
+}
+
 /* The backward passes' primitives take the forward one's as a hint. */
 static void create_conv(cached_conv *e) {
   const conv_shape *s = &e->shape;
-  plain_md(&e->src_md, s->images, s->c, s->h, s->w, dnnl_nchw);
-  plain_md(&e->weights_md, s->o, s->c, s->k, s->k, dnnl_oihw);
-  plain_md(&e->dst_md, s->images, s->o, s->oh, s->ow, dnnl_nchw);
-  dnnl_primitive_desc_t forward = primitive_desc(TRC_CONV_FORWARD, e, NULL), pd = forward;
-  if (s->pass != TRC_CONV_FORWARD) pd = primitive_desc(s->pass, e, forward);
+  dnnl_memory_desc_t x, w, y;
+  plain_md(&x, s->images, s->c, s->h, s->w, dnnl_nchw);
+  plain_md(&w, s->o, s->c, s->k, s->k, dnnl_oihw);
+  plain_md(&y, s->images, s->o, s->oh, s->ow, dnnl_nchw);
+  dnnl_primitive_desc_t forward = primitive_desc(TRC_CONV_FORWARD, s, NULL), pd = forward;
+  if (s->pass != TRC_CONV_FORWARD) pd = primitive_desc(s->pass, s, forward);
   e->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  size_t used = aligned(dnnl_memory_desc_get_size(&e->scratch_md));
+  const dnnl_memory_desc_t *user[3][3] = {
+      [TRC_CONV_FORWARD] = {&x, &w, &y},
+      [TRC_CONV_BACKWARD_DATA] = {&y, &w, &x},
+      [TRC_CONV_BACKWARD_WEIGHTS] = {&x, &y, &w},
+  };
+  for (int i = 0; i < 3; i++) set_operand(e, pd, i, user[s->pass][i], &used);
+  e->slot_bytes = used;
   check(dnnl_primitive_create(&e->primitive, pd), "primitive");
   if (pd != forward) dnnl_primitive_desc_destroy(pd);
   dnnl_primitive_desc_destroy(forward);
@@ -135,8 +202,7 @@ static void make_conv(const conv_shape *s) {
   memset(e, 0, sizeof *e);
   e->shape = *s;
   create_conv(e);
-  size_t need = aligned(dnnl_memory_desc_get_size(&e->scratch_md));
-  if (need > conv.slot_bytes) conv.slot_bytes = need;
+  if (e->slot_bytes > conv.slot_bytes) conv.slot_bytes = e->slot_bytes;
 }
 
 /* ---- the blocks ---- */
@@ -162,6 +228,26 @@ static dnnl_memory_t memory(const dnnl_memory_desc_t *md, const void *data) {
   return mem;
 }
 
+static void execute(dnnl_primitive_t primitive, int64_t slot, int n, dnnl_exec_arg_t *args) {
+  check(dnnl_primitive_execute(primitive, conv.streams[slot], n, args), "execute");
+  check(dnnl_stream_wait(conv.streams[slot]), "stream");
+  for (int m = 0; m < n; m++) dnnl_memory_destroy(args[m].memory);
+}
+
+/* Operand i at `data` in the arena, in the primitive's layout: the same
+ * bytes, or its copy in the slot (an input reordered into it now). */
+static dnnl_memory_t operand_memory(const operand *op, int i, const void *data, char *slot_base,
+                                    int64_t slot) {
+  if (!op->reorder) return memory(&op->user, data);
+  dnnl_memory_t inner = memory(&op->inner, slot_base + op->at);
+  if (i < 2) {
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, memory(&op->user, data)},
+                               {DNNL_ARG_TO, memory(&op->inner, slot_base + op->at)}};
+    execute(op->reorder, slot, 2, args);
+  }
+  return inner;
+}
+
 /* The tensors of block `part`: forward x, w -> y; backward-data dy, w ->
  * dx; backward-weights x, dy -> its partial dw. */
 static void run_block(const conv_job *j, int64_t part, int64_t slot) {
@@ -169,26 +255,26 @@ static void run_block(const conv_job *j, int64_t part, int64_t slot) {
   conv_shape s = block_of(j, part, &from);
   const cached_conv *e = find_conv(&s);
   int64_t image = j->c * j->h * j->w, out_image = j->o * j->oh * j->ow;
+  const void *data[3];
+  if (j->pass == TRC_CONV_FORWARD)
+    data[0] = j->a + from * image, data[1] = j->b, data[2] = j->out + from * out_image;
+  else if (j->pass == TRC_CONV_BACKWARD_DATA)
+    data[0] = j->a + from * out_image, data[1] = j->b, data[2] = j->out + from * image;
+  else
+    data[0] = j->a + from * image, data[1] = j->b + from * out_image,
+    data[2] = j->partials + part * j->o * j->c * j->k * j->k;
+  char *slot_base = conv.workspace + slot * conv.slot_bytes;
   dnnl_exec_arg_t args[4];
-  if (j->pass == TRC_CONV_FORWARD) {
-    args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, memory(&e->src_md, j->a + from * image)};
-    args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, memory(&e->weights_md, j->b)};
-    args[2] = (dnnl_exec_arg_t){DNNL_ARG_DST, memory(&e->dst_md, j->out + from * out_image)};
-  } else if (j->pass == TRC_CONV_BACKWARD_DATA) {
-    args[0] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, memory(&e->dst_md, j->a + from * out_image)};
-    args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, memory(&e->weights_md, j->b)};
-    args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, memory(&e->src_md, j->out + from * image)};
-  } else {
-    float *partial = j->partials + part * j->o * j->c * j->k * j->k;
-    args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, memory(&e->src_md, j->a + from * image)};
-    args[1] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, memory(&e->dst_md, j->b + from * out_image)};
-    args[2] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, memory(&e->weights_md, partial)};
-  }
-  args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD,
-                              memory(&e->scratch_md, conv.workspace + slot * conv.slot_bytes)};
-  check(dnnl_primitive_execute(e->primitive, conv.streams[slot], 4, args), "execute");
-  check(dnnl_stream_wait(conv.streams[slot]), "stream");
-  for (int m = 0; m < 4; m++) dnnl_memory_destroy(args[m].memory);
+  for (int i = 0; i < 3; i++)
+    args[i] = (dnnl_exec_arg_t){e->op[i].arg,
+                                operand_memory(&e->op[i], i, data[i], slot_base, slot)};
+  args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, memory(&e->scratch_md, slot_base)};
+  execute(e->primitive, slot, 4, args);
+  const operand *out = &e->op[2];
+  if (!out->reorder) return;
+  dnnl_exec_arg_t back[2] = {{DNNL_ARG_FROM, memory(&out->inner, slot_base + out->at)},
+                             {DNNL_ARG_TO, memory(&out->user, data[2])}};
+  execute(out->reorder, slot, 2, back);
 }
 
 /* Slot s runs blocks [parts*s/slots, parts*(s+1)/slots) with scratchpad s. */
