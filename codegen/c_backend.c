@@ -93,7 +93,9 @@ static void print_conv(FILE *out, const Program *p, int id) {
   fprintf(out, "  trc_conv2d(%d, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld,\n", d.pass,
           (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
           (long long)d.k, (long long)d.stride, (long long)d.pad);
-  fprintf(out, "             (const float *)(A + %llu), (const float *)(A + %llu), (float *)(A + %llu), %d);\n}\n\n",
+  fprintf(out,
+          "             (const float *)(A + %llu), (const float *)(A + %llu), (float *)(A + %llu), "
+          "%d);\n}\n\n",
           (unsigned long long)p->offset[n->in[0]], (unsigned long long)p->offset[n->in[1]],
           (unsigned long long)p->offset[id], d.accumulate);
 }

@@ -522,7 +522,8 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
     y = graph_add_op(L->g, OP_CONV2D, (int[2]){v[0].node, w}, 2, &conv, call->loc, L->diag);
   if (y >= 0 && bias) {
     int b = add_param(L, bname, &(Shape){.rank = 1, .dim = {out}}, init, false, call->loc);
-    if (b >= 0 && !unfolded) b = reshape_node(L, b, (Shape){.rank = 3, .dim = {out, 1, 1}}, call->loc);
+    if (b >= 0 && !unfolded)
+      b = reshape_node(L, b, (Shape){.rank = 3, .dim = {out, 1, 1}}, call->loc); /* per channel */
     y = add_node(L, OP_ADD, y, b, call->loc);
   }
   free(prefix), free(wname), free(bname);

@@ -41,6 +41,13 @@ typedef struct {
   size_t at;
 } operand;
 
+/* A primitive's memory objects on one slot, made on the slot's first run
+ * and then pointed at each run's data: a run allocates nothing (glibc's
+ * heap grew in step 2 when every run created and destroyed its own). */
+typedef struct {
+  dnnl_memory_t user[3], inner[3], scratch;
+} slot_memories;
+
 /* A block's primitive: its operands a, b (inputs) and out, as trc_conv2d
  * takes them, and its scratchpad at the start of the slot. */
 typedef struct {
@@ -49,6 +56,7 @@ typedef struct {
   operand op[3];
   dnnl_memory_desc_t scratch_md;
   size_t slot_bytes;
+  slot_memories *mem; /* TRC_MAX_THREADS of them */
 } cached_conv;
 
 static struct {
@@ -201,6 +209,8 @@ static void make_conv(const conv_shape *s) {
   cached_conv *e = &conv.cache[conv.cached++];
   memset(e, 0, sizeof *e);
   e->shape = *s;
+  e->mem = calloc(TRC_MAX_THREADS, sizeof *e->mem);
+  if (!e->mem) check(dnnl_out_of_memory, "primitive cache");
   create_conv(e);
   if (e->slot_bytes > conv.slot_bytes) conv.slot_bytes = e->slot_bytes;
 }
@@ -222,29 +232,28 @@ static conv_shape block_of(const conv_job *j, int64_t part, int64_t *from) {
                       j->ow};
 }
 
-static dnnl_memory_t memory(const dnnl_memory_desc_t *md, const void *data) {
-  dnnl_memory_t mem;
-  check(dnnl_memory_create(&mem, md, conv.engine, (void *)data), "memory");
-  return mem;
+static dnnl_memory_t bind(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, const void *data) {
+  if (*mem)
+    check(dnnl_memory_set_data_handle(*mem, (void *)data), "memory");
+  else
+    check(dnnl_memory_create(mem, md, conv.engine, (void *)data), "memory");
+  return *mem;
 }
 
-static void execute(dnnl_primitive_t primitive, int64_t slot, int n, dnnl_exec_arg_t *args) {
+static void execute(dnnl_primitive_t primitive, int64_t slot, int n, const dnnl_exec_arg_t *args) {
   check(dnnl_primitive_execute(primitive, conv.streams[slot], n, args), "execute");
   check(dnnl_stream_wait(conv.streams[slot]), "stream");
-  for (int m = 0; m < n; m++) dnnl_memory_destroy(args[m].memory);
 }
 
 /* Operand i at `data` in the arena, in the primitive's layout: the same
  * bytes, or its copy in the slot (an input reordered into it now). */
-static dnnl_memory_t operand_memory(const operand *op, int i, const void *data, char *slot_base,
-                                    int64_t slot) {
-  if (!op->reorder) return memory(&op->user, data);
-  dnnl_memory_t inner = memory(&op->inner, slot_base + op->at);
-  if (i < 2) {
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, memory(&op->user, data)},
-                               {DNNL_ARG_TO, memory(&op->inner, slot_base + op->at)}};
-    execute(op->reorder, slot, 2, args);
-  }
+static dnnl_memory_t operand_memory(const operand *op, int i, const void *data, slot_memories *m,
+                                    char *slot_base, int64_t slot) {
+  if (!op->reorder) return bind(&m->inner[i], &op->user, data);
+  dnnl_memory_t user = bind(&m->user[i], &op->user, data);
+  dnnl_memory_t inner = bind(&m->inner[i], &op->inner, slot_base + op->at);
+  if (i < 2)
+    execute(op->reorder, slot, 2, (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}});
   return inner;
 }
 
@@ -264,17 +273,16 @@ static void run_block(const conv_job *j, int64_t part, int64_t slot) {
     data[0] = j->a + from * image, data[1] = j->b + from * out_image,
     data[2] = j->partials + part * j->o * j->c * j->k * j->k;
   char *slot_base = conv.workspace + slot * conv.slot_bytes;
+  slot_memories *m = &e->mem[slot];
   dnnl_exec_arg_t args[4];
   for (int i = 0; i < 3; i++)
     args[i] = (dnnl_exec_arg_t){e->op[i].arg,
-                                operand_memory(&e->op[i], i, data[i], slot_base, slot)};
-  args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, memory(&e->scratch_md, slot_base)};
+                                operand_memory(&e->op[i], i, data[i], m, slot_base, slot)};
+  args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, bind(&m->scratch, &e->scratch_md, slot_base)};
   execute(e->primitive, slot, 4, args);
-  const operand *out = &e->op[2];
-  if (!out->reorder) return;
-  dnnl_exec_arg_t back[2] = {{DNNL_ARG_FROM, memory(&out->inner, slot_base + out->at)},
-                             {DNNL_ARG_TO, memory(&out->user, data[2])}};
-  execute(out->reorder, slot, 2, back);
+  if (e->op[2].reorder)
+    execute(e->op[2].reorder, slot, 2,
+            (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, m->inner[2]}, {DNNL_ARG_TO, m->user[2]}});
 }
 
 /* Slot s runs blocks [parts*s/slots, parts*(s+1)/slots) with scratchpad s. */
