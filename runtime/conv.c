@@ -200,17 +200,10 @@ static const cached_conv *find_conv(const conv_shape *s) {
  * while the blocks read it. */
 static void make_conv(const conv_shape *s) {
   if (find_conv(s)) return;
-  if (conv.cached == conv.cache_cap) {
-    int cap = conv.cache_cap ? 2 * conv.cache_cap : 16;
-    cached_conv *grown = realloc(conv.cache, (size_t)cap * sizeof *grown);
-    if (!grown) check(dnnl_out_of_memory, "primitive cache");
-    conv.cache = grown, conv.cache_cap = cap;
-  }
-  cached_conv *e = &conv.cache[conv.cached++];
-  memset(e, 0, sizeof *e);
+  cached_conv *e = trc_cache_append((void **)&conv.cache, &conv.cached, &conv.cache_cap, sizeof *e);
+  if (e) e->mem = calloc(TRC_MAX_THREADS, sizeof *e->mem);
+  if (!e || !e->mem) check(dnnl_out_of_memory, "primitive cache");
   e->shape = *s;
-  e->mem = calloc(TRC_MAX_THREADS, sizeof *e->mem);
-  if (!e->mem) check(dnnl_out_of_memory, "primitive cache");
   create_conv(e);
   if (e->slot_bytes > conv.slot_bytes) conv.slot_bytes = e->slot_bytes;
 }
@@ -252,8 +245,8 @@ static dnnl_memory_t operand_memory(const operand *op, int i, const void *data, 
   if (!op->reorder) return bind(&m->inner[i], &op->user, data);
   dnnl_memory_t user = bind(&m->user[i], &op->user, data);
   dnnl_memory_t inner = bind(&m->inner[i], &op->inner, slot_base + op->at);
-  if (i < 2)
-    execute(op->reorder, slot, 2, (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}});
+  dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}};
+  if (i < 2) execute(op->reorder, slot, 2, args);
   return inner;
 }
 

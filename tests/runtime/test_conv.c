@@ -12,7 +12,9 @@ typedef struct {
   int64_t n, c, h, w, o, k, stride, pad;
 } shape;
 
-static int64_t out_dim(const shape *s, int64_t d) { return (d + 2 * s->pad - s->k) / s->stride + 1; }
+static int64_t out_dim(const shape *s, int64_t d) {
+  return (d + 2 * s->pad - s->k) / s->stride + 1;
+}
 
 static float *random_floats(uint64_t seed, int64_t count) {
   float *x = malloc((size_t)count * sizeof *x);
