@@ -82,6 +82,28 @@ static void print_gemm(FILE *out, const Program *p, int id) {
           (unsigned long long)p->offset[id], (long long)d.ldc, (long long)d.stride_c);
 }
 
+/* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on
+ * oneDNN's primitives on the trainer's threads, bitwise the same on any
+ * number of them. */
+static void print_conv(FILE *out, const Program *p, int id) {
+  const Node *n = &p->g->nodes[id];
+  ConvDims d;
+  conv_dims(p->g, n, &d);
+  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  fprintf(out, "  trc_conv2d(%d, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld,\n", d.pass,
+          (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
+          (long long)d.k, (long long)d.stride, (long long)d.pad);
+  fprintf(out,
+          "             (const float *)(A + %llu), (const float *)(A + %llu), (float *)(A + %llu), "
+          "%d);\n}\n\n",
+          (unsigned long long)p->offset[n->in[0]], (unsigned long long)p->offset[n->in[1]],
+          (unsigned long long)p->offset[id], d.accumulate);
+}
+
+static void print_library_call(FILE *out, const Program *p, int id) {
+  (op_info(p->g->nodes[id].op)->op_class == OPC_CONV ? print_conv : print_gemm)(out, p, id);
+}
+
 static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }
 
 static void zero_gradients(FILE *out, const Program *p) {
@@ -103,7 +125,7 @@ void emit_c(FILE *out, const Program *p) {
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
   fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
   fputs("#include \"trainc.h\"\n\n", out);
-  print_kernels(out, p, print_gemm, print_loop_kernel);
+  print_kernels(out, p, print_library_call, print_loop_kernel);
   print_forward_backward(out, p, &c_form);
   print_step(out, p, &c_form);
   print_runtime_tables(out, p, NULL);

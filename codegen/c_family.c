@@ -234,7 +234,7 @@ static void print_kernel_list(FILE *out, const Program *p, const int *ids, int n
                               void (*loop)(FILE *, const Program *, int, const Kernel *)) {
   for (int i = 0; i < n; i++) {
     print_node_comment(out, p, ids[i]);
-    if (op_info(p->g->nodes[ids[i]].op)->op_class == OPC_GEMM)
+    if (op_calls_library(p->g->nodes[ids[i]].op))
       gemm(out, p, ids[i]);
     else
       loop(out, p, ids[i], p->kernels[ids[i]]);

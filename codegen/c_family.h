@@ -32,8 +32,9 @@ void print_safe_path(FILE *out, const char *path);
 /* The first lines: where the file comes from, the arena's size. */
 void print_header_comment(FILE *out, const Program *p);
 
-/* Every kernel, forward then backward, each after its node comment: GEMMs
- * by gemm(), loop nests by loop(). */
+/* Every kernel, forward then backward, each after its node comment: library
+ * calls (GEMMs, convolutions: op_calls_library) by gemm(), loop nests by
+ * loop(). */
 void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Program *, int),
                    void (*loop)(FILE *, const Program *, int, const Kernel *));
 

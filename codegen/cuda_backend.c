@@ -46,7 +46,8 @@ static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
 
 static const char *cublas_op(bool transpose) { return transpose ? "CUBLAS_OP_T" : "CUBLAS_OP_N"; }
 
-/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. */
+/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. (A model
+ * lowered for this backend has no convolution op: CONV_IM2COL.) */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   GemmDims s;

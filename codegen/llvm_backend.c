@@ -500,11 +500,11 @@ static void stmts(Gen *g, KStmt **body, int n) {
 /* ---- kernels: k<id>(buffers...), each buffer a noalias pointer ---- */
 
 /* The buffers (node ids) kernel `id` takes, in *ids (the caller frees
- * them): A, B, C of a GEMM, else kernel_stmt_buffers's list; returns how
- * many. */
+ * them): A, B, C of a GEMM or a convolution, else kernel_stmt_buffers's
+ * list; returns how many. */
 static int kernel_buffers(const Program *p, int id, int **ids) {
   const Node *n = &p->g->nodes[id];
-  if (op_info(n->op)->op_class == OPC_GEMM) {
+  if (op_calls_library(n->op)) {
     *ids = xmalloc(3 * sizeof **ids);
     (*ids)[0] = n->in[0], (*ids)[1] = n->in[1], (*ids)[2] = id;
     return 3;
@@ -562,6 +562,21 @@ static void code_stmts(StrBuf *sb, KStmt **body, int nbody, const int *ids, int 
   }
 }
 
+/* A convolution pass: the runtime's trc_conv2d with the arguments
+ * c_backend.c's print_conv prints. */
+static void conv_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef out) {
+  ConvDims d;
+  conv_dims(g->p->g, &g->p->g->nodes[id], &d);
+  LLVMValueRef args[] = {i32c(g, d.pass), i64c(g, d.n), i64c(g, d.c), i64c(g, d.h),
+                         i64c(g, d.w), i64c(g, d.o), i64c(g, d.k), i64c(g, d.stride),
+                         i64c(g, d.pad), a, b, out, i32c(g, d.accumulate)};
+  call_ext(g, "trc_conv2d", g->void_t, args, (int)(sizeof args / sizeof args[0]));
+}
+
+static bool is_conv(const Gen *g, int id) {
+  return op_info(g->p->g->nodes[id].op)->op_class == OPC_CONV;
+}
+
 /* Kernel id's code with buffers as parameter positions (ids, n). */
 static char *code_text(Gen *g, int id, const int *ids, int n) {
   StrBuf sb = {0};
@@ -570,6 +585,12 @@ static char *code_text(Gen *g, int id, const int *ids, int n) {
   if (k) {
     sb_printf(&sb, "%d %d", k->n_vars, k->n_locals);
     code_stmts(&sb, k->body, k->nbody, ids, n);
+  } else if (is_conv(g, id)) {
+    ConvDims d;
+    conv_dims(g->p->g, &g->p->g->nodes[id], &d);
+    sb_printf(&sb, "conv %d %lld %lld %lld %lld %lld %lld %lld %lld %d", d.pass, (long long)d.n,
+              (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o, (long long)d.k,
+              (long long)d.stride, (long long)d.pad, d.accumulate);
   } else {
     GemmDims d;
     gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
@@ -716,7 +737,8 @@ static void define_kernel(Gen *g, int id) {
     fn = define_loop_kernel(g, name, k, ids, n);
   } else {
     fn = define_with_buffers(g, name, ids, n, 0, NULL).fn;
-    gemm_body(g, id, g->buf[ids[0]], g->buf[ids[1]], g->buf[ids[2]]);
+    (is_conv(g, id) ? conv_body : gemm_body)(g, id, g->buf[ids[0]], g->buf[ids[1]],
+                                              g->buf[ids[2]]);
     LLVMBuildRetVoid(g->b);
   }
   VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, fn}));

@@ -35,6 +35,7 @@ static const struct {
     RUNTIME_SYMBOL(trc_step_update),
     RUNTIME_SYMBOL(trc_step_ends_round),
     RUNTIME_SYMBOL(trc_step_average_parameters),
+    RUNTIME_SYMBOL(trc_conv2d),
     RUNTIME_SYMBOL(trc_gemm),
     RUNTIME_SYMBOL(trc_parallel_for),
     RUNTIME_SYMBOL(expf),

@@ -75,6 +75,8 @@ static const char *usage_text =
     "                           (the memory plans inside plan), emit\n"
     "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
     "                           unfused program, bitwise the same weights)\n"
+    "  --conv-im2col            convolutions as im2col + GEMM (the CUDA\n"
+    "                           backend's form) instead of oneDNN's\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -88,7 +90,7 @@ typedef struct {
   const char *backend, *mcpu, *mattr;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
-  bool verbose, sweep, mpi, time_phases, no_fuse;
+  bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
@@ -194,6 +196,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if (!strcmp(a, "--mpi")) o->mpi = true;
     else if (!strcmp(a, "--time-phases")) o->time_phases = true;
     else if (!strcmp(a, "--no-fuse")) o->no_fuse = true;
+    else if (!strcmp(a, "--conv-im2col")) o->conv_im2col = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -526,7 +529,8 @@ static int compile(const Options *o) {
   Ast *ast = parse_source(src, &diag);
   phase_end(PH_PARSE);
   phase_start();
-  Graph *g = ast ? lower_ast(ast, o->model, &diag) : NULL;
+  ConvForm conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY;
+  Graph *g = ast ? lower_ast(ast, o->model, conv, &diag) : NULL;
   phase_end(PH_LOWER);
   if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
   if (g) {

@@ -465,10 +465,26 @@ static bool want_image_input(Lower *L, Value v, SrcLoc loc, const char *what) {
   return false;
 }
 
+/* conv2d's unfolded form (CONV_IM2COL): im2col of the zero-padded input
+ * and one GEMM with the weight viewed as [channels, C*k*k], [N, OH*OW,
+ * channels] out. */
+static int conv_as_gemm(Lower *L, int x, int w, const Shape *ws, const Attr *conv, SrcLoc loc) {
+  int64_t out = ws->dim[0], k = ws->dim[2];
+  if (conv->i[1] > 0) {
+    Attr a = {.i = {conv->i[1]}};
+    x = graph_add_op(L->g, OP_PAD, &x, 1, &a, loc, L->diag);
+  }
+  Attr win = {.i = {k, conv->i[0]}};
+  int cols = graph_add_op(L->g, OP_IM2COL, &x, 1, &win, loc, L->diag);
+  if (cols < 0) return -1;
+  int mm[2] = {cols, reshape_node(L, w, (Shape){.rank = 2, .dim = {out, ws->dim[1] * k * k}}, loc)};
+  return graph_add_attr(L->g, OP_MATMUL, mm, 2, 0, 0, 1, loc, L->diag);
+}
+
 /* conv2d(x, channels, kernel, stride = 1, padding = 0, bias = 1) on NCHW:
- * weight [channels, C, k, k] and bias [channels] as torch.nn.Conv2d. Lowered
- * to im2col (of the zero-padded input) and one GEMM with the weight viewed
- * as [channels, C*k*k], then back to [N, channels, OH, OW]. */
+ * weight [channels, C, k, k] and bias [channels] as torch.nn.Conv2d. One
+ * conv2d op (the convolution library's), or under CONV_IM2COL the unfolded
+ * GEMM, its bias added and its output moved back to [N, channels, OH, OW]. */
 static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   int64_t out, k, stride, pad, bias;
   if (!want_image_input(L, v[0], locs[0], "conv2d's input") ||
@@ -491,31 +507,29 @@ static Value builtin_conv2d(Lower *L, Scope *s, const Expr *call, Value *v, SrcL
     diag_error(L->diag, call->loc, "conv2d: the unfolded input (im2col) would have more than 2^40 elements");
     return error_value;
   }
-  int x = v[0].node;
-  if (pad > 0) {
-    Attr a = {.i = {pad}};
-    x = graph_add_op(L->g, OP_PAD, &x, 1, &a, call->loc, L->diag);
-  }
-  Attr win = {.i = {k, stride}};
-  int cols = graph_add_op(L->g, OP_IM2COL, &x, 1, &win, call->loc, L->diag);
   char *prefix = param_prefix(s, "conv2d");
   char *wname = xsprintf("%sweight", prefix), *bname = xsprintf("%sbias", prefix);
   Init init = torch_linear_init(xs.dim[1] * k * k);
   init.fan_out = out * k * k;
   Shape wshape = {.rank = 4, .dim = {out, xs.dim[1], k, k}};
   int w = add_param(L, wname, &wshape, init, true, call->loc);
+  Attr conv = {.i = {stride, pad}};
+  bool unfolded = L->conv == CONV_IM2COL;
   int y = -1;
-  if (cols >= 0 && w >= 0) {
-    int mm[2] = {cols, reshape_node(L, w, (Shape){.rank = 2, .dim = {out, xs.dim[1] * k * k}}, call->loc)};
-    y = graph_add_attr(L->g, OP_MATMUL, mm, 2, 0, 0, 1, call->loc, L->diag); /* [N, OH*OW, out] */
+  if (w >= 0 && unfolded)
+    y = conv_as_gemm(L, v[0].node, w, &wshape, &conv, call->loc); /* [N, OH*OW, out] */
+  else if (w >= 0)
+    y = graph_add_op(L->g, OP_CONV2D, (int[2]){v[0].node, w}, 2, &conv, call->loc, L->diag);
+  if (y >= 0 && bias) {
+    int b = add_param(L, bname, &(Shape){.rank = 1, .dim = {out}}, init, false, call->loc);
+    if (b >= 0 && !unfolded)
+      b = reshape_node(L, b, (Shape){.rank = 3, .dim = {out, 1, 1}}, call->loc); /* per channel */
+    y = add_node(L, OP_ADD, y, b, call->loc);
   }
-  if (y >= 0 && bias)
-    y = add_node(L, OP_ADD, y, add_param(L, bname, &(Shape){.rank = 1, .dim = {out}}, init, false, call->loc),
-                 call->loc);
   free(prefix), free(wname), free(bname);
   if (y < 0) return error_value;
-  int perm[3] = {0, 2, 1};
-  y = permute_node(L, y, perm, call->loc);
+  if (!unfolded) return tensor_value(y);
+  y = permute_node(L, y, (int[3]){0, 2, 1}, call->loc);
   return tensor_value(reshape_node(L, y, (Shape){.rank = 4, .dim = {xs.dim[0], out, oh, ow}}, call->loc));
 }
 

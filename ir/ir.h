@@ -61,6 +61,7 @@ typedef enum {
   OPC_LEAF, /* set by the runtime, never computed */
   OPC_VIEW, /* its input's storage (node_is_view): no code */
   OPC_GEMM, /* a matrix product: the backend's BLAS */
+  OPC_CONV, /* a convolution pass: the backend's convolution library */
   OPC_LOOP, /* a loop-nest kernel */
 } OpClass;
 
@@ -206,6 +207,20 @@ typedef struct {
 } GemmDims;
 void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
 
+/* A node of the conv ops as one trc_conv2d call (runtime/trainc.h): the
+ * pass (trc_conv_pass), images [n, c, h, w], weights [o, c, k, k]; the
+ * operands a and b are the node's inputs in order; accumulate: dw +=, the
+ * weight gradient adds into its parameter's slot. */
+typedef struct {
+  int pass;
+  int64_t n, c, h, w, o, k, stride, pad;
+  bool accumulate;
+} ConvDims;
+void conv_dims(const Graph *g, const Node *n, ConvDims *d);
+
+/* GEMM and CONV nodes: a library call, no loop nest. */
+bool op_calls_library(OpKind op);
+
 /* ---- building graphs (used by lowering and by passes) ---- */
 Graph *graph_new(void);
 void graph_free(Graph *g);
@@ -247,7 +262,11 @@ void graph_print(FILE *out, const Graph *g);
 /* ---- AST → Graph ---- */
 /* Lowers the model `model_name` (NULL: the only model in the file) and the
  * train block. Reports every error it finds; returns NULL if there was any. */
-Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag);
+/* How conv2d lowers: to the conv ops (a library call: the C and LLVM
+ * backends), or to im2col of the padded input and one GEMM (the CUDA
+ * backend, which has no convolution library call). */
+typedef enum { CONV_LIBRARY, CONV_IM2COL } ConvForm;
+Graph *lower_ast(const Ast *ast, const char *model_name, ConvForm conv, Diag *diag);
 
 /* ---- kernels as loop nests ----
  * A kernel is a list of statements over constant-bound loops. Expressions

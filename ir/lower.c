@@ -738,8 +738,8 @@ static void index_defs(Lower *L) {
   }
 }
 
-Graph *lower_ast(const Ast *ast, const char *model_name, Diag *diag) {
-  Lower L = {.ast = ast, .g = graph_new(), .diag = diag, .globals = {.prefix = xstrdup("")}, .mse_node = -1};
+Graph *lower_ast(const Ast *ast, const char *model_name, ConvForm conv, Diag *diag) {
+  Lower L = {.ast = ast, .g = graph_new(), .diag = diag, .conv = conv, .globals = {.prefix = xstrdup("")}, .mse_node = -1};
   Graph *g = L.g;
   index_defs(&L);
   lower_train(&L, ast->trains);

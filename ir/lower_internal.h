@@ -48,6 +48,7 @@ typedef struct {
   const Def **def_list;
   Scope globals; /* top-level consts and B */
   int mse_node;  /* the last mse() result, to name the loss kind */
+  ConvForm conv; /* what conv2d lowers to */
 } Lower;
 
 extern const Value error_value;

@@ -1376,6 +1376,71 @@ static void bwd_im2col(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add_with(g, OP_COL2IM, dy, &a);
 }
 
+/* ------------------------------------------------------------ convolutions */
+
+/* conv2d(x [N, C, H, W], w [O, C, k, k]) → [N, O, OH, OW] with attr.i[0] =
+ * stride, attr.i[1] = padding: a library call (trc_conv2d), as are its two
+ * gradients, which take the shape they produce in attr.shape. */
+static bool infer_conv2d(const Graph *g, Node *n, Diag *diag) {
+  const Shape *w = &in_node(g, n, 1)->shape;
+  int64_t stride = n->attr.i[0], pad = n->attr.i[1];
+  if (!want_f32(g, n, 1, diag) || !want_image(g, n, 1, stride, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  char sx[128], sw[128];
+  int64_t k = w->dim[2];
+  if (w->rank != 4 || w->dim[1] != x->dim[1] || w->dim[3] != k || k > x->dim[2] + 2 * pad ||
+      k > x->dim[3] + 2 * pad) {
+    diag_error(diag, n->loc, "conv2d: weights %s do not fit images %s (padding %lld)",
+               shape_str(w, sw), shape_str(x, sx), (long long)pad);
+    return false;
+  }
+  n->shape = (Shape){.rank = 4,
+                     .dim = {x->dim[0], w->dim[0], windows(x->dim[2] + 2 * pad, k, stride),
+                             windows(x->dim[3] + 2 * pad, k, stride)}};
+  return true;
+}
+
+/* trc_conv2d's arguments for a node of the three conv ops (ir.h). */
+void conv_dims(const Graph *g, const Node *n, ConvDims *d) {
+  const Shape *x = n->op == OP_CONV2D_GRAD_INPUT ? &n->shape : &in_node(g, n, 0)->shape;
+  const Shape *w = n->op == OP_CONV2D_GRAD_WEIGHT ? &n->shape : &in_node(g, n, 1)->shape;
+  d->pass = n->op == OP_CONV2D              ? TRC_CONV_FORWARD
+            : n->op == OP_CONV2D_GRAD_INPUT ? TRC_CONV_BACKWARD_DATA
+                                            : TRC_CONV_BACKWARD_WEIGHTS;
+  d->n = x->dim[0], d->c = x->dim[1], d->h = x->dim[2], d->w = x->dim[3];
+  d->o = w->dim[0], d->k = w->dim[2], d->stride = n->attr.i[0], d->pad = n->attr.i[1];
+  d->accumulate = n->grad_of_param >= 0;
+  if (d->accumulate && d->pass != TRC_CONV_BACKWARD_WEIGHTS) abort(); /* a parameter is no image */
+}
+
+/* Multiply-adds of the convolution (each pass has as many). */
+static double flops_conv2d(const Graph *g, const Node *n) {
+  ConvDims d;
+  conv_dims(g, n, &d);
+  double out = (double)d.n * (double)d.o * (double)windows(d.h + 2 * d.pad, d.k, d.stride) *
+               (double)windows(d.w + 2 * d.pad, d.k, d.stride);
+  return 2.0 * out * (double)(d.c * d.k * d.k);
+}
+
+static void bwd_conv2d(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = g->nodes[n].attr;
+  int x = g->nodes[n].in[0], w = g->nodes[n].in[1];
+  if (want[0]) {
+    int in[2] = {dy, w};
+    a.shape = g->nodes[x].shape;
+    dx[0] = graph_add_op(g, OP_CONV2D_GRAD_INPUT, in, 2, &a, no_loc, NULL);
+  }
+  if (want[1]) {
+    int in[2] = {x, dy};
+    a.shape = g->nodes[w].shape;
+    dx[1] = graph_add_op(g, OP_CONV2D_GRAD_WEIGHT, in, 2, &a, no_loc, NULL);
+  }
+}
+
+static void print_conv(FILE *out, const Node *n) {
+  fprintf(out, " {stride=%lld, padding=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+}
+
 /* -------------------------------------------------------------------- table */
 
 static const OpInfo table[OP_COUNT] = {
@@ -1386,3 +1451,8 @@ static const OpInfo table[OP_COUNT] = {
 };
 
 const OpInfo *op_info(OpKind op) { return &table[op]; }
+
+bool op_calls_library(OpKind op) {
+  OpClass c = table[op].op_class;
+  return c == OPC_GEMM || c == OPC_CONV;
+}

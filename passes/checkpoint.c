@@ -28,10 +28,10 @@
 
 /* ------------------------------------------------------------------ stages */
 
-/* A GEMM (handed to the BLAS) or another op with many FLOPs per element it
+/* A GEMM or convolution (handed to a library) or another op with many FLOPs per element it
  * touches: worth storing its output rather than recomputing it. */
 static bool is_heavy(const Graph *g, const Node *n) {
-  if (op_info(n->op)->op_class == OPC_GEMM) return true;
+  if (op_calls_library(n->op)) return true;
   double elements = (double)shape_numel(&n->shape);
   for (int k = 0; k < n->nin; k++) elements += (double)shape_numel(&g->nodes[n->in[k]].shape);
   return op_info(n->op)->flops(g, n) >= 64 * elements;

@@ -82,7 +82,7 @@ static double bytes_moved(const Graph *g, const Node *n) {
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
   double flops = op_info(n->op)->flops(g, n);
-  double compute = flops / (op_info(n->op)->op_class == OPC_GEMM ? m->gemm_flops : m->loop_flops);
+  double compute = flops / (op_calls_library(n->op) ? m->gemm_flops : m->loop_flops);
   double memory = bytes_moved(g, n) / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

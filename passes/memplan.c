@@ -250,7 +250,7 @@ static void lower_kernels(Program *p) {
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     const OpInfo *info = op_info(g->nodes[id].op);
-    if (info->op_class == OPC_GEMM) continue;
+    if (op_calls_library(g->nodes[id].op)) continue;
     p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
   }
 }

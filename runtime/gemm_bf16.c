@@ -71,6 +71,18 @@ static void *grow(void *buf, size_t *cap, size_t bytes) {
   return buf;
 }
 
+void *trc_cache_append(void **items, int *len, int *cap, size_t size) {
+  if (*len == *cap) {
+    int bigger = *cap ? 2 * *cap : 16;
+    void *grown = realloc(*items, (size_t)bigger * size);
+    if (!grown) return NULL;
+    *items = grown, *cap = bigger;
+  }
+  char *e = (char *)*items + (size_t)(*len)++ * size;
+  memset(e, 0, size);
+  return e;
+}
+
 uint16_t trc_to_bf16(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
@@ -147,14 +159,8 @@ static const cached_matmul *find_matmul(const part_shape *s) {
 static const cached_matmul *get_matmul(const part_shape *s) {
   const cached_matmul *found = find_matmul(s);
   if (found) return found;
-  if (dnn.cached == dnn.cache_cap) {
-    int cap = dnn.cache_cap ? 2 * dnn.cache_cap : 16;
-    cached_matmul *grown = realloc(dnn.cache, (size_t)cap * sizeof *grown);
-    if (!grown) check(dnnl_out_of_memory, "primitive cache");
-    dnn.cache = grown, dnn.cache_cap = cap;
-  }
-  cached_matmul *e = &dnn.cache[dnn.cached++];
-  memset(e, 0, sizeof *e);
+  cached_matmul *e = trc_cache_append((void **)&dnn.cache, &dnn.cached, &dnn.cache_cap, sizeof *e);
+  if (!e) check(dnnl_out_of_memory, "primitive cache");
   e->shape = *s;
   create_matmul(e);
   size_t need = dnnl_memory_desc_get_size(&e->scratch_md);

@@ -422,6 +422,13 @@ typedef struct {
 trc_precision trc_get_precision(void);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
+/* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
+ * the end of *items (len entries of `size` bytes, room for *cap, doubled
+ * when full); NULL when out of memory. */
+void *trc_cache_append(void **items, int *len, int *cap, size_t size);
+/* Bytes of trc_conv2d's workspace so far (oneDNN's scratchpads and the
+ * per-block weight gradients): memory outside the arena (conv.c). */
+uint64_t trc_conv_workspace_bytes(void);
 /* f32 to bf16, rounded to nearest even (NaN stays NaN). */
 uint16_t trc_to_bf16(float x);
 

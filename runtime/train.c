@@ -443,6 +443,10 @@ static void report_high_water(trainer *t) {
   if (!t->opt.quiet)
     fprintf(stderr, "memory: arena high-water mark %llu bytes, planned %llu%s\n", (unsigned long long)measured,
             (unsigned long long)t->m->arena_bytes, measured == t->m->arena_bytes ? "" : " (differs from the plan!)");
+  uint64_t conv = trc_conv_workspace_bytes();
+  if (conv && !t->opt.quiet)
+    fprintf(stderr, "memory: plus %llu bytes of convolution workspace outside the arena\n",
+            (unsigned long long)conv);
 }
 
 /* --sample: generated text on stdout, after the prompt. */

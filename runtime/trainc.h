@@ -371,6 +371,20 @@ void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, co
               int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
               float beta, float *c, int64_t ldc, int64_t stride_c);
 
+/* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
+ * square kernel k, the same stride and zero padding on both axes) on NCHW
+ * images [n, c, h, w] and OIHW weights [o, c, k, k], output [n, o, oh, ow]:
+ *   TRC_CONV_FORWARD           a = x, b = w, out = y
+ *   TRC_CONV_BACKWARD_DATA     a = dy, b = w, out = dx
+ *   TRC_CONV_BACKWARD_WEIGHTS  a = x, b = dy, out = dw (+= when accumulate)
+ * on oneDNN's primitives, on the trainer's threads, cut into blocks of images
+ * fixed by the shapes: bitwise the same for any number of threads
+ * (runtime/conv.c). */
+typedef enum { TRC_CONV_FORWARD, TRC_CONV_BACKWARD_DATA, TRC_CONV_BACKWARD_WEIGHTS } trc_conv_pass;
+void trc_conv2d(int pass, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k,
+                int64_t stride, int64_t pad, const float *a, const float *b, float *out,
+                int accumulate);
+
 /* ---- helpers for generated kernels ---- */
 
 /* A kernel's parallel loop of n iterations and `work` innermost statements

@@ -21,7 +21,7 @@ static void fuzz_program_build(FuzzProgram *f, const uint8_t *data, size_t size,
   memcpy(f->file.text, data, size);
   f->file.text[size] = '\0';
   f->ast = parse_source(&f->file, diag);
-  f->g = f->ast ? lower_ast(f->ast, NULL, diag) : NULL;
+  f->g = f->ast ? lower_ast(f->ast, NULL, CONV_LIBRARY, diag) : NULL;
   if (!f->g) return;
   autodiff(f->g);
   MachineProfile m = profile_default();

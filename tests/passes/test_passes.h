@@ -23,7 +23,7 @@ static inline Graph *compile_source(SourceFile *src) {
   Diag diag;
   diag_init(&diag, stderr);
   Ast *ast = parse_source(src, &diag);
-  Graph *g = ast ? lower_ast(ast, NULL, &diag) : NULL;
+  Graph *g = ast ? lower_ast(ast, NULL, CONV_LIBRARY, &diag) : NULL;
   if (g) autodiff(g);
   ast_free(ast);
   source_free(src);

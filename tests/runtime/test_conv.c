@@ -1,0 +1,102 @@
+/* test_conv.c — trc_conv2d (trainc.h) against a direct double-precision
+ * convolution, for each pass: forward y, backward-data dx and
+ * backward-weights dw (added onto what the buffer held when accumulating);
+ * bitwise the same on 1, 2 and 3 threads. Shapes with a batch not divisible
+ * into the blocks, stride 2, padding, a 1x1 kernel, and channel counts past
+ * oneDNN's block of 16 (its blocked layouts and their reorders). */
+#include "test_util.h"
+
+#include <stdlib.h>
+
+typedef struct {
+  int64_t n, c, h, w, o, k, stride, pad;
+} shape;
+
+static int64_t out_dim(const shape *s, int64_t d) {
+  return (d + 2 * s->pad - s->k) / s->stride + 1;
+}
+
+static float *random_floats(uint64_t seed, int64_t count) {
+  float *x = malloc((size_t)count * sizeof *x);
+  for (int64_t i = 0; i < count; i++) x[i] = (float)trc_rng_normal(seed, (uint64_t)i);
+  return x;
+}
+
+/* The convolution's terms one by one: (n, o, oy, ox) reads x at (n, c, iy, ix)
+ * through w (o, c, i, j); `visit` gets the three flat indices. */
+typedef void (*term_fn)(void *ctx, int64_t xi, int64_t wi, int64_t yi);
+
+static void each_term(const shape *s, term_fn visit, void *ctx) {
+  int64_t oh = out_dim(s, s->h), ow = out_dim(s, s->w);
+  for (int64_t n = 0; n < s->n; n++)
+    for (int64_t o = 0; o < s->o; o++)
+      for (int64_t oy = 0; oy < oh; oy++)
+        for (int64_t ox = 0; ox < ow; ox++)
+          for (int64_t c = 0; c < s->c; c++)
+            for (int64_t i = 0; i < s->k; i++)
+              for (int64_t j = 0; j < s->k; j++) {
+                int64_t iy = oy * s->stride + i - s->pad, ix = ox * s->stride + j - s->pad;
+                if (iy < 0 || iy >= s->h || ix < 0 || ix >= s->w) continue;
+                visit(ctx, ((n * s->c + c) * s->h + iy) * s->w + ix,
+                      ((o * s->c + c) * s->k + i) * s->k + j, ((n * s->o + o) * oh + oy) * ow + ox);
+              }
+}
+
+typedef struct {
+  int pass;
+  const float *x, *w, *dy;
+  double *out;
+} reference;
+
+static void add_term(void *ctx, int64_t xi, int64_t wi, int64_t yi) {
+  reference *r = ctx;
+  if (r->pass == TRC_CONV_FORWARD) r->out[yi] += (double)r->x[xi] * r->w[wi];
+  if (r->pass == TRC_CONV_BACKWARD_DATA) r->out[xi] += (double)r->dy[yi] * r->w[wi];
+  if (r->pass == TRC_CONV_BACKWARD_WEIGHTS) r->out[wi] += (double)r->x[xi] * r->dy[yi];
+}
+
+static void check_pass(const shape *s, int pass) {
+  int64_t xs = s->n * s->c * s->h * s->w, ws = s->o * s->c * s->k * s->k;
+  int64_t ys = s->n * s->o * out_dim(s, s->h) * out_dim(s, s->w);
+  int64_t sizes[3] = {[TRC_CONV_FORWARD] = ys, [TRC_CONV_BACKWARD_DATA] = xs,
+                      [TRC_CONV_BACKWARD_WEIGHTS] = ws};
+  int64_t size = sizes[pass];
+  float *x = random_floats(1, xs), *w = random_floats(2, ws), *dy = random_floats(3, ys);
+  float *start = random_floats(4, size); /* what dw holds before it accumulates */
+  int accumulate = pass == TRC_CONV_BACKWARD_WEIGHTS;
+  double *ref = calloc((size_t)size, sizeof *ref);
+  for (int64_t i = 0; accumulate && i < size; i++) ref[i] = start[i];
+  reference r = {pass, x, w, dy, ref};
+  each_term(s, add_term, &r);
+  const float *a = pass == TRC_CONV_BACKWARD_DATA ? dy : x;
+  const float *b = pass == TRC_CONV_BACKWARD_WEIGHTS ? dy : w;
+  float *one = malloc((size_t)size * sizeof *one), *many = malloc((size_t)size * sizeof *many);
+  for (int threads = 1; threads <= 3; threads++) {
+    float *out = threads == 1 ? one : many;
+    memcpy(out, start, (size_t)size * sizeof *out);
+    trc_set_threads(threads);
+    trc_conv2d(pass, s->n, s->c, s->h, s->w, s->o, s->k, s->stride, s->pad, a, b, out,
+               accumulate);
+    if (threads > 1) CHECK(memcmp(one, many, (size_t)size * sizeof *one) == 0);
+  }
+  double worst = 0;
+  for (int64_t i = 0; i < size; i++) {
+    double err = fabs(one[i] - ref[i]) / (1 + fabs(ref[i]));
+    if (err > worst) worst = err;
+  }
+  CHECK(worst < 1e-5);
+  free(x), free(w), free(dy), free(start), free(ref), free(one), free(many);
+}
+
+int main(void) {
+  const shape shapes[] = {
+      {11, 3, 9, 9, 5, 3, 2, 1},  /* ragged blocks, stride 2, padding */
+      {9, 17, 6, 7, 20, 3, 1, 1}, /* channels past a block of 16 */
+      {2, 4, 5, 5, 3, 1, 1, 0},   /* a 1x1 kernel, fewer images than blocks */
+      {3, 1, 8, 8, 32, 3, 1, 1},  /* one input channel (fashion_cnn's first layer) */
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int pass = TRC_CONV_FORWARD; pass <= TRC_CONV_BACKWARD_WEIGHTS; pass++)
+      check_pass(&shapes[i], pass);
+  return test_failures != 0;
+}
