@@ -14,10 +14,10 @@
  * others), optimizing at the highest level, position-independent code. An
  * unknown CPU or feature, which LLVM only warns about, is an error. */
 bool llvm_target_machine(const LlvmOptions *o, LLVMTargetMachineRef *tm, Diag *diag);
-/* The Program as a module of ctx for tm's target, verified; NULL after
- * reporting through diag. */
+/* The Program as a module of ctx for tm's target (its vector math as o
+ * says), verified; NULL after reporting through diag. */
 LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
-                                Diag *diag);
+                                const LlvmOptions *o, Diag *diag);
 /* LLVMVerifyModule, its message a diagnostic. */
 bool llvm_verify(LLVMModuleRef m, Diag *diag);
 /* The new pass manager's default<O3> pipeline for tm. */

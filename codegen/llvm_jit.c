@@ -2,7 +2,8 @@
  * trainc's own process and its main() called, against the runtime linked
  * into trainc. The module's calls into the runtime and libm resolve
  * to this process's functions, registered by address (the runtime is a
- * static library: its functions are not in the dynamic symbol table); what
+ * static library: its functions are not in the dynamic symbol table; trainc
+ * links libmvec for the vector versions of the math functions); what
  * LLVM's code generator may add (memset, memcpy) resolves through the
  * process's loaded libraries. */
 #include "llvm_internal.h"
@@ -14,9 +15,21 @@
 
 #include "trainc.h"
 
+/* libmvec's vector versions of the math functions the module may call
+ * (llvm_backend.c's vector math): ISA letter and lanes of each, declared by
+ * their mangled names (only their addresses are taken here). */
+#define LIBMVEC_ISAS(X, fn) X(b, 4, fn) X(c, 8, fn) X(d, 8, fn) X(e, 16, fn)
+#define LIBMVEC_FUNCTIONS(X)                                                                       \
+  LIBMVEC_ISAS(X, expf) LIBMVEC_ISAS(X, logf) LIBMVEC_ISAS(X, tanhf) LIBMVEC_ISAS(X, erff)
+#define LIBMVEC_NAME(isa, lanes, fn) "_ZGV" #isa "N" #lanes "v_" #fn
+#define DECLARE_LIBMVEC(isa, lanes, fn)                                                            \
+  void libmvec_##isa##_##fn(void) __asm__(LIBMVEC_NAME(isa, lanes, fn));
+LIBMVEC_FUNCTIONS(DECLARE_LIBMVEC)
+
 /* Every external function the module calls (llvm_backend.c). */
 #define RUNTIME_SYMBOL(f)                                                                          \
   { #f, (void (*)(void))f }
+#define LIBMVEC_SYMBOL(isa, lanes, fn) {LIBMVEC_NAME(isa, lanes, fn), libmvec_##isa##_##fn},
 static const struct {
   const char *name;
   void (*fn)(void);
@@ -41,6 +54,7 @@ static const struct {
     RUNTIME_SYMBOL(logf),
     RUNTIME_SYMBOL(tanhf),
     RUNTIME_SYMBOL(erff),
+    LIBMVEC_FUNCTIONS(LIBMVEC_SYMBOL)
 };
 
 static void report_session_error(void *ctx, LLVMErrorRef err) { llvm_ok(err, "JIT", ctx); }
@@ -81,9 +95,9 @@ static LLVMOrcLLJITRef create_jit(LLVMTargetMachineRef tm, Diag *diag) {
 /* Builds and optimizes the module for tm's target and hands it to the JIT;
  * the address of its main(), or 0 after reporting. */
 static LLVMOrcExecutorAddress compile(LLVMOrcLLJITRef jit, const Program *p,
-                                      LLVMTargetMachineRef tm, Diag *diag) {
+                                      LLVMTargetMachineRef tm, const LlvmOptions *o, Diag *diag) {
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  LLVMModuleRef m = llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, tm, diag);
+  LLVMModuleRef m = llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, tm, o, diag);
   bool ok = m && llvm_optimize(m, tm, diag);
   if (m && !ok) LLVMDisposeModule(m);
   if (ok) {
@@ -106,7 +120,7 @@ int run_llvm(const Program *p, const LlvmOptions *o, int argc, char **argv, Diag
     return -1;
   }
   LLVMOrcLLJITRef jit = create_jit(jit_tm, diag);
-  LLVMOrcExecutorAddress main_addr = jit ? compile(jit, p, tm, diag) : 0;
+  LLVMOrcExecutorAddress main_addr = jit ? compile(jit, p, tm, o, diag) : 0;
   LLVMDisposeTargetMachine(tm);
   int status = -1;
   if (main_addr) {

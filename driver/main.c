@@ -60,6 +60,8 @@ static const char *usage_text =
     "                           CPU; docs/cuda.md)\n"
     "  --mcpu CPU, --mattr F    LLVM: target CPU and features (default: this\n"
     "                           machine's; e.g. --mcpu znver4 --mattr=-avx512f)\n"
+    "  --scalar-math            LLVM: libm's expf, logf, tanhf, erff in every\n"
+    "                           loop, not libmvec's vector versions\n"
     "  --cc CC                  C compiler and linker of build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
@@ -88,7 +90,7 @@ typedef struct {
   const char *backend, *mcpu, *mattr;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
-  bool verbose, sweep, mpi, time_phases, no_fuse;
+  bool verbose, sweep, mpi, time_phases, no_fuse, scalar_math;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
@@ -165,8 +167,8 @@ static int backend_options_ok(const Options *o) {
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", run ? "run always uses LLVM: no --backend"
                                  : "--backend goes with emit and build");
-  if ((o->mcpu || o->mattr) && !use_llvm(o))
-    return usage_error("%s", "--mcpu and --mattr go with the LLVM backend");
+  if ((o->mcpu || o->mattr || o->scalar_math) && !use_llvm(o))
+    return usage_error("%s", "--mcpu, --mattr and --scalar-math go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
   if (run && o->output)
     return usage_error("%s", "run writes no trainer: no -o (use build for one)");
@@ -194,6 +196,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if (!strcmp(a, "--mpi")) o->mpi = true;
     else if (!strcmp(a, "--time-phases")) o->time_phases = true;
     else if (!strcmp(a, "--no-fuse")) o->no_fuse = true;
+    else if (!strcmp(a, "--scalar-math")) o->scalar_math = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -256,7 +259,7 @@ static const char *source_suffix(const Options *o) {
 }
 
 static LlvmOptions llvm_options(const Options *o) {
-  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
+  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr, .scalar_math = o->scalar_math};
 }
 
 /* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */
