@@ -175,6 +175,33 @@ static int backend_options_ok(const Options *o) {
   return -1;
 }
 
+/* trainc's options that no trainer has: after `trainc run FILE.nn` they
+ * would reach the trainer, which does not know them. */
+static const char *const compiler_options[] = {
+    "--model", "--policy", "--budget",  "--profile",     "--memory", "--format",
+    "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
+    "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
+    "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose"};
+
+/* run: one of trainc's options among the trainer's flags is an error that
+ * says where it goes. Returns -1 to go on, else the exit status. */
+static int trainer_flags_ok(const Options *o) {
+  for (int i = 0; i < o->trainer_argc; i++) {
+    const char *a = o->trainer_argv[i];
+    size_t len = strcspn(a, "=");
+    for (size_t k = 0; k < sizeof compiler_options / sizeof compiler_options[0]; k++) {
+      const char *option = compiler_options[k];
+      if (strlen(option) != len || strncmp(a, option, len)) continue;
+      diag_error(&diag, NO_LOC,
+                 "%s is an option of trainc, not of the trainer: it goes before the model file "
+                 "(trainc run %s ... %s [trainer flags])",
+                 option, option, o->file);
+      return 2;
+    }
+  }
+  return -1;
+}
+
 /* Returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, Options *o) {
   for (int i = 1; i < argc; i++) {
@@ -243,7 +270,8 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("%s", "--bucket goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
-  return backend_options_ok(o);
+  int status = trainer_flags_ok(o);
+  return status >= 0 ? status : backend_options_ok(o);
 }
 
 static bool is_directory(const char *path) {
