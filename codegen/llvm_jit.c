@@ -12,6 +12,7 @@
 #include <llvm-c/Orc.h>
 #include <math.h>
 #include <string.h>
+#include <time.h>
 
 #include "trainc.h"
 
@@ -92,13 +93,24 @@ static LLVMOrcLLJITRef create_jit(LLVMTargetMachineRef tm, Diag *diag) {
   return NULL;
 }
 
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 /* Builds and optimizes the module for tm's target and hands it to the JIT;
- * the address of its main(), or 0 after reporting. */
+ * the address of its main(), or 0 after reporting. With o->time_phases,
+ * says how long building, optimizing and the JIT's code generation (the
+ * lookup of main) took. */
 static LLVMOrcExecutorAddress compile(LLVMOrcLLJITRef jit, const Program *p,
                                       LLVMTargetMachineRef tm, const LlvmOptions *o, Diag *diag) {
+  double t0 = seconds_now();
   LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
   LLVMModuleRef m = llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, tm, o, diag);
+  double t1 = seconds_now();
   bool ok = m && llvm_optimize(m, tm, diag);
+  double t2 = seconds_now();
   if (m && !ok) LLVMDisposeModule(m);
   if (ok) {
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m, tsc); /* owns m */
@@ -108,6 +120,9 @@ static LLVMOrcExecutorAddress compile(LLVMOrcLLJITRef jit, const Program *p,
   LLVMOrcDisposeThreadSafeContext(tsc);
   LLVMOrcExecutorAddress main_addr = 0;
   if (ok && !llvm_ok(LLVMOrcLLJITLookup(jit, &main_addr, "main"), "JIT", diag)) main_addr = 0;
+  if (o->time_phases)
+    fprintf(stderr, "LLVM seconds: module %.4f optimize %.4f codegen %.4f\n", t1 - t0, t2 - t1,
+            seconds_now() - t2);
   return main_addr;
 }
 

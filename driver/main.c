@@ -74,7 +74,8 @@ static const char *usage_text =
     "                           backward when gradients are averaged\n"
     "  --time-phases            print the seconds each compiler phase took on\n"
     "                           stderr: parse, lower, autodiff, plan, schedule\n"
-    "                           (the memory plans inside plan), emit\n"
+    "                           (the memory plans inside plan), emit; run: also\n"
+    "                           LLVM's module, optimize and codegen\n"
     "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
     "                           unfused program, bitwise the same weights)\n"
     "  -v, --verbose            show the compiler command\n"
@@ -287,7 +288,10 @@ static const char *source_suffix(const Options *o) {
 }
 
 static LlvmOptions llvm_options(const Options *o) {
-  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr, .scalar_math = o->scalar_math};
+  return (LlvmOptions){.mcpu = o->mcpu,
+                       .mattr = o->mattr,
+                       .scalar_math = o->scalar_math,
+                       .time_phases = o->time_phases};
 }
 
 /* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */
