@@ -1255,8 +1255,42 @@ static void kernels(Gen *g, const int *ids, int n) {
   for (int i = 0; i < n; i++) define_kernel(g, ids[i]);
 }
 
+/* The entry points of part LLVM_MAIN's descriptor: declarations of the
+ * functions `trainc run` puts in their place. */
+static void declare_entry_points(Gen *g, Callee *forward, Callee *backward, Callee *step) {
+  LLVMTypeRef two[2] = {g->ptr, g->ptr};
+  Callee *c[3] = {forward, backward, step};
+  LLVMTypeRef types[3] = {LLVMFunctionType(g->void_t, &g->ptr, 1, 0),
+                          LLVMFunctionType(g->void_t, two, 2, 0),
+                          LLVMFunctionType(g->f64, &g->ptr, 1, 0)};
+  static const char *const names[3] = {"trc_jit_forward", "trc_jit_backward", "trc_jit_step"};
+  for (int i = 0; i < 3; i++)
+    *c[i] = (Callee){types[i], LLVMAddFunction(g->mod, names[i], types[i])};
+}
+
+/* The module's functions and data as part says (llvm_internal.h). */
+static void build_part(Gen *g, LlvmPart part, Diag *diag) {
+  Callee forward, backward, step;
+  if (part == LLVM_MAIN) {
+    declare_entry_points(g, &forward, &backward, &step);
+  } else {
+    kernels(g, g->p->forward, g->p->n_forward);
+    kernels(g, g->p->backward, g->p->n_backward);
+    forward = define_forward(g), backward = define_backward(g);
+    step = define_step(g, forward, backward);
+  }
+  if (part == LLVM_KERNELS) {
+    LLVMSetLinkage(forward.fn, LLVMExternalLinkage);
+    LLVMSetLinkage(backward.fn, LLVMExternalLinkage);
+    LLVMSetLinkage(step.fn, LLVMExternalLinkage);
+  } else {
+    define_main(g, define_model(g, forward, backward, step, diag));
+  }
+  keep_vector_versions(g); /* none in LLVM_MAIN */
+}
+
 LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
-                                const LlvmOptions *o, Diag *diag) {
+                                const LlvmOptions *o, LlvmPart part, Diag *diag) {
   int errors = diag->errors;
   Gen g = {.ctx = ctx,
            .p = p,
@@ -1279,12 +1313,7 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   g.uniform = define_uniform(&g);
   g.sqrt = intrinsic(&g, "llvm.sqrt", g.f32);
   choose_math_isas(&g, tm, o);
-  kernels(&g, p->forward, p->n_forward);
-  kernels(&g, p->backward, p->n_backward);
-  Callee forward = define_forward(&g), backward = define_backward(&g);
-  Callee step = define_step(&g, forward, backward);
-  define_main(&g, define_model(&g, forward, backward, step, diag));
-  keep_vector_versions(&g);
+  build_part(&g, part, diag);
   free(g.kernel);
   free(g.buf);
   for (int i = 0; i < g.n_codes; i++) free(g.codes[i].code);
@@ -1302,7 +1331,7 @@ bool emit_llvm(FILE *out, const Program *p, const LlvmOptions *o, Diag *diag) {
   LLVMTargetMachineRef tm;
   if (!llvm_target_machine(o, &tm, diag)) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, diag);
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, LLVM_WHOLE, diag);
   if (m) {
     char *text = LLVMPrintModuleToString(m);
     fputs(text, out);
@@ -1318,7 +1347,7 @@ bool build_llvm(const char *obj_path, const Program *p, const LlvmOptions *o, Di
   LLVMTargetMachineRef tm;
   if (!llvm_target_machine(o, &tm, diag)) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, diag);
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, LLVM_WHOLE, diag);
   bool ok = m && llvm_optimize(m, tm, diag);
   char *err = NULL;
   if (ok && LLVMTargetMachineEmitToFile(tm, m, obj_path, LLVMObjectFile, &err)) {
