@@ -3,7 +3,8 @@
 #  - compile time of each path for fashion_mlp, gpt and gpt124m: `trainc
 #    build` (the C compiler), `trainc build --backend llvm` (LLVM object +
 #    link), and `trainc run --steps 0` (JIT compile, then the runtime's
-#    start: weights initialized, no step);
+#    start: arena, weights initialized, no step), and of that the JIT's own
+#    compile (--time-phases: LLVM's module, optimize and codegen);
 #  - time to the first step under `trainc run` (--steps 1, wall clock);
 #  - the median step time of the C-built and LLVM-built trainers, run
 #    alternately ROUNDS times each (from each log record's examples_per_s;
@@ -28,6 +29,12 @@ r = np.random.default_rng(7)
 t = r.integers(0, 50257, size=(64, 65), dtype=np.int32)
 np.save(sys.argv[1] + "/tokens.npy", t[:, :64]); np.save(sys.argv[1] + "/targets.npy", t[:, 1:])' "$work/tokens"
 
+# LLVM's seconds (module + optimize + codegen) from `trainc run --time-phases`
+jit_compile() { # model data
+  "$trainc" run --time-phases "$1" --data "$2" --steps 0 --quiet 2>&1 >/dev/null |
+    awk '/^LLVM seconds:/ { print $4 + $6 + $8 }'
+}
+
 seconds() { # command...: its wall-clock seconds
   local t0 t1
   t0=$(date +%s.%N)
@@ -41,8 +48,8 @@ median_step() { # log.jsonl batch: median seconds per step, first step left out
     sort -g | awk '{ s[NR] = $1 } END { printf "%.4f", NR % 2 ? s[(NR + 1) / 2] : (s[NR / 2] + s[NR / 2 + 1]) / 2 }'
 }
 
-printf "%-12s %10s %10s %10s %12s %12s %12s\n" model "cc (s)" "llvm (s)" "jit (s)" "first step" \
-  "C step (s)" "LLVM step (s)"
+printf "%-12s %10s %10s %10s %12s %12s %12s %12s\n" model "cc (s)" "llvm (s)" "jit (s)" \
+  "jit compile" "first step" "C step (s)" "LLVM step (s)"
 declare -A data_of=([fashion_mlp]=fashion/train [gpt]=kjv/train [gpt124m]=tokens)
 for name in "${models[@]}"; do
   data=$work/${data_of[$name]} model=examples/$name.nn
@@ -50,6 +57,7 @@ for name in "${models[@]}"; do
   cc=$(seconds "$trainc" build "$model" -o "$work/$name.c")
   llvm=$(seconds "$trainc" build --backend llvm "$model" -o "$work/$name.llvm")
   jit=$(seconds "$trainc" run "$model" --data "$data" --steps 0 --quiet)
+  compile=$(jit_compile "$model" "$data")
   first=$(seconds "$trainc" run "$model" --data "$data" --steps 1 --quiet)
   c_steps=() llvm_steps=()
   for ((r = 0; r < rounds; r++)); do
@@ -59,7 +67,8 @@ for name in "${models[@]}"; do
       if [[ $how == c ]]; then c_steps+=("$m"); else llvm_steps+=("$m"); fi
     done
   done
-  printf "%-12s %10.2f %10.2f %10.2f %12.2f %12s %12s\n" "$name" "$cc" "$llvm" "$jit" "$first" \
+  printf "%-12s %10.2f %10.2f %10.2f %12.2f %12.2f %12s %12s\n" "$name" "$cc" "$llvm" "$jit" \
+    "$compile" "$first" \
     "$(printf '%s\n' "${c_steps[@]}" | sort -g | head -n 1)" "$(printf '%s\n' "${llvm_steps[@]}" | sort -g | head -n 1)"
 done
 echo "(step times: the best of $rounds alternating runs' medians over $steps steps)"

@@ -70,12 +70,16 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
  * function reports that this trainc was built without LLVM. The module has
  * the same kernels, forward(), backward(), step() and trc_model as emit_c's
  * C, with the same float arithmetic (no contraction into FMAs, no
- * reassociation, the same libm calls), so its trainers compute bitwise what
- * the C trainers compute. Every LLVM error (an unknown CPU or feature, the
- * verifier, a JIT symbol) is a diagnostic. */
+ * reassociation, the same math functions): with scalar_math its trainers
+ * compute bitwise what C trainers built with scalar math compute; by default
+ * its loops call libmvec's vector math, as the default C trainers do. Every
+ * LLVM error (an unknown CPU or feature, the verifier, a JIT symbol) is a
+ * diagnostic. */
 typedef struct {
   const char *mcpu;  /* target CPU; NULL: this machine's (LLVMGetHostCPUName) */
   const char *mattr; /* target features, e.g. "+avx2,-avx512f"; NULL: this machine's */
+  bool scalar_math;  /* libm's expf, logf, tanhf, erff only: no libmvec vector versions */
+  bool time_phases;  /* print the seconds LLVM's phases took on stderr */
 } LlvmOptions;
 
 /* Writes the module as LLVM IR text (.ll), verified, before optimization. */

@@ -15,8 +15,10 @@
  * same order, with no fast-math flags and no fmuladd (so nothing is
  * contracted into an FMA), float constants read back from the same decimal
  * text the C backend prints, and the same libm calls (expf, logf, tanhf,
- * erff). sqrt is llvm.sqrt, which like sqrtf is correctly rounded. Kernel
- * buffers are noalias parameters, as the C kernels' pointers are restrict. */
+ * erff), which the vectorizer widens into glibc's libmvec vector functions
+ * as GCC does for the C trainers (see "vector math" below). sqrt is
+ * llvm.sqrt, which like sqrtf is correctly rounded. Kernel buffers are
+ * noalias parameters, as the C kernels' pointers are restrict. */
 #include "llvm_internal.h"
 
 #include <llvm-c/Analysis.h>
@@ -146,6 +148,11 @@ typedef struct {
   LLVMValueRef *buf;   /* per node id: its pointer in this kernel */
   LLVMValueRef *index; /* per loop variable: its value */
   LLVMValueRef *local; /* per local: its stack slot */
+  /* libmvec's vector ISAs for this target (vector math), widest first */
+  const struct MathIsa *math_isa[4];
+  int n_math_isa;
+  LLVMValueRef math_used[16]; /* the vector functions declared (llvm.compiler.used) */
+  int n_math_used;
 } Gen;
 
 static LLVMValueRef i64c(Gen *g, int64_t v) {
@@ -282,6 +289,118 @@ static Callee intrinsic(Gen *g, const char *name, LLVMTypeRef type) {
                   LLVMGetIntrinsicDeclaration(g->mod, id, &type, 1)};
 }
 
+/* ---- vector math: glibc's libmvec ----
+ * The kernels call libm's expf, logf, tanhf and erff, declared as the C
+ * trainers see them under -fno-math-errno: without memory effects. Each
+ * call names libmvec's vector versions of its function for the target's
+ * ISAs in the vector function ABI's "vector-function-abi-variant"
+ * attribute, and the loop vectorizer widens a loop over the call into calls
+ * of the version of its vector factor, as GCC does for the C trainers with
+ * runtime/trainc.h's declarations. The call is nobuiltin: else LLVM knows
+ * it as its llvm.exp intrinsic, which it widens into one scalar call per
+ * element. Where the ISAs differ (AVX-512's 16 lanes, AVX2's 8, SSE's 4)
+ * the versions may round differently in the last bits; all are within 4
+ * ulp of libm (tests/codegen/vector_math.sh). */
+
+struct MathIsa {
+  char letter; /* the vector function ABI's: b SSE, c AVX, d AVX2, e AVX-512 */
+  int lanes;   /* floats per call */
+  const char *feature;
+};
+
+/* Widest first; one ISA per lane count (AVX2's d before AVX's c). */
+static const struct MathIsa math_isas[] = {
+    {'e', 16, "avx512f"}, {'d', 8, "avx2"}, {'c', 8, "avx"}, {'b', 4, "sse2"}};
+
+/* Whether LLVM's feature list (+a,-b,...) turns on feature. */
+static bool has_feature(const char *features, const char *feature) {
+  size_t n = strlen(feature);
+  for (const char *f = features; f && *f;) {
+    size_t len = strcspn(f, ",");
+    if (len == n + 1 && *f == '+' && !strncmp(f + 1, feature, n)) return true;
+    f += len + (f[len] == ',');
+  }
+  return false;
+}
+
+/* The ISAs of tm's x86-64 target that libmvec serves: SSE2, which every
+ * x86-64 CPU has, and the wider ones its features name (an --mcpu without
+ * --mattr names none: its vectors are SSE's). None when o asks for scalar
+ * math or the target is not x86-64. */
+static void choose_math_isas(Gen *g, LLVMTargetMachineRef tm, const LlvmOptions *o) {
+  char *triple = LLVMGetTargetMachineTriple(tm), *features = LLVMGetTargetMachineFeatureString(tm);
+  int lanes_taken = 0;
+  for (size_t i = 0; i < sizeof math_isas / sizeof math_isas[0]; i++) {
+    const struct MathIsa *isa = &math_isas[i];
+    bool usable = isa->lanes == 4 || has_feature(features, isa->feature);
+    if (o->scalar_math || strncmp(triple, "x86_64", 6) || !usable || lanes_taken == isa->lanes)
+      continue;
+    g->math_isa[g->n_math_isa++] = isa;
+    lanes_taken = isa->lanes;
+  }
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(features);
+}
+
+static LLVMAttributeRef enum_attr(Gen *g, const char *name, uint64_t value) {
+  return LLVMCreateEnumAttribute(g->ctx, LLVMGetEnumAttributeKindForName(name, strlen(name)),
+                                 value);
+}
+
+/* A math function's attributes: nounwind, willreturn, memory(none). */
+static void pure_function(Gen *g, LLVMValueRef fn) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(g, "nounwind", 0));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(g, "willreturn", 0));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, enum_attr(g, "memory", 0));
+}
+
+/* Declares libmvec's version of fn for isa (kept to the vectorizer by
+ * llvm.compiler.used) and returns its mangled name. */
+static char *declare_vector_version(Gen *g, const char *fn, const struct MathIsa *isa) {
+  char *name = xsprintf("_ZGV%cN%dv_%s", isa->letter, isa->lanes, fn);
+  if (!LLVMGetNamedFunction(g->mod, name)) {
+    LLVMTypeRef v = LLVMVectorType(g->f32, (unsigned)isa->lanes);
+    LLVMValueRef f = LLVMAddFunction(g->mod, name, LLVMFunctionType(v, &v, 1, 0));
+    pure_function(g, f);
+    g->math_used[g->n_math_used++] = f;
+  }
+  return name;
+}
+
+/* fn(a), a libm function of a float, with its vector versions named. */
+static LLVMValueRef math_call(Gen *g, const char *fn, LLVMValueRef a) {
+  bool declared = LLVMGetNamedFunction(g->mod, fn) != NULL;
+  LLVMValueRef call = call_ext(g, fn, g->f32, &a, 1);
+  if (!declared) pure_function(g, LLVMGetCalledValue(call));
+  LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, enum_attr(g, "nobuiltin", 0));
+  StrBuf variants = {0};
+  for (int i = 0; i < g->n_math_isa; i++) {
+    char *name = declare_vector_version(g, fn, g->math_isa[i]);
+    sb_printf(&variants, "%s%s(%s)", i ? "," : "", name, name);
+    free(name);
+  }
+  if (g->n_math_isa) {
+    static const char key[] = "vector-function-abi-variant";
+    char *text = sb_take(&variants);
+    LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex,
+                             LLVMCreateStringAttribute(g->ctx, key, sizeof key - 1, text,
+                                                       (unsigned)strlen(text)));
+    free(text);
+  }
+  return call;
+}
+
+/* @llvm.compiler.used: the vector functions, which no call names until the
+ * vectorizer writes one. */
+static void keep_vector_versions(Gen *g) {
+  if (!g->n_math_used) return;
+  LLVMValueRef init = LLVMConstArray2(g->ptr, g->math_used, (uint64_t)g->n_math_used);
+  LLVMValueRef used = LLVMAddGlobal(g->mod, LLVMTypeOf(init), "llvm.compiler.used");
+  LLVMSetInitializer(used, init);
+  LLVMSetLinkage(used, LLVMAppendingLinkage);
+  LLVMSetSection(used, "llvm.metadata");
+}
+
 /* ---- kernel expressions: values are i64 (C's integers) or float ---- */
 
 static bool is_int(LLVMValueRef v) { return LLVMGetTypeKind(LLVMTypeOf(v)) == LLVMIntegerTypeKind; }
@@ -318,7 +437,7 @@ static LLVMValueRef unary(Gen *g, const KExpr *e) {
   if (e->op == KU_NEG) return is_int(a) ? LLVMBuildNSWNeg(g->b, a, "") : LLVMBuildFNeg(g->b, a, "");
   a = as_float(g, a);
   if (e->op == KU_SQRT) return call(g, g->sqrt, &a, 1);
-  return call_ext(g, libm[e->op], g->f32, &a, 1);
+  return math_call(g, libm[e->op], a);
 }
 
 static LLVMValueRef binary(Gen *g, const KExpr *e) {
@@ -1158,8 +1277,42 @@ static void kernels(Gen *g, const int *ids, int n) {
   for (int i = 0; i < n; i++) define_kernel(g, ids[i]);
 }
 
+/* The entry points of part LLVM_MAIN's descriptor: declarations of the
+ * functions `trainc run` puts in their place. */
+static void declare_entry_points(Gen *g, Callee *forward, Callee *backward, Callee *step) {
+  LLVMTypeRef two[2] = {g->ptr, g->ptr};
+  Callee *c[3] = {forward, backward, step};
+  LLVMTypeRef types[3] = {LLVMFunctionType(g->void_t, &g->ptr, 1, 0),
+                          LLVMFunctionType(g->void_t, two, 2, 0),
+                          LLVMFunctionType(g->f64, &g->ptr, 1, 0)};
+  static const char *const names[3] = {"trc_jit_forward", "trc_jit_backward", "trc_jit_step"};
+  for (int i = 0; i < 3; i++)
+    *c[i] = (Callee){types[i], LLVMAddFunction(g->mod, names[i], types[i])};
+}
+
+/* The module's functions and data as part says (llvm_internal.h). */
+static void build_part(Gen *g, LlvmPart part, Diag *diag) {
+  Callee forward, backward, step;
+  if (part == LLVM_MAIN) {
+    declare_entry_points(g, &forward, &backward, &step);
+  } else {
+    kernels(g, g->p->forward, g->p->n_forward);
+    kernels(g, g->p->backward, g->p->n_backward);
+    forward = define_forward(g), backward = define_backward(g);
+    step = define_step(g, forward, backward);
+  }
+  if (part == LLVM_KERNELS) {
+    LLVMSetLinkage(forward.fn, LLVMExternalLinkage);
+    LLVMSetLinkage(backward.fn, LLVMExternalLinkage);
+    LLVMSetLinkage(step.fn, LLVMExternalLinkage);
+  } else {
+    define_main(g, define_model(g, forward, backward, step, diag));
+  }
+  keep_vector_versions(g); /* none in LLVM_MAIN */
+}
+
 LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTargetMachineRef tm,
-                                Diag *diag) {
+                                const LlvmOptions *o, LlvmPart part, Diag *diag) {
   int errors = diag->errors;
   Gen g = {.ctx = ctx,
            .p = p,
@@ -1181,11 +1334,8 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   g.minf = define_max(&g, "trc_minf", LLVMRealOLT);
   g.uniform = define_uniform(&g);
   g.sqrt = intrinsic(&g, "llvm.sqrt", g.f32);
-  kernels(&g, p->forward, p->n_forward);
-  kernels(&g, p->backward, p->n_backward);
-  Callee forward = define_forward(&g), backward = define_backward(&g);
-  Callee step = define_step(&g, forward, backward);
-  define_main(&g, define_model(&g, forward, backward, step, diag));
+  choose_math_isas(&g, tm, o);
+  build_part(&g, part, diag);
   free(g.kernel);
   free(g.buf);
   for (int i = 0; i < g.n_codes; i++) free(g.codes[i].code);
@@ -1203,7 +1353,7 @@ bool emit_llvm(FILE *out, const Program *p, const LlvmOptions *o, Diag *diag) {
   LLVMTargetMachineRef tm;
   if (!llvm_target_machine(o, &tm, diag)) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = llvm_build_module(ctx, p, tm, diag);
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, LLVM_WHOLE, diag);
   if (m) {
     char *text = LLVMPrintModuleToString(m);
     fputs(text, out);
@@ -1219,7 +1369,7 @@ bool build_llvm(const char *obj_path, const Program *p, const LlvmOptions *o, Di
   LLVMTargetMachineRef tm;
   if (!llvm_target_machine(o, &tm, diag)) return false;
   LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef m = llvm_build_module(ctx, p, tm, diag);
+  LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, LLVM_WHOLE, diag);
   bool ok = m && llvm_optimize(m, tm, diag);
   char *err = NULL;
   if (ok && LLVMTargetMachineEmitToFile(tm, m, obj_path, LLVMObjectFile, &err)) {

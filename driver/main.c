@@ -60,6 +60,8 @@ static const char *usage_text =
     "                           CPU; docs/cuda.md)\n"
     "  --mcpu CPU, --mattr F    LLVM: target CPU and features (default: this\n"
     "                           machine's; e.g. --mcpu znver4 --mattr=-avx512f)\n"
+    "  --scalar-math            LLVM: libm's expf, logf, tanhf, erff in every\n"
+    "                           loop, not libmvec's vector versions\n"
     "  --cc CC                  C compiler and linker of build (default: $CC, else " TRAINC_DEFAULT_CC ")\n"
     "  --cflags FLAGS           its flags (default: " TRAINC_DEFAULT_CFLAGS ")\n"
     "  --keep-c FILE.c          build: also keep the generated C source in FILE.c\n"
@@ -72,7 +74,8 @@ static const char *usage_text =
     "                           backward when gradients are averaged\n"
     "  --time-phases            print the seconds each compiler phase took on\n"
     "                           stderr: parse, lower, autodiff, plan, schedule\n"
-    "                           (the memory plans inside plan), emit\n"
+    "                           (the memory plans inside plan), emit; run: also\n"
+    "                           LLVM's module, optimize and codegen\n"
     "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
     "                           unfused program, bitwise the same weights)\n"
     "  --conv-im2col            convolutions as im2col + GEMM (the CUDA\n"
@@ -90,7 +93,7 @@ typedef struct {
   const char *backend, *mcpu, *mattr;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
-  bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col;
+  bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col, scalar_math;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
 } Options;
@@ -167,11 +170,39 @@ static int backend_options_ok(const Options *o) {
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", run ? "run always uses LLVM: no --backend"
                                  : "--backend goes with emit and build");
-  if ((o->mcpu || o->mattr) && !use_llvm(o))
-    return usage_error("%s", "--mcpu and --mattr go with the LLVM backend");
+  if ((o->mcpu || o->mattr || o->scalar_math) && !use_llvm(o))
+    return usage_error("%s", "--mcpu, --mattr and --scalar-math go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
   if (run && o->output)
     return usage_error("%s", "run writes no trainer: no -o (use build for one)");
+  return -1;
+}
+
+/* trainc's options that no trainer has: after `trainc run FILE.nn` they
+ * would reach the trainer, which does not know them. */
+static const char *const compiler_options[] = {
+    "--model", "--policy", "--budget",  "--profile",     "--memory", "--format",
+    "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
+    "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
+    "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose",
+    "--conv-im2col"};
+
+/* run: one of trainc's options among the trainer's flags is an error that
+ * says where it goes. Returns -1 to go on, else the exit status. */
+static int trainer_flags_ok(const Options *o) {
+  for (int i = 0; i < o->trainer_argc; i++) {
+    const char *a = o->trainer_argv[i];
+    size_t len = strcspn(a, "=");
+    for (size_t k = 0; k < sizeof compiler_options / sizeof compiler_options[0]; k++) {
+      const char *option = compiler_options[k];
+      if (strlen(option) != len || strncmp(a, option, len)) continue;
+      diag_error(&diag, NO_LOC,
+                 "%s is an option of trainc, not of the trainer: it goes before the model file "
+                 "(trainc run %s ... %s [trainer flags])",
+                 option, option, o->file);
+      return 2;
+    }
+  }
   return -1;
 }
 
@@ -197,6 +228,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if (!strcmp(a, "--time-phases")) o->time_phases = true;
     else if (!strcmp(a, "--no-fuse")) o->no_fuse = true;
     else if (!strcmp(a, "--conv-im2col")) o->conv_im2col = true;
+    else if (!strcmp(a, "--scalar-math")) o->scalar_math = true;
     else if ((v = flag_value(argc, argv, &i, "--model"))) o->model = v;
     else if ((v = flag_value(argc, argv, &i, "--dump"))) o->dump = v;
     else if ((v = flag_value(argc, argv, &i, "--output")) || (v = flag_value(argc, argv, &i, "-o"))) o->output = v;
@@ -243,7 +275,8 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("%s", "--bucket goes with emit and build");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
-  return backend_options_ok(o);
+  int status = trainer_flags_ok(o);
+  return status >= 0 ? status : backend_options_ok(o);
 }
 
 static bool is_directory(const char *path) {
@@ -259,7 +292,10 @@ static const char *source_suffix(const Options *o) {
 }
 
 static LlvmOptions llvm_options(const Options *o) {
-  return (LlvmOptions){.mcpu = o->mcpu, .mattr = o->mattr};
+  return (LlvmOptions){.mcpu = o->mcpu,
+                       .mattr = o->mattr,
+                       .scalar_math = o->scalar_math,
+                       .time_phases = o->time_phases};
 }
 
 /* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */

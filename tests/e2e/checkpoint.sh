@@ -11,6 +11,7 @@
 #   DATA: fashion (Fashion-MNIST), kjv (scripts/fetch-kjv, T = 32), pairs
 #   (scripts/make-pair-data); gpt-small builds examples/gpt.nn at the size
 #   of tests/e2e/gpt.sh (dropout kept).
+# TRAINC_TEST_BACKEND=run: the trainers are `trainc run` (LLVM's JIT).
 set -euo pipefail
 trainc=$1 src=$2 work=$3
 shift 3
@@ -41,8 +42,12 @@ for arg in "$@"; do
   for policy in "${policies[@]}"; do
     tag=${policy// /_}
     bin=$work/${name}_$tag
-    "$trainc" build "$model" --policy "$policy" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
-    "$bin" --data "$data" --steps 6 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
+    trainer=("$trainc" run --policy "$policy" "$model")
+    if [[ ${TRAINC_TEST_BACKEND:-c} != run ]]; then
+      "$trainc" build "$model" --policy "$policy" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+      trainer=("$bin")
+    fi
+    "${trainer[@]}" --data "$data" --steps 6 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
     if ! cmp -s "$work/${name}_off.safetensors" "$bin.safetensors"; then
       echo "FAIL: $name: policy '$policy' trains to different weights than off"
       fail=1

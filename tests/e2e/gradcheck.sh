@@ -3,10 +3,14 @@
 # parameter's gradient against central finite differences (trainer --gradcheck).
 # With a POLICY, the trainer is planned with that checkpoint policy, so the
 # gradients are computed with recomputation in the backward pass.
+# TRAINC_TEST_BACKEND=run: the same check through `trainc run` (LLVM's JIT).
 # usage: gradcheck.sh TRAINC MODEL.nn WORKDIR [POLICY]
 set -euo pipefail
 trainc=$1 model=$2 work=$3 policy=${4:-off}
 name=$(basename "$model" .nn)_${policy// /_}
 mkdir -p "$work"
+if [[ ${TRAINC_TEST_BACKEND:-c} == run ]]; then
+  exec "$trainc" run --policy "$policy" "$model" --gradcheck
+fi
 "$trainc" build "$model" --policy "$policy" -o "$work/gc_$name" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror"
 "$work/gc_$name" --gradcheck

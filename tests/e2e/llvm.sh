@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
-# The LLVM backend computes what the C backend computes, bit for bit. For
-# each model the C-built trainer with scalar math (trainc's default flags
-# and no vectorizer: expf, logf, tanhf, erff are libm's, as the LLVM
-# module calls them; its binary must call no libmvec function, _ZGV*), the
-# LLVM-built trainer (`trainc build --backend
-# llvm`) and `trainc run` (LLVM's JIT in trainc's process) train STEPS
-# steps from the same seed: their loss logs (every field but the
-# measurements) and their saved weights (cmp) must be identical.
-# The default C trainer calls glibc's libmvec in the loops GCC vectorized
-# (runtime/trainc.h), which elements those are being GCC's choice: it is
-# compared with the scalar one within a bound, not bitwise. libmvec is
-# within 4 ulp (5e-7 relative) of libm per call (tests/codegen/vector_math.sh);
-# over the few steps these tests train that moves the loss and the gradient
-# norm by less than REL = 1e-4 relative (seen: at most 6e-8), while a wrong
-# kernel moves them by O(1). A weight moves by less than REL of its
-# tensor's largest magnitude plus the sum of the steps' lr: an Adam step
-# turns a gradient's last bits (a gradient near 0) into a move of up to
-# lr (seen: 6% of lr on gpt124m after one step). An empirical bound for a
-# few steps, not a proof: long runs drift apart further.
-# Every other field of the logs must be equal. DATA
-# "gradcheck": `trainc run --gradcheck` must pass first, then the three
-# train on random rows.
+# The LLVM backend computes what the C backend computes. For each model these
+# trainers train STEPS steps from the same seed:
+#   cs    the C-built trainer with scalar math (trainc's default flags and no
+#         vectorizer: expf, logf, tanhf, erff are libm's; its binary must
+#         call no libmvec function, _ZGV*)
+#   llvms the LLVM-built trainer with --scalar-math (libm's functions too)
+#   c     the default C-built trainer: GCC widens the loops it vectorizes
+#         into glibc's libmvec vector functions (runtime/trainc.h)
+#   llvm  the default LLVM-built trainer (`trainc build --backend llvm`): the
+#         loop vectorizer widens them into libmvec's functions too
+#   run   `trainc run` (LLVM's JIT in trainc's process), the same module
+# Bitwise (the loss logs but the measurements, and the saved weights, cmp):
+# llvms against cs (the same operations in the same order), and run against
+# llvm (the same optimized module). Within a bound: c and llvm against cs,
+# and llvm against c. They call the same libmvec functions, but not on the
+# same elements: which loops are vectorized, at which width (AVX-512's 16
+# lanes, AVX2's 8, SSE's 4: LLVM's epilogues take a narrower one), and which
+# remainder elements stay scalar are each compiler's choice, and libmvec's
+# versions differ from libm and from each other in the last bits (all within
+# 4 ulp of the exact result; tests/codegen/vector_math.sh). Over the few
+# steps these tests train that moves the loss and the gradient norm by less
+# than REL = 1e-4 relative (seen: at most 3.2e-7), while a wrong kernel moves
+# them by O(1). A weight moves by less than REL of its tensor's largest
+# magnitude plus the sum of the steps' lr: an Adam step turns a gradient's
+# last bits (a gradient near 0) into a move of up to lr (seen: 6% of lr on
+# gpt124m after one step). An empirical bound for a few steps, not a proof:
+# long runs drift apart further. Every other field of the logs must be
+# equal. DATA "gradcheck": `trainc run --gradcheck` must pass first, then the
+# trainers train on random rows.
 # usage: llvm.sh TRAINC SOURCE_DIR WORKDIR STEPS MODEL.nn=DATA...
 #   DATA: fashion (Fashion-MNIST), kjv and kjv64 (scripts/fetch-kjv, T = 32
 #   and 64), pairs (scripts/make-pair-data), random (random rows for the
@@ -79,13 +86,14 @@ for line in open(sys.argv[1]):
     print(json.dumps(r, sort_keys=True))' "$1"
 }
 
-# The default (libmvec) C trainer's log and weights against the scalar
-# one's, within the header's bounds; prints the largest differences.
-near() { # scalar losses, vector losses, scalar weights, vector weights
-  if ! "$PY" - "$@" "$REL" <<'EOF'; then
+# Trainer b's log and weights against trainer a's, within the header's
+# bounds; prints the largest differences.
+near() { # a b
+  if ! "$PY" - "$out.$1.losses" "$out.$2.losses" "$out.$1.safetensors" "$out.$2.safetensors" \
+    "$REL" "$1 vs $2" <<'EOF'; then
 import json, struct, sys
 import numpy as np
-ls, lv, ws, wv, rel = sys.argv[1:6]
+ls, lv, ws, wv, rel, what = sys.argv[1:7]
 rel = float(rel)
 worst = {"loss": 0.0, "grad_norm": 0.0, "weights": 0.0}
 ok, lr_sum = True, 0.0
@@ -109,16 +117,16 @@ ok = ok and ts.keys() == tv.keys()
 for k in ts: # the difference as a fraction of what the bound allows
     allowed = max(rel * float(np.abs(ts[k]).max(initial=0)) + lr_sum, 1e-30)
     worst["weights"] = max(worst["weights"], float(np.abs(ts[k] - tv[k]).max(initial=0)) / allowed)
-print(f"  libmvec vs libm: loss, grad norm {worst['loss']:.2g}, {worst['grad_norm']:.2g} relative;",
+print(f"  {what}: loss, grad norm {worst['loss']:.2g}, {worst['grad_norm']:.2g} relative;",
       f"weights {worst['weights']:.2g} of the bound")
 sys.exit(0 if ok and max(worst["loss"], worst["grad_norm"]) <= rel and worst["weights"] <= 1 else 1)
 EOF
-    echo "FAIL: $name: the libmvec C trainer is not within the bounds of the scalar one: $*"
+    echo "FAIL: $name: the $2 trainer is not within the bounds of the $1 one"
     fail=1 model_fail=1
   fi
 }
 
-same() { # what, file of the scalar C trainer, file of the other
+same() { # what, two files that must be equal
   if ! cmp -s "$2" "$3"; then
     echo "FAIL: $name: $1 differ: $2 $3"
     fail=1 model_fail=1
@@ -147,32 +155,42 @@ for arg in "$@"; do
     fail=1 model_fail=1
   fi
   "$trainc" build --backend llvm "$model" -o "$out.llvm.bin" >/dev/null
+  "$trainc" build --backend llvm --scalar-math "$model" -o "$out.llvms.bin" >/dev/null
+  if nm "$out.llvms.bin" | grep -q _ZGV; then
+    echo "FAIL: $name: the --scalar-math LLVM trainer calls libmvec"
+    fail=1 model_fail=1
+  fi
   if [[ $data == gradcheck ]]; then # the C trainer's: tests/e2e/gradcheck.sh
     "$trainc" run "$model" --gradcheck --seed 3 >"$out.run.txt" ||
       { echo "FAIL: $name: trainc run --gradcheck"; cat "$out.run.txt"; fail=1 model_fail=1; }
     data=random
   fi
   flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1 --quiet)
-  # the LLVM trainer on 3 threads, the others on the default count: parallel
+  # the LLVM trainers on 3 threads, the others on the default count: parallel
   # loops and trc_gemm give the same bits on any number
-  for how in c cs llvm; do
+  for how in c cs llvm llvms; do
     threads=()
-    [[ $how == llvm ]] && threads=(--threads 3)
+    [[ $how == llvm* ]] && threads=(--threads 3)
     "${launch[@]}" "$out.$how.bin" "${flags[@]}" "${threads[@]}" --save "$out.$how.safetensors" \
       --log "$out.$how.jsonl"
   done
-  hows=(cs llvm)
+  hows=(c cs llvm llvms)
   if ((ranks == 1)); then
     "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
     hows+=(run)
   fi
-  for how in c "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
-  for how in "${hows[@]:1}"; do
-    same "weights" "$out.cs.safetensors" "$out.$how.safetensors"
-    same "loss logs" "$out.cs.losses" "$out.$how.losses"
+  for how in "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
+  pairs=(cs:llvms)
+  ((ranks == 1)) && pairs+=(llvm:run)
+  for pair in "${pairs[@]}"; do
+    a=${pair%:*} b=${pair#*:}
+    same "weights" "$out.$a.safetensors" "$out.$b.safetensors"
+    same "loss logs" "$out.$a.losses" "$out.$b.losses"
   done
-  near "$out.cs.losses" "$out.c.losses" "$out.cs.safetensors" "$out.c.safetensors"
-  ((model_fail)) || echo "$name, $steps steps, $ranks rank(s): the same losses and weights from the" \
-    "${hows[*]} trainers (cs: C with scalar math), the libmvec C trainer's within bounds"
+  near cs c
+  near cs llvm
+  near c llvm
+  ((model_fail)) || echo "$name, $steps steps, $ranks rank(s): the same losses and weights from" \
+    "${pairs[*]} (cs: C, llvms: LLVM, both scalar math), the libmvec trainers' within bounds"
 done
 exit $fail

@@ -17,7 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (f.plan) {
     LLVMContextRef ctx = LLVMContextCreate();
     int errors = diag.errors;
-    LLVMModuleRef mod = llvm_build_module(ctx, f.plan->program, tm, &diag);
+    LLVMModuleRef mod =
+        llvm_build_module(ctx, f.plan->program, tm, &(LlvmOptions){0}, LLVM_WHOLE, &diag);
     if (!mod || diag.errors != errors) abort(); /* a planned program always builds and verifies */
     LLVMDisposeModule(mod);
     LLVMContextDispose(ctx);

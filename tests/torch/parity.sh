@@ -8,6 +8,7 @@
 #      the last weight matrix, the head): so 1 can fail (parity.py step);
 #   3. with `train` given: 10 optimizer steps (the train block's optimizer and
 #      schedule) give the same loss at every step and the same weights.
+# TRAINC_TEST_BACKEND=run: the trainer is `trainc run` (LLVM's JIT).
 # Skipped (77) when Debian's python3 has no torch.
 # usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
 set -euo pipefail
@@ -17,20 +18,24 @@ py=/usr/bin/python3
 $py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
 parity() { $py "$here/parity.py" "$@"; }
 rm -rf "$work" && mkdir -p "$work"
-bin=$work/trainer
-"$trainc" build "$model" -o "$bin" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
-"$bin" --help >"$work/help.txt"
+trainer=("$trainc" run "$model")
+if [[ ${TRAINC_TEST_BACKEND:-c} != run ]]; then
+  "$trainc" build "$model" -o "$work/trainer" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+  trainer=("$work/trainer")
+fi
+run_trainer() { "${trainer[@]}" "$@"; }
+run_trainer --help >"$work/help.txt"
 batch=$(sed -n 's/.*; B = \([0-9]*\)).*/\1/p' "$work/help.txt")
-"$bin" --steps 0 --save "$work/w0.safetensors" --quiet
+run_trainer --steps 0 --save "$work/w0.safetensors" --quiet
 parity data "$torch_model" "$work/w0.safetensors" "$work/data" "$batch" 1
 
 # 1. one step, and 2. the negative checks
-"$bin" --init "$work/w0.safetensors" --data "$work/data" --dump-step "$work/step.safetensors"
+run_trainer --init "$work/w0.safetensors" --data "$work/data" --dump-step "$work/step.safetensors"
 parity step "$torch_model" "$work/w0.safetensors" "$work/step.safetensors" "$work/data"
 
 # 3. optimizer steps; the data is one batch, so every step sees the same examples
 [[ "$train" == train ]] || exit 0
-"$bin" --init "$work/w0.safetensors" --data "$work/data" --steps 10 --log "$work/train.jsonl" --log-every 1 \
+run_trainer --init "$work/w0.safetensors" --data "$work/data" --steps 10 --log "$work/train.jsonl" --log-every 1 \
   --save "$work/final.safetensors" --quiet
 parity train "$torch_model" "$work/help.txt" "$work/w0.safetensors" "$work/final.safetensors" \
   "$work/train.jsonl" "$work/data"

@@ -20,6 +20,7 @@ target triple = "x86_64-pc-linux-gnu"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
 @model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1728, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1152, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
 entry:
@@ -267,7 +268,7 @@ loop6:                                            ; preds = %loop6, %done
   %15 = load float, ptr %14, align 4
   %16 = load float, ptr %t1, align 4
   %17 = fsub float %15, %16
-  %18 = call float @expf(float %17)
+  %18 = call float @expf(float %17) #4
   %19 = fadd float %11, %18
   store float %19, ptr %t2, align 4
   %20 = add nsw i64 %i7, 1
@@ -277,7 +278,7 @@ loop6:                                            ; preds = %loop6, %done
 done8:                                            ; preds = %loop6
   %22 = load float, ptr %t1, align 4
   %23 = load float, ptr %t2, align 4
-  %24 = call float @logf(float %23)
+  %24 = call float @logf(float %23) #5
   %25 = fadd float %22, %24
   store float %25, ptr %t3, align 4
   %26 = load float, ptr %t, align 4
@@ -304,9 +305,29 @@ done9:                                            ; preds = %done8
   ret void
 }
 
-declare float @expf(float)
+; Function Attrs: nounwind willreturn memory(none)
+declare float @expf(float) #2
 
-declare float @logf(float)
+; Function Attrs: nounwind willreturn memory(none)
+declare <16 x float> @_ZGVeN16v_expf(<16 x float>) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare <8 x float> @_ZGVdN8v_expf(<8 x float>) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare <4 x float> @_ZGVbN4v_expf(<4 x float>) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare float @logf(float) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare <16 x float> @_ZGVeN16v_logf(<16 x float>) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare <8 x float> @_ZGVdN8v_logf(<8 x float>) #2
+
+; Function Attrs: nounwind willreturn memory(none)
+declare <4 x float> @_ZGVbN4v_logf(<4 x float>) #2
 
 define internal void @k13_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, i64 %4, i64 %5) {
 entry:
@@ -349,7 +370,7 @@ loop5:                                            ; preds = %loop5, %done
   %21 = load float, ptr %20, align 4
   %22 = load float, ptr %t, align 4
   %23 = fsub float %21, %22
-  %24 = call float @expf(float %23)
+  %24 = call float @expf(float %23) #4
   %25 = fadd float %17, %24
   store float %25, ptr %t1, align 4
   %26 = add nsw i64 %i6, 1
@@ -359,7 +380,7 @@ loop5:                                            ; preds = %loop5, %done
 done7:                                            ; preds = %loop5
   %28 = load float, ptr %t, align 4
   %29 = load float, ptr %t1, align 4
-  %30 = call float @logf(float %29)
+  %30 = call float @logf(float %29) #5
   %31 = fadd float %28, %30
   store float %31, ptr %t2, align 4
   br label %loop8
@@ -374,7 +395,7 @@ loop8:                                            ; preds = %loop8, %done7
   %37 = load float, ptr %36, align 4
   %38 = load float, ptr %t2, align 4
   %39 = fsub float %37, %38
-  %40 = call float @expf(float %39)
+  %40 = call float @expf(float %39) #4
   %41 = getelementptr inbounds i32, ptr %0, i64 %8
   %42 = load i32, ptr %41, align 4
   %43 = sext i32 %42 to i64
@@ -737,7 +758,7 @@ declare i32 @trc_step_overlaps(ptr)
 declare float @trc_step_loss_seed(ptr)
 
 ; Function Attrs: nocallback nofree nounwind willreturn memory(argmem: write)
-declare void @llvm.memset.p0.i64(ptr nocapture writeonly, i8, i64, i1 immarg) #2
+declare void @llvm.memset.p0.i64(ptr nocapture writeonly, i8, i64, i1 immarg) #3
 
 declare void @trc_step_micro_batch(ptr, i64)
 
@@ -766,5 +787,8 @@ declare i32 @trc_main(ptr, i32, ptr)
 
 attributes #0 = { nocallback nofree nosync nounwind speculatable willreturn memory(none) }
 attributes #1 = { noinline }
-attributes #2 = { nocallback nofree nounwind willreturn memory(argmem: write) }
+attributes #2 = { nounwind willreturn memory(none) }
+attributes #3 = { nocallback nofree nounwind willreturn memory(argmem: write) }
+attributes #4 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_expf(_ZGVeN16v_expf),_ZGVdN8v_expf(_ZGVdN8v_expf),_ZGVbN4v_expf(_ZGVbN4v_expf)" }
+attributes #5 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_logf(_ZGVeN16v_logf),_ZGVdN8v_logf(_ZGVdN8v_logf),_ZGVbN4v_logf(_ZGVbN4v_logf)" }
 [exit 0]
