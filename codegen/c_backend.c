@@ -14,18 +14,35 @@
  * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
  * when it has enough work. The printer is shared with the CUDA backend
  * (c_family.h). */
-#include "c_family.h"
+#include "c_names.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* `const float *restrict in0` for parameter i of fn (const unless it is
+ * the kernel's own buffer). */
+static void print_param(FILE *out, const Program *p, const CFunction *fn, int i) {
+  int b = fn->form.params[i];
+  fprintf(out, "%s%s *restrict %s", fn->form.roles[i] == KP_OUT ? "" : "const ",
+          c_type(p->g->nodes[b].dtype), fn->param_names[i]);
+}
 
 /* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
- * chunks [lo, hi) of loop `at` of kernel `id`. */
-static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s,
+ * chunks [lo, hi) of loop `at` of fn's kernel; ctx is the array of fn's
+ * parameters. */
+static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, int at, KStmt *s,
                             const KParallelLoop *pl) {
   int64_t chunk = pl->chunk;
-  fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
-  fputs("  char *restrict A = ctx;\n", out);
-  print_stmt_buffers(out, p, id, &s, 1, "restrict", "A");
+  fprintf(out, "static void %s_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
+  fputs("  void *const *arg = ctx;\n", out);
+  int *used, n_used = kernel_stmt_buffers(&s, 1, &used);
+  for (int i = 0; i < n_used; i++) {
+    int k = kernel_form_param(&fn->form, used[i]);
+    fputs("  ", out);
+    print_param(out, p, fn, k);
+    fprintf(out, " = arg[%d];\n", k);
+  }
+  free(used);
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -35,54 +52,121 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
     fprintf(out, "      const int64_t i%d = c * %lld + j;\n", v, (long long)chunk);
     depth = 3;
   }
-  print_stmts(out, s->body, s->nbody, depth);
+  BufNames names = c_function_buffers(fn);
+  print_stmts_named(out, s->body, s->nbody, depth, &names);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
 }
 
-/* The kernel: the loops kstmt_parallel_loop picks as calls of their bodies
+/* `static void NAME(float *restrict out, const float *restrict in0, ...)`. */
+static void print_function_head(FILE *out, const Program *p, const CFunction *fn) {
+  fprintf(out, "static void %s(", fn->name);
+  for (int i = 0; i < fn->form.n_params; i++) {
+    if (i) fputs(", ", out);
+    print_param(out, p, fn, i);
+  }
+  fputs(") {\n", out);
+}
+
+/* The function: the loops kstmt_parallel_loop picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
-static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  KStmt **inline_stmts = xmalloc((size_t)(k->nbody ? k->nbody : 1) * sizeof *inline_stmts);
-  int n_inline = 0;
+static void print_loop_function(FILE *out, const Program *p, const CFunction *fn,
+                                const Kernel *k) {
   KParallelLoop pl;
-  for (int i = 0; i < k->nbody; i++) {
-    if (kstmt_parallel_loop(k->body[i], &pl))
-      print_loop_body(out, p, id, i, k->body[i], &pl);
-    else
-      inline_stmts[n_inline++] = k->body[i];
+  int n_parallel = 0;
+  for (int i = 0; i < k->nbody; i++)
+    if (kstmt_parallel_loop(k->body[i], &pl)) {
+      print_loop_body(out, p, fn, i, k->body[i], &pl);
+      n_parallel++;
+    }
+  print_function_head(out, p, fn);
+  if (n_parallel) {
+    fputs("  void *arg[] = {", out);
+    for (int i = 0; i < fn->form.n_params; i++)
+      fprintf(out, "%s%s%s", i ? ", " : "", fn->form.roles[i] == KP_OUT ? "" : "(void *)",
+              fn->param_names[i]);
+    fputs("};\n", out);
   }
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_stmt_buffers(out, p, id, inline_stmts, n_inline, "restrict", "A");
-  free(inline_stmts);
+  BufNames names = c_function_buffers(fn);
   for (int i = 0; i < k->nbody; i++) {
     if (kstmt_parallel_loop(k->body[i], &pl))
-      fprintf(out, "  trc_kernel_loop(%lld, %lld, k%d_loop%d, A);\n", (long long)pl.n_chunks,
-              (long long)pl.work, id, i);
+      fprintf(out, "  trc_kernel_loop(%lld, %lld, %s_loop%d, arg);\n", (long long)pl.n_chunks,
+              (long long)pl.work, fn->name, i);
     else
-      print_stmts(out, &k->body[i], 1, 1);
+      print_stmts_named(out, &k->body[i], 1, 1, &names);
   }
   fputs("}\n\n", out);
 }
 
 /* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
  * the trainer's threads, bitwise the same on any number of them. */
-static void print_gemm(FILE *out, const Program *p, int id) {
-  const Node *n = &p->g->nodes[id];
+static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
   gemm_dims(p->g, n, &d);
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  const char *a = fn->param_names[kernel_form_param(&fn->form, n->in[0])];
+  const char *b = fn->param_names[kernel_form_param(&fn->form, n->in[1])];
+  print_function_head(out, p, fn);
   fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a,
           d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out,
-          "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)d.lda, (long long)d.stride_a,
-          (unsigned long long)p->offset[n->in[1]], (long long)d.ldb, (long long)d.stride_b);
-  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)d.ldc, (long long)d.stride_c);
+  fprintf(out, "           %s, %lld, %lld, %s, %lld, %lld,\n", a, (long long)d.lda,
+          (long long)d.stride_a, b, (long long)d.ldb, (long long)d.stride_b);
+  fprintf(out, "           %s, out, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+          (long long)d.ldc, (long long)d.stride_c);
 }
 
-static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }
+/* ` * also: %25 block.1 line 16, ...` for the kernels after fn's first,
+ * wrapped within 100 columns. */
+static void print_other_uses(FILE *out, const Program *p, const CFunction *fn) {
+  if (fn->n_uses < 2) return;
+  int col = fprintf(out, "/* also:");
+  for (int u = 1; u < fn->n_uses; u++) {
+    int id = fn->uses[u];
+    const char *path = node_layer_path(p->g, id);
+    char use[160];
+    snprintf(use, sizeof use, " %%%d%s%s line %d%s", id, path ? " " : "", path ? path : "",
+             p->g->nodes[id].loc.line, u + 1 < fn->n_uses ? "," : " */\n");
+    if (col + (int)strlen(use) > 96) col = fprintf(out, "\n *");
+    col += fprintf(out, "%s", use);
+  }
+}
+
+static void print_function(FILE *out, const Program *p, const CFunction *fn) {
+  print_node_comment(out, p, fn->first);
+  print_other_uses(out, p, fn);
+  if (p->kernels[fn->first])
+    print_loop_function(out, p, fn, p->kernels[fn->first]);
+  else
+    print_gemm_function(out, p, fn);
+}
+
+/* `  float *const block_0_ln_1 = (float *)(A + 7739456);` for each buffer
+ * the calls of kernels ids[0..n) pass, once, in order of first use. */
+static void declare_values(FILE *out, const Program *p, const int *ids, int n, const void *data) {
+  const CNames *c = data;
+  bool *declared = xcalloc((size_t)p->g->n, sizeof *declared);
+  for (int i = 0; i < n; i++) {
+    const KernelForm *f = &c->forms[ids[i]];
+    for (int k = 0; k < f->n_params; k++) {
+      int b = f->params[k];
+      if (declared[b]) continue;
+      declared[b] = true;
+      const char *type = c_type(p->g->nodes[b].dtype);
+      fprintf(out, "  %s *const %s = (%s *)(A + %llu);\n", type, c->value[b], type,
+              (unsigned long long)p->offset[b]);
+    }
+  }
+  free(declared);
+}
+
+static void print_call(FILE *out, const Program *p, int id, const void *data) {
+  (void)p;
+  const CNames *c = data;
+  const KernelForm *f = &c->forms[id];
+  fprintf(out, "  %s(", c->fns[c->fn_of[id]].name);
+  for (int k = 0; k < f->n_params; k++) fprintf(out, "%s%s", k ? ", " : "", c->value[f->params[k]]);
+  fputs(");", out);
+}
 
 static void zero_gradients(FILE *out, const Program *p) {
   fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
@@ -94,17 +178,24 @@ static const StepForm c_form = {
     .backward_def = "static void backward(char *A, trc_step *s)",
     .forward_call = "forward(A)",
     .backward_call = "backward(A, ",
+    .declare = declare_values,
     .call = print_call,
     .gradients_zeroed = zero_gradients,
 };
 
 void emit_c(FILE *out, const Program *p) {
+  CNames names;
+  c_names_build(&names, p);
+  StepForm form = c_form;
+  form.data = &names;
   print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
   fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
   fputs("#include \"trainc.h\"\n\n", out);
-  print_kernels(out, p, print_gemm, print_loop_kernel);
-  print_forward_backward(out, p, &c_form);
-  print_step(out, p, &c_form);
+  fputs("/* ---- kernels: each distinct one once, a function of its buffers ---- */\n\n", out);
+  for (int f = 0; f < names.n_fns; f++) print_function(out, p, &names.fns[f]);
+  print_forward_backward(out, p, &form);
+  print_step(out, p, &form);
   print_runtime_tables(out, p, NULL);
+  c_names_free(&names, p);
 }
