@@ -41,6 +41,16 @@ static void print_buf(FILE *out, int buf, const BufNames *names) {
   fprintf(out, "b%d", buf);
 }
 
+/* `, stream, ` of a random draw: its variable, or the number. */
+static void print_stream(FILE *out, int64_t stream, const BufNames *nm) {
+  for (int i = 0; nm && i < nm->n_streams; i++)
+    if (nm->streams[i] == stream) {
+      fprintf(out, ", stream%d, ", i);
+      return;
+    }
+  fprintf(out, ", %lldu, ", (long long)stream);
+}
+
 static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
                                    [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
@@ -101,7 +111,7 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   case KE_RANDOM:
     fputs("trc_kernel_uniform(", out);
     print_buf(out, e->buf, nm);
-    fprintf(out, ", %lldu, ", (long long)e->i);
+    print_stream(out, e->i, nm);
     print_expr(out, e->a, nm);
     fputc(')', out);
     break;

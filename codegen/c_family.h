@@ -15,13 +15,17 @@ const char *c_type(DType t);
 void print_float(FILE *out, double v);
 /* A kernel's statements, `depth` levels indented, buffer b as `b<b>`. */
 void print_stmts(FILE *out, KStmt **body, int n, int depth);
-/* Names of buffers: names[i] for buffer ids[i] (a node id). */
+/* Names of buffers: names[i] for buffer ids[i] (a node id); random stream
+ * streams[i] as the variable stream<i>. */
 typedef struct {
   const int *ids;
   const char *const *names;
   int n;
+  const int64_t *streams;
+  int n_streams;
 } BufNames;
-/* The same with the buffers of nm named as it says (the others b<b>). */
+/* The same with the buffers and streams of nm named as it says (the other
+ * buffers b<b>, streams as numbers). */
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers used[0..n_used)
  * (node ids, ascending; const but for node id's own). */

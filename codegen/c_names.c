@@ -233,5 +233,6 @@ void c_names_free(CNames *c, const Program *p) {
 }
 
 BufNames c_function_buffers(const CFunction *fn) {
-  return (BufNames){fn->form.params, (const char *const *)fn->param_names, fn->form.n_params};
+  return (BufNames){fn->form.params, (const char *const *)fn->param_names, fn->form.n_params,
+                    fn->form.streams, fn->form.n_streams};
 }

@@ -424,17 +424,24 @@ bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
  * kernels exactly when one function of the parameters computes both: the
  * statements with buffers as parameter positions, constants, extents,
  * parallel marks, the parameters' roles and element types, a GEMM's
- * gemm_dims. k is the node's kernel, NULL for a GEMM. */
+ * gemm_dims. Dropout's random streams (KE_RANDOM's i: one per dropout op)
+ * are parameters too, `streams` in order of first use, so that the dropouts
+ * of every layer share one function. k is the node's kernel, NULL for a
+ * GEMM. */
 typedef enum { KP_OUT = -2, KP_OTHER = -1, KP_IN0 = 0 } KParamRole; /* KP_IN0 + k: input k */
 typedef struct {
   char *code;
   int *params;       /* node ids, in parameter order */
   KParamRole *roles; /* each parameter's role */
   int n_params;
+  int64_t *streams;  /* the random streams the kernel draws from */
+  int n_streams;
 } KernelForm;
 KernelForm kernel_form(const Graph *g, int id, const Kernel *k);
 /* The parameter position of buffer buf (a node id), -1 when it is none. */
 int kernel_form_param(const KernelForm *f, int buf);
+/* The position of random stream `stream` among f's, -1 when it is none. */
+int kernel_form_stream(const KernelForm *f, int64_t stream);
 void kernel_form_free(KernelForm *f);
 
 #endif

@@ -11,10 +11,20 @@ static int param_of(const KernelForm *f, int buf) {
   return -1;
 }
 
-static void code_expr(StrBuf *sb, const KExpr *e, const KernelForm *f) {
+/* The position of a random stream among f's, added when new. */
+static int64_t stream_of(KernelForm *f, int64_t stream) {
+  for (int i = 0; i < f->n_streams; i++)
+    if (f->streams[i] == stream) return i;
+  f->streams = xrealloc(f->streams, (size_t)(f->n_streams + 1) * sizeof *f->streams);
+  f->streams[f->n_streams] = stream;
+  return f->n_streams++;
+}
+
+static void code_expr(StrBuf *sb, const KExpr *e, KernelForm *f) {
   if (!e) return;
   bool has_buf = e->kind == KE_LOAD || e->kind == KE_RANDOM;
-  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)e->i, e->var,
+  int64_t i = e->kind == KE_RANDOM ? stream_of(f, e->i) : e->i;
+  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)i, e->var,
             has_buf ? param_of(f, e->buf) : -1, e->is_int);
   code_expr(sb, e->a, f);
   code_expr(sb, e->b, f);
@@ -22,7 +32,7 @@ static void code_expr(StrBuf *sb, const KExpr *e, const KernelForm *f) {
   sb_append(sb, ")");
 }
 
-static void code_stmts(StrBuf *sb, KStmt *const *body, int nbody, const KernelForm *f) {
+static void code_stmts(StrBuf *sb, KStmt *const *body, int nbody, KernelForm *f) {
   for (int i = 0; i < nbody; i++) {
     const KStmt *s = body[i];
     sb_printf(sb, "[%d %d %lld %d %d %d", s->kind, s->var, (long long)s->extent,
@@ -93,9 +103,16 @@ KernelForm kernel_form(const Graph *g, int id, const Kernel *k) {
 
 int kernel_form_param(const KernelForm *f, int buf) { return param_of(f, buf); }
 
+int kernel_form_stream(const KernelForm *f, int64_t stream) {
+  for (int i = 0; i < f->n_streams; i++)
+    if (f->streams[i] == stream) return i;
+  return -1;
+}
+
 void kernel_form_free(KernelForm *f) {
   free(f->code);
   free(f->params);
   free(f->roles);
+  free(f->streams);
   *f = (KernelForm){0};
 }
