@@ -172,14 +172,33 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   fputs("}\n", out);
 }
 
-/* A loop; one of one iteration is its variable, 0, and its body in place
- * (loop variables and locals are unique within a kernel). */
-static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  if (s->extent == 1) {
-    fprintf(out, "const int64_t i%d = 0;\n", s->var);
-    print_stmts_named(out, s->body, s->nbody, depth, nm);
-    return;
+static bool expr_uses_var(const KExpr *e, int var) {
+  if (!e) return false;
+  if (e->kind == KE_INDEX && e->var == var) return true;
+  return expr_uses_var(e->a, var) || expr_uses_var(e->b, var) || expr_uses_var(e->c, var);
+}
+
+static bool stmts_use_var(KStmt *const *body, int n, int var) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (expr_uses_var(s->index, var) || expr_uses_var(s->value, var) ||
+        stmts_use_var(s->body, s->nbody, var))
+      return true;
   }
+  return false;
+}
+
+/* A loop of one iteration: its body in place, after its variable (0) when
+ * the body reads it (loop variables and locals are unique within a kernel). */
+static void print_one_iteration(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  if (stmts_use_var(s->body, s->nbody, s->var)) {
+    indent(out, depth);
+    fprintf(out, "const int64_t i%d = 0;\n", s->var);
+  }
+  print_stmts_named(out, s->body, s->nbody, depth, nm);
+}
+
+static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
   fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var,
           (long long)s->extent, s->var);
   print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
@@ -191,6 +210,10 @@ void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const Bu
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     KLaneSplit ls;
+    if (s->kind == KS_FOR && s->extent == 1) {
+      print_one_iteration(out, s, depth, nm);
+      continue;
+    }
     indent(out, depth);
     if (kstmt_lane_split(s, &ls)) {
       print_reduction(out, s, &ls, depth, nm);
@@ -230,7 +253,7 @@ void print_node_comment(FILE *out, const Program *p, int id) {
   if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
   if (n->name) fprintf(out, " -- %s", n->name);
   const char *path = node_layer_path(p->g, id);
-  if (path) fprintf(out, ", %s", path);
+  if (path) fprintf(out, ", in %s", path);
   if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }

@@ -14,10 +14,9 @@ static const char *const reserved[] = {
     "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
     "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "alignas",
     "alignof", "noreturn", "static_assert", "complex", "imaginary", "errno", "stdin", "stdout",
-    "stderr", "assert", "linux", "unix", "i386", "math_errhandling", "A", "s", "k", "arg", "ctx",
-    "lo", "hi", "lane", "c", "l", "w", "j", "out", "loss", "loss_sum", "window", "average",
-    "overlap", "seed", "forward", "backward", "step", "main", "model", "params", "inputs",
-    "device", "start", "memset", "memcpy", "expf", "logf", "tanhf", "erff", "sqrtf", "isfinite",
+    "stderr", "assert", "linux", "unix", "i386", "math_errhandling", "A", "s", "arg", "ctx",
+    "lo", "hi", "lane", "c", "l", "w", "j", "out", "forward", "backward", "step", "main",
+    "model", "params", "inputs", "memset", "expf", "logf", "tanhf", "erff", "sqrtf", "isfinite",
 };
 
 /* The names the kernels' own variables take: t3 (locals), i2 (loop
@@ -108,10 +107,13 @@ static char *value_text(const Graph *g, int id) {
   const char *op = op_info(n->op)->name;
   if (n->op == OP_PARAM || n->op == OP_INPUT) return xstrdup(n->name);
   if (n->grad_of_param >= 0) return xsprintf("grad.%s", g->nodes[n->grad_of_param].name);
-  const char *path = node_layer_path(g, id), *dot = path ? "." : "";
+  const char *path = node_layer_path(g, id), *dot = path ? "." : "", *n_name = n->name;
   path = path ? path : "";
-  if (n->name)
-    return xsprintf("%s%s%s%s", path, dot, n->name, n->recompute_of >= 0 ? "_recomputed" : "");
+  if (n->name) {
+    const char *last = strrchr(path, '.') ? strrchr(path, '.') + 1 : path;
+    if (!strcmp(last, n->name)) dot = "", n_name = ""; /* h = linear(...): h, not h.h */
+    return xsprintf("%s%s%s%s", path, dot, n_name, n->recompute_of >= 0 ? "_recomputed" : "");
+  }
   if (n->origin >= 0) {
     const char *from = model_name(g, n->origin);
     return xsprintf("%s%s%s_bwd_%s", path, dot, from ? from : op_info(g->nodes[n->origin].op)->name,
