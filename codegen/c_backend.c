@@ -27,26 +27,27 @@ static void print_param(FILE *out, const Program *p, const CFunction *fn, int i)
           c_type(p->g->nodes[b].dtype), fn->param_names[i]);
 }
 
-/* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
- * chunks [lo, hi) of loop `at` of fn's kernel; ctx is the array of fn's
- * parameters. */
+/* `out, in0, ..., stream0` (fn's parameters and streams), then `after`. */
+static void print_param_list(FILE *out, const Program *p, const CFunction *fn, const char *after) {
+  for (int i = 0; i < fn->form.n_params; i++) {
+    if (i) fputs(", ", out);
+    print_param(out, p, fn, i);
+  }
+  for (int i = 0; i < fn->form.n_streams; i++) fprintf(out, ", uint64_t stream%d", i);
+  fputs(after, out);
+}
+
+/* Parallel loop `at` of fn's kernel: NAME_loop<at>, a function of fn's
+ * parameters and the iterations [lo, hi) it runs (in chunks of pl->chunk),
+ * and NAME_loop<at>_task, the body trc_parallel_for runs (runtime/trainc.h),
+ * which calls it with the parameters from its ctx array. The restrict
+ * parameters are what lets GCC vectorize the loop: restrict pointers loaded
+ * from ctx are not enough for it. */
 static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, int at, KStmt *s,
                             const KParallelLoop *pl) {
   int64_t chunk = pl->chunk;
-  fprintf(out, "static void %s_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
-  fputs("  void *const *arg = ctx;\n", out);
-  int *used, n_used = kernel_stmt_buffers(&s, 1, &used);
-  for (int k = 0; k < fn->form.n_params; k++) /* in parameter order */
-    for (int i = 0; i < n_used; i++)
-      if (used[i] == fn->form.params[k]) {
-        fputs("  ", out);
-        print_param(out, p, fn, k);
-        fprintf(out, " = arg[%d];\n", k);
-      }
-  free(used);
-  for (int i = 0; i < fn->form.n_streams; i++)
-    fprintf(out, "  const uint64_t stream%d = *(const uint64_t *)arg[%d];\n", i,
-            fn->form.n_params + i);
+  fprintf(out, "static void %s_loop%d(", fn->name, at);
+  print_param_list(out, p, fn, ", int64_t lo, int64_t hi) {\n");
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -59,6 +60,12 @@ static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, in
   BufNames names = c_function_buffers(fn);
   print_stmts_named(out, s->body, s->nbody, depth, &names);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
+  fprintf(out, "static void %s_loop%d_task(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
+  fprintf(out, "  void *const *arg = ctx;\n  %s_loop%d(", fn->name, at);
+  for (int i = 0; i < fn->form.n_params; i++) fprintf(out, "%sarg[%d]", i ? ", " : "", i);
+  for (int i = 0; i < fn->form.n_streams; i++)
+    fprintf(out, ", *(const uint64_t *)arg[%d]", fn->form.n_params + i);
+  fputs(", lo, hi);\n}\n\n", out);
 }
 
 /* `static void NAME(float *restrict out, const float *restrict in0, ...)`,
@@ -66,12 +73,7 @@ static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, in
  * GCC's -O3 take twice as long on gpt124m (2.9 s against 1.4 s). */
 static void print_function_head(FILE *out, const Program *p, const CFunction *fn) {
   fprintf(out, "static __attribute__((noinline)) void %s(", fn->name);
-  for (int i = 0; i < fn->form.n_params; i++) {
-    if (i) fputs(", ", out);
-    print_param(out, p, fn, i);
-  }
-  for (int i = 0; i < fn->form.n_streams; i++) fprintf(out, ", uint64_t stream%d", i);
-  fputs(") {\n", out);
+  print_param_list(out, p, fn, ") {\n");
 }
 
 /* The function: the loops kstmt_parallel_loop picks as calls of their bodies
@@ -98,7 +100,7 @@ static void print_loop_function(FILE *out, const Program *p, const CFunction *fn
   BufNames names = c_function_buffers(fn);
   for (int i = 0; i < k->nbody; i++) {
     if (kstmt_parallel_loop(k->body[i], &pl))
-      fprintf(out, "  trc_kernel_loop(%lld, %lld, %s_loop%d, arg);\n", (long long)pl.n_chunks,
+      fprintf(out, "  trc_kernel_loop(%lld, %lld, %s_loop%d_task, arg);\n", (long long)pl.n_chunks,
               (long long)pl.work, fn->name, i);
     else
       print_stmts_named(out, &k->body[i], 1, 1, &names);

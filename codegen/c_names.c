@@ -68,23 +68,26 @@ static char *identifier(const char *text) {
 }
 
 /* A free name for `text`, with `_2`, `_3`, ... when it is taken; with
- * n_loops > 0 also NAME_loop0 .. NAME_loop<n_loops - 1> must be free (and
- * are taken with it). The names map owns it. */
+ * n_loops > 0 also NAME_loop<i> and NAME_loop<i>_task for i < n_loops
+ * must be free (and are taken with it). The names map owns it. */
 static char *claim(Names *ns, const char *text, int n_loops) {
   char *base = identifier(text), *name = xstrdup(base);
   for (int suffix = 2;; suffix++) {
     bool free_ = !taken(ns, name);
     for (int i = 0; free_ && i < n_loops; i++) {
-      char *loop = xsprintf("%s_loop%d", name, i);
-      free_ = !taken(ns, loop);
-      free(loop);
+      char *loop = xsprintf("%s_loop%d", name, i), *task = xsprintf("%s_loop%d_task", name, i);
+      free_ = !taken(ns, loop) && !taken(ns, task);
+      free(loop), free(task);
     }
     if (free_) break;
     free(name);
     name = xsprintf("%s_%d", base, suffix);
   }
   free(base);
-  for (int i = 0; i < n_loops; i++) take(ns, xsprintf("%s_loop%d", name, i));
+  for (int i = 0; i < n_loops; i++) {
+    take(ns, xsprintf("%s_loop%d", name, i));
+    take(ns, xsprintf("%s_loop%d_task", name, i));
+  }
   return take(ns, name);
 }
 
