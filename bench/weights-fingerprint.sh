@@ -53,7 +53,8 @@ train "$src/examples/pair_classifier.nn" "$work/pairs/train"
 train "$src/examples/gpt.nn" "$work/kjv/train"
 train "$src/examples/gpt124m.nn" "$work/tokens"
 for policy in all sqrt "every 2"; do
-  "$trainc" build "$src/examples/gpt.nn" --policy "$policy" -o "$work/gpt_ckpt" "${cflags[@]}" >/dev/null
+  "$trainc" build "$src/examples/gpt.nn" --policy "$policy" -o "$work/gpt_ckpt" "${cflags[@]}" \
+    >/dev/null
   "$work/gpt_ckpt" --data "$work/kjv/train" --steps "$steps" --seed 3 --quiet --save "$work/gpt_ckpt.safetensors"
   echo "$(sha256sum <"$work/gpt_ckpt.safetensors" | cut -c1-16)  gpt checkpoint $policy"
 done

@@ -27,13 +27,43 @@ static void print_param(FILE *out, const Program *p, const CFunction *fn, int i)
           c_type(p->g->nodes[b].dtype), fn->param_names[i]);
 }
 
-/* `out, in0, ..., stream0` (fn's parameters and streams), then `after`. */
-static void print_param_list(FILE *out, const Program *p, const CFunction *fn, const char *after) {
-  for (int i = 0; i < fn->form.n_params; i++) {
-    if (i) fputs(", ", out);
-    print_param(out, p, fn, i);
+static bool draws_stream(const KExpr *e, int64_t stream) {
+  return e->kind == KE_RANDOM && e->i == stream;
+}
+
+/* Which of fn's parameters and streams statements body[0..n) use; NULL
+ * body: all of them. */
+typedef struct {
+  bool *param, *stream;
+} Uses;
+
+static Uses uses_of(const CFunction *fn, KStmt *const *body, int n) {
+  Uses u = {xcalloc((size_t)fn->form.n_params + 1, 1), xcalloc((size_t)fn->form.n_streams + 1, 1)};
+  int *used = NULL, n_used = body ? kernel_stmt_buffers(body, n, &used) : 0;
+  for (int k = 0; k < fn->form.n_params; k++) {
+    u.param[k] = !body;
+    for (int i = 0; i < n_used; i++) u.param[k] |= used[i] == fn->form.params[k];
   }
-  for (int i = 0; i < fn->form.n_streams; i++) fprintf(out, ", uint64_t stream%d", i);
+  for (int k = 0; k < fn->form.n_streams; k++)
+    u.stream[k] = !body || stmts_any_expr(body, n, draws_stream, fn->form.streams[k]);
+  free(used);
+  return u;
+}
+
+static void uses_free(Uses *u) { free(u->param), free(u->stream); }
+
+/* `out, in0, ..., stream0`: fn's parameters and streams that u says, then
+ * `after`. */
+static void print_param_list(FILE *out, const Program *p, const CFunction *fn, const Uses *u,
+                             const char *after) {
+  const char *sep = "";
+  for (int i = 0; i < fn->form.n_params; i++)
+    if (u->param[i]) {
+      fputs(sep, out), sep = ", ";
+      print_param(out, p, fn, i);
+    }
+  for (int i = 0; i < fn->form.n_streams; i++)
+    if (u->stream[i]) fprintf(out, "%suint64_t stream%d", sep, i), sep = ", ";
   fputs(after, out);
 }
 
@@ -46,8 +76,9 @@ static void print_param_list(FILE *out, const Program *p, const CFunction *fn, c
 static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, int at, KStmt *s,
                             const KParallelLoop *pl) {
   int64_t chunk = pl->chunk;
+  Uses u = uses_of(fn, &s, 1);
   fprintf(out, "static void %s_loop%d(", fn->name, at);
-  print_param_list(out, p, fn, ", int64_t lo, int64_t hi) {\n");
+  print_param_list(out, p, fn, &u, ", int64_t lo, int64_t hi) {\n");
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -62,10 +93,12 @@ static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, in
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
   fprintf(out, "static void %s_loop%d_task(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
   fprintf(out, "  void *const *arg = ctx;\n  %s_loop%d(", fn->name, at);
-  for (int i = 0; i < fn->form.n_params; i++) fprintf(out, "%sarg[%d]", i ? ", " : "", i);
+  for (int i = 0; i < fn->form.n_params; i++)
+    if (u.param[i]) fprintf(out, "arg[%d], ", i);
   for (int i = 0; i < fn->form.n_streams; i++)
-    fprintf(out, ", *(const uint64_t *)arg[%d]", fn->form.n_params + i);
-  fputs(", lo, hi);\n}\n\n", out);
+    if (u.stream[i]) fprintf(out, "*(const uint64_t *)arg[%d], ", fn->form.n_params + i);
+  fputs("lo, hi);\n}\n\n", out);
+  uses_free(&u);
 }
 
 /* `static void NAME(float *restrict out, const float *restrict in0, ...)`,
@@ -73,7 +106,9 @@ static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, in
  * GCC's -O3 take twice as long on gpt124m (2.9 s against 1.4 s). */
 static void print_function_head(FILE *out, const Program *p, const CFunction *fn) {
   fprintf(out, "static __attribute__((noinline)) void %s(", fn->name);
-  print_param_list(out, p, fn, ") {\n");
+  Uses all = uses_of(fn, NULL, 0);
+  print_param_list(out, p, fn, &all, ") {\n");
+  uses_free(&all);
 }
 
 /* The function: the loops kstmt_parallel_loop picks as calls of their bodies

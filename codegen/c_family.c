@@ -172,26 +172,29 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   fputs("}\n", out);
 }
 
-static bool expr_uses_var(const KExpr *e, int var) {
+static bool expr_any(const KExpr *e, bool (*match)(const KExpr *, int64_t), int64_t arg) {
   if (!e) return false;
-  if (e->kind == KE_INDEX && e->var == var) return true;
-  return expr_uses_var(e->a, var) || expr_uses_var(e->b, var) || expr_uses_var(e->c, var);
+  return match(e, arg) || expr_any(e->a, match, arg) || expr_any(e->b, match, arg) ||
+         expr_any(e->c, match, arg);
 }
 
-static bool stmts_use_var(KStmt *const *body, int n, int var) {
+bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
+                    int64_t arg) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
-    if (expr_uses_var(s->index, var) || expr_uses_var(s->value, var) ||
-        stmts_use_var(s->body, s->nbody, var))
+    if (expr_any(s->index, match, arg) || expr_any(s->value, match, arg) ||
+        stmts_any_expr(s->body, s->nbody, match, arg))
       return true;
   }
   return false;
 }
 
+static bool is_var(const KExpr *e, int64_t var) { return e->kind == KE_INDEX && e->var == var; }
+
 /* A loop of one iteration: its body in place, after its variable (0) when
  * the body reads it (loop variables and locals are unique within a kernel). */
 static void print_one_iteration(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  if (stmts_use_var(s->body, s->nbody, s->var)) {
+  if (stmts_any_expr(s->body, s->nbody, is_var, s->var)) {
     indent(out, depth);
     fprintf(out, "const int64_t i%d = 0;\n", s->var);
   }

@@ -27,6 +27,9 @@ typedef struct {
 /* The same with the buffers and streams of nm named as it says (the other
  * buffers b<b>, streams as numbers). */
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm);
+/* Whether match(e, arg) holds for an expression of statements body[0..n). */
+bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
+                    int64_t arg);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers used[0..n_used)
  * (node ids, ascending; const but for node id's own). */
 void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int n_used,

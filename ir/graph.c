@@ -88,7 +88,8 @@ void graph_set_scope(Graph *g, int first, const char *path) {
   VEC_PUSH(g->scopes, g->n_scopes, g->cap_scopes, xstrdup(path));
   for (int i = first; i < g->n; i++) {
     Node *n = &g->nodes[i];
-    bool shared_leaf = op_info(n->op)->op_class == OPC_LEAF && n->op != OP_PARAM; /* dropout's key */
+    /* a leaf other than a parameter (dropout's key) belongs to no layer */
+    bool shared_leaf = op_info(n->op)->op_class == OPC_LEAF && n->op != OP_PARAM;
     if (!n->scope && !shared_leaf) n->scope = g->n_scopes;
   }
 }
