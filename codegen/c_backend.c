@@ -160,20 +160,20 @@ static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn
           (long long)d.ldc, (long long)d.stride_c);
 }
 
-/* ` * also: %25 block.1 line 16, ...` for the kernels after fn's first,
- * wrapped within 100 columns. */
+/* `/ * also: %25 block.1 line 16, ... * /` for the kernels after fn's first,
+ * wrapped within 100 columns where the layer paths allow. */
 static void print_other_uses(FILE *out, const Program *p, const CFunction *fn) {
   if (fn->n_uses < 2) return;
   int col = fprintf(out, "/* also:");
   for (int u = 1; u < fn->n_uses; u++) {
-    int id = fn->uses[u];
-    const char *path = node_layer_path(p->g, id);
-    char use[160];
-    snprintf(use, sizeof use, " %%%d%s%s line %d%s", id, path ? " " : "", path ? path : "",
-             p->g->nodes[id].loc.line, u + 1 < fn->n_uses ? "," : " */\n");
-    if (col + (int)strlen(use) > 96) col = fprintf(out, "\n *");
-    col += fprintf(out, "%s", use);
+    int id = fn->uses[u], line = p->g->nodes[id].loc.line;
+    const char *path = node_layer_path(p->g, id), *sp = path ? " " : "";
+    path = path ? path : "";
+    int len = snprintf(NULL, 0, " %%%d%s%s line %d,", id, sp, path, line);
+    if (col + len > 96) col = fprintf(out, "\n *");
+    col += fprintf(out, " %%%d%s%s line %d%s", id, sp, path, line, u + 1 < fn->n_uses ? "," : "");
   }
+  fputs(" */\n", out);
 }
 
 static void print_function(FILE *out, const Program *p, const CFunction *fn) {

@@ -20,14 +20,15 @@ static const char *const reserved[] = {
 };
 
 /* The names the kernels' own variables take: t3 (locals), i2 (loop
- * variables), b7 (buffers), in0 and x4 (parameters). */
+ * variables), b7 (buffers), in0, x4 and stream0 (parameters). */
 static bool is_variable_name(const char *name) {
+  static const char *const prefixes[] = {"t", "i", "b", "in", "x", "stream"};
   size_t letters = strspn(name, "abcdefghijklmnopqrstuvwxyz");
   if (!letters || !name[letters] || strspn(name + letters, "0123456789") != strlen(name + letters))
     return false;
-  return !strncmp(name, "t", letters) || !strncmp(name, "i", letters) ||
-         !strncmp(name, "b", letters) || !strncmp(name, "in", letters) ||
-         !strncmp(name, "x", letters);
+  for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+    if (strlen(prefixes[i]) == letters && !strncmp(name, prefixes[i], letters)) return true;
+  return false;
 }
 
 /* A name the file may use for a value or a function: not reserved, not a
@@ -69,7 +70,7 @@ static char *identifier(const char *text) {
 
 /* A free name for `text`, with `_2`, `_3`, ... when it is taken; with
  * n_loops > 0 also NAME_loop<i> and NAME_loop<i>_task for i < n_loops
- * must be free (and are taken with it). The names map owns it. */
+ * must be free (and are taken with it). ns->c owns it. */
 static char *claim(Names *ns, const char *text, int n_loops) {
   char *base = identifier(text), *name = xstrdup(base);
   for (int suffix = 2;; suffix++) {
