@@ -14,18 +14,71 @@
  * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
  * when it has enough work. The printer is shared with the CUDA backend
  * (c_family.h). */
-#include "c_family.h"
+#include "c_names.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-/* A parallel loop as the body trc_parallel_for runs (runtime/trainc.h):
- * chunks [lo, hi) of loop `at` of kernel `id`. */
-static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *s,
+/* `const float *restrict in0` for parameter i of fn (const unless it is
+ * the kernel's own buffer). */
+static void print_param(FILE *out, const Program *p, const CFunction *fn, int i) {
+  int b = fn->form.params[i];
+  fprintf(out, "%s%s *restrict %s", fn->form.roles[i] == KP_OUT ? "" : "const ",
+          c_type(p->g->nodes[b].dtype), fn->param_names[i]);
+}
+
+static bool draws_stream(const KExpr *e, int64_t stream) {
+  return e->kind == KE_RANDOM && e->i == stream;
+}
+
+/* Which of fn's parameters and streams statements body[0..n) use; NULL
+ * body: all of them. */
+typedef struct {
+  bool *param, *stream;
+} Uses;
+
+static Uses uses_of(const CFunction *fn, KStmt *const *body, int n) {
+  Uses u = {xcalloc((size_t)fn->form.n_params + 1, 1), xcalloc((size_t)fn->form.n_streams + 1, 1)};
+  int *used = NULL, n_used = body ? kernel_stmt_buffers(body, n, &used) : 0;
+  for (int k = 0; k < fn->form.n_params; k++) {
+    u.param[k] = !body;
+    for (int i = 0; i < n_used; i++) u.param[k] |= used[i] == fn->form.params[k];
+  }
+  for (int k = 0; k < fn->form.n_streams; k++)
+    u.stream[k] = !body || stmts_any_expr(body, n, draws_stream, fn->form.streams[k]);
+  free(used);
+  return u;
+}
+
+static void uses_free(Uses *u) { free(u->param), free(u->stream); }
+
+/* `out, in0, ..., stream0`: fn's parameters and streams that u says, then
+ * `after`. */
+static void print_param_list(FILE *out, const Program *p, const CFunction *fn, const Uses *u,
+                             const char *after) {
+  const char *sep = "";
+  for (int i = 0; i < fn->form.n_params; i++)
+    if (u->param[i]) {
+      fputs(sep, out), sep = ", ";
+      print_param(out, p, fn, i);
+    }
+  for (int i = 0; i < fn->form.n_streams; i++)
+    if (u->stream[i]) fprintf(out, "%suint64_t stream%d", sep, i), sep = ", ";
+  fputs(after, out);
+}
+
+/* Parallel loop `at` of fn's kernel: NAME_loop<at>, a function of fn's
+ * parameters and the iterations [lo, hi) it runs (in chunks of pl->chunk),
+ * and NAME_loop<at>_task, the body trc_parallel_for runs (runtime/trainc.h),
+ * which calls it with the parameters from its ctx array. The restrict
+ * parameters are what lets GCC vectorize the loop: restrict pointers loaded
+ * from ctx are not enough for it. */
+static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, int at, KStmt *s,
                             const KParallelLoop *pl) {
   int64_t chunk = pl->chunk;
-  fprintf(out, "static void k%d_loop%d(void *ctx, int64_t lo, int64_t hi) {\n", id, at);
-  fputs("  char *restrict A = ctx;\n", out);
-  print_stmt_buffers(out, p, id, &s, 1, "restrict", "A");
+  Uses u = uses_of(fn, &s, 1);
+  fprintf(out, "static void %s_loop%d(", fn->name, at);
+  print_param_list(out, p, fn, &u, ", int64_t lo, int64_t hi) {\n");
   int v = s->var, depth = 2;
   if (chunk == 1) {
     fprintf(out, "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n", v, v, v);
@@ -35,76 +88,149 @@ static void print_loop_body(FILE *out, const Program *p, int id, int at, KStmt *
     fprintf(out, "      const int64_t i%d = c * %lld + j;\n", v, (long long)chunk);
     depth = 3;
   }
-  print_stmts(out, s->body, s->nbody, depth);
+  BufNames names = c_function_buffers(fn);
+  print_stmts_named(out, s->body, s->nbody, depth, &names);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
+  fprintf(out, "static void %s_loop%d_task(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
+  fprintf(out, "  void *const *arg = ctx;\n  %s_loop%d(", fn->name, at);
+  for (int i = 0; i < fn->form.n_params; i++)
+    if (u.param[i]) fprintf(out, "arg[%d], ", i);
+  for (int i = 0; i < fn->form.n_streams; i++)
+    if (u.stream[i]) fprintf(out, "*(const uint64_t *)arg[%d], ", fn->form.n_params + i);
+  fputs("lo, hi);\n}\n\n", out);
+  uses_free(&u);
 }
 
-/* The kernel: the loops kstmt_parallel_loop picks as calls of their bodies
+/* `static void NAME(float *restrict out, const float *restrict in0, ...)`,
+ * noinline: a kernel called once, inlined into forward() or backward(), made
+ * GCC's -O3 take twice as long on gpt124m (2.9 s against 1.4 s). */
+static void print_function_head(FILE *out, const Program *p, const CFunction *fn) {
+  fprintf(out, "static __attribute__((noinline)) void %s(", fn->name);
+  Uses all = uses_of(fn, NULL, 0);
+  print_param_list(out, p, fn, &all, ") {\n");
+  uses_free(&all);
+}
+
+/* The function: the loops kstmt_parallel_loop picks as calls of their bodies
  * (printed first) through trc_kernel_loop, which runs them on the trainer's
  * threads when they have enough work; the rest inline. */
-static void print_loop_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  KStmt **inline_stmts = xmalloc((size_t)(k->nbody ? k->nbody : 1) * sizeof *inline_stmts);
-  int n_inline = 0;
+static void print_loop_function(FILE *out, const Program *p, const CFunction *fn,
+                                const Kernel *k) {
   KParallelLoop pl;
-  for (int i = 0; i < k->nbody; i++) {
-    if (kstmt_parallel_loop(k->body[i], &pl))
-      print_loop_body(out, p, id, i, k->body[i], &pl);
-    else
-      inline_stmts[n_inline++] = k->body[i];
+  int n_parallel = 0;
+  for (int i = 0; i < k->nbody; i++)
+    if (kstmt_parallel_loop(k->body[i], &pl)) {
+      print_loop_body(out, p, fn, i, k->body[i], &pl);
+      n_parallel++;
+    }
+  print_function_head(out, p, fn);
+  if (n_parallel) {
+    fputs("  void *arg[] = {", out);
+    for (int i = 0; i < fn->form.n_params; i++)
+      fprintf(out, "%s%s%s", i ? ", " : "", fn->form.roles[i] == KP_OUT ? "" : "(void *)",
+              fn->param_names[i]);
+    for (int i = 0; i < fn->form.n_streams; i++) fprintf(out, ", &stream%d", i);
+    fputs("};\n", out);
   }
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
-  print_stmt_buffers(out, p, id, inline_stmts, n_inline, "restrict", "A");
-  free(inline_stmts);
+  BufNames names = c_function_buffers(fn);
   for (int i = 0; i < k->nbody; i++) {
     if (kstmt_parallel_loop(k->body[i], &pl))
-      fprintf(out, "  trc_kernel_loop(%lld, %lld, k%d_loop%d, A);\n", (long long)pl.n_chunks,
-              (long long)pl.work, id, i);
+      fprintf(out, "  trc_kernel_loop(%lld, %lld, %s_loop%d_task, arg);\n", (long long)pl.n_chunks,
+              (long long)pl.work, fn->name, i);
     else
-      print_stmts(out, &k->body[i], 1, 1);
+      print_stmts_named(out, &k->body[i], 1, 1, &names);
   }
   fputs("}\n\n", out);
 }
 
 /* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
  * the trainer's threads, bitwise the same on any number of them. */
-static void print_gemm(FILE *out, const Program *p, int id) {
-  const Node *n = &p->g->nodes[id];
+static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
   gemm_dims(p->g, n, &d);
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  const char *a = fn->param_names[kernel_form_param(&fn->form, n->in[0])];
+  const char *b = fn->param_names[kernel_form_param(&fn->form, n->in[1])];
+  print_function_head(out, p, fn);
   fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a,
           d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out,
-          "           (const float *)(A + %llu), %lld, %lld, (const float *)(A + %llu), %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[0]], (long long)d.lda, (long long)d.stride_a,
-          (unsigned long long)p->offset[n->in[1]], (long long)d.ldb, (long long)d.stride_b);
-  fprintf(out, "           %s, (float *)(A + %llu), %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
-          (unsigned long long)p->offset[id], (long long)d.ldc, (long long)d.stride_c);
+  fprintf(out, "           %s, %lld, %lld, %s, %lld, %lld,\n", a, (long long)d.lda,
+          (long long)d.stride_a, b, (long long)d.ldb, (long long)d.stride_b);
+  fprintf(out, "           %s, out, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+          (long long)d.ldc, (long long)d.stride_c);
 }
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on
  * oneDNN's primitives on the trainer's threads, bitwise the same on any
  * number of them. */
-static void print_conv(FILE *out, const Program *p, int id) {
-  const Node *n = &p->g->nodes[id];
+static void print_conv_function(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
   ConvDims d;
   conv_dims(p->g, n, &d);
-  fprintf(out, "static void k%d(char *restrict A) {\n", id);
+  const char *x = fn->param_names[kernel_form_param(&fn->form, n->in[0])];
+  const char *w = fn->param_names[kernel_form_param(&fn->form, n->in[1])];
+  print_function_head(out, p, fn);
   fprintf(out, "  trc_conv2d(%d, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld,\n", d.pass,
           (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
           (long long)d.k, (long long)d.stride, (long long)d.pad);
-  fprintf(out,
-          "             (const float *)(A + %llu), (const float *)(A + %llu), (float *)(A + %llu), "
-          "%d);\n}\n\n",
-          (unsigned long long)p->offset[n->in[0]], (unsigned long long)p->offset[n->in[1]],
-          (unsigned long long)p->offset[id], d.accumulate);
+  fprintf(out, "             %s, %s, out, %d);\n}\n\n", x, w, d.accumulate);
 }
 
-static void print_library_call(FILE *out, const Program *p, int id) {
-  (op_info(p->g->nodes[id].op)->op_class == OPC_CONV ? print_conv : print_gemm)(out, p, id);
+/* `/ * also: %25 block.1 line 16, ... * /` for the kernels after fn's first,
+ * wrapped within 100 columns where the layer paths allow. */
+static void print_other_uses(FILE *out, const Program *p, const CFunction *fn) {
+  if (fn->n_uses < 2) return;
+  int col = fprintf(out, "/* also:");
+  for (int u = 1; u < fn->n_uses; u++) {
+    int id = fn->uses[u], line = p->g->nodes[id].loc.line;
+    const char *path = node_layer_path(p->g, id), *sp = path ? " " : "";
+    path = path ? path : "";
+    int len = snprintf(NULL, 0, " %%%d%s%s line %d,", id, sp, path, line);
+    if (col + len > 96) col = fprintf(out, "\n *");
+    col += fprintf(out, " %%%d%s%s line %d%s", id, sp, path, line, u + 1 < fn->n_uses ? "," : "");
+  }
+  fputs(" */\n", out);
 }
 
-static void print_call(FILE *out, const Program *p, int id) { fprintf(out, "  k%d(A);", id); }
+static void print_function(FILE *out, const Program *p, const CFunction *fn) {
+  print_node_comment(out, p, fn->first);
+  print_other_uses(out, p, fn);
+  if (p->kernels[fn->first])
+    print_loop_function(out, p, fn, p->kernels[fn->first]);
+  else if (op_info(p->g->nodes[fn->first].op)->op_class == OPC_CONV)
+    print_conv_function(out, p, fn);
+  else
+    print_gemm_function(out, p, fn);
+}
+
+/* `  float *const block_0_ln_1 = (float *)(A + 7739456);` for each buffer
+ * the calls of kernels ids[0..n) pass, once, in order of first use. */
+static void declare_values(FILE *out, const Program *p, const int *ids, int n, const void *data) {
+  const CNames *c = data;
+  bool *declared = xcalloc((size_t)p->g->n, sizeof *declared);
+  for (int i = 0; i < n; i++) {
+    const KernelForm *f = &c->forms[ids[i]];
+    for (int k = 0; k < f->n_params; k++) {
+      int b = f->params[k];
+      if (declared[b]) continue;
+      declared[b] = true;
+      const char *type = c_type(p->g->nodes[b].dtype);
+      fprintf(out, "  %s *const %s = (%s *)(A + %llu);\n", type, c->value[b], type,
+              (unsigned long long)p->offset[b]);
+    }
+  }
+  free(declared);
+}
+
+static void print_call(FILE *out, const Program *p, int id, const void *data) {
+  (void)p;
+  const CNames *c = data;
+  const KernelForm *f = &c->forms[id];
+  fprintf(out, "  %s(", c->fns[c->fn_of[id]].name);
+  for (int k = 0; k < f->n_params; k++) fprintf(out, "%s%s", k ? ", " : "", c->value[f->params[k]]);
+  for (int k = 0; k < f->n_streams; k++) fprintf(out, ", %lld", (long long)f->streams[k]);
+  fputs(");", out);
+}
 
 static void zero_gradients(FILE *out, const Program *p) {
   fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
@@ -116,17 +242,24 @@ static const StepForm c_form = {
     .backward_def = "static void backward(char *A, trc_step *s)",
     .forward_call = "forward(A)",
     .backward_call = "backward(A, ",
+    .declare = declare_values,
     .call = print_call,
     .gradients_zeroed = zero_gradients,
 };
 
 void emit_c(FILE *out, const Program *p) {
+  CNames names;
+  c_names_build(&names, p);
+  StepForm form = c_form;
+  form.data = &names;
   print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
   fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
   fputs("#include \"trainc.h\"\n\n", out);
-  print_kernels(out, p, print_library_call, print_loop_kernel);
-  print_forward_backward(out, p, &c_form);
-  print_step(out, p, &c_form);
+  fputs("/* ---- kernels: each distinct one once, a function of its buffers ---- */\n\n", out);
+  for (int f = 0; f < names.n_fns; f++) print_function(out, p, &names.fns[f]);
+  print_forward_backward(out, p, &form);
+  print_step(out, p, &form);
   print_runtime_tables(out, p, NULL);
+  c_names_free(&names, p);
 }

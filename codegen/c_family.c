@@ -31,7 +31,27 @@ void print_float(FILE *out, double v) {
   fprintf(out, v < 0 ? "(%s%sf)" : "%s%sf", buf, has_point ? "" : ".0");
 }
 
-static void print_expr(FILE *out, const KExpr *e) {
+/* Buffer buf's name: names->names[i] where names->ids[i] is buf, else b<buf>. */
+static void print_buf(FILE *out, int buf, const BufNames *names) {
+  for (int i = 0; names && i < names->n; i++)
+    if (names->ids[i] == buf) {
+      fputs(names->names[i], out);
+      return;
+    }
+  fprintf(out, "b%d", buf);
+}
+
+/* `, stream, ` of a random draw: its variable, or the number. */
+static void print_stream(FILE *out, int64_t stream, const BufNames *nm) {
+  for (int i = 0; nm && i < nm->n_streams; i++)
+    if (nm->streams[i] == stream) {
+      fprintf(out, ", stream%d, ", i);
+      return;
+    }
+  fprintf(out, ", %lldu, ", (long long)stream);
+}
+
+static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   static const char *unary_fn[] = {[KU_NEG] = "-", [KU_EXP] = "expf", [KU_LOG] = "logf",
                                    [KU_TANH] = "tanhf", [KU_ERF] = "erff", [KU_SQRT] = "sqrtf"};
   static const char *binary_op[] = {[KB_ADD] = "+", [KB_SUB] = "-", [KB_MUL] = "*", [KB_DIV] = "/"};
@@ -41,54 +61,58 @@ static void print_expr(FILE *out, const KExpr *e) {
   case KE_INDEX: fprintf(out, "i%d", e->var); break;
   case KE_LOCAL: fprintf(out, "t%d", e->var); break;
   case KE_LOAD:
-    fprintf(out, e->is_int ? "(int64_t)b%d[" : "b%d[", e->buf);
-    print_expr(out, e->a);
+    if (e->is_int) fputs("(int64_t)", out);
+    print_buf(out, e->buf, nm);
+    fputc('[', out);
+    print_expr(out, e->a, nm);
     fputc(']', out);
     break;
   case KE_UNARY:
     fprintf(out, "%s(", unary_fn[e->op]);
-    print_expr(out, e->a);
+    print_expr(out, e->a, nm);
     fputc(')', out);
     break;
   case KE_BINARY:
     if (e->op == KB_MAX || e->op == KB_MIN) {
       fputs(e->op == KB_MAX ? "trc_maxf(" : "trc_minf(", out);
-      print_expr(out, e->a);
+      print_expr(out, e->a, nm);
       fputs(", ", out);
-      print_expr(out, e->b);
+      print_expr(out, e->b, nm);
       fputc(')', out);
       break;
     }
     fputc('(', out);
-    print_expr(out, e->a);
+    print_expr(out, e->a, nm);
     fprintf(out, " %s ", binary_op[e->op]);
-    print_expr(out, e->b);
+    print_expr(out, e->b, nm);
     fputc(')', out);
     break;
   case KE_SELECT:
     fputc('(', out);
-    print_expr(out, e->a);
+    print_expr(out, e->a, nm);
     fputs(" > 0.0f ? ", out);
-    print_expr(out, e->b);
+    print_expr(out, e->b, nm);
     fputs(" : ", out);
-    print_expr(out, e->c);
+    print_expr(out, e->c, nm);
     fputc(')', out);
     break;
   case KE_EQ:
     fputs("((", out);
-    print_expr(out, e->a);
+    print_expr(out, e->a, nm);
     fputs(") == (", out);
-    print_expr(out, e->b);
+    print_expr(out, e->b, nm);
     fputs(") ? 1.0f : 0.0f)", out);
     break;
   case KE_TO_FLOAT:
     fputs("(float)(", out);
-    print_expr(out, e->a);
+    print_expr(out, e->a, nm);
     fputc(')', out);
     break;
   case KE_RANDOM:
-    fprintf(out, "trc_kernel_uniform(b%d, %lldu, ", e->buf, (long long)e->i);
-    print_expr(out, e->a);
+    fputs("trc_kernel_uniform(", out);
+    print_buf(out, e->buf, nm);
+    print_stream(out, e->i, nm);
+    print_expr(out, e->a, nm);
     fputc(')', out);
     break;
   }
@@ -100,10 +124,10 @@ static void indent(FILE *out, int depth) {
 
 /* `a op b` for a reduction's op. */
 static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b_expr,
-                          const char *b) {
+                          const char *b, const BufNames *nm) {
   fprintf(out, op == KB_ADD ? "%s + " : op == KB_MAX ? "trc_maxf(%s, " : "trc_minf(%s, ", a);
   if (b_expr)
-    print_expr(out, b_expr);
+    print_expr(out, b_expr, nm);
   else
     fputs(b, out);
   fputs(op == KB_ADD ? ";\n" : ");\n", out);
@@ -111,7 +135,8 @@ static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b
 
 /* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
  * remainder, then the lanes folded in halves into the local. */
-static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int depth) {
+static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int depth,
+                            const BufNames *nm) {
   KBinaryOp op = ls->op;
   int t = ls->local;
   const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
@@ -128,56 +153,97 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   char lane[64];
   snprintf(lane, sizeof lane, "lane[i%d - c]", v);
   fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
-  print_combine(out, op, lane, s->body[0]->value->b, NULL);
+  print_combine(out, op, lane, s->body[0]->value->b, NULL, nm);
   if (full < s->extent) {
     snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
     indent(out, depth + 1);
     fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
             (long long)s->extent, v, lane);
-    print_combine(out, op, lane, s->body[0]->value->b, NULL);
+    print_combine(out, op, lane, s->body[0]->value->b, NULL, nm);
   }
   indent(out, depth + 1);
   fprintf(out, "for (int w = %d; w > 0; w /= 2)\n", K_LANES / 2);
   indent(out, depth + 2);
   fputs("for (int l = 0; l < w; l++) lane[l] = ", out);
-  print_combine(out, op, "lane[l]", NULL, "lane[l + w]");
+  print_combine(out, op, "lane[l]", NULL, "lane[l + w]", nm);
   indent(out, depth + 1);
   fprintf(out, "t%d = lane[0];\n", t);
   indent(out, depth);
   fputs("}\n", out);
 }
 
-void print_stmts(FILE *out, KStmt **body, int n, int depth) {
+static bool expr_any(const KExpr *e, bool (*match)(const KExpr *, int64_t), int64_t arg) {
+  if (!e) return false;
+  return match(e, arg) || expr_any(e->a, match, arg) || expr_any(e->b, match, arg) ||
+         expr_any(e->c, match, arg);
+}
+
+bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
+                    int64_t arg) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (expr_any(s->index, match, arg) || expr_any(s->value, match, arg) ||
+        stmts_any_expr(s->body, s->nbody, match, arg))
+      return true;
+  }
+  return false;
+}
+
+static bool is_var(const KExpr *e, int64_t var) { return e->kind == KE_INDEX && e->var == var; }
+
+/* A loop of one iteration: its body in place, after its variable (0) when
+ * the body reads it (loop variables and locals are unique within a kernel). */
+static void print_one_iteration(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  if (stmts_any_expr(s->body, s->nbody, is_var, s->var)) {
+    indent(out, depth);
+    fprintf(out, "const int64_t i%d = 0;\n", s->var);
+  }
+  print_stmts_named(out, s->body, s->nbody, depth, nm);
+}
+
+static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var,
+          (long long)s->extent, s->var);
+  print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
+  indent(out, depth);
+  fputs("}\n", out);
+}
+
+void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     KLaneSplit ls;
+    if (s->kind == KS_FOR && s->extent == 1) {
+      print_one_iteration(out, s, depth, nm);
+      continue;
+    }
     indent(out, depth);
     if (kstmt_lane_split(s, &ls)) {
-      print_reduction(out, s, &ls, depth);
+      print_reduction(out, s, &ls, depth, nm);
       continue;
     }
     switch (s->kind) {
-    case KS_FOR:
-      fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var, (long long)s->extent, s->var);
-      print_stmts(out, s->body, s->nbody, depth + 1);
-      indent(out, depth);
-      fputs("}\n", out);
-      break;
+    case KS_FOR: print_for(out, s, depth, nm); break;
     case KS_LOCAL:
     case KS_SET:
       fprintf(out, s->kind == KS_LOCAL ? "float t%d = " : "t%d = ", s->var);
-      print_expr(out, s->value);
+      print_expr(out, s->value, nm);
       fputs(";\n", out);
       break;
     case KS_STORE:
-      fprintf(out, "b%d[", s->buf);
-      print_expr(out, s->index);
+      print_buf(out, s->buf, nm);
+      fputc('[', out);
+      print_expr(out, s->index, nm);
       fputs(s->accumulate ? "] += " : "] = ", out);
-      print_expr(out, s->value);
+      print_expr(out, s->value, nm);
       fputs(";\n", out);
       break;
     }
   }
+}
+
+void print_stmts(FILE *out, KStmt **body, int n, int depth) {
+  print_stmts_named(out, body, n, depth, NULL);
 }
 
 void print_node_comment(FILE *out, const Program *p, int id) {
@@ -189,6 +255,8 @@ void print_node_comment(FILE *out, const Program *p, int id) {
   if (n->grad_of_param >= 0) fprintf(out, ", added to grad(%s)", p->g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, ", recomputes %%%d", n->recompute_of);
   if (n->name) fprintf(out, " -- %s", n->name);
+  const char *path = node_layer_path(p->g, id);
+  if (path) fprintf(out, ", in %s", path);
   if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }
@@ -214,7 +282,8 @@ void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body,
 
 void print_call_comment(FILE *out, const Program *p, int id) {
   const Node *nd = &p->g->nodes[id];
-  fprintf(out, " /* line %d: %s%s%s%s */\n", nd->loc.line,
+  const char *path = node_layer_path(p->g, id);
+  fprintf(out, " /* %s%sline %d: %s%s%s%s */\n", path ? path : "", path ? " " : "", nd->loc.line,
           nd->recompute_of >= 0 ? "recompute " : "", op_info(nd->op)->name, nd->name ? " -> " : "",
           nd->name ? nd->name : "");
 }
@@ -250,7 +319,7 @@ void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Progr
 }
 
 static void print_calls(FILE *out, const Program *p, const StepForm *f, int id) {
-  f->call(out, p, id);
+  f->call(out, p, id, f->data);
   print_call_comment(out, p, id);
 }
 
@@ -278,8 +347,10 @@ static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, 
  * finishes it has run. */
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f) {
   fprintf(out, "%s {\n", f->forward_def);
+  if (f->declare) f->declare(out, p, p->forward, p->n_forward, f->data);
   for (int i = 0; i < p->n_forward; i++) print_calls(out, p, f, p->forward[i]);
   fprintf(out, "}\n\n%s {\n", f->backward_def);
+  if (f->declare) f->declare(out, p, p->backward, p->n_backward, f->data);
   print_buckets_ready(out, p, f, -1);
   for (int i = 0; i < p->n_backward; i++) {
     print_calls(out, p, f, p->backward[i]);

@@ -13,8 +13,23 @@
 const char *c_type(DType t);
 /* A float literal C and C++ read back to the same float. */
 void print_float(FILE *out, double v);
-/* A kernel's statements, `depth` levels indented. */
+/* A kernel's statements, `depth` levels indented, buffer b as `b<b>`. */
 void print_stmts(FILE *out, KStmt **body, int n, int depth);
+/* Names of buffers: names[i] for buffer ids[i] (a node id); random stream
+ * streams[i] as the variable stream<i>. */
+typedef struct {
+  const int *ids;
+  const char *const *names;
+  int n;
+  const int64_t *streams;
+  int n_streams;
+} BufNames;
+/* The same with the buffers and streams of nm named as it says (the other
+ * buffers b<b>, streams as numbers). */
+void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm);
+/* Whether match(e, arg) holds for an expression of statements body[0..n). */
+bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
+                    int64_t arg);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers used[0..n_used)
  * (node ids, ascending; const but for node id's own). */
 void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int n_used,
@@ -22,9 +37,10 @@ void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int
 /* The same for every buffer statements body[0..n) touch (kernel_stmt_buffers). */
 void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body, int n,
                         const char *restrict_kw, const char *arena);
-/* The node as a comment: op, inputs, type, gradient slot, recompute, line. */
+/* The node as a comment: op, inputs, type, gradient slot, recompute, name,
+ * layer path, line. */
 void print_node_comment(FILE *out, const Program *p, int id);
-/* `/ * line N: op -> name * /` after a kernel's call. */
+/* `/ * block.3 line N: op -> name * /` after a kernel's call. */
 void print_call_comment(FILE *out, const Program *p, int id);
 /* The source path inside a C string or comment (octal escapes). */
 void print_safe_path(FILE *out, const char *path);
@@ -44,7 +60,11 @@ typedef struct {
   const char *forward_def, *backward_def;            /* the functions' heads */
   const char *forward_call, *backward_call;          /* as step() calls them; backward_call
                                                         is completed by its step argument */
-  void (*call)(FILE *out, const Program *p, int id); /* a kernel's call, no newline */
+  const void *data;                                  /* the backend's, for declare and call */
+  /* What forward() or backward() declares before its calls of kernels ids[0..n). */
+  void (*declare)(FILE *out, const Program *p, const int *ids, int n, const void *data);
+  /* A kernel's call, no newline. */
+  void (*call)(FILE *out, const Program *p, int id, const void *data);
   void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
   void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
   /* Where the step's arithmetic outside the kernels runs; NULL: on the host,

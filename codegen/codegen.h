@@ -16,12 +16,14 @@
 
 #include "passes.h"
 
-/* Writes one self-contained C file that includes runtime/trainc.h only: one
- * static function per kernel (arena offsets as literals), forward() and
- * backward() as flat lists of calls (each commented with its model-file
- * line; backward hands each gradient bucket to its all-reduce once final),
- * the optimizer step step(), and the trc_model descriptor and main() for the
- * runtime. */
+/* Writes one self-contained C file that includes runtime/trainc.h only: each
+ * distinct kernel body once (ir.h's kernel_form), a function of its buffers
+ * named by op and value, forward() and backward() as flat lists of calls
+ * with pointers named after the model's values (each commented with its
+ * layer path and model-file line; backward hands each gradient bucket to its
+ * all-reduce once final), the optimizer step step(), and the trc_model
+ * descriptor and main() for the runtime (docs/architecture.md, *The
+ * generated C*). */
 void emit_c(FILE *out, const Program *p);
 
 /* Writes the same program as one CUDA file that includes runtime/trainc_cuda.h

@@ -69,7 +69,8 @@ static void print_gemm(FILE *out, const Program *p, int id) {
           p->g->nodes[id].loc.line);
 }
 
-static void print_call(FILE *out, const Program *p, int id) {
+static void print_call(FILE *out, const Program *p, int id, const void *data) {
+  (void)data;
   if (op_info(p->g->nodes[id].op)->op_class == OPC_GEMM) {
     fprintf(out, "  k%d(D);", id);
     return;

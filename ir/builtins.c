@@ -46,6 +46,7 @@ static Init torch_linear_init(int64_t fan_in) {
  * "<prefix>weight", "<prefix>bias" (PyTorch's Linear layout and init). */
 static int linear_layer(Lower *L, int x, int64_t out, bool bias, const char *prefix, SrcLoc loc) {
   int64_t in = last_dim_of(L, x);
+  int first = L->g->n;
   char *wname = xsprintf("%sweight", prefix), *bname = xsprintf("%sbias", prefix);
   Init init = torch_linear_init(in);
   init.fan_out = out;
@@ -60,6 +61,7 @@ static int linear_layer(Lower *L, int x, int64_t out, bool bias, const char *pre
     y = add_node(L, OP_ADD, y, b, loc);
   }
   free(wname), free(bname);
+  set_layer_path(L, first, prefix);
   return y;
 }
 
@@ -448,11 +450,12 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
   }
   char *prefix = param_prefix(s, "causal_self_attention");
   static const char *parts[] = {"q", "k", "v"};
-  int qkv[3], y = 0;
+  int qkv[3], y = 0, first = L->g->n;
   for (int i = 0; i < 3 && y >= 0; i++) y = qkv[i] = head_projection(L, v[0].node, heads, prefix, parts[i], call->loc);
   if (y >= 0) y = attend(L, qkv, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
   if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
+  set_layer_path(L, first, prefix);
   free(proj), free(prefix);
   return tensor_value(y);
 }

@@ -63,9 +63,35 @@ void graph_free(Graph *g) {
   munmap(g->nodes, node_storage);
   free(g->params);
   free(g->inputs);
+  for (int i = 0; i < g->n_scopes; i++) free(g->scopes[i]);
+  free(g->scopes);
   free((char *)g->model_name);
   free((char *)g->source_path);
   free(g);
+}
+
+const char *node_layer_path(const Graph *g, int id) {
+  for (;;) {
+    const Node *n = &g->nodes[id];
+    if (n->scope) return g->scopes[n->scope - 1];
+    if (n->recompute_of >= 0)
+      id = n->recompute_of;
+    else if (n->origin >= 0)
+      id = n->origin;
+    else
+      return NULL;
+  }
+}
+
+void graph_set_scope(Graph *g, int first, const char *path) {
+  if (first >= g->n) return;
+  VEC_PUSH(g->scopes, g->n_scopes, g->cap_scopes, xstrdup(path));
+  for (int i = first; i < g->n; i++) {
+    Node *n = &g->nodes[i];
+    /* a leaf other than a parameter (dropout's key) belongs to no layer */
+    bool shared_leaf = op_info(n->op)->op_class == OPC_LEAF && n->op != OP_PARAM;
+    if (!n->scope && !shared_leaf) n->scope = g->n_scopes;
+  }
 }
 
 /* Stores n as the next node (its id set). The passes never fill a graph
@@ -139,6 +165,8 @@ Graph *graph_copy_header(const Graph *g) {
   c->train = g->train;
   for (int i = 0; i < g->n_params; i++) VEC_PUSH(c->params, c->n_params, c->cap_params, g->params[i]);
   for (int i = 0; i < g->n_inputs; i++) VEC_PUSH(c->inputs, c->n_inputs, c->cap_inputs, g->inputs[i]);
+  for (int i = 0; i < g->n_scopes; i++)
+    VEC_PUSH(c->scopes, c->n_scopes, c->cap_scopes, xstrdup(g->scopes[i]));
   return c;
 }
 

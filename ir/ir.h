@@ -105,6 +105,8 @@ typedef struct {
   int origin;              /* backward nodes: the forward node whose backward
                               rule made them; -1 otherwise */
   PinKind pin;             /* the model file's store()/recompute() annotation */
+  int scope;               /* made inside a def or repeat copy: its layer path is
+                              Graph.scopes[scope - 1] ("block.3"); 0 at model level */
 } Node;
 
 /* ---- the train block, given meaning ---- */
@@ -167,6 +169,8 @@ typedef struct {
   int *inputs;             /* input node ids, in declaration order */
   int n_inputs, cap_inputs;
   TrainConfig train;
+  char **scopes;           /* layer paths of defs and repeat copies (Node.scope) */
+  int n_scopes, cap_scopes;
 } Graph;
 
 /* ---- op table ---- */
@@ -230,6 +234,12 @@ void graph_free(Graph *g);
  * IR_MAX_FORWARD nodes: the first node past it is refused with one error
  * (too_large set), the later ones silently. With diag == NULL (the passes)
  * any failure is a compiler bug (abort). */
+/* The layer path node id was made in ("block.3"), a backward or recompute
+ * node's that of the forward node it comes from; NULL at model level. */
+const char *node_layer_path(const Graph *g, int id);
+/* Sets the layer path of nodes [first, g->n) that have none yet. */
+void graph_set_scope(Graph *g, int first, const char *path);
+
 int graph_add(Graph *g, OpKind op, const int *in, int nin, SrcLoc loc, Diag *diag);
 int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64_t i0,
                    int64_t i1, SrcLoc loc, Diag *diag);
@@ -250,7 +260,7 @@ int graph_sum_to(Graph *g, int x, int like);
 /* Number of bytes of one element of a dtype. */
 int dtype_size(DType t);
 
-/* A graph with g's model, train block, parameters and inputs but no nodes;
+/* A graph with g's model, train block, parameters, inputs and layer paths but no nodes;
  * nodes are then added back with graph_push (passes that rebuild a graph). */
 Graph *graph_copy_header(const Graph *g);
 /* Appends a copy of n (name duplicated) as the next node; returns its id. */
@@ -424,5 +434,34 @@ typedef struct {
   int64_t full, extent;
 } KLaneSplit;
 bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
+
+/* A kernel's canonical form: its code with its buffers as parameters, so
+ * that kernels which differ only in the buffers they touch (the layers of a
+ * repeat) are one function of those buffers in every backend. The
+ * parameters are the node's own buffer, then its inputs in order, then the
+ * other buffers (values fused into it, the dropout key), ascending — those
+ * the code touches; a GEMM's are A, B, C. `code` is the same text for two
+ * kernels exactly when one function of the parameters computes both: the
+ * statements with buffers as parameter positions, constants, extents,
+ * parallel marks, the parameters' roles and element types, a GEMM's
+ * gemm_dims. Dropout's random streams (KE_RANDOM's i: one per dropout op)
+ * are parameters too, `streams` in order of first use, so that the dropouts
+ * of every layer share one function. k is the node's kernel, NULL for a
+ * GEMM. */
+typedef enum { KP_OUT = -2, KP_OTHER = -1, KP_IN0 = 0 } KParamRole; /* KP_IN0 + k: input k */
+typedef struct {
+  char *code;
+  int *params;       /* node ids, in parameter order */
+  KParamRole *roles; /* each parameter's role */
+  int n_params;
+  int64_t *streams;  /* the random streams the kernel draws from */
+  int n_streams;
+} KernelForm;
+KernelForm kernel_form(const Graph *g, int id, const Kernel *k);
+/* The parameter position of buffer buf (a node id), -1 when it is none. */
+int kernel_form_param(const KernelForm *f, int buf);
+/* The position of random stream `stream` among f's, -1 when it is none. */
+int kernel_form_stream(const KernelForm *f, int64_t stream);
+void kernel_form_free(KernelForm *f);
 
 #endif

@@ -331,6 +331,12 @@ static const Def *find_def(Lower *L, const char *name) {
 
 /* ------------------------------------------------------------ def inlining */
 
+void set_layer_path(Lower *L, int first, const char *prefix) {
+  char *path = xstrndup(prefix, strlen(prefix) - 1); /* "block.3." is layer block.3 */
+  graph_set_scope(L->g, first, path);
+  free(path);
+}
+
 static bool is_init_name(const char *name);
 static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret);
 
@@ -353,7 +359,9 @@ static Value inline_def(Lower *L, Scope *caller, const Def *d, const Value *args
     bind(L, &s, d->params[i], B_VAR, args[i], d->param_locs[i]);
   }
   Value ret = error_value;
+  int first = L->g->n;
   bool returned = lower_stmts(L, &s, d->body, &ret);
+  set_layer_path(L, first, prefix);
   if (!returned && diag_count(L->diag) == 0)
     diag_error(L->diag, d->loc, "def '%s' does not return a value", d->name);
   scope_free(&s);

@@ -56,6 +56,9 @@ Value tensor_value(int node); /* error_value for a node id < 0 */
 Value eval(Lower *L, Scope *s, const Expr *e);
 
 char *param_prefix(Scope *s, const char *builtin);
+/* Nodes [first, g->n) without a layer path get the one of `prefix`
+ * ("block.3.attn." is block.3.attn): a def's copy, a builtin's layer. */
+void set_layer_path(Lower *L, int first, const char *prefix);
 int add_param(Lower *L, const char *name, const Shape *sh, Init init, bool decay, SrcLoc loc);
 int add_node(Lower *L, OpKind op, int a, int b, SrcLoc loc);
 int add_scalar_op(Lower *L, OpKind op, int x, double c, SrcLoc loc);
