@@ -28,7 +28,7 @@
 #include "trainc.h" /* the train config and its enums: the ABI shared with the runtime */
 
 #define IR_MAX_RANK 8
-#define IR_MAX_IN 3
+#define IR_MAX_IN 4
 /* Lowering refuses a model of more than IR_MAX_FORWARD nodes; autodiff adds
  * at most 8 nodes per forward node (div: 6, plus a sum or a copy for each
  * input) and recompute weaving at most one clone per forward node, so no
@@ -262,7 +262,7 @@ typedef enum {
   KE_UNARY,  /* op(a) */
   KE_BINARY, /* a op b */
   KE_SELECT, /* a > 0 ? b : c (float condition) */
-  KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
+  KE_EQ,     /* a == b on two integers or two floats, as 1.0f / 0.0f */
   KE_TO_FLOAT, /* (float)a, a integer */
   KE_RANDOM, /* uniform [0, 1) at counter a of stream i under the key in buf
                 (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc.h */

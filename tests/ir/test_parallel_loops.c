@@ -135,11 +135,15 @@ static void op_kernels(void) {
   int ids = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 1, .dim = {6}});
   int img = leaf(g, OP_PARAM, DT_F32, image),
       vec = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {10}});
-  int in2[2] = {x, ids}, ln[3] = {x, vec, vec};
+  int lse = graph_add(g, OP_LOGSUMEXP, &x, 1, (SrcLoc){0}, NULL);
+  int stats = graph_add(g, OP_LAYERNORM_STATS, &x, 1, (SrcLoc){0}, NULL);
+  int ce[3] = {x, ids, lse}, ln[4] = {x, vec, vec, stats};
   CHECK(top_loop_parallel(op_kernel(g, OP_SOFTMAX, &x, 1, 0, 0), 0), "softmax rows");
-  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM, ln, 3, 0, 0), 0), "layernorm rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM_STATS, &x, 1, 0, 0), 0), "layernorm_stats rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM, ln, 4, 0, 0), 0), "layernorm rows");
   CHECK(top_loop_parallel(op_kernel(g, OP_GELU, &x, 1, 0, 0), 0), "gelu");
-  CHECK(!top_loop_parallel(op_kernel(g, OP_CROSS_ENTROPY, in2, 2, 0, 0), 0),
+  CHECK(top_loop_parallel(op_kernel(g, OP_LOGSUMEXP, &x, 1, 0, 0), 0), "logsumexp rows");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_CROSS_ENTROPY, ce, 3, 0, 0), 0),
         "cross_entropy's mean");
   CHECK(!top_loop_parallel(op_kernel(g, OP_SUM, &x, 1, 0, 0), 0), "sum");
   int emb[2] = {ids, x}; /* embedding_grad: ids, dy -> d table (attr.i[0] = table) */
@@ -149,10 +153,22 @@ static void op_kernels(void) {
         "embedding_grad's scatter");
   int tin[2] = {table, ids};
   CHECK(top_loop_parallel(op_kernel(g, OP_EMBEDDING, tin, 2, 0, 0), 0), "embedding's gather");
-  int gam[2] = {x, x};
-  CHECK(!top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 2, 0, 0), 1),
-        "layernorm_grad_gamma rows");
-  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1), "sum_to a bias");
+  int gam[3] = {x, x, stats};
+  CHECK(!top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 3, 0, 0), 1),
+        "layernorm_grad_gamma of 10 columns: rows in sequence");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1),
+        "sum_to a bias of 10 columns: rows in sequence");
+  /* 32 columns: two blocks of 16, each adding its own columns */
+  Shape wide = {.rank = 3, .dim = {2, 3, 32}};
+  int xw = leaf(g, OP_PARAM, DT_F32, wide), bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {32}});
+  int row_bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {3, 32}});
+  int wstats = graph_add(g, OP_LAYERNORM_STATS, &xw, 1, (SrcLoc){0}, NULL);
+  int wgam[3] = {xw, xw, wstats};
+  CHECK(top_loop_parallel(op_kernel(g, OP_SUM_TO, &xw, 1, bias, 0), 1), "sum_to in column blocks");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &xw, 1, row_bias, 0), 1),
+        "sum_to [2, 3, 32] -> [3, 32]: a block's columns are not one slab");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, wgam, 3, 0, 0), 1),
+        "layernorm_grad_gamma in column blocks");
   int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL),
       mp[2] = {img, pool};
   CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1),
