@@ -349,11 +349,15 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
  *     a row's own reductions live in locals declared inside the row), and
  *   - for every buffer it stores to, every store and load of that buffer in
  *     it is at an affine index (constants plus loop variables times
- *     constants: no value loaded from memory, as embedding_grad's scatter
- *     has), all with one coefficient c > 0 of the loop's variable i, and all
- *     within c consecutive elements over the inner loops' ranges: iteration
- *     i then touches only [c*i + lo, c*i + lo + c) of that buffer, which no
- *     other iteration reads or writes.
+ *     constants: no value loaded from memory), all with one coefficient
+ *     c > 0 of the loop's variable i, and all within c consecutive elements
+ *     over the inner loops' ranges: iteration i then touches only
+ *     [c*i + lo, c*i + lo + c) of that buffer, which no other iteration
+ *     reads or writes; or every such index is X * M plus such an affine
+ *     form, X a value loaded from memory and M > 0 one constant (a row
+ *     picked by id, as embedding_grad's scatter), and all iterations' slabs
+ *     lie within [0, M): iteration i then touches only elements whose
+ *     residue modulo M is in its slab.
  * Each iteration runs its statements in order, so every float is computed
  * by the same operations in the same order as sequentially. The proof takes
  * the buffers of one kernel to be disjoint (the memory plan's promise, the C

@@ -1035,17 +1035,22 @@ static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) 
   }
 }
 
-/* d table[ids[r], d] += dy[r, d]. */
+/* d table[ids[r], d] += dy[r, d], the rows in order; in blocks of w columns
+ * when D splits into them (as sum_to's), the loop over blocks outside: its
+ * iterations add into disjoint columns of whatever rows the ids pick, so it
+ * runs on the threads. */
 static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   const Shape *dys = &in_node(g, n, 1)->shape;
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  RowLoop rl = row_loop_in(k, dys);
-  int d;
-  KStmt *loop = k_for(k, rl.row, rl.cols, &d);
-  KExpr *row = k_load(k, n->in[0], k_index(k, rl.r), true);
-  KExpr *dst = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
-  k_store(k, loop, n->id, dst, row_elem(&rl, n->in[1], d), true);
+  int64_t cols = last_dim(dys), w = sum_to_block(cols);
+  int b = -1, r, d;
+  KStmt *blocks = w ? k_for(k, NULL, cols / w, &b) : NULL;
+  KStmt *loop = k_for(k, k_for(k, blocks, rows_of(dys), &r), w ? w : cols, &d);
+  KExpr *row = k_load(k, n->in[0], k_index(k, r), true);
+  KExpr *dst = k_iadd(k, k_imul(k, row, cols), block_col(k, b, w, d));
+  KExpr *src = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, d));
+  k_store(k, loop, n->id, dst, k_load(k, n->in[1], src, false), true);
   return k;
 }
 
