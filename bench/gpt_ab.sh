@@ -28,7 +28,8 @@ trap 'rm -rf "$work"' EXIT
 sed -e 's/dropout = 0.1/dropout = 0/' -e 's/dropout(proj, 0.1)/proj/' \
   -e 's/const VOCAB = 256 /const VOCAB = 8192 /' -e 's/const T = 64 /const T = 128 /' \
   -e 's/const D = 128 /const D = 256 /' -e 's/batch 32/batch 8/' examples/gpt.nn >"$work/gpt.nn"
-grep -q "const VOCAB = 8192" "$work/gpt.nn" || { echo "gpt_ab.sh: examples/gpt.nn changed" >&2; exit 1; }
+grep -q "const VOCAB = 8192" "$work/gpt.nn" ||
+  { echo "gpt_ab.sh: examples/gpt.nn changed" >&2; exit 1; }
 "$a" build "$work/gpt.nn" -o "$work/A" >/dev/null
 "$b" build "$work/gpt.nn" -o "$work/B" >/dev/null
 mkdir -p "$work/data"
@@ -45,8 +46,9 @@ else
 fi
 for ((i = 0; i < runs; i++)); do
   for side in A B; do
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$work/$side" --data "$work/data" --steps "$steps" \
-      --threads "$threads" --log-every 1 --log "$work/$side.$i.jsonl" --quiet >/dev/null
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$work/$side" --data "$work/data" \
+      --steps "$steps" --threads "$threads" --log-every 1 --log "$work/$side.$i.jsonl" \
+      --quiet >/dev/null
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

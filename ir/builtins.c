@@ -92,10 +92,11 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   int gamma = add_param(L, wname, &vec, (Init){.kind = TRC_INIT_ONES}, false, call->loc);
   int beta = add_param(L, bname, &vec, (Init){.kind = TRC_INIT_ZEROS}, false, call->loc);
   free(prefix), free(wname), free(bname);
-  int in[4] = {v[0].node, gamma, beta,
-                graph_add_attr(L->g, OP_LAYERNORM_STATS, &v[0].node, 1, v[1].num, 0, 0, call->loc, L->diag)};
-  if (in[3] < 0) return error_value;
-  return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 4, v[1].num, 0, 0, call->loc, L->diag));
+  double eps = v[1].num;
+  int stats = graph_add_attr(L->g, OP_LAYERNORM_STATS, &v[0].node, 1, eps, 0, 0, call->loc, L->diag);
+  if (stats < 0) return error_value;
+  int in[4] = {v[0].node, gamma, beta, stats};
+  return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 4, eps, 0, 0, call->loc, L->diag));
 }
 
 /* embedding(ids, vocab, dim) declares its table [vocab, dim];

@@ -829,7 +829,8 @@ static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
 static KExpr *cross_entropy_grad_scale(RowLoop *rl, const Node *n) {
   Kernel *k = rl->k;
   double per_row = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(&n->shape);
-  KExpr *scale = k_binary(k, KB_MUL, k_load(k, n->in[3], k_iconst(k, 0), false), k_const(k, per_row));
+  KExpr *dl = k_load(k, n->in[3], k_iconst(k, 0), false);
+  KExpr *scale = k_binary(k, KB_MUL, dl, k_const(k, per_row));
   if (n->attr.i[0]) scale = k_binary(k, KB_MUL, scale, row_counts(rl, n, n->in[1]));
   return scale;
 }
@@ -897,12 +898,15 @@ typedef struct {
   int x, gamma, beta, dy, mean, rstd, a, b;
 } NormCtx;
 
+/* Moment i (0: mean, 1: rstd) of row r in a layernorm_stats buffer. */
+static KExpr *stats_elem(Kernel *k, int stats, int r, int i) {
+  return k_load(k, stats, k_iadd(k, k_imul(k, k_index(k, r), 2), k_iconst(k, i)), false);
+}
+
 /* The row's mean and rstd from the stats buffer, as locals of `parent`. */
 static void load_moments(Kernel *k, KStmt *parent, int r, int stats, NormCtx *s) {
-  KExpr *at = k_imul(k, k_index(k, r), 2);
-  k_local(k, parent, k_load(k, stats, at, false), &s->mean);
-  k_local(k, parent, k_load(k, stats, k_iadd(k, k_imul(k, k_index(k, r), 2), k_iconst(k, 1)), false),
-          &s->rstd);
+  k_local(k, parent, stats_elem(k, stats, r, 0), &s->mean);
+  k_local(k, parent, stats_elem(k, stats, r, 1), &s->rstd);
 }
 
 static KExpr *norm_xhat(RowLoop *rl, const NormCtx *s, int c) {
@@ -996,9 +1000,11 @@ static Kernel *kernel_layernorm_grad_gamma(const Graph *g, const Node *n) {
   load_moments(k, row, r, n->in[2], &s);
   KStmt *loop = k_for(k, row, w ? w : cols, &c);
   KExpr *at[2];
-  for (int i = 0; i < 2; i++) at[i] = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, c));
+  for (int i = 0; i < 2; i++)
+    at[i] = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, c));
   KExpr *d = k_binary(k, KB_SUB, k_load(k, s.x, at[0], false), k_localv(k, s.mean));
-  KExpr *v = k_binary(k, KB_MUL, k_load(k, s.dy, at[1], false), k_binary(k, KB_MUL, d, k_localv(k, s.rstd)));
+  KExpr *xhat = k_binary(k, KB_MUL, d, k_localv(k, s.rstd));
+  KExpr *v = k_binary(k, KB_MUL, k_load(k, s.dy, at[1], false), xhat);
   k_store(k, loop, n->id, block_col(k, b, w, c), v, true);
   return k;
 }
