@@ -94,8 +94,11 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   int gamma = add_param(L, wname, &vec, (Init){.kind = TRC_INIT_ONES}, false, call->loc);
   int beta = add_param(L, bname, &vec, (Init){.kind = TRC_INIT_ZEROS}, false, call->loc);
   free(prefix), free(wname), free(bname);
-  int in[3] = {v[0].node, gamma, beta};
-  return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 3, v[1].num, 0, 0, call->loc, L->diag));
+  double eps = v[1].num;
+  int stats = graph_add_attr(L->g, OP_LAYERNORM_STATS, &v[0].node, 1, eps, 0, 0, call->loc, L->diag);
+  if (stats < 0) return error_value;
+  int in[4] = {v[0].node, gamma, beta, stats};
+  return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 4, eps, 0, 0, call->loc, L->diag));
 }
 
 /* embedding(ids, vocab, dim) declares its table [vocab, dim];
@@ -161,8 +164,9 @@ static Value builtin_cross_entropy(Lower *L, Scope *s, const Expr *call, Value *
   if (!mark_index_input(L, v[1], locs[1], classes, "cross_entropy's labels") ||
       !mark_ignored_label(L, v[1], v[2], locs[2], &ignores, &ignore))
     return error_value;
-  int in[2] = {v[0].node, v[1].node};
-  int y = graph_add_attr(L->g, OP_CROSS_ENTROPY, in, 2, 0, ignores, ignore, call->loc, L->diag);
+  int in[3] = {v[0].node, v[1].node, add_node(L, OP_LOGSUMEXP, v[0].node, -1, call->loc)};
+  if (in[2] < 0) return error_value;
+  int y = graph_add_attr(L->g, OP_CROSS_ENTROPY, in, 3, 0, ignores, ignore, call->loc, L->diag);
   if (y >= 0 && L->g->labels < 0) L->g->labels = v[1].node;
   return tensor_value(y);
 }

@@ -28,7 +28,7 @@
 #include "trainc.h" /* the train config and its enums: the ABI shared with the runtime */
 
 #define IR_MAX_RANK 8
-#define IR_MAX_IN 3
+#define IR_MAX_IN 4
 /* Lowering refuses a model of more than IR_MAX_FORWARD nodes; autodiff adds
  * at most 8 nodes per forward node (div: 6, plus a sum or a copy for each
  * input) and recompute weaving at most one clone per forward node, so no
@@ -292,7 +292,7 @@ typedef enum {
   KE_UNARY,  /* op(a) */
   KE_BINARY, /* a op b */
   KE_SELECT, /* a > 0 ? b : c (float condition) */
-  KE_EQ,     /* a == b on integers, as 1.0f / 0.0f */
+  KE_EQ,     /* a == b on two integers or two floats, as 1.0f / 0.0f */
   KE_TO_FLOAT, /* (float)a, a integer */
   KE_RANDOM, /* uniform [0, 1) at counter a of stream i under the key in buf
                 (an OP_RNG_KEY leaf): trc_kernel_uniform in trainc.h */
@@ -379,11 +379,15 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
  *     a row's own reductions live in locals declared inside the row), and
  *   - for every buffer it stores to, every store and load of that buffer in
  *     it is at an affine index (constants plus loop variables times
- *     constants: no value loaded from memory, as embedding_grad's scatter
- *     has), all with one coefficient c > 0 of the loop's variable i, and all
- *     within c consecutive elements over the inner loops' ranges: iteration
- *     i then touches only [c*i + lo, c*i + lo + c) of that buffer, which no
- *     other iteration reads or writes.
+ *     constants: no value loaded from memory), all with one coefficient
+ *     c > 0 of the loop's variable i, and all within c consecutive elements
+ *     over the inner loops' ranges: iteration i then touches only
+ *     [c*i + lo, c*i + lo + c) of that buffer, which no other iteration
+ *     reads or writes; or every such index is X * M plus such an affine
+ *     form, X a value loaded from memory and M > 0 one constant (a row
+ *     picked by id, as embedding_grad's scatter), and all iterations' slabs
+ *     lie within [0, M): iteration i then touches only elements whose
+ *     residue modulo M is in its slab.
  * Each iteration runs its statements in order, so every float is computed
  * by the same operations in the same order as sequentially. The proof takes
  * the buffers of one kernel to be disjoint (the memory plan's promise, the C

@@ -389,17 +389,43 @@ static void bwd_sum(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = graph_expand_to(g, dy, g->nodes[n].in[0]);
 }
 
+/* The width of the column blocks sum_to splits a kept last axis of `cols`
+ * columns into (at least two blocks); 0: none fits. */
+static int64_t sum_to_block(int64_t cols) {
+  for (int64_t w = 64; w >= 16; w /= 2)
+    if (cols % w == 0 && cols / w >= 2) return w;
+  return 0;
+}
+
+/* s with its last axis split into [dim / w, w]. */
+static Shape split_last(const Shape *s, int64_t w) {
+  Shape t = *s;
+  t.dim[t.rank - 1] = s->dim[s->rank - 1] / w;
+  t.dim[t.rank++] = w;
+  return t;
+}
+
 /* Scatter-adds every input element into the output element it was broadcast
- * from; the loops run over the input, so the innermost loop is contiguous. */
+ * from; the loops run over the input, so the innermost loop is contiguous.
+ * When the output keeps the input's last axis (a bias gradient [C] of
+ * [..., C]), that axis is cut into blocks of w columns and the loop over
+ * blocks goes outside: its iterations add into disjoint columns, so it
+ * runs on the threads (kernel_mark_parallel proves it), and each output
+ * element still takes the input's rows in order — the same sums as one
+ * loop over the rows. */
 static Kernel *kernel_sum_to(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  const Shape *in = &in_node(g, n, 0)->shape;
+  Shape in = in_node(g, n, 0)->shape, out = n->shape;
+  int64_t w = in.rank < IR_MAX_RANK && out.rank >= 1 && last_dim(&out) == last_dim(&in)
+                  ? sum_to_block(last_dim(&in)) : 0;
+  if (w) in = split_last(&in, w), out = split_last(&out, w);
   int vars[IR_MAX_RANK];
-  KStmt *parent = NULL;
-  for (int d = 0; d < in->rank; d++) parent = k_for(k, parent, in->dim[d], &vars[d]);
-  KExpr *x = k_load(k, n->in[0], broadcast_index(k, in, in, vars), false);
-  k_store(k, parent, n->id, broadcast_index(k, in, &n->shape, vars), x, true);
+  KStmt *parent = w ? k_for(k, NULL, in.dim[in.rank - 2], &vars[in.rank - 2]) : NULL;
+  for (int d = 0; d < in.rank; d++)
+    if (!w || d != in.rank - 2) parent = k_for(k, parent, in.dim[d], &vars[d]);
+  KExpr *x = k_load(k, n->in[0], broadcast_index(k, &in, &in, vars), false);
+  k_store(k, parent, n->id, broadcast_index(k, &in, &out, vars), x, true);
   return k;
 }
 
@@ -624,8 +650,7 @@ static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
 
 typedef struct {
   int x, lse, dy, s, y, label;
-  double scale;
-  KExpr *counts; /* cross_entropy_grad with ignore: 1 when the row's label counts */
+  int row_scale, row_label; /* cross_entropy_grad's locals (row_label: -1, none) */
 } SoftCtx;
 
 static KExpr *f_softmax(RowLoop *rl, int c, const void *p) {
@@ -692,6 +717,23 @@ static Kernel *kernel_log_softmax_grad(const Graph *g, const Node *n) {
   return rl.k;
 }
 
+/* [..., C] → [...]: one value per row. */
+static bool infer_row_values(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag)) return false;
+  n->shape.rank--;
+  return true;
+}
+
+/* Each row's log-sum-exp, which cross_entropy's loss and gradient both read
+ * (computed once, in parallel rows, instead of once in each). */
+static Kernel *kernel_logsumexp(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &in_node(g, n, 0)->shape);
+  int m, lse;
+  row_logsumexp(&rl, n->in[0], &m, &lse);
+  k_store(rl.k, rl.row, n->id, k_index(rl.k, rl.r), k_localv(rl.k, lse), accumulates(n));
+  return rl.k;
+}
+
 static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
   if (!infer_rows(g, n, diag) || !want_int(g, n, 1, diag)) return false;
   const Shape *x = &in_node(g, n, 0)->shape, *y = &in_node(g, n, 1)->shape;
@@ -704,8 +746,14 @@ static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
                shape_str(y, sy), shape_str(x, sx));
     return false;
   }
+  if (!shape_equal(&rows, &in_node(g, n, 2)->shape)) abort(); /* only lowering makes it */
   n->shape = (Shape){.rank = 0};
   return true;
+}
+
+/* A few operations per row: the log-sum-exps are their own kernel. */
+static double flops_cross_entropy(const Graph *g, const Node *n) {
+  return 3.0 * (double)shape_numel(&in_node(g, n, 1)->shape);
 }
 
 /* The label of the current row, as an integer index expression. */
@@ -737,14 +785,13 @@ static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
   int total;
   k_local(k, NULL, k_const(k, 0), &total);
   RowLoop rl = row_loop_in(k, xs);
-  int m, lse;
-  row_logsumexp(&rl, n->in[0], &m, &lse);
   KExpr *counts = row_counts(&rl, n, n->in[1]);
   KExpr *label = n->attr.i[0] ? k_select(k, counts, row_label(&rl, n->in[1]), k_iconst(k, 0))
                               : row_label(&rl, n->in[1]);
   KExpr *at = k_iadd(k, k_imul(k, k_index(k, rl.r), rl.cols), label);
   KExpr *at_label = k_load(k, n->in[0], at, false);
-  KExpr *term = k_binary(k, KB_SUB, k_localv(k, lse), at_label);
+  KExpr *lse = k_load(k, n->in[2], k_index(k, rl.r), false);
+  KExpr *term = k_binary(k, KB_SUB, lse, at_label);
   if (n->attr.i[0]) term = k_binary(k, KB_MUL, counts, term);
   k_set(k, rl.row, total, k_binary(k, KB_ADD, k_localv(k, total), term));
   double scale = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(xs);
@@ -756,31 +803,48 @@ static Kernel *kernel_cross_entropy(const Graph *g, const Node *n) {
 static void bwd_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
   const Node *x = &g->nodes[n];
   Attr attr = x->attr;
-  int in[3] = {x->in[0], x->in[1], dy};
-  if (want[0]) dx[0] = graph_add_op(g, OP_CROSS_ENTROPY_GRAD, in, 3, &attr, no_loc, NULL);
+  int in[4] = {x->in[0], x->in[1], x->in[2], dy};
+  if (want[0]) dx[0] = graph_add_op(g, OP_CROSS_ENTROPY_GRAD, in, 4, &attr, no_loc, NULL);
 }
 
-/* d logits = (softmax(x) - onehot(label)) * dl / R; with ignore, times
- * whether the row counts, and not divided by R. */
+/* Labels and column numbers are exact as floats below 2^24 (every real
+ * vocabulary): the row's label is then a float local and onehot compares
+ * floats. Hoisted out of the column loop, the row's label and scale are no
+ * loads a C compiler must repeat per column (it cannot tell they are not
+ * stored to), so the loop vectorizes. */
+#define EXACT_FLOAT_INTS (1 << 24)
+
+/* d logits = (softmax(x) - onehot(label)) * scale, scale a row local. */
 static KExpr *f_cross_entropy_grad(RowLoop *rl, int c, const void *p) {
   const SoftCtx *s = p;
   Kernel *k = rl->k;
-  KExpr *onehot = k_eq(k, k_index(k, c), row_label(rl, s->label));
+  KExpr *onehot = s->row_label >= 0
+                      ? k_eq(k, k_to_float(k, k_index(k, c)), k_localv(k, s->row_label))
+                      : k_eq(k, k_index(k, c), row_label(rl, s->label));
   KExpr *d = k_binary(k, KB_SUB, f_softmax(rl, c, p), onehot);
-  KExpr *scale = k_binary(k, KB_MUL, k_load(k, s->dy, k_iconst(k, 0), false), k_const(k, s->scale));
-  if (s->counts) scale = k_binary(k, KB_MUL, scale, s->counts);
-  return k_binary(k, KB_MUL, d, scale);
+  return k_binary(k, KB_MUL, d, k_localv(k, s->row_scale));
+}
+
+/* The row's scale: dl / R; with ignore, dl times whether the row counts. */
+static KExpr *cross_entropy_grad_scale(RowLoop *rl, const Node *n) {
+  Kernel *k = rl->k;
+  double per_row = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(&n->shape);
+  KExpr *dl = k_load(k, n->in[3], k_iconst(k, 0), false);
+  KExpr *scale = k_binary(k, KB_MUL, dl, k_const(k, per_row));
+  if (n->attr.i[0]) scale = k_binary(k, KB_MUL, scale, row_counts(rl, n, n->in[1]));
+  return scale;
 }
 
 static Kernel *kernel_cross_entropy_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
-  SoftCtx s = {.x = n->in[0], .label = n->in[1], .dy = n->in[2],
-               .scale = n->attr.i[0] ? 1.0 : 1.0 / (double)rows_of(&n->shape)};
-  int m;
-  row_logsumexp(&rl, s.x, &m, &s.lse);
-  if (n->attr.i[0]) s.counts = row_counts(&rl, n, s.label);
+  Kernel *k = rl.k;
+  SoftCtx s = {.x = n->in[0], .label = n->in[1], .row_label = -1};
+  k_local(k, rl.row, k_load(k, n->in[2], k_index(k, rl.r), false), &s.lse);
+  k_local(k, rl.row, cross_entropy_grad_scale(&rl, n), &s.row_scale);
+  if (rl.cols <= EXACT_FLOAT_INTS && (!n->attr.i[0] || llabs(n->attr.i[1]) <= EXACT_FLOAT_INTS))
+    k_local(k, rl.row, k_to_float(k, row_label(&rl, s.label)), &s.row_label);
   row_store(&rl, n, f_cross_entropy_grad, &s);
-  return rl.k;
+  return k;
 }
 
 static bool infer_layernorm(const Graph *g, Node *n, Diag *diag) {
@@ -811,9 +875,39 @@ static void row_moments(RowLoop *rl, int x, double eps, int *mean, int *rstd) {
   k_local(k, rl->row, k_binary(k, KB_DIV, k_const(k, 1), std), rstd);
 }
 
+/* [..., C] → [..., 2]: each row's mean and 1/sqrt(var + eps), made by
+ * layernorm for itself and its gradients (computed once, not in each). */
+static bool infer_layernorm_stats(const Graph *g, Node *n, Diag *diag) {
+  if (!infer_rows(g, n, diag)) return false;
+  n->shape.dim[n->shape.rank - 1] = 2;
+  return true;
+}
+
+static Kernel *kernel_layernorm_stats(const Graph *g, const Node *n) {
+  RowLoop rl = row_loop(g, n, &in_node(g, n, 0)->shape);
+  Kernel *k = rl.k;
+  int moment[2];
+  row_moments(&rl, n->in[0], n->attr.f[0], &moment[0], &moment[1]);
+  for (int i = 0; i < 2; i++)
+    k_store(k, rl.row, n->id, k_iadd(k, k_imul(k, k_index(k, rl.r), 2), k_iconst(k, i)),
+            k_localv(k, moment[i]), accumulates(n));
+  return k;
+}
+
 typedef struct {
   int x, gamma, beta, dy, mean, rstd, a, b;
 } NormCtx;
+
+/* Moment i (0: mean, 1: rstd) of row r in a layernorm_stats buffer. */
+static KExpr *stats_elem(Kernel *k, int stats, int r, int i) {
+  return k_load(k, stats, k_iadd(k, k_imul(k, k_index(k, r), 2), k_iconst(k, i)), false);
+}
+
+/* The row's mean and rstd from the stats buffer, as locals of `parent`. */
+static void load_moments(Kernel *k, KStmt *parent, int r, int stats, NormCtx *s) {
+  k_local(k, parent, stats_elem(k, stats, r, 0), &s->mean);
+  k_local(k, parent, stats_elem(k, stats, r, 1), &s->rstd);
+}
 
 static KExpr *norm_xhat(RowLoop *rl, const NormCtx *s, int c) {
   Kernel *k = rl->k;
@@ -833,19 +927,20 @@ static KExpr *f_layernorm(RowLoop *rl, int c, const void *p) {
 static Kernel *kernel_layernorm(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   NormCtx s = {.x = n->in[0], .gamma = n->in[1], .beta = n->in[2]};
-  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
+  load_moments(rl.k, rl.row, rl.r, n->in[3], &s);
   row_store(&rl, n, f_layernorm, &s);
   return rl.k;
 }
 
+/* The stats input gets no gradient: layernorm_grad's formula is the whole
+ * derivative through the mean and variance. */
 static void bwd_layernorm(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Node x = g->nodes[n];
-  double eps = x.attr.f[0];
-  if (want[0]) dx[0] = add3(g, OP_LAYERNORM_GRAD, x.in[0], x.in[1], dy, eps);
-  if (want[1]) {
-    int in[2] = {x.in[0], dy};
-    dx[1] = graph_add_attr(g, OP_LAYERNORM_GRAD_GAMMA, in, 2, eps, 0, 0, no_loc, NULL);
+  if (want[0]) {
+    int in[4] = {x.in[0], x.in[1], dy, x.in[3]};
+    dx[0] = graph_add(g, OP_LAYERNORM_GRAD, in, 4, no_loc, NULL);
   }
+  if (want[1]) dx[1] = add3(g, OP_LAYERNORM_GRAD_GAMMA, x.in[0], dy, x.in[3], 0);
   if (want[2]) dx[2] = graph_sum_to(g, dy, x.in[2]);
 }
 
@@ -873,7 +968,7 @@ static KExpr *f_layernorm_grad(RowLoop *rl, int c, const void *p) {
 static Kernel *kernel_layernorm_grad(const Graph *g, const Node *n) {
   RowLoop rl = row_loop(g, n, &n->shape);
   NormCtx s = {.x = n->in[0], .gamma = n->in[1], .dy = n->in[2]};
-  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
+  load_moments(rl.k, rl.row, rl.r, n->in[3], &s);
   s.a = row_reduce(&rl, KB_ADD, 0, f_norm_g, &s);
   s.b = row_reduce(&rl, KB_ADD, 0, f_norm_g_xhat, &s);
   row_store(&rl, n, f_layernorm_grad, &s);
@@ -885,18 +980,32 @@ static bool infer_layernorm_grad_gamma(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-/* d gamma[c] = sum over rows of dy * xhat. */
+/* Column c of block b of w columns (w = 0: no blocks, column c). */
+static KExpr *block_col(Kernel *k, int b, int64_t w, int c) {
+  return w ? k_iadd(k, k_imul(k, k_index(k, b), w), k_index(k, c)) : k_index(k, c);
+}
+
+/* d gamma[c] = sum over rows of dy * xhat, the rows in order. In blocks of w
+ * columns when C splits into them (as sum_to's), with the loop over blocks
+ * outside, so that it runs on the threads. */
 static Kernel *kernel_layernorm_grad_gamma(const Graph *g, const Node *n) {
   const Shape *xs = &in_node(g, n, 0)->shape;
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  RowLoop rl = row_loop_in(k, xs);
+  int64_t cols = last_dim(xs), w = sum_to_block(cols);
+  int b = -1, r, c;
+  KStmt *blocks = w ? k_for(k, NULL, cols / w, &b) : NULL;
+  KStmt *row = k_for(k, blocks, rows_of(xs), &r);
   NormCtx s = {.x = n->in[0], .dy = n->in[1]};
-  row_moments(&rl, s.x, n->attr.f[0], &s.mean, &s.rstd);
-  int c;
-  KStmt *loop = k_for(k, rl.row, rl.cols, &c);
-  KExpr *v = k_binary(k, KB_MUL, row_elem(&rl, s.dy, c), norm_xhat(&rl, &s, c));
-  k_store(k, loop, n->id, k_index(k, c), v, true);
+  load_moments(k, row, r, n->in[2], &s);
+  KStmt *loop = k_for(k, row, w ? w : cols, &c);
+  KExpr *at[2];
+  for (int i = 0; i < 2; i++)
+    at[i] = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, c));
+  KExpr *d = k_binary(k, KB_SUB, k_load(k, s.x, at[0], false), k_localv(k, s.mean));
+  KExpr *xhat = k_binary(k, KB_MUL, d, k_localv(k, s.rstd));
+  KExpr *v = k_binary(k, KB_MUL, k_load(k, s.dy, at[1], false), xhat);
+  k_store(k, loop, n->id, block_col(k, b, w, c), v, true);
   return k;
 }
 
@@ -932,17 +1041,22 @@ static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) 
   }
 }
 
-/* d table[ids[r], d] += dy[r, d]. */
+/* d table[ids[r], d] += dy[r, d], the rows in order; in blocks of w columns
+ * when D splits into them (as sum_to's), the loop over blocks outside: its
+ * iterations add into disjoint columns of whatever rows the ids pick, so it
+ * runs on the threads. */
 static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   const Shape *dys = &in_node(g, n, 1)->shape;
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  RowLoop rl = row_loop_in(k, dys);
-  int d;
-  KStmt *loop = k_for(k, rl.row, rl.cols, &d);
-  KExpr *row = k_load(k, n->in[0], k_index(k, rl.r), true);
-  KExpr *dst = k_iadd(k, k_imul(k, row, rl.cols), k_index(k, d));
-  k_store(k, loop, n->id, dst, row_elem(&rl, n->in[1], d), true);
+  int64_t cols = last_dim(dys), w = sum_to_block(cols);
+  int b = -1, r, d;
+  KStmt *blocks = w ? k_for(k, NULL, cols / w, &b) : NULL;
+  KStmt *loop = k_for(k, k_for(k, blocks, rows_of(dys), &r), w ? w : cols, &d);
+  KExpr *row = k_load(k, n->in[0], k_index(k, r), true);
+  KExpr *dst = k_iadd(k, k_imul(k, row, cols), block_col(k, b, w, d));
+  KExpr *src = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, d));
+  k_store(k, loop, n->id, dst, k_load(k, n->in[1], src, false), true);
   return k;
 }
 

@@ -3,18 +3,24 @@
  * loop's iterations share no local, and for every buffer the loop stores to,
  * each iteration's stores and loads stay inside a slab of that buffer that no
  * other iteration touches. Anything the analysis cannot read as an affine
- * index (an index loaded from memory, as embedding_grad's scatter) keeps the
- * loop sequential. */
+ * index (an index loaded from memory, as a scatter through ids) keeps the
+ * loop sequential — unless it is a loaded row number times the row's width
+ * plus an affine column inside the row (embedding_grad in column blocks):
+ * then the columns are what must be disjoint. */
 #include "ir.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* An index as konst + sum of coef[var] * var; ok false when it is not one
- * (a load, a product of two variables, an overflow). */
+ * (a load, a product of two variables, an overflow). With a modulus M > 0 it
+ * is X * M + that, for an integer X read from memory (a row picked by id, as
+ * embedding_grad's scatter: ids[r] * D + d): the index's residue modulo M is
+ * known although the index is not. */
 typedef struct {
   bool ok;
-  int64_t konst;
+  bool loaded; /* a value loaded from memory: no form, but X in X * M */
+  int64_t konst, modulus;
   int64_t *coef; /* n_vars entries */
 } Affine;
 
@@ -43,6 +49,28 @@ static void affine_add(Affine *a, const Affine *b, int64_t sign, int n_vars) {
     a->ok = a->ok && !__builtin_add_overflow(a->coef[v], sign * b->coef[v], &a->coef[v]);
 }
 
+static bool is_constant(const Affine *a, int n_vars) {
+  return a->ok && !a->modulus && affine_is_constant(a, n_vars);
+}
+
+/* a * b, where one of them is a constant; X * M when the other is a loaded
+ * value X and the constant M is positive. */
+static void affine_mul(Affine *a, Affine *b, int n_vars) {
+  if (is_constant(a, n_vars)) { /* c * b */
+    Affine t = *a;
+    *a = *b, *b = t;
+  }
+  if (!is_constant(b, n_vars)) {
+    a->ok = false; /* a product of two variables */
+  } else if (a->loaded && b->konst > 0) {
+    *a = (Affine){.ok = true, .modulus = b->konst, .coef = a->coef};
+    memset(a->coef, 0, (size_t)n_vars * sizeof *a->coef);
+  } else {
+    a->ok = a->ok && !a->modulus; /* (X * M) * c: not followed */
+    affine_scale(a, b->konst, n_vars);
+  }
+}
+
 /* The affine form of an index expression (the caller frees .coef). */
 static Affine affine_of(const Kernel *k, const KExpr *e) {
   Affine r = affine_new(k);
@@ -52,22 +80,20 @@ static Affine affine_of(const Kernel *k, const KExpr *e) {
     r.coef[e->var] = 1;
   } else if (e->kind == KE_BINARY && (e->op == KB_ADD || e->op == KB_SUB || e->op == KB_MUL)) {
     Affine a = affine_of(k, e->a), b = affine_of(k, e->b);
-    if (e->op != KB_MUL) {
-      affine_add(&a, &b, e->op == KB_ADD ? 1 : -1, k->n_vars);
-    } else if (affine_is_constant(&a, k->n_vars)) { /* c * b */
-      Affine t = a;
-      a = b, b = t;
-      affine_scale(&a, b.konst, k->n_vars);
-      a.ok = a.ok && b.ok;
+    if (e->op == KB_MUL) {
+      affine_mul(&a, &b, k->n_vars);
     } else {
-      a.ok = a.ok && b.ok && affine_is_constant(&b, k->n_vars); /* a * c, else not affine */
-      affine_scale(&a, b.konst, k->n_vars);
+      /* X * M plus an affine form keeps M; two of them are not followed */
+      a.ok = a.ok && !(a.modulus && b.modulus);
+      if (b.modulus) a.modulus = b.modulus;
+      affine_add(&a, &b, e->op == KB_ADD ? 1 : -1, k->n_vars);
     }
     free(b.coef);
     free(r.coef);
     return a;
   } else {
     r.ok = false; /* a load (a scatter, a gather by id), or not an integer */
+    r.loaded = e->kind == KE_LOAD;
   }
   return r;
 }
@@ -77,20 +103,22 @@ bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst
   memcpy(coef, a.coef, (size_t)k->n_vars * sizeof *coef);
   *konst = a.konst;
   free(a.coef);
-  return a.ok;
+  return a.ok && !a.modulus;
 }
 
 /* One store or load of a buffer inside the loop: its coefficient of the
- * loop's variable and the range [lo, hi] of the rest over the inner loops. */
+ * loop's variable and the range [lo, hi] of the rest over the inner loops;
+ * with a modulus M, the index is some X * M plus that. */
 typedef struct {
   int buf;
   bool store, affine;
-  int64_t c, lo, hi;
+  int64_t c, lo, hi, modulus;
 } Access;
 
 typedef struct {
   const Kernel *k;
   int var;           /* the loop under analysis */
+  int64_t trips;     /* its extent */
   int64_t *extent;   /* per loop variable inside it; 0: not inside */
   bool *own_local;   /* per local: declared inside it */
   bool shares_local; /* reads or sets a local declared outside it */
@@ -102,6 +130,7 @@ static void scan_access(Scan *s, int buf, const KExpr *index, bool store) {
   Access a = {.buf = buf, .store = store};
   Affine f = affine_of(s->k, index);
   a.affine = f.ok;
+  a.modulus = f.modulus;
   a.c = f.coef[s->var];
   a.lo = a.hi = f.konst;
   for (int v = 0; v < s->k->n_vars && a.affine; v++) {
@@ -163,8 +192,18 @@ static void scan_stmts(Scan *s, KStmt **body, int n) {
   }
 }
 
+/* Whether the slabs [c*i + lo, c*i + lo + c) of all iterations i lie in
+ * [0, m): then, as residues modulo m, they are still disjoint. */
+static bool slabs_within(const Scan *s, int64_t c, int64_t lo, int64_t m) {
+  int64_t end;
+  return lo >= 0 && !__builtin_mul_overflow(c, s->trips, &end) &&
+         !__builtin_add_overflow(end, lo, &end) && end <= m;
+}
+
 /* Every access to a buffer the loop stores to lies in the slab
- * [c*i + lo, c*i + lo + c) of iteration i, for one c > 0 and one lo. */
+ * [c*i + lo, c*i + lo + c) of iteration i, for one c > 0 and one lo — or,
+ * all with one modulus M (X * M + ...), in that slab's residues modulo M,
+ * the slabs of all iterations within [0, M). */
 static bool slabs_disjoint(const Scan *s) {
   for (int i = 0; i < s->n_acc; i++) {
     const Access *st = &s->acc[i];
@@ -175,21 +214,21 @@ static bool slabs_disjoint(const Scan *s) {
       const Access *a = &s->acc[j];
       if (a->buf != st->buf)
         continue;
-      if (!a->affine || a->c != st->c || a->c <= 0)
+      if (!a->affine || a->c != st->c || a->c <= 0 || a->modulus != st->modulus)
         return false;
       if (a->lo < lo)
         lo = a->lo;
       if (a->hi > hi)
         hi = a->hi;
     }
-    if (hi - lo >= st->c)
+    if (hi - lo >= st->c || (st->modulus && !slabs_within(s, st->c, lo, st->modulus)))
       return false;
   }
   return true;
 }
 
 static bool loop_is_parallel(const Kernel *k, const KStmt *loop) {
-  Scan s = {.k = k, .var = loop->var};
+  Scan s = {.k = k, .var = loop->var, .trips = loop->extent};
   s.extent = xcalloc((size_t)k->n_vars + 1, sizeof(int64_t));
   s.own_local = xcalloc((size_t)k->n_locals + 1, sizeof(bool));
   scan_decls(&s, loop->body, loop->nbody);

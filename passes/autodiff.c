@@ -47,7 +47,8 @@ void autodiff(Graph *g) {
     const Node *n = &g->nodes[i]; /* valid while nodes are added (ir.h) */
     if (!needs[i] || grad[i] < 0 || n->op == OP_PARAM) continue;
     bool want[IR_MAX_IN] = {false};
-    int dx[IR_MAX_IN] = {-1, -1, -1};
+    int dx[IR_MAX_IN];
+    for (int k = 0; k < IR_MAX_IN; k++) dx[k] = -1;
     for (int k = 0; k < n->nin; k++) want[k] = needs[n->in[k]];
     int first_new = g->n;
     op_info(n->op)->backward(g, i, grad[i], want, dx);

@@ -42,6 +42,21 @@ static Kernel *scatter(bool through_ids) {
   return k;
 }
 
+/* for b < blocks: for r < 8: for j < width: y[ids[r]*4 + b*2 + j] += x[...]:
+ * blocks of 2 columns of rows 4 wide picked by id (embedding_grad in column
+ * blocks). 2 blocks of 2 are disjoint columns; 3 columns wide overlap the
+ * next block; a third block runs into the next row. */
+static Kernel *column_block_scatter(int64_t blocks, int64_t width) {
+  Kernel *k = kernel_new(Y);
+  int b, r, j;
+  KStmt *l = k_for(k, k_for(k, k_for(k, NULL, blocks, &b), 8, &r), width, &j);
+  KExpr *col = k_iadd(k, k_imul(k, k_index(k, b), 2), k_index(k, j));
+  KExpr *at = k_iadd(k, k_imul(k, k_load(k, IDS, k_index(k, r), true), 4), col);
+  col = k_iadd(k, k_imul(k, k_index(k, b), 2), k_index(k, j));
+  k_store(k, l, Y, at, k_load(k, X, k_iadd(k, k_imul(k, k_index(k, r), 4), col), false), true);
+  return k;
+}
+
 /* acc = sum of x; y[0] = acc: the loop sets a local declared outside it. */
 static Kernel *outer_reduction(void) {
   Kernel *k = kernel_new(Y);
@@ -101,6 +116,9 @@ static void hand_built(void) {
   CHECK(top_loop_parallel(row_wise(), 0), "row-wise kernel");
   CHECK(!top_loop_parallel(scatter(true), 0), "scatter through ids");
   CHECK(top_loop_parallel(scatter(false), 0), "the same at r*D + d");
+  CHECK(top_loop_parallel(column_block_scatter(2, 2), 0), "column blocks of rows picked by id");
+  CHECK(!top_loop_parallel(column_block_scatter(2, 3), 0), "column blocks that overlap");
+  CHECK(!top_loop_parallel(column_block_scatter(3, 2), 0), "column blocks past the row's end");
   CHECK(!top_loop_parallel(outer_reduction(), 0), "reduction into an outer local");
   CHECK(!top_loop_parallel(recurrence(1), 0), "y[i+1] = y[i] + x[i]");
   CHECK(top_loop_parallel(recurrence(0), 0), "y[i] = y[i] + x[i]");
@@ -135,11 +153,15 @@ static void op_kernels(void) {
   int ids = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 1, .dim = {6}});
   int img = leaf(g, OP_PARAM, DT_F32, image),
       vec = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {10}});
-  int in2[2] = {x, ids}, ln[3] = {x, vec, vec};
+  int lse = graph_add(g, OP_LOGSUMEXP, &x, 1, (SrcLoc){0}, NULL);
+  int stats = graph_add(g, OP_LAYERNORM_STATS, &x, 1, (SrcLoc){0}, NULL);
+  int ce[3] = {x, ids, lse}, ln[4] = {x, vec, vec, stats};
   CHECK(top_loop_parallel(op_kernel(g, OP_SOFTMAX, &x, 1, 0, 0), 0), "softmax rows");
-  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM, ln, 3, 0, 0), 0), "layernorm rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM_STATS, &x, 1, 0, 0), 0), "layernorm_stats rows");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM, ln, 4, 0, 0), 0), "layernorm rows");
   CHECK(top_loop_parallel(op_kernel(g, OP_GELU, &x, 1, 0, 0), 0), "gelu");
-  CHECK(!top_loop_parallel(op_kernel(g, OP_CROSS_ENTROPY, in2, 2, 0, 0), 0),
+  CHECK(top_loop_parallel(op_kernel(g, OP_LOGSUMEXP, &x, 1, 0, 0), 0), "logsumexp rows");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_CROSS_ENTROPY, ce, 3, 0, 0), 0),
         "cross_entropy's mean");
   CHECK(!top_loop_parallel(op_kernel(g, OP_SUM, &x, 1, 0, 0), 0), "sum");
   int emb[2] = {ids, x}; /* embedding_grad: ids, dy -> d table (attr.i[0] = table) */
@@ -149,10 +171,27 @@ static void op_kernels(void) {
         "embedding_grad's scatter");
   int tin[2] = {table, ids};
   CHECK(top_loop_parallel(op_kernel(g, OP_EMBEDDING, tin, 2, 0, 0), 0), "embedding's gather");
-  int gam[2] = {x, x};
-  CHECK(!top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 2, 0, 0), 1),
-        "layernorm_grad_gamma rows");
-  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1), "sum_to a bias");
+  int gam[3] = {x, x, stats};
+  CHECK(!top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 3, 0, 0), 1),
+        "layernorm_grad_gamma of 10 columns: rows in sequence");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1),
+        "sum_to a bias of 10 columns: rows in sequence");
+  /* 32 columns: two blocks of 16, each adding its own columns */
+  Shape wide = {.rank = 3, .dim = {2, 3, 32}};
+  int xw = leaf(g, OP_PARAM, DT_F32, wide), bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {32}});
+  int row_bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {3, 32}});
+  int wstats = graph_add(g, OP_LAYERNORM_STATS, &xw, 1, (SrcLoc){0}, NULL);
+  int wgam[3] = {xw, xw, wstats};
+  CHECK(top_loop_parallel(op_kernel(g, OP_SUM_TO, &xw, 1, bias, 0), 1), "sum_to in column blocks");
+  CHECK(!top_loop_parallel(op_kernel(g, OP_SUM_TO, &xw, 1, row_bias, 0), 1),
+        "sum_to [2, 3, 32] -> [3, 32]: a block's columns are not one slab");
+  CHECK(top_loop_parallel(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, wgam, 3, 0, 0), 1),
+        "layernorm_grad_gamma in column blocks");
+  int wtable = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {5, 32}});
+  int wids = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 2, .dim = {2, 3}});
+  int wemb[2] = {wids, xw};
+  CHECK(top_loop_parallel(op_kernel(g, OP_EMBEDDING_GRAD, wemb, 2, wtable, 0), 1),
+        "embedding_grad in column blocks");
   int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL),
       mp[2] = {img, pool};
   CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1),

@@ -19,7 +19,7 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.7 = private unnamed_addr constant [6 x i8] c"label\00"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1728, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1152, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
@@ -227,81 +227,68 @@ entry:
   ret void
 }
 
-; Function Attrs: noinline
-define internal void @k11(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k11_loop0_range(ptr noalias %0, ptr noalias %1, i64 %2, i64 %3) {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
-  %t3 = alloca float, align 4
-  store float 0.000000e+00, ptr %t, align 4
-  br label %loop
+  %4 = sub nsw i64 %3, %2
+  %5 = icmp sgt i64 %4, 0
+  br i1 %5, label %loop, label %done8
 
-loop:                                             ; preds = %done8, %entry
-  %i = phi i64 [ 0, %entry ], [ %37, %done8 ]
-  store float 0xFFF0000000000000, ptr %t1, align 4
-  br label %loop4
+loop:                                             ; preds = %done7, %entry
+  %i = phi i64 [ 0, %entry ], [ %32, %done7 ]
+  %6 = add nsw i64 %2, %i
+  store float 0xFFF0000000000000, ptr %t, align 4
+  br label %loop3
 
-loop4:                                            ; preds = %loop4, %loop
-  %i5 = phi i64 [ 0, %loop ], [ %9, %loop4 ]
-  %3 = load float, ptr %t1, align 4
-  %4 = mul nsw i64 %i, 3
-  %5 = add nsw i64 %4, %i5
-  %6 = getelementptr inbounds float, ptr %1, i64 %5
-  %7 = load float, ptr %6, align 4
-  %8 = call float @trc_maxf(float %3, float %7)
-  store float %8, ptr %t1, align 4
-  %9 = add nsw i64 %i5, 1
-  %10 = icmp slt i64 %9, 3
-  br i1 %10, label %loop4, label %done
+loop3:                                            ; preds = %loop3, %loop
+  %i4 = phi i64 [ 0, %loop ], [ %13, %loop3 ]
+  %7 = load float, ptr %t, align 4
+  %8 = mul nsw i64 %6, 3
+  %9 = add nsw i64 %8, %i4
+  %10 = getelementptr inbounds float, ptr %0, i64 %9
+  %11 = load float, ptr %10, align 4
+  %12 = call float @trc_maxf(float %7, float %11)
+  store float %12, ptr %t, align 4
+  %13 = add nsw i64 %i4, 1
+  %14 = icmp slt i64 %13, 3
+  br i1 %14, label %loop3, label %done
 
-done:                                             ; preds = %loop4
-  store float 0.000000e+00, ptr %t2, align 4
-  br label %loop6
+done:                                             ; preds = %loop3
+  store float 0.000000e+00, ptr %t1, align 4
+  br label %loop5
 
-loop6:                                            ; preds = %loop6, %done
-  %i7 = phi i64 [ 0, %done ], [ %20, %loop6 ]
-  %11 = load float, ptr %t2, align 4
-  %12 = mul nsw i64 %i, 3
-  %13 = add nsw i64 %12, %i7
-  %14 = getelementptr inbounds float, ptr %1, i64 %13
-  %15 = load float, ptr %14, align 4
-  %16 = load float, ptr %t1, align 4
-  %17 = fsub float %15, %16
-  %18 = call float @expf(float %17) #4
-  %19 = fadd float %11, %18
-  store float %19, ptr %t2, align 4
-  %20 = add nsw i64 %i7, 1
-  %21 = icmp slt i64 %20, 3
-  br i1 %21, label %loop6, label %done8
+loop5:                                            ; preds = %loop5, %done
+  %i6 = phi i64 [ 0, %done ], [ %24, %loop5 ]
+  %15 = load float, ptr %t1, align 4
+  %16 = mul nsw i64 %6, 3
+  %17 = add nsw i64 %16, %i6
+  %18 = getelementptr inbounds float, ptr %0, i64 %17
+  %19 = load float, ptr %18, align 4
+  %20 = load float, ptr %t, align 4
+  %21 = fsub float %19, %20
+  %22 = call float @expf(float %21) #4
+  %23 = fadd float %15, %22
+  store float %23, ptr %t1, align 4
+  %24 = add nsw i64 %i6, 1
+  %25 = icmp slt i64 %24, 3
+  br i1 %25, label %loop5, label %done7
 
-done8:                                            ; preds = %loop6
-  %22 = load float, ptr %t1, align 4
-  %23 = load float, ptr %t2, align 4
-  %24 = call float @logf(float %23) #5
-  %25 = fadd float %22, %24
-  store float %25, ptr %t3, align 4
+done7:                                            ; preds = %loop5
   %26 = load float, ptr %t, align 4
-  %27 = load float, ptr %t3, align 4
-  %28 = mul nsw i64 %i, 3
-  %29 = getelementptr inbounds i32, ptr %0, i64 %i
-  %30 = load i32, ptr %29, align 4
-  %31 = sext i32 %30 to i64
-  %32 = add nsw i64 %28, %31
-  %33 = getelementptr inbounds float, ptr %1, i64 %32
-  %34 = load float, ptr %33, align 4
-  %35 = fsub float %27, %34
-  %36 = fadd float %26, %35
-  store float %36, ptr %t, align 4
-  %37 = add nsw i64 %i, 1
-  %38 = icmp slt i64 %37, 4
-  br i1 %38, label %loop, label %done9
+  %27 = load float, ptr %t1, align 4
+  %28 = call float @logf(float %27) #5
+  %29 = fadd float %26, %28
+  store float %29, ptr %t2, align 4
+  %30 = load float, ptr %t2, align 4
+  %31 = getelementptr inbounds float, ptr %1, i64 %6
+  store float %30, ptr %31, align 4
+  %32 = add nsw i64 %i, 1
+  %33 = icmp slt i64 %32, %4
+  br i1 %33, label %loop, label %done8
 
-done9:                                            ; preds = %done8
-  %39 = load float, ptr %t, align 4
-  %40 = fmul float %39, 2.500000e-01
-  %41 = getelementptr inbounds float, ptr %2, i64 0
-  store float %40, ptr %41, align 4
+done8:                                            ; preds = %done7, %entry
   ret void
 }
 
@@ -329,99 +316,125 @@ declare <8 x float> @_ZGVdN8v_logf(<8 x float>) #2
 ; Function Attrs: nounwind willreturn memory(none)
 declare <4 x float> @_ZGVbN4v_logf(<4 x float>) #2
 
-define internal void @k13_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, i64 %4, i64 %5) {
+define internal void @k11_loop0(ptr %0, i64 %1, i64 %2) {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  call void @k11_loop0_range(ptr %4, ptr %6, i64 %1, i64 %2)
+  ret void
+}
+
+; Function Attrs: noinline
+define internal void @k11(ptr noalias %0, ptr noalias %1) #1 {
+entry:
+  %2 = alloca [2 x ptr], align 8
+  %t = alloca float, align 4
+  %t1 = alloca float, align 4
+  %t2 = alloca float, align 4
+  %3 = getelementptr inbounds ptr, ptr %2, i64 0
+  store ptr %0, ptr %3, align 8
+  %4 = getelementptr inbounds ptr, ptr %2, i64 1
+  store ptr %1, ptr %4, align 8
+  call void @k11_loop0(ptr %2, i64 0, i64 4)
+  ret void
+}
+
+; Function Attrs: noinline
+define internal void @k12(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
+entry:
+  %t = alloca float, align 4
+  store float 0.000000e+00, ptr %t, align 4
+  br label %loop
+
+loop:                                             ; preds = %loop, %entry
+  %i = phi i64 [ 0, %entry ], [ %16, %loop ]
+  %4 = load float, ptr %t, align 4
+  %5 = getelementptr inbounds float, ptr %2, i64 %i
+  %6 = load float, ptr %5, align 4
+  %7 = mul nsw i64 %i, 3
+  %8 = getelementptr inbounds i32, ptr %0, i64 %i
+  %9 = load i32, ptr %8, align 4
+  %10 = sext i32 %9 to i64
+  %11 = add nsw i64 %7, %10
+  %12 = getelementptr inbounds float, ptr %1, i64 %11
+  %13 = load float, ptr %12, align 4
+  %14 = fsub float %6, %13
+  %15 = fadd float %4, %14
+  store float %15, ptr %t, align 4
+  %16 = add nsw i64 %i, 1
+  %17 = icmp slt i64 %16, 4
+  br i1 %17, label %loop, label %done
+
+done:                                             ; preds = %loop
+  %18 = load float, ptr %t, align 4
+  %19 = fmul float %18, 2.500000e-01
+  %20 = getelementptr inbounds float, ptr %3, i64 0
+  store float %19, ptr %20, align 4
+  ret void
+}
+
+define internal void @k14_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4, i64 %5, i64 %6) {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
-  %6 = sub nsw i64 %5, %4
-  %7 = icmp sgt i64 %6, 0
-  br i1 %7, label %loop, label %done11
+  %7 = sub nsw i64 %6, %5
+  %8 = icmp sgt i64 %7, 0
+  br i1 %8, label %loop, label %done5
 
-loop:                                             ; preds = %done10, %entry
-  %i = phi i64 [ 0, %entry ], [ %54, %done10 ]
-  %8 = add nsw i64 %4, %i
-  store float 0xFFF0000000000000, ptr %t, align 4
+loop:                                             ; preds = %done, %entry
+  %i = phi i64 [ 0, %entry ], [ %38, %done ]
+  %9 = add nsw i64 %5, %i
+  %10 = getelementptr inbounds float, ptr %2, i64 %9
+  %11 = load float, ptr %10, align 4
+  store float %11, ptr %t, align 4
+  %12 = getelementptr inbounds float, ptr %3, i64 0
+  %13 = load float, ptr %12, align 4
+  %14 = fmul float %13, 2.500000e-01
+  store float %14, ptr %t1, align 4
+  %15 = getelementptr inbounds i32, ptr %0, i64 %9
+  %16 = load i32, ptr %15, align 4
+  %17 = sext i32 %16 to i64
+  %18 = sitofp i64 %17 to float
+  store float %18, ptr %t2, align 4
   br label %loop3
 
 loop3:                                            ; preds = %loop3, %loop
-  %i4 = phi i64 [ 0, %loop ], [ %15, %loop3 ]
-  %9 = load float, ptr %t, align 4
-  %10 = mul nsw i64 %8, 3
-  %11 = add nsw i64 %10, %i4
-  %12 = getelementptr inbounds float, ptr %1, i64 %11
-  %13 = load float, ptr %12, align 4
-  %14 = call float @trc_maxf(float %9, float %13)
-  store float %14, ptr %t, align 4
-  %15 = add nsw i64 %i4, 1
-  %16 = icmp slt i64 %15, 3
-  br i1 %16, label %loop3, label %done
+  %i4 = phi i64 [ 0, %loop ], [ %36, %loop3 ]
+  %19 = mul nsw i64 %9, 3
+  %20 = add nsw i64 %19, %i4
+  %21 = mul nsw i64 %9, 3
+  %22 = add nsw i64 %21, %i4
+  %23 = getelementptr inbounds float, ptr %1, i64 %22
+  %24 = load float, ptr %23, align 4
+  %25 = load float, ptr %t, align 4
+  %26 = fsub float %24, %25
+  %27 = call float @expf(float %26) #4
+  %28 = sitofp i64 %i4 to float
+  %29 = load float, ptr %t2, align 4
+  %30 = fcmp oeq float %28, %29
+  %31 = select i1 %30, float 1.000000e+00, float 0.000000e+00
+  %32 = fsub float %27, %31
+  %33 = load float, ptr %t1, align 4
+  %34 = fmul float %32, %33
+  %35 = getelementptr inbounds float, ptr %4, i64 %20
+  store float %34, ptr %35, align 4
+  %36 = add nsw i64 %i4, 1
+  %37 = icmp slt i64 %36, 3
+  br i1 %37, label %loop3, label %done
 
 done:                                             ; preds = %loop3
-  store float 0.000000e+00, ptr %t1, align 4
-  br label %loop5
+  %38 = add nsw i64 %i, 1
+  %39 = icmp slt i64 %38, %7
+  br i1 %39, label %loop, label %done5
 
-loop5:                                            ; preds = %loop5, %done
-  %i6 = phi i64 [ 0, %done ], [ %26, %loop5 ]
-  %17 = load float, ptr %t1, align 4
-  %18 = mul nsw i64 %8, 3
-  %19 = add nsw i64 %18, %i6
-  %20 = getelementptr inbounds float, ptr %1, i64 %19
-  %21 = load float, ptr %20, align 4
-  %22 = load float, ptr %t, align 4
-  %23 = fsub float %21, %22
-  %24 = call float @expf(float %23) #4
-  %25 = fadd float %17, %24
-  store float %25, ptr %t1, align 4
-  %26 = add nsw i64 %i6, 1
-  %27 = icmp slt i64 %26, 3
-  br i1 %27, label %loop5, label %done7
-
-done7:                                            ; preds = %loop5
-  %28 = load float, ptr %t, align 4
-  %29 = load float, ptr %t1, align 4
-  %30 = call float @logf(float %29) #5
-  %31 = fadd float %28, %30
-  store float %31, ptr %t2, align 4
-  br label %loop8
-
-loop8:                                            ; preds = %loop8, %done7
-  %i9 = phi i64 [ 0, %done7 ], [ %52, %loop8 ]
-  %32 = mul nsw i64 %8, 3
-  %33 = add nsw i64 %32, %i9
-  %34 = mul nsw i64 %8, 3
-  %35 = add nsw i64 %34, %i9
-  %36 = getelementptr inbounds float, ptr %1, i64 %35
-  %37 = load float, ptr %36, align 4
-  %38 = load float, ptr %t2, align 4
-  %39 = fsub float %37, %38
-  %40 = call float @expf(float %39) #4
-  %41 = getelementptr inbounds i32, ptr %0, i64 %8
-  %42 = load i32, ptr %41, align 4
-  %43 = sext i32 %42 to i64
-  %44 = icmp eq i64 %i9, %43
-  %45 = select i1 %44, float 1.000000e+00, float 0.000000e+00
-  %46 = fsub float %40, %45
-  %47 = getelementptr inbounds float, ptr %2, i64 0
-  %48 = load float, ptr %47, align 4
-  %49 = fmul float %48, 2.500000e-01
-  %50 = fmul float %46, %49
-  %51 = getelementptr inbounds float, ptr %3, i64 %33
-  store float %50, ptr %51, align 4
-  %52 = add nsw i64 %i9, 1
-  %53 = icmp slt i64 %52, 3
-  br i1 %53, label %loop8, label %done10
-
-done10:                                           ; preds = %loop8
-  %54 = add nsw i64 %i, 1
-  %55 = icmp slt i64 %54, %6
-  br i1 %55, label %loop, label %done11
-
-done11:                                           ; preds = %done10, %entry
+done5:                                            ; preds = %done, %entry
   ret void
 }
 
-define internal void @k13_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k14_loop0(ptr %0, i64 %1, i64 %2) {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -431,31 +444,35 @@ entry:
   %8 = load ptr, ptr %7, align 8
   %9 = getelementptr inbounds ptr, ptr %0, i64 3
   %10 = load ptr, ptr %9, align 8
-  call void @k13_loop0_range(ptr %4, ptr %6, ptr %8, ptr %10, i64 %1, i64 %2)
+  %11 = getelementptr inbounds ptr, ptr %0, i64 4
+  %12 = load ptr, ptr %11, align 8
+  call void @k14_loop0_range(ptr %4, ptr %6, ptr %8, ptr %10, ptr %12, i64 %1, i64 %2)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k13(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
+define internal void @k14(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4) #1 {
 entry:
-  %4 = alloca [4 x ptr], align 8
+  %5 = alloca [5 x ptr], align 8
   %t = alloca float, align 4
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
-  %5 = getelementptr inbounds ptr, ptr %4, i64 0
-  store ptr %0, ptr %5, align 8
-  %6 = getelementptr inbounds ptr, ptr %4, i64 1
-  store ptr %1, ptr %6, align 8
-  %7 = getelementptr inbounds ptr, ptr %4, i64 2
-  store ptr %2, ptr %7, align 8
-  %8 = getelementptr inbounds ptr, ptr %4, i64 3
-  store ptr %3, ptr %8, align 8
-  call void @k13_loop0(ptr %4, i64 0, i64 4)
+  %6 = getelementptr inbounds ptr, ptr %5, i64 0
+  store ptr %0, ptr %6, align 8
+  %7 = getelementptr inbounds ptr, ptr %5, i64 1
+  store ptr %1, ptr %7, align 8
+  %8 = getelementptr inbounds ptr, ptr %5, i64 2
+  store ptr %2, ptr %8, align 8
+  %9 = getelementptr inbounds ptr, ptr %5, i64 3
+  store ptr %3, ptr %9, align 8
+  %10 = getelementptr inbounds ptr, ptr %5, i64 4
+  store ptr %4, ptr %10, align 8
+  call void @k14_loop0(ptr %5, i64 0, i64 4)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k14(ptr noalias %0, ptr noalias %1) #1 {
+define internal void @k15(ptr noalias %0, ptr noalias %1) #1 {
 entry:
   br label %loop
 
@@ -488,20 +505,20 @@ done3:                                            ; preds = %done
 }
 
 ; Function Attrs: noinline
-define internal void @k15(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   call void @trc_gemm(i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 21, float 0.000000e+00, ptr %2, i64 7, i64 28)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   call void @trc_gemm(i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 28, float 1.000000e+00, ptr %2, i64 7, i64 21)
   ret void
 }
 
-define internal void @k17_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+define internal void @k18_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
 entry:
   %5 = sub nsw i64 %4, %3
   %6 = icmp sgt i64 %5, 0
@@ -526,7 +543,7 @@ done:                                             ; preds = %loop, %entry
   ret void
 }
 
-define internal void @k17_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k18_loop0(ptr %0, i64 %1, i64 %2) {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -534,12 +551,12 @@ entry:
   %6 = load ptr, ptr %5, align 8
   %7 = getelementptr inbounds ptr, ptr %0, i64 2
   %8 = load ptr, ptr %7, align 8
-  call void @k17_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
+  call void @k18_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k18(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
@@ -548,12 +565,12 @@ entry:
   store ptr %1, ptr %5, align 8
   %6 = getelementptr inbounds ptr, ptr %3, i64 2
   store ptr %2, ptr %6, align 8
-  call void @k17_loop0(ptr %3, i64 0, i64 28)
+  call void @k18_loop0(ptr %3, i64 0, i64 28)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k18(ptr noalias %0, ptr noalias %1) #1 {
+define internal void @k19(ptr noalias %0, ptr noalias %1) #1 {
 entry:
   br label %loop
 
@@ -586,7 +603,7 @@ done3:                                            ; preds = %done
 }
 
 ; Function Attrs: noinline
-define internal void @k19(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k20(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   call void @trc_gemm(i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %0, i64 7, i64 28, ptr %1, i64 5, i64 20, float 1.000000e+00, ptr %2, i64 5, i64 35)
   ret void
@@ -610,10 +627,14 @@ entry:
   %11 = getelementptr inbounds i8, ptr %0, i64 384
   %12 = getelementptr inbounds i8, ptr %0, i64 1216
   call void @k10(ptr %10, ptr %11, ptr %12)
-  %13 = getelementptr inbounds i8, ptr %0, i64 1024
-  %14 = getelementptr inbounds i8, ptr %0, i64 1216
-  %15 = getelementptr inbounds i8, ptr %0, i64 1152
-  call void @k11(ptr %13, ptr %14, ptr %15)
+  %13 = getelementptr inbounds i8, ptr %0, i64 1216
+  %14 = getelementptr inbounds i8, ptr %0, i64 1152
+  call void @k11(ptr %13, ptr %14)
+  %15 = getelementptr inbounds i8, ptr %0, i64 1024
+  %16 = getelementptr inbounds i8, ptr %0, i64 1216
+  %17 = getelementptr inbounds i8, ptr %0, i64 1152
+  %18 = getelementptr inbounds i8, ptr %0, i64 1408
+  call void @k12(ptr %15, ptr %16, ptr %17, ptr %18)
   ret void
 }
 
@@ -621,47 +642,48 @@ define internal void @backward(ptr %0, ptr %1) {
 entry:
   %2 = getelementptr inbounds i8, ptr %0, i64 1024
   %3 = getelementptr inbounds i8, ptr %0, i64 1216
-  %4 = getelementptr inbounds i8, ptr %0, i64 1088
-  %5 = getelementptr inbounds i8, ptr %0, i64 1408
-  call void @k13(ptr %2, ptr %3, ptr %4, ptr %5)
-  %6 = getelementptr inbounds i8, ptr %0, i64 1408
-  %7 = getelementptr inbounds i8, ptr %0, i64 832
-  call void @k14(ptr %6, ptr %7)
-  %8 = getelementptr inbounds i8, ptr %0, i64 1408
-  %9 = getelementptr inbounds i8, ptr %0, i64 256
-  %10 = getelementptr inbounds i8, ptr %0, i64 1472
-  call void @k15(ptr %8, ptr %9, ptr %10)
-  %11 = getelementptr inbounds i8, ptr %0, i64 1408
-  %12 = getelementptr inbounds i8, ptr %0, i64 1280
-  %13 = getelementptr inbounds i8, ptr %0, i64 704
-  call void @k16(ptr %11, ptr %12, ptr %13)
-  %14 = icmp ne ptr %1, null
-  br i1 %14, label %bucket_ready, label %15
+  %4 = getelementptr inbounds i8, ptr %0, i64 1152
+  %5 = getelementptr inbounds i8, ptr %0, i64 1088
+  %6 = getelementptr inbounds i8, ptr %0, i64 1472
+  call void @k14(ptr %2, ptr %3, ptr %4, ptr %5, ptr %6)
+  %7 = getelementptr inbounds i8, ptr %0, i64 1472
+  %8 = getelementptr inbounds i8, ptr %0, i64 832
+  call void @k15(ptr %7, ptr %8)
+  %9 = getelementptr inbounds i8, ptr %0, i64 1472
+  %10 = getelementptr inbounds i8, ptr %0, i64 256
+  %11 = getelementptr inbounds i8, ptr %0, i64 1536
+  call void @k16(ptr %9, ptr %10, ptr %11)
+  %12 = getelementptr inbounds i8, ptr %0, i64 1472
+  %13 = getelementptr inbounds i8, ptr %0, i64 1280
+  %14 = getelementptr inbounds i8, ptr %0, i64 704
+  call void @k17(ptr %12, ptr %13, ptr %14)
+  %15 = icmp ne ptr %1, null
+  br i1 %15, label %bucket_ready, label %16
 
 bucket_ready:                                     ; preds = %entry
   call void @trc_step_bucket_ready(ptr %1, i64 64, i64 48)
-  br label %15
+  br label %16
 
-15:                                               ; preds = %bucket_ready, %entry
-  %16 = getelementptr inbounds i8, ptr %0, i64 1280
-  %17 = getelementptr inbounds i8, ptr %0, i64 1472
-  %18 = getelementptr inbounds i8, ptr %0, i64 1600
-  call void @k17(ptr %16, ptr %17, ptr %18)
-  %19 = getelementptr inbounds i8, ptr %0, i64 1600
-  %20 = getelementptr inbounds i8, ptr %0, i64 640
-  call void @k18(ptr %19, ptr %20)
-  %21 = getelementptr inbounds i8, ptr %0, i64 1600
-  %22 = getelementptr inbounds i8, ptr %0, i64 896
-  %23 = getelementptr inbounds i8, ptr %0, i64 448
-  call void @k19(ptr %21, ptr %22, ptr %23)
-  %24 = icmp ne ptr %1, null
-  br i1 %24, label %bucket_ready1, label %25
+16:                                               ; preds = %bucket_ready, %entry
+  %17 = getelementptr inbounds i8, ptr %0, i64 1280
+  %18 = getelementptr inbounds i8, ptr %0, i64 1536
+  %19 = getelementptr inbounds i8, ptr %0, i64 1664
+  call void @k18(ptr %17, ptr %18, ptr %19)
+  %20 = getelementptr inbounds i8, ptr %0, i64 1664
+  %21 = getelementptr inbounds i8, ptr %0, i64 640
+  call void @k19(ptr %20, ptr %21)
+  %22 = getelementptr inbounds i8, ptr %0, i64 1664
+  %23 = getelementptr inbounds i8, ptr %0, i64 896
+  %24 = getelementptr inbounds i8, ptr %0, i64 448
+  call void @k20(ptr %22, ptr %23, ptr %24)
+  %25 = icmp ne ptr %1, null
+  br i1 %25, label %bucket_ready1, label %26
 
-bucket_ready1:                                    ; preds = %15
+bucket_ready1:                                    ; preds = %16
   call void @trc_step_bucket_ready(ptr %1, i64 0, i64 64)
-  br label %25
+  br label %26
 
-25:                                               ; preds = %bucket_ready1, %15
+26:                                               ; preds = %bucket_ready1, %16
   ret void
 }
 
@@ -690,7 +712,7 @@ loop:                                             ; preds = %loop, %entry
   %10 = getelementptr inbounds i8, ptr %1, i64 1088
   store float %7, ptr %10, align 4
   call void @forward(ptr %1)
-  %11 = getelementptr inbounds i8, ptr %1, i64 1152
+  %11 = getelementptr inbounds i8, ptr %1, i64 1408
   %12 = load float, ptr %11, align 4
   %13 = fpext float %12 to double
   %14 = load double, ptr %loss_sum, align 8
