@@ -122,15 +122,19 @@ static void indent(FILE *out, int depth) {
   for (int i = 0; i < depth; i++) fputs("  ", out);
 }
 
-/* `a op b` for a reduction's op. */
-static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *b_expr,
-                          const char *b, const BufNames *nm) {
+/* `a op b;` for a reduction's op: its opening (up to b) and its close. */
+static void open_combine(FILE *out, KBinaryOp op, const char *a) {
   fprintf(out, op == KB_ADD ? "%s + " : op == KB_MAX ? "trc_maxf(%s, " : "trc_minf(%s, ", a);
-  if (b_expr)
-    print_expr(out, b_expr, nm);
-  else
-    fputs(b, out);
-  fputs(op == KB_ADD ? ";\n" : ");\n", out);
+}
+
+static void close_combine(FILE *out, KBinaryOp op) { fputs(op == KB_ADD ? ";\n" : ");\n", out); }
+
+/* `a op e;` for the reduction's element e. */
+static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *e,
+                          const BufNames *nm) {
+  open_combine(out, op, a);
+  print_expr(out, e, nm);
+  close_combine(out, op);
 }
 
 /* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
@@ -153,19 +157,21 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   char lane[64];
   snprintf(lane, sizeof lane, "lane[i%d - c]", v);
   fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
-  print_combine(out, op, lane, s->body[0]->value->b, NULL, nm);
+  print_combine(out, op, lane, s->body[0]->value->b, nm);
   if (full < s->extent) {
     snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
     indent(out, depth + 1);
     fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
             (long long)s->extent, v, lane);
-    print_combine(out, op, lane, s->body[0]->value->b, NULL, nm);
+    print_combine(out, op, lane, s->body[0]->value->b, nm);
   }
   indent(out, depth + 1);
   fprintf(out, "for (int w = %d; w > 0; w /= 2)\n", K_LANES / 2);
   indent(out, depth + 2);
   fputs("for (int l = 0; l < w; l++) lane[l] = ", out);
-  print_combine(out, op, "lane[l]", NULL, "lane[l + w]", nm);
+  open_combine(out, op, "lane[l]");
+  fputs("lane[l + w]", out);
+  close_combine(out, op);
   indent(out, depth + 1);
   fprintf(out, "t%d = lane[0];\n", t);
   indent(out, depth);

@@ -77,7 +77,7 @@ static const char *usage_text =
     "                           (the memory plans inside plan), emit; run: also\n"
     "                           LLVM's module, optimize and codegen\n"
     "  --no-fuse                fuse no pointwise kernel into its reader (the\n"
-    "                           unfused program, bitwise the same weights)\n"
+    "                           unfused program: the same arithmetic)\n"
     "  --conv-im2col            convolutions as im2col + GEMM (the CUDA\n"
     "                           backend's form) instead of oneDNN's\n"
     "  -v, --verbose            show the compiler command\n"
