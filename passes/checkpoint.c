@@ -22,9 +22,12 @@
 #include "internal.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ stages */
 
@@ -711,6 +714,39 @@ static void add_candidate(Plan *pl, const Graph *g, const bool *live, const Stag
   (*n)++;
 }
 
+/* The stage model's optima at the budgets lo + i * step, i = 0..LADDER: each
+ * solve is independent of the others, so they run on the machine's cores
+ * (the largest part of planning a long model); the results, kept by index,
+ * do not depend on how many run at once. */
+typedef struct {
+  const StageModel *sm;
+  uint64_t lo, step;
+  StageMode *modes[LADDER + 1];
+  bool found[LADDER + 1];
+  atomic_int next; /* the next budget a solver takes */
+} Ladder;
+
+static void *ladder_solver(void *arg) {
+  Ladder *l = arg;
+  for (int i; (i = atomic_fetch_add(&l->next, 1)) <= LADDER;) {
+    l->modes[i] = xmalloc((size_t)(l->sm->n + 1) * sizeof *l->modes[i]);
+    l->found[i] = stage_model_solve(l->sm, l->lo + l->step * (uint64_t)i, l->modes[i]);
+  }
+  return NULL;
+}
+
+static void solve_ladder(Ladder *l) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int helpers = cpus > LADDER + 1 ? LADDER : cpus > 1 ? (int)cpus - 1 : 0;
+  pthread_t thread[LADDER];
+  int started = 0;
+  atomic_init(&l->next, 0);
+  while (started < helpers && pthread_create(&thread[started], NULL, ladder_solver, l) == 0)
+    started++;
+  ladder_solver(l); /* this thread solves too; with no helper it solves all */
+  for (int t = 0; t < started; t++) pthread_join(thread[t], NULL);
+}
+
 /* The candidates do not depend on the budget, so a larger budget never gets
  * a worse plan: the fixed policies and the model's optima along a ladder of
  * model budgets, each woven and memory-planned for real. */
@@ -736,9 +772,11 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
     if (p < lo) lo = p;
     if (p > hi) hi = p;
   }
+  Ladder ladder = {.sm = &pl->model, .lo = lo, .step = (hi - lo) / LADDER};
+  solve_ladder(&ladder);
   for (int i = 0; i <= LADDER; i++)
-    if (stage_model_solve(&pl->model, lo + (hi - lo) / LADDER * (uint64_t)i, modes))
-      add_candidate(pl, g, live, modes, c, count);
+    if (ladder.found[i]) add_candidate(pl, g, live, ladder.modes[i], c, count);
+  for (int i = 0; i <= LADDER; i++) free(ladder.modes[i]);
   free(modes);
   return c;
 }
