@@ -2,18 +2,10 @@
  * every form parses to its spec and prints back to a form that parses to the
  * same spec; malformed forms are refused and leave the spec untouched. */
 #include "ir.h"
+#include "check.h"
 
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, text)                                                        \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
-      failures++;                                                                \
-      fprintf(stderr, "%s:%d: check failed for '%s': %s\n", __FILE__, __LINE__, \
-              text, #cond);                                                      \
-    }                                                                            \
-  } while (0)
 
 static bool spec_equal(CheckpointSpec a, CheckpointSpec b) {
   return a.policy == b.policy && a.every == b.every && a.budget == b.budget;

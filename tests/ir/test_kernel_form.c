@@ -4,17 +4,10 @@
  * is which, a GEMM's transpose) gives another; parameters come in their
  * order (own buffer, inputs, others) with their roles. */
 #include "ir.h"
+#include "check.h"
 
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, what)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, what, #cond);           \
-    }                                                                                              \
-  } while (0)
 
 static int leaf(Graph *g, OpKind op, DType t, Shape s) {
   int id = graph_add(g, op, NULL, 0, (SrcLoc){0}, NULL);

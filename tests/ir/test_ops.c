@@ -3,17 +3,10 @@
  * read the class and never infer it, get what they expect; a model-file
  * builtin is an op on one tensor with a backward rule. */
 #include "ir.h"
+#include "check.h"
 
 #include <string.h>
 
-static int failures;
-#define CHECK(cond, op)                                                                   \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      failures++;                                                                         \
-      fprintf(stderr, "%s:%d: op %s: check failed: %s\n", __FILE__, __LINE__, op, #cond); \
-    }                                                                                     \
-  } while (0)
 
 /* The model-file builtin names, read from the table as ir/builtins.c does. */
 static const char *const builtin_of[OP_COUNT] = {

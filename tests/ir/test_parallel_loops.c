@@ -4,15 +4,8 @@
  * own kernels on small shapes. That the marked loops really give the same
  * results on 1 and 2 threads is tests/e2e/threads.sh. */
 #include "ir.h"
+#include "check.h"
 
-static int failures;
-#define CHECK(cond, what)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      failures++;                                                                                  \
-      fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, what, #cond);           \
-    }                                                                                              \
-  } while (0)
 
 enum { X = 1, Y = 2, IDS = 3 }; /* buffer ids of the hand-built kernels */
 
