@@ -143,19 +143,22 @@ static void print_loop_function(FILE *out, const Program *p, const CFunction *fn
   fputs("}\n\n", out);
 }
 
+/* The parameter name under which fn's first kernel reads its input k. */
+static const char *input_name(const Program *p, const CFunction *fn, int k) {
+  return fn->param_names[kernel_form_param(&fn->form, p->g->nodes[fn->first].in[k])];
+}
+
 /* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
  * the trainer's threads, bitwise the same on any number of them. */
 static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
   const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
   gemm_dims(p->g, n, &d);
-  const char *a = fn->param_names[kernel_form_param(&fn->form, n->in[0])];
-  const char *b = fn->param_names[kernel_form_param(&fn->form, n->in[1])];
   print_function_head(out, p, fn);
   fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a,
           d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out, "           %s, %lld, %lld, %s, %lld, %lld,\n", a, (long long)d.lda,
-          (long long)d.stride_a, b, (long long)d.ldb, (long long)d.stride_b);
+  fprintf(out, "           %s, %lld, %lld, %s, %lld, %lld,\n", input_name(p, fn, 0),
+          (long long)d.lda, (long long)d.stride_a, input_name(p, fn, 1), (long long)d.ldb, (long long)d.stride_b);
   fprintf(out, "           %s, out, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
           (long long)d.ldc, (long long)d.stride_c);
 }
@@ -167,13 +170,12 @@ static void print_conv_function(FILE *out, const Program *p, const CFunction *fn
   const Node *n = &p->g->nodes[fn->first];
   ConvDims d;
   conv_dims(p->g, n, &d);
-  const char *x = fn->param_names[kernel_form_param(&fn->form, n->in[0])];
-  const char *w = fn->param_names[kernel_form_param(&fn->form, n->in[1])];
   print_function_head(out, p, fn);
   fprintf(out, "  trc_conv2d(%d, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld,\n", d.pass,
           (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
           (long long)d.k, (long long)d.stride, (long long)d.pad);
-  fprintf(out, "             %s, %s, out, %d);\n}\n\n", x, w, d.accumulate);
+  fprintf(out, "             %s, %s, out, %d);\n}\n\n", input_name(p, fn, 0), input_name(p, fn, 1),
+          d.accumulate);
 }
 
 /* `/ * also: %25 block.1 line 16, ... * /` for the kernels after fn's first,
