@@ -9,7 +9,7 @@
 # inside all-reduces, time per optimizer step (medians of REPS runs; the
 # trained weights do not depend on the run, timings do) and final accuracy.
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in this command only (this machine sets them;
-# they select a slower sgemm kernel); each rank runs OpenBLAS on one thread.
+# they selected a slower OpenBLAS sgemm kernel); each rank runs on one thread.
 # Syncs, bytes and seconds come from the trainer's closing summary (they
 # include the sync at the end of training, after the last logged step).
 #

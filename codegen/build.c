@@ -74,7 +74,7 @@ static int run(Argv *a, const char *what, const char *out_path, bool verbose, Di
 /* The runtime and the libraries every trainer links, after its source. */
 static void push_libraries(Argv *a, const BuildOptions *opt) {
   push(a, opt->rt_lib);
-  push_words(a, opt->blas_lib);
+  push_words(a, opt->link_libs);
   if (opt->mpi_libs) push_words(a, opt->mpi_libs);
   push(a, "-lz");
   push(a, "-lmvec"); /* glibc's vector math (trainc.h) */

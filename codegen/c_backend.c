@@ -2,7 +2,7 @@
  *
  * Layout of the output, top to bottom: a header comment, one static function
  * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
- * calls, the runtime's OpenBLAS; arena offsets as literals), forward() and
+ * calls, the runtime's oneDNN; arena offsets as literals), forward() and
  * backward() as flat call lists (backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the

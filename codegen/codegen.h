@@ -37,7 +37,7 @@ typedef struct {
   const char *cflags;    /* e.g. "-O3 -march=native" */
   const char *rt_include;/* folder of trainc.h */
   const char *rt_lib;    /* libtrainc_rt.a, or libtrainc_rt_mpi.a for MPI */
-  const char *blas_lib;  /* BLAS to link, e.g. "-lopenblas" or a path */
+  const char *link_libs; /* the libraries the runtime calls (oneDNN, OpenMP) */
   const char *mpi_libs;  /* MPI's libraries when rt_lib is the MPI runtime; else NULL */
   bool verbose;          /* print the compiler command */
   /* build_cuda: */

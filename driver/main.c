@@ -379,7 +379,8 @@ static BuildOptions build_options(const Options *o) {
   const char *env_cc = getenv("CC");
   const char *cc = o->cc ? o->cc : env_cc && *env_cc ? env_cc : TRAINC_DEFAULT_CC;
   return (BuildOptions){.cc = cc, .cflags = o->cflags ? o->cflags : cflags,
-                        .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB, .blas_lib = TRAINC_BLAS_LIBS,
+                        .rt_include = TRAINC_RT_INCLUDE, .rt_lib = TRAINC_RT_LIB,
+                        .link_libs = TRAINC_LINK_LIBS,
                         .verbose = o->verbose, .nvcc = TRAINC_NVCC, .cuda_libs = TRAINC_CUDA_LIBS};
 }
 

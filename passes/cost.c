@@ -9,9 +9,8 @@
 #include <string.h>
 
 MachineProfile profile_default(void) {
-  /* Measured on the 2-core AVX-512 machine this project is developed on, with
-   * the machine's own OpenBLAS settings (docs/planner.md); `trainc calibrate`
-   * measures yours. */
+  /* Measured on the 2-core AVX-512 machine this project is developed on
+   * (docs/planner.md); `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 150e9, .loop_flops = 8e9, .bandwidth = 20e9, .kernel_overhead = 2e-6};
 }
 

@@ -1,17 +1,16 @@
 /* parallel.c — the trainer's threads (trainc.h): a pool of its own, on
  * which the loop kernels, the runtime's flat loops and the GEMMs run (each
- * GEMM cut by trc_gemm into single-threaded OpenBLAS calls). Idle workers
+ * GEMM cut by trc_gemm into single-threaded oneDNN calls). Idle workers
  * spin a few microseconds, so that back-to-back kernels do not pay a
  * wake-up, then sleep on a condition variable: nothing spins between steps
  * or on a busy machine. (OpenMP's libgomp spins far longer unless
  * OMP_WAIT_POLICY=passive, which a program cannot set for itself: with it, a
  * fashion_mlp step took 97 ms on 2 threads against 16 ms on 1 on a loaded
- * machine, 28 ms with passive waiting.) OpenBLAS itself is kept to one
- * thread (its OpenMP build follows the calling thread's OpenMP setting). */
+ * machine, 28 ms with passive waiting.) oneDNN, built with OpenMP, follows
+ * the calling thread's OpenMP setting: one thread. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "rt_internal.h"
 
-#include <cblas.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -49,14 +48,12 @@ static void relax(void) {
 #endif
 }
 
-/* OpenBLAS on one thread: its OpenMP build reads this thread's OpenMP
- * setting, its pthreads build (used when the OpenMP one is missing) its own
- * global one. */
-static void blas_on_this_thread(void) {
+/* oneDNN's GEMMs and convolutions on one thread: its OpenMP build reads
+ * this thread's OpenMP setting. */
+static void libraries_on_this_thread(void) {
 #ifdef _OPENMP
   omp_set_num_threads(1);
 #endif
-  openblas_set_num_threads(1);
 }
 
 /* Block t of [0, n) cut into `parts` (trainc.h). */
@@ -93,7 +90,7 @@ static void *worker(void *arg) {
   worker_arg a = *(worker_arg *)arg;
   free(arg);
   pool *p = a.p;
-  blas_on_this_thread();
+  libraries_on_this_thread();
   uint64_t seen = 0;
   for (;;) {
     wait_change(p, &p->generation, seen, &p->wake);
@@ -149,7 +146,7 @@ static int default_threads(void) {
 
 void trc_set_threads(int n) {
   if (n < 1) n = default_threads();
-  blas_on_this_thread();
+  libraries_on_this_thread();
   if (n == the_pool.threads) return;
   pool_stop(&the_pool);
   if (n > 1) pool_start(&the_pool, n);

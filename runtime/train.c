@@ -13,6 +13,8 @@
 #include "rt_internal.h"
 
 #include <inttypes.h>
+#include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -458,6 +460,22 @@ static int sample(trainer *t, trc_error *err) {
          trc_sample(t->m, t->arena, t->tok, prompt, t->opt.sample, &s, stdout, err);
 }
 
+/* oneDNN's sgemm (trc_gemm) and convolutions malloc their packing buffers
+ * on every call. glibc would give large freed blocks back to the kernel
+ * (mmap above a moving threshold, heap trimming) and each thread allocates
+ * from an arena of its own, so steps after the first faulted fresh pages in
+ * again. One heap for every thread, nothing given back, and its free top
+ * touched before step 1: no page faults after step 1 (docs/trainer.md). */
+static void keep_heap_touched(void) {
+  enum { MIB = 1 << 20, TOUCHED = 24 * MIB };
+  mallopt(M_ARENA_MAX, 1);
+  mallopt(M_MMAP_THRESHOLD, 32 * MIB); /* glibc's largest */
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  volatile char *p = malloc(TOUCHED); /* volatile: the writes must happen */
+  for (int64_t i = 0; p && i < TOUCHED; i += 4096) p[i] = 0;
+  free((void *)p);
+}
+
 /* Everything after the flags; returns an exit status. */
 static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
@@ -488,7 +506,9 @@ static int run(trainer *t, trc_error *err) {
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
   trc_arena_poison(m, t->arena);
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m);
-  if (training && (setup_training(t, err) || train(t, err))) return EXIT_FAILURE;
+  if (training && setup_training(t, err)) return EXIT_FAILURE;
+  keep_heap_touched();
+  if (training && train(t, err)) return EXIT_FAILURE;
   if (training && t->rank == 0) report_high_water(t);
   if (!training && t->has_eval) evaluate(t);
   restore_best(t);

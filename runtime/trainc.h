@@ -340,7 +340,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
  * A trainer computes on one set of threads (--threads N; by default
  * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
  * (runtime/parallel.c), which runs the loop kernels, the runtime's flat
- * loops and the GEMMs (trc_gemm: single-threaded OpenBLAS calls). Idle
+ * loops and the GEMMs (trc_gemm: single-threaded oneDNN calls). Idle
  * threads spin a few microseconds, then sleep. */
 
 /* A loop body: iterations [lo, hi) of a loop whose iterations are
@@ -360,11 +360,11 @@ int trc_threads(void);
 
 /* C = op(A) op(B) + beta*C for `batch` row-major matrices (matrix i of X at
  * x + i*stride_x; op transposes when ta / tb), on the trainer's threads.
- * The work is cut into single-threaded BLAS calls by a partition that
- * depends on the shapes only — for a batch of fewer than 8, the larger of
- * m and n is split into ceil(dim / 64) parts, at most 16 — never on the
- * number of threads: OpenBLAS's own threading changes the result with the
- * thread count for some shapes (K = 784: most of C), this does not. Under
+ * The work is cut into single-threaded oneDNN sgemm calls by a partition
+ * that depends on the shapes only — for a batch of fewer than 8, the larger
+ * of m and n is split into ceil(dim / 64) parts, at most 16 — never on the
+ * number of threads: a BLAS's own threading can change the result with the
+ * thread count (OpenBLAS's did for K = 784: most of C), this does not. Under
  * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and
  * B rounded to bf16, accumulated in f32. */
 void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,

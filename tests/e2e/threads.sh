@@ -3,12 +3,12 @@
 # --threads 1 and --threads 2. The trainers are built with
 # -DTRC_PARALLEL_MIN_WORK=0, so that every loop the IR proved parallel
 # (kernel_mark_parallel) runs on the threads whatever its size (runtime/
-# trainc.h), the GEMMs run on OpenBLAS's OpenMP threads, and clipping's norm
+# trainc.h), the GEMMs and convolutions run on oneDNN, and clipping's norm
 # and the optimizer on the runtime's. The large examples are shrunk
 # (example_cases.sh); 3 steps each.
 # On one thread the steps after the first take no page fault (docs/
 # trainer.md, *Memory and speed*: the arena and optimizer state are touched
-# before step 1; the first step's GEMMs set up OpenBLAS's buffers). On two,
+# before step 1; the first step's GEMMs set up oneDNN's kernels). On two,
 # a step now and then took a few (12 in one of 8 deep_mlp steps): not
 # checked, the cause not established.
 # usage: threads.sh TRAINC SOURCE_DIR WORKDIR
