@@ -30,14 +30,17 @@ tuned=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive MALL
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
-# trainc_run BIN -> "seconds_per_step maxrss_kib"
+# trainc_run BIN -> "seconds_per_step maxrss_kib": the median step after the
+# first (as checkpoint_torch.py times PyTorch), from the log's running time.
 trainc_run() {
   local out
-  out=$("${tuned[@]}" /usr/bin/time -f "maxrss=%M" "$1" --data "$work/data" --steps "$steps" 2>&1 >/dev/null)
-  local eps rss
-  eps=$(sed -n 's/.* \([0-9.]*\) examples\/s.*/\1/p' <<<"$out")
-  rss=$(sed -n 's/maxrss=//p' <<<"$out")
-  awk -v e="$eps" -v r="$rss" 'BEGIN { printf "%.4f %d\n", 512 / e, r }'
+  out=$("${tuned[@]}" /usr/bin/time -f "maxrss=%M" "$1" --data "$work/data" --steps "$steps" \
+    --log "$work/run.jsonl" --log-every 1 2>&1 >/dev/null)
+  "$PY" -c '
+import json, statistics, sys
+t = [json.loads(l)["seconds"] for l in open(sys.argv[1]) if "\"loss\"" in l]
+print("%.4f %s" % (statistics.median(b - a for a, b in zip(t, t[1:])), sys.argv[2]))' \
+    "$work/run.jsonl" "$(sed -n 's/maxrss=//p' <<<"$out")"
 }
 
 torch_run() {
