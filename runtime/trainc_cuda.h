@@ -4,7 +4,7 @@
  * Compiled by nvcc, it is the CUDA runtime and cuBLAS. Compiled as host C++
  * with TRC_CUDA_EMULATE defined (`trainc build --backend cuda-emulate`), it
  * is an emulation of the part of them the generated file uses: a launch runs
- * every block and every thread in order on the CPU, device memory is host
+ * every block and every thread, last first, on the CPU, device memory is host
  * memory, a strided batched cuBLAS GEMM is the C backend's trc_gemm. The
  * generated kernels need nothing else — no shared memory, no
  * __syncthreads, no atomics — so the emulation runs the very code a GPU
@@ -149,17 +149,21 @@ static inline ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n,
   return ncclSuccess;
 }
 
-/* Every block, every thread, in order. */
+/* Every block, every thread, one after another, last first: a GPU runs
+ * them in no set order, and a kernel whose threads depended on running in
+ * order (a race on a GPU: two threads adding into one element, one reading
+ * what another writes) would compute other bits than the C trainer's loop
+ * in reverse, which e2e.cuda_emulate shows; in order it would agree. */
 template <typename... Params, typename... Args>
 static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *, int,
                        Args... args) {
   gridDim = grid, blockDim = block;
-  for (blockIdx.z = 0; blockIdx.z < grid.z; blockIdx.z++)
-    for (blockIdx.y = 0; blockIdx.y < grid.y; blockIdx.y++)
-      for (blockIdx.x = 0; blockIdx.x < grid.x; blockIdx.x++)
-        for (threadIdx.z = 0; threadIdx.z < block.z; threadIdx.z++)
-          for (threadIdx.y = 0; threadIdx.y < block.y; threadIdx.y++)
-            for (threadIdx.x = 0; threadIdx.x < block.x; threadIdx.x++) kernel(args...);
+  for (blockIdx.z = grid.z; blockIdx.z-- > 0;)
+    for (blockIdx.y = grid.y; blockIdx.y-- > 0;)
+      for (blockIdx.x = grid.x; blockIdx.x-- > 0;)
+        for (threadIdx.z = block.z; threadIdx.z-- > 0;)
+          for (threadIdx.y = block.y; threadIdx.y-- > 0;)
+            for (threadIdx.x = block.x; threadIdx.x-- > 0;) kernel(args...);
 }
 
 #else /* nvcc */
