@@ -125,6 +125,9 @@ const char *trc_non_finite_name(float x);
  * being e.g. "the gradient of parameter". */
 int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
                            trc_error *err);
+/* The same for values[0..count), the block's floats [first, first + count). */
+int trc_check_range_finite(const trc_model *m, const float *values, uint64_t first,
+                           uint64_t count, const char *what, trc_error *err);
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
@@ -223,9 +226,15 @@ int trc_sync_due(const trc_train_config *c, int64_t done);
 /* Both end the job (trc_comm_abort) when this rank's gradients or parameters
  * are not finite, before the all-reduce would spread them. */
 void trc_sync_gradients(trc_sync *s, float *grad);
-/* The same in buckets: each started (non-blocking) as backward finishes it,
- * then all waited for; counted as one sync of every bucket's bytes. */
-void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n);
+/* The same in buckets: each (floats [first, first + n) of the gradients)
+ * checked and started (non-blocking) as backward finishes it, then all
+ * waited for; counted as one sync of every bucket's bytes. */
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t first, uint64_t n);
+/* The check itself, for a device's values[0..count), floats [first, first +
+ * count) of the gradients or (gradients 0) the parameters, before the sync
+ * it is about to start. */
+void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
+                                 uint64_t count, int gradients);
 void trc_sync_gradients_wait(trc_sync *s);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);

@@ -36,7 +36,7 @@ void trc_step_micro_batch(trc_step *s, int64_t k) {
 }
 
 void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
-  trc_sync_gradients_start(s->sync, gradients(s) + first, count);
+  trc_sync_gradients_start(s->sync, gradients(s) + first, first, count);
 }
 
 void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
@@ -79,9 +79,15 @@ int trc_step_averages_parameters_only(const trc_step *s) {
 
 void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }
 
-void trc_step_device_synced(trc_step *s, uint64_t floats) {
+void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds) {
   s->sync->syncs++;
   s->sync->bytes += floats * sizeof(float);
+  s->sync->seconds += seconds;
+}
+
+void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
+                                 uint64_t count, int gradients) {
+  trc_sync_stop_unless_finite(s->sync, values, first, count, gradients);
 }
 
 void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o) {

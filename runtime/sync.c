@@ -77,15 +77,27 @@ static void divide(float *x, uint64_t n, int ranks) {
 
 /* One rank's NaN or infinity would reach every rank through the all-reduce,
  * and rank 0's saved weights with it: the job ends before this sync (the
- * other ranks wait in it until MPI_Abort ends them too). */
-static void stop_unless_finite(const trc_sync *s, const float *block, const char *what) {
+ * other ranks wait in it until MPI_Abort ends them too). values[0..count)
+ * are the block's floats [first, first + count). */
+static void stop_unless_finite_range(const trc_sync *s, const float *values, uint64_t first,
+                                     uint64_t count, const char *what) {
   trc_error err;
   trc_error_clear(&err);
-  if (trc_check_block_finite(s->model, block, what, &err) == 0) return;
+  if (trc_check_range_finite(s->model, values, first, count, what, &err) == 0) return;
   fprintf(stderr, "trainer: error: rank %d: %s before sync %lld; stopping every rank so that "
                   "it reaches none of them\n",
           trc_comm_rank(), err.msg, (long long)s->syncs + 1);
   trc_comm_abort(1);
+}
+
+static void stop_unless_finite(const trc_sync *s, const float *block, const char *what) {
+  stop_unless_finite_range(s, block, 0, s->count, what);
+}
+
+void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
+                                 uint64_t count, int gradients) {
+  stop_unless_finite_range(s, values, first, count,
+                           gradients ? "the gradient of parameter" : "parameter");
 }
 
 void trc_sync_gradients(trc_sync *s, float *grad) {
@@ -94,7 +106,8 @@ void trc_sync_gradients(trc_sync *s, float *grad) {
   allreduce_counted(s, grad, s->count);
 }
 
-void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n) {
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t first, uint64_t n) {
+  stop_unless_finite_range(s, bucket, first, n, "the gradient of parameter");
   double t0 = trc_now();
   trc_comm_iallreduce_f32(bucket, n);
   s->seconds += trc_now() - t0;

@@ -253,9 +253,15 @@ void trc_step_set_grad_norm(trc_step *s, double norm);
  * say so with trc_step_parameters_averaged. */
 int trc_step_averages_parameters_only(const trc_step *s);
 void trc_step_parameters_averaged(trc_step *s);
-/* A device summed `floats` floats over the ranks (the log's sync counters;
- * its time is not measured: the device runs it asynchronously). */
-void trc_step_device_synced(trc_step *s, uint64_t floats);
+/* A device summed `floats` floats over the ranks, in `seconds` (the log's
+ * sync counters; the time its all-reduces ran on the device). */
+void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds);
+/* A device's check before it starts a sync: values[0..count) are floats
+ * [first, first + count) of its gradients (gradients 1) or parameters; a
+ * NaN or infinity ends every rank with the host's message (docs/trainer.md,
+ * Divergence). */
+void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
+                                 uint64_t count, int gradients);
 
 /* The squared norm's order of additions: in double, over the blocks of
  * trc_norm_block(n) floats (at most TRC_NORM_BLOCKS), element i of a block

@@ -20,10 +20,12 @@
 #ifndef TRAINC_CUDA_H
 #define TRAINC_CUDA_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef TRC_CUDA_EMULATE
 #include <cublas_v2.h>
@@ -79,18 +81,29 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 enum { cudaHostRegisterDefault = 0 };
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
-/* Streams and events: every call has finished when it returns. */
+/* Streams and events: every call has finished when it returns, so an event
+ * is the time it was recorded. */
 typedef int cudaStream_t;
-typedef int cudaEvent_t;
-enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+typedef double *cudaEvent_t;
+enum { cudaStreamNonBlocking = 1, cudaEventDefault = 0, cudaEventDisableTiming = 2 };
 static inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
 static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
   return *s = 1, cudaSuccess;
 }
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
-  return *e = 1, cudaSuccess;
+  *e = (double *)calloc(1, sizeof(double));
+  return *e ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-static inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  *e = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = (float)(1e3 * (*end - *start));
+  return cudaSuccess;
+}
 static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
   return cudaSuccess;
@@ -224,7 +237,8 @@ static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer kee
 static double *trc_cuda_lanes;         /* the norm's TRC_NORM_BLOCKS x TRC_NORM_LANES sums */
 typedef struct {
   double loss_sum, norm;
-  float scale; /* the gradients' clipping factor, 1 when not clipped */
+  float scale;       /* the gradients' clipping factor, 1 when not clipped */
+  int64_t bad_block; /* the finite check's first block with a NaN or infinity; -1: none */
 } trc_cuda_scalars;
 static trc_cuda_scalars *trc_cuda_step_scalars;
 
@@ -297,6 +311,10 @@ static int trc_cuda_nccl_on;
 static ncclComm_t trc_cuda_nccl;
 static cudaStream_t trc_cuda_comm_stream;
 static cudaEvent_t trc_cuda_comm_ready, trc_cuda_comm_done;
+/* Timing events on the communication stream, two per all-reduce started
+ * since the sums were last waited for: its start and its end. */
+static cudaEvent_t *trc_cuda_comm_marks;
+static int trc_cuda_comm_started, trc_cuda_comm_marks_made;
 
 /* The id from rank 0 to every rank as a sum of bytes in which the other
  * ranks give zeros (exact in double). */
@@ -326,23 +344,54 @@ static void trc_cuda_start_nccl(void) {
 
 /* Sums floats [0, count) at `data` over the ranks, after the kernels
  * launched so far, without making the kernels wait. */
+/* The next all-reduce's two timing events, made on first use. */
+static cudaEvent_t *trc_cuda_comm_pair(void) {
+  const int n = 2 * trc_cuda_comm_started++;
+  if (n == trc_cuda_comm_marks_made) {
+    trc_cuda_comm_marks =
+        (cudaEvent_t *)realloc(trc_cuda_comm_marks, (size_t)(n + 2) * sizeof(cudaEvent_t));
+    if (!trc_cuda_comm_marks) trc_cuda_fail("realloc", NULL, 0, "out of memory");
+    for (int i = n; i < n + 2; i++)
+      TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_marks[i], cudaEventDefault));
+    trc_cuda_comm_marks_made = n + 2;
+  }
+  return &trc_cuda_comm_marks[n];
+}
+
 static void trc_cuda_allreduce_start(float *data, uint64_t count) {
+  cudaEvent_t *marks = trc_cuda_comm_pair();
   TRC_CUDA(cudaEventRecord, (trc_cuda_comm_ready, (cudaStream_t)0));
   TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_comm_stream, trc_cuda_comm_ready, 0));
+  TRC_CUDA(cudaEventRecord, (marks[0], trc_cuda_comm_stream));
   trc_nccl_check(ncclAllReduce(data, data, count, ncclFloat, ncclSum, trc_cuda_nccl,
                                trc_cuda_comm_stream),
                  "ncclAllReduce");
+  TRC_CUDA(cudaEventRecord, (marks[1], trc_cuda_comm_stream));
 }
 
-/* The kernels launched from now on wait for the sums started. */
-static void trc_cuda_allreduce_wait(void) {
+/* The kernels launched from now on wait for the sums started. Returns the
+ * seconds those ran on the communication stream (the log's sync seconds,
+ * as the host's MPI time: waiting for the other ranks included); the host
+ * waits for them here (it waits for the gradients' norm a few kernels
+ * later anyway). */
+static double trc_cuda_allreduce_wait(void) {
   TRC_CUDA(cudaEventRecord, (trc_cuda_comm_done, trc_cuda_comm_stream));
   TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_comm_done, 0));
+  TRC_CUDA(cudaEventSynchronize, (trc_cuda_comm_done));
+  double seconds = 0.0;
+  for (int i = 0; i < trc_cuda_comm_started; i++) {
+    float ms;
+    TRC_CUDA(cudaEventElapsedTime,
+             (&ms, trc_cuda_comm_marks[2 * i], trc_cuda_comm_marks[2 * i + 1]));
+    seconds += 1e-3 * ms;
+  }
+  trc_cuda_comm_started = 0;
+  return seconds;
 }
 #else
 static void trc_cuda_start_nccl(void) {}
 static void trc_cuda_allreduce_start(float *, uint64_t) {}
-static void trc_cuda_allreduce_wait(void) {}
+static double trc_cuda_allreduce_wait(void) { return 0.0; }
 #endif
 
 static int trc_cuda_start(const trc_cuda_layout *l) {
@@ -449,6 +498,18 @@ static __global__ void trc_norm_kernel(const double *lanes, uint64_t blocks, dou
   s->scale = max_norm > 0.0 && s->norm > max_norm ? (float)(max_norm / (s->norm + 1e-6)) : 1.0f;
 }
 
+/* One thread: the first block whose lane sums of squares (trc_norm_lanes_kernel)
+ * are not finite, -1 when all are: a float's square is finite in double, so
+ * a lane's sum is finite exactly when its floats are. */
+static __global__ void trc_bad_block_kernel(const double *lanes, uint64_t blocks,
+                                            trc_cuda_scalars *s) {
+  int64_t bad = -1;
+  for (uint64_t b = 0; b < blocks && bad < 0; b++)
+    for (int l = 0; l < TRC_NORM_LANES; l++)
+      if (!isfinite(lanes[b * TRC_NORM_LANES + l])) bad = (int64_t)b;
+  s->bad_block = bad;
+}
+
 static __global__ void trc_clip_kernel(float *g, uint64_t n, const trc_cuda_scalars *s) {
   const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n && s->scale != 1.0f) g[i] *= s->scale; /* times 1 would change nothing */
@@ -504,6 +565,32 @@ static void trc_cuda_host_current(char *arena, float *m, float *v) {
 }
 
 static void trc_cuda_host_changed(void) { trc_cuda_resident = 0; }
+
+/* The runtime's check before a sync, on the device (NCCL): floats [first,
+ * first + count) of `region` (the gradients, or the parameters) in the
+ * norm's blocks; the first block holding a NaN or infinity, if any, comes
+ * down to the runtime, which names the parameter and element and ends every
+ * rank (trc_step_stop_unless_finite). The host waits for the kernels up to
+ * here to read 8 bytes. */
+static void trc_cuda_stop_unless_finite(trc_step *s, const float *region, uint64_t first,
+                                        uint64_t count, int gradients) {
+  const float *x = region + first;
+  const uint64_t block = trc_norm_block(count), blocks = (count + block - 1) / block;
+  trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
+             "trc_norm_lanes_kernel", 0, x, count, block, trc_cuda_lanes);
+  trc_launch(trc_bad_block_kernel, dim3(1), dim3(1), "trc_bad_block_kernel", 0,
+             (const double *)trc_cuda_lanes, blocks, trc_cuda_step_scalars);
+  int64_t bad;
+  TRC_CUDA(cudaMemcpy, (&bad, &trc_cuda_step_scalars->bad_block, sizeof bad,
+                        cudaMemcpyDeviceToHost));
+  if (bad < 0) return;
+  const uint64_t start = (uint64_t)bad * block, n = count - start < block ? count - start : block;
+  float *values = (float *)malloc(n * sizeof(float));
+  if (!values) trc_cuda_fail("malloc", NULL, 0, "out of memory");
+  TRC_CUDA(cudaMemcpy, (values, x + start, n * sizeof(float), cudaMemcpyDeviceToHost));
+  trc_step_stop_unless_finite(s, values, first + start, n, gradients);
+  free(values); /* not reached: the block has a NaN or infinity */
+}
 
 /* Micro-batch k's loss (at `offset`) into the window's sum, in double. */
 static void trc_cuda_add_loss(uint64_t offset, int64_t k) {
@@ -566,6 +653,7 @@ static float *trc_cuda_gradients(uint64_t first) {
 
 static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
   if (trc_cuda_nccl_on) {
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), first, count, 1);
     trc_cuda_allreduce_start(trc_cuda_gradients(first), count);
     return;
   }
@@ -580,8 +668,7 @@ static void trc_cuda_upload_gradients(trc_step *s) {
 
 static void trc_cuda_step_wait_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
-    trc_cuda_allreduce_wait();
-    trc_step_device_synced(s, trc_cuda_param_count);
+    trc_step_device_synced(s, trc_cuda_param_count, trc_cuda_allreduce_wait());
     return;
   }
   trc_step_wait_gradients(s);
@@ -590,6 +677,7 @@ static void trc_cuda_step_wait_gradients(trc_step *s) {
 
 static void trc_cuda_step_allreduce_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_param_count, 1);
     trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
     trc_cuda_step_wait_gradients(s);
     return;
@@ -613,11 +701,12 @@ static void trc_cuda_step_average_parameters(trc_step *s) {
   }
   float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
   const uint64_t n = trc_cuda_param_count;
+  trc_cuda_stop_unless_finite(s, p, 0, n, 0);
   trc_cuda_allreduce_start(p, n);
-  trc_cuda_allreduce_wait();
+  const double seconds = trc_cuda_allreduce_wait();
   trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, p, n,
              (float)trc_comm_size());
-  trc_step_device_synced(s, n);
+  trc_step_device_synced(s, n, seconds);
   trc_step_parameters_averaged(s);
 }
 

@@ -8,7 +8,10 @@
 # gradients` (accumulate 2, clipping, buckets of 64 bytes), for LocalSGD with
 # synchronous warm-up steps (its average on the device), and for DiLoCo's
 # outer step with the optimizer state averaged (the runtime's, through the
-# host).
+# host). With NCCL the log's sync seconds count the all-reduces' time on the
+# device (comm_seconds > 0). And one rank's NaN gradient stops the job
+# before the sync with the C trainer's message and exit status, NCCL or not,
+# in buckets or as one region.
 # usage: cuda_emulate_mpi.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -41,8 +44,13 @@ for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 
   for run in c:overlap:1 cuda:overlap:1 cuda:whole:1 cuda:overlap:0 cuda:whole:0; do
     IFS=: read -r t tag nccl <<<"$run"
     TRAINC_CUDA_NCCL=$nccl "${MPIRUN[@]}" "./$name.$t.bin" --data train --steps 6 --quiet \
-      --save "$name.$t.$tag.$nccl.safetensors" $([[ $tag == whole ]] && echo --no-overlap)
+      --save "$name.$t.$tag.$nccl.safetensors" $([[ $tag == whole ]] && echo --no-overlap) \
+      --log "$name.$t.$tag.$nccl.jsonl"
   done
+  $PY - "$name.cuda.overlap.1.jsonl" <<'PY' || fail "$name: no NCCL time in the sync seconds"
+import json, sys
+sys.exit(0 if sum(json.loads(l).get("comm_seconds", 0) for l in open(sys.argv[1])) > 0 else 1)
+PY
   for nccl in 1 0; do
     cmp -s "$name.c.overlap.1.safetensors" "$name.cuda.overlap.$nccl.safetensors" ||
       fail "$name: TRAINC_CUDA_NCCL=$nccl: the emulated CUDA trainer's weights are not the C's"
@@ -50,4 +58,24 @@ for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 
       fail "$name: TRAINC_CUDA_NCCL=$nccl: overlapped and whole-region all-reduces differ"
   done
   echo "$name ($s1, $s2): 2 ranks, emulated CUDA = C, bitwise, with and without overlap and NCCL"
+done
+
+# rank 1's inputs at +-3e38 overflow its forward pass: its gradients are NaN
+mkdir -p bad && cp train/y.npy bad/ &&
+  $PY -c 'import numpy as n; n.save("bad/x.npy", n.sign(n.load("train/x.npy")) * n.float32(3e38))'
+for tag in overlap whole; do
+  for run in c:1 cuda:1 cuda:0; do
+    IFS=: read -r t nccl <<<"$run"
+    flags=(--steps 2 --quiet)
+    if [[ $tag == whole ]]; then flags+=(--no-overlap); fi
+    rc=0
+    TRAINC_CUDA_NCCL=$nccl timeout 120 mpirun "${MPI_OPTS[@]}" -np 1 "./dp.$t.bin" \
+      --data train "${flags[@]}" : -np 1 "./dp.$t.bin" --data bad "${flags[@]}" \
+      >/dev/null 2>"nan.$t.$nccl.err" || rc=$?
+    got="exit $rc: $(grep -m1 'error: rank' "nan.$t.$nccl.err" || true)"
+    [[ $t == c ]] && want=$got
+    [[ $got == *"is nan at element"*"before sync 1; stopping every rank"* && $got == "$want" ]] ||
+      fail "a NaN gradient on rank 1 ($tag, TRAINC_CUDA_NCCL=$nccl): $t: $got; C: $want"
+  done
+  echo "a NaN gradient on rank 1 ($tag): the emulated CUDA trainer stops as the C one: $want"
 done
