@@ -226,19 +226,46 @@ static const StepForm cuda_form = {
     .comm_prefix = "trc_cuda_step_",
 };
 
+/* Whether evaluation counts the predictions on the device: the model has
+ * predictions and labels (the runtime's classification metrics). */
+static bool counts_on_device(const Graph *g) { return g->predict >= 0 && g->labels >= 0; }
+
+/* forward()'s start: what it reads goes up, the device computes, the loss
+ * comes down. */
+static void print_forward_head(FILE *out, const Program *p, const char *head) {
+  fprintf(out, "%s {\n", head);
+  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
+          (unsigned long long)p->param_offset,
+          (unsigned long long)(p->activation_offset - p->param_offset));
+  fputs("  device_forward(trc_cuda_arena);\n", out);
+  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[p->g->loss]);
+}
+
+/* Evaluation's forward(): the predictions are counted where they are. */
+static void print_eval_entries(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  if (!counts_on_device(g)) return;
+  print_forward_head(out, p, "static void eval_forward(char *A, int64_t rows)");
+  fputs("  trc_cuda_eval_add(rows); /* argmax, cross-entropy, counts: on the device */\n}\n\n",
+        out);
+  const Shape *ps = &g->nodes[g->predict].shape;
+  fputs("static void eval_start(void) {\n  /* predictions, labels, classes, label rows, u8 */\n",
+        out);
+  fprintf(out, "  static const trc_cuda_eval_layout layout = {%lluu, %lluu, %lld, %lld, %d};\n",
+          (unsigned long long)p->offset[g->predict], (unsigned long long)p->offset[g->labels],
+          (long long)ps->dim[ps->rank - 1], (long long)(shape_numel(ps) / ps->dim[ps->rank - 1]),
+          g->nodes[g->labels].dtype == DT_U8);
+  fputs("  trc_cuda_eval_start(&layout);\n}\n\n", out);
+}
+
 /* forward() and backward() as the runtime calls them outside step()
  * (evaluation, sampling, --gradcheck, --dump-step), on the host arena: what
  * they read goes up, what the runtime reads comes down. And the device. */
 static void print_host_entries(FILE *out, const Program *p) {
   const Graph *g = p->g;
   fputs("/* What the runtime calls outside step(): the host arena holds the truth. */\n", out);
-  fputs("static void forward(char *A) {\n", out);
-  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
-          (unsigned long long)p->param_offset,
-          (unsigned long long)(p->activation_offset - p->param_offset));
-  fputs("  device_forward(trc_cuda_arena);\n", out);
-  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
-          (unsigned long long)p->offset[g->loss]);
+  print_forward_head(out, p, "static void forward(char *A)");
   if (g->predict >= 0)
     fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the predictions */\n",
             (unsigned long long)p->offset[g->predict],
@@ -247,18 +274,27 @@ static void print_host_entries(FILE *out, const Program *p) {
   fputs("  device_backward(trc_cuda_arena, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+  print_eval_entries(out, p);
   fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
         "inputs and scalars */\n",
         out);
-  fprintf(out, "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
+  fprintf(out,
+          "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
           (unsigned long long)p->arena_bytes, (unsigned long long)p->param_offset,
           (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4),
           (unsigned long long)p->input_offset,
           (unsigned long long)(p->activation_offset - p->input_offset));
-  fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
+  if (counts_on_device(g))
+    fputs("  if (trc_cuda_start(&layout)) return 1;\n  eval_start();\n  return 0;\n}\n\n", out);
+  else
+    fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
   fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download,\n"
         "                                   trc_cuda_upload, trc_cuda_host_current,\n"
-        "                                   trc_cuda_host_changed};\n\n",
+        "                                   trc_cuda_host_changed,\n",
+        out);
+  fputs(counts_on_device(g)
+            ? "                                   eval_forward, trc_cuda_eval_counts};\n\n"
+            : "                                   NULL, NULL};\n\n",
         out);
 }
 

@@ -291,6 +291,18 @@ typedef struct {
    * before its next step. */
   void (*host_current)(char *arena, float *m, float *v);
   void (*host_changed)(void);
+  /* Evaluation of a model with predictions and labels (NULL: the runtime
+   * brings the predictions to the host and counts there): eval_forward is
+   * forward() that counts the predictions of the batch's first `rows` label
+   * rows on the device instead of copying them down; eval_counts adds what
+   * it counted since it was last called (as trc_metrics_add would have:
+   * labels counted, correct, per class true and false positives and false
+   * negatives, the confusion matrix when `confusion` is not NULL, the sum of
+   * the rows' cross-entropy in row order) and starts again from zero. */
+  void (*eval_forward)(char *arena, int64_t rows);
+  void (*eval_counts)(int64_t *examples, int64_t *correct, int64_t *true_pos,
+                      int64_t *false_pos, int64_t *false_neg, int64_t *confusion,
+                      double *ce_sum);
 } trc_device;
 
 typedef struct trc_model {
@@ -439,7 +451,26 @@ __attribute__((simd("notinbranch"))) float erff(float);
 TRC_KERNEL_FN float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
 TRC_KERNEL_FN float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
 
-#include <math.h> /* sqrtf */
+#include <math.h> /* sqrtf, exp, log */
+
+/* Evaluation's numbers of one row of logits, the host's and a device's
+ * (metrics.c, the CUDA trainer): the index of the largest logit (the first
+ * on ties, as argmax does), and -log softmax(x)[label] by the stable
+ * log-sum-exp in double. */
+TRC_KERNEL_FN int64_t trc_argmax_row(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > x[best]) best = c;
+  return best;
+}
+
+TRC_KERNEL_FN double trc_cross_entropy_row(const float *x, int64_t n, int64_t label) {
+  double max = x[0], sum = 0.0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > max) max = x[c];
+  for (int64_t c = 0; c < n; c++) sum += exp((double)x[c] - max);
+  return max + log(sum) - x[label];
+}
 
 /* One element of torch.optim.SGD, dampening 0: d = g + wd*p;
  * buf = momentum*buf + d; p -= lr * (nesterov ? d + momentum*buf : buf)

@@ -46,6 +46,8 @@ extern "C" {
 #ifdef TRC_CUDA_EMULATE
 
 #define __global__
+#define __device__
+#define __host__
 #define TRC_DEVICE_NAME "cuda-emulate"
 
 struct dim3 {
@@ -639,6 +641,118 @@ static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
   trc_step_set_grad_norm(s, norm);
 }
 
+
+/* ---- evaluation's counts on the device ----
+ * An evaluation batch's predictions stay on the device: one thread per label
+ * row takes its argmax and cross-entropy (trainc.h's trc_argmax_row and
+ * trc_cross_entropy_row, the host's), one thread adds the rows in order
+ * into the counts (trc_metrics_add's, bitwise), which come down once per
+ * evaluation. */
+typedef struct {
+  uint64_t predict_offset, label_offset; /* in the arena */
+  int64_t classes, rows;                 /* rows: a batch's label rows */
+  int labels_u8;                         /* u8 labels, else i32 */
+} trc_cuda_eval_layout;
+static trc_cuda_eval_layout trc_cuda_eval;
+static int64_t *trc_cuda_eval_pred; /* per row: argmax */
+static double *trc_cuda_eval_ce;    /* per row: cross-entropy */
+/* [examples, correct, true_pos[k], false_pos[k], false_neg[k], then the
+ * confusion matrix when kept], and the cross-entropy sum */
+static int64_t *trc_cuda_eval_sums;
+static double *trc_cuda_eval_ce_sum;
+
+static uint64_t trc_cuda_eval_count(void) {
+  const int64_t k = trc_cuda_eval.classes;
+  return (uint64_t)(2 + 3 * k + (k <= TRC_CONFUSION_MAX_CLASSES ? k * k : 0));
+}
+
+static void trc_cuda_eval_zero(void) {
+  TRC_CUDA(cudaMemset, (trc_cuda_eval_sums, 0, trc_cuda_eval_count() * sizeof(int64_t)));
+  TRC_CUDA(cudaMemset, (trc_cuda_eval_ce_sum, 0, sizeof(double)));
+}
+
+static void trc_cuda_eval_start(const trc_cuda_eval_layout *l) {
+  trc_cuda_eval = *l;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_pred, (size_t)l->rows * sizeof(int64_t)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_ce, (size_t)l->rows * sizeof(double)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_sums, trc_cuda_eval_count() * sizeof(int64_t)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_ce_sum, sizeof(double)));
+  trc_cuda_eval_zero();
+}
+
+static __device__ __host__ inline int64_t trc_eval_label(const char *arena,
+                                                          trc_cuda_eval_layout l, int64_t r) {
+  return l.labels_u8 ? (int64_t)((const uint8_t *)(arena + l.label_offset))[r]
+                     : (int64_t)((const int32_t *)(arena + l.label_offset))[r];
+}
+
+static __global__ void trc_eval_rows_kernel(const char *arena, trc_cuda_eval_layout l,
+                                            int64_t rows, int64_t *pred, double *ce) {
+  const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float *x = (const float *)(arena + l.predict_offset) + r * l.classes;
+  const int64_t y = trc_eval_label(arena, l, r);
+  pred[r] = trc_argmax_row(x, l.classes);
+  ce[r] = y >= 0 && y < l.classes ? trc_cross_entropy_row(x, l.classes, y) : 0.0;
+}
+
+/* One thread: the rows in order, as trc_metrics_add counts them. */
+static __global__ void trc_eval_count_kernel(const char *arena, trc_cuda_eval_layout l,
+                                             int64_t rows, const int64_t *pred, const double *ce,
+                                             int64_t *sums, double *ce_sum) {
+  const int64_t k = l.classes;
+  int64_t *true_pos = sums + 2, *false_pos = true_pos + k, *false_neg = false_pos + k;
+  int64_t *confusion = k <= TRC_CONFUSION_MAX_CLASSES ? false_neg + k : NULL;
+  for (int64_t r = 0; r < rows; r++) {
+    const int64_t y = trc_eval_label(arena, l, r), p = pred[r];
+    if (y < 0 || y >= k) continue; /* an ignored label */
+    sums[0]++;
+    *ce_sum += ce[r];
+    if (p == y) {
+      sums[1]++;
+      true_pos[y]++;
+    } else {
+      false_pos[p]++;
+      false_neg[y]++;
+    }
+    if (confusion) confusion[y * k + p]++;
+  }
+}
+
+/* After an evaluation batch's forward on the device: its first `rows` label
+ * rows counted. */
+static void trc_cuda_eval_add(int64_t rows) {
+  trc_launch(trc_eval_rows_kernel, trc_cuda_grid((uint64_t)rows), dim3(256),
+             "trc_eval_rows_kernel", 0, (const char *)trc_cuda_arena, trc_cuda_eval, rows,
+             trc_cuda_eval_pred, trc_cuda_eval_ce);
+  trc_launch(trc_eval_count_kernel, dim3(1), dim3(1), "trc_eval_count_kernel", 0,
+             (const char *)trc_cuda_arena, trc_cuda_eval, rows,
+             (const int64_t *)trc_cuda_eval_pred, (const double *)trc_cuda_eval_ce,
+             trc_cuda_eval_sums, trc_cuda_eval_ce_sum);
+}
+
+/* The counts since the last call, added to the host's (trc_device's
+ * eval_counts), and zeroed. */
+static void trc_cuda_eval_counts(int64_t *examples, int64_t *correct, int64_t *true_pos,
+                                 int64_t *false_pos, int64_t *false_neg, int64_t *confusion,
+                                 double *ce_sum) {
+  const uint64_t n = trc_cuda_eval_count();
+  const int64_t k = trc_cuda_eval.classes;
+  int64_t *sums = (int64_t *)malloc(n * sizeof(int64_t));
+  if (!sums) trc_cuda_fail("malloc", NULL, 0, "out of memory");
+  double ce;
+  TRC_CUDA(cudaMemcpy, (sums, trc_cuda_eval_sums, n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+  TRC_CUDA(cudaMemcpy, (&ce, trc_cuda_eval_ce_sum, sizeof ce, cudaMemcpyDeviceToHost));
+  *examples += sums[0], *correct += sums[1], *ce_sum += ce;
+  for (int64_t c = 0; c < k; c++) {
+    true_pos[c] += sums[2 + c];
+    false_pos[c] += sums[2 + k + c];
+    false_neg[c] += sums[2 + 2 * k + c];
+  }
+  for (int64_t c = 0; confusion && c < k * k; c++) confusion[c] += sums[2 + 3 * k + c];
+  free(sums);
+  trc_cuda_eval_zero();
+}
 
 /* ---- the step's communication ----
  * What the runtime's trc_step_bucket_ready, trc_step_wait_gradients,

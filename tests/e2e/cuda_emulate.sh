@@ -12,7 +12,9 @@
 #    through them depends on the loop, which the CUDA kernel's grid changes.
 #    The C trainer's convolutions are im2col + GEMM, as the CUDA backend's
 #    (--conv-im2col; by default they are oneDNN's);
-#  - the gradient norms of the log (computed on the device) too;
+#  - the gradient norms of the log (computed on the device) too, and the
+#    evaluation's loss and metrics (counted on the device for models with
+#    predictions and labels);
 #  - its measured device high-water mark equals the plan;
 #  - with trainer FLAGS (the optimizer, clipping), the same under them, and a
 #    run saved after 2 steps and resumed for the third ends where the run of
@@ -38,10 +40,14 @@ batch=$(sed -n 's/^    \.batch = \([0-9]*\),$/\1/p' "$dir/c.c")
 accumulate=$(sed -n 's/^        \.accumulate = \([0-9]*\),$/\1/p' "$dir/c.c")
 "$PY" "$(dirname "$0")/random_data.py" "$dir/c.c" "$dir/data" $((batch * accumulate * (steps + 1)))
 fail=0
+evaluation=(--eval-data "$dir/data")
+if grep -q '\.has_predict = 1' "$dir/c.c" && ! grep -q '\.label_input = -1' "$dir/c.c"; then
+  evaluation+=(--metrics loss,accuracy,f1_macro)
+fi
 for t in c cuda; do
   # shellcheck disable=SC2086 # the flags are words
   "$dir/$t" --data "$dir/data" --steps "$steps" --log-every 1 --quiet --save "$dir/$t.safetensors" \
-    --log "$dir/$t.jsonl" $flags
+    --log "$dir/$t.jsonl" "${evaluation[@]}" $flags
   "$dir/$t" --data "$dir/data" --dump-step "$dir/$t.dump.safetensors"
 done
 if [[ -n $flags ]]; then
@@ -78,10 +84,13 @@ if not losses(c) or losses(c) != losses(cuda) or norms(c) != norms(cuda) or \
         len(norms(c)) != len(losses(c)):
     sys.exit(f"FAIL: losses, gradient norms: C {losses(c)} {norms(c)}, "
              f"emulated CUDA {losses(cuda)} {norms(cuda)}")
+evals = lambda rs: [r for r in rs if "eval_loss" in r]
+if not evals(c) or evals(c) != evals(cuda):
+    sys.exit(f"FAIL: evaluation: C {evals(c)}, emulated CUDA {evals(cuda)}")
 mem = [r for r in cuda if "arena_high_water" in r][-1]
 if mem["arena_high_water"] != mem["arena_planned"]:
     sys.exit(f"FAIL: device high-water mark {mem['arena_high_water']}, planned {mem['arena_planned']}")
-print("weights, --dump-step, losses and gradient norms: bitwise the C trainer's; "
+print("weights, --dump-step, losses, gradient norms, evaluation: bitwise the C trainer's; "
       f"device peak = plan = {mem['arena_planned']} bytes")
 PY
 if [[ $gradcheck == gradcheck ]]; then
