@@ -231,10 +231,9 @@ void trc_sync_gradients(trc_sync *s, float *grad);
  * waited for; counted as one sync of every bucket's bytes. */
 void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t first, uint64_t n);
 /* The check itself, for a device's values[0..count), floats [first, first +
- * count) of the gradients or (gradients 0) the parameters, before the sync
- * it is about to start. */
+ * count) of what it is about to sync. */
 void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
-                                 uint64_t count, int gradients);
+                                 uint64_t count, trc_check_what what);
 void trc_sync_gradients_wait(trc_sync *s);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);

@@ -77,6 +77,10 @@ int trc_step_averages_parameters_only(const trc_step *s) {
   return !s->sync->staging && !s->sync->anchor;
 }
 
+int trc_step_averages_with_state(const trc_step *s) {
+  return s->sync->staging && !s->sync->anchor;
+}
+
 void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }
 
 void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds) {
@@ -86,8 +90,8 @@ void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds) {
 }
 
 void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
-                                 uint64_t count, int gradients) {
-  trc_sync_stop_unless_finite(s->sync, values, first, count, gradients);
+                                 uint64_t count, trc_check_what what) {
+  trc_sync_stop_unless_finite(s->sync, values, first, count, what);
 }
 
 void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o) {

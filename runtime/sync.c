@@ -95,9 +95,11 @@ static void stop_unless_finite(const trc_sync *s, const float *block, const char
 }
 
 void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
-                                 uint64_t count, int gradients) {
-  stop_unless_finite_range(s, values, first, count,
-                           gradients ? "the gradient of parameter" : "parameter");
+                                 uint64_t count, trc_check_what what) {
+  static const char *const names[] = {[TRC_CHECK_PARAMETERS] = "parameter",
+                                      [TRC_CHECK_GRADIENTS] = "the gradient of parameter",
+                                      [TRC_CHECK_STATE] = "the optimizer state of parameter"};
+  stop_unless_finite_range(s, values, first, count, names[what]);
 }
 
 void trc_sync_gradients(trc_sync *s, float *grad) {

@@ -249,19 +249,22 @@ void trc_step_optimizer_state(trc_step *s, float **m, float **v);
 void trc_step_set_grad_norm(trc_step *s, double norm);
 
 /* trc_step_average_parameters would average the parameters alone (not the
- * optimizer's state, no outer step): a device may then do it itself, and
- * say so with trc_step_parameters_averaged. */
+ * optimizer's state, no outer step), or (with_state) the parameters and the
+ * optimizer's state without an outer step: a device may then do it itself,
+ * and say so with trc_step_parameters_averaged. */
 int trc_step_averages_parameters_only(const trc_step *s);
+int trc_step_averages_with_state(const trc_step *s);
 void trc_step_parameters_averaged(trc_step *s);
 /* A device summed `floats` floats over the ranks, in `seconds` (the log's
  * sync counters; the time its all-reduces ran on the device). */
 void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds);
 /* A device's check before it starts a sync: values[0..count) are floats
- * [first, first + count) of its gradients (gradients 1) or parameters; a
- * NaN or infinity ends every rank with the host's message (docs/trainer.md,
- * Divergence). */
+ * [first, first + count) of its parameters, gradients or optimizer state
+ * (one of its arrays); a NaN or infinity ends every rank with the host's
+ * message (docs/trainer.md, Divergence). */
+typedef enum { TRC_CHECK_PARAMETERS, TRC_CHECK_GRADIENTS, TRC_CHECK_STATE } trc_check_what;
 void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
-                                 uint64_t count, int gradients);
+                                 uint64_t count, trc_check_what what);
 
 /* The squared norm's order of additions: in double, over the blocks of
  * trc_norm_block(n) floats (at most TRC_NORM_BLOCKS), element i of a block

@@ -575,7 +575,7 @@ static void trc_cuda_host_changed(void) { trc_cuda_resident = 0; }
  * rank (trc_step_stop_unless_finite). The host waits for the kernels up to
  * here to read 8 bytes. */
 static void trc_cuda_stop_unless_finite(trc_step *s, const float *region, uint64_t first,
-                                        uint64_t count, int gradients) {
+                                        uint64_t count, trc_check_what what) {
   const float *x = region + first;
   const uint64_t block = trc_norm_block(count), blocks = (count + block - 1) / block;
   trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
@@ -590,7 +590,7 @@ static void trc_cuda_stop_unless_finite(trc_step *s, const float *region, uint64
   float *values = (float *)malloc(n * sizeof(float));
   if (!values) trc_cuda_fail("malloc", NULL, 0, "out of memory");
   TRC_CUDA(cudaMemcpy, (values, x + start, n * sizeof(float), cudaMemcpyDeviceToHost));
-  trc_step_stop_unless_finite(s, values, first + start, n, gradients);
+  trc_step_stop_unless_finite(s, values, first + start, n, what);
   free(values); /* not reached: the block has a NaN or infinity */
 }
 
@@ -767,7 +767,7 @@ static float *trc_cuda_gradients(uint64_t first) {
 
 static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
   if (trc_cuda_nccl_on) {
-    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), first, count, 1);
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), first, count, TRC_CHECK_GRADIENTS);
     trc_cuda_allreduce_start(trc_cuda_gradients(first), count);
     return;
   }
@@ -791,7 +791,8 @@ static void trc_cuda_step_wait_gradients(trc_step *s) {
 
 static void trc_cuda_step_allreduce_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
-    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_param_count, 1);
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_param_count,
+                                TRC_CHECK_GRADIENTS);
     trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
     trc_cuda_step_wait_gradients(s);
     return;
@@ -806,21 +807,30 @@ static __global__ void trc_divide_kernel(float *x, uint64_t n, float ranks) {
   if (i < n) x[i] /= ranks; /* as the runtime's average */
 }
 
-/* LocalSGD's average on the device; with the optimizer's state averaged too,
- * or DiLoCo's outer step (whose anchor the host keeps), the runtime's. */
+/* LocalSGD's average on the device, of the parameters and, with `sync
+ * parameters optimizer_state`, of the optimizer's state (each array summed
+ * in place and divided by the ranks: the runtime's arithmetic on its staged
+ * copy), after the runtime's checks in its order; with DiLoCo's outer step
+ * (whose anchor and momentum the host keeps), the runtime's. */
 static void trc_cuda_step_average_parameters(trc_step *s) {
-  if (!trc_cuda_nccl_on || !trc_step_averages_parameters_only(s)) {
+  const int with_state = trc_step_averages_with_state(s);
+  if (!trc_cuda_nccl_on || !(with_state || trc_step_averages_parameters_only(s))) {
     trc_step_average_parameters(s);
     return;
   }
-  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
   const uint64_t n = trc_cuda_param_count;
-  trc_cuda_stop_unless_finite(s, p, 0, n, 0);
-  trc_cuda_allreduce_start(p, n);
+  float *arrays[3] = {(float *)(trc_cuda_arena + trc_cuda_param_offset)};
+  int count = 1;
+  if (with_state && trc_cuda_m) arrays[count++] = trc_cuda_m;
+  if (with_state && trc_cuda_v) arrays[count++] = trc_cuda_v;
+  for (int a = 0; a < count; a++)
+    trc_cuda_stop_unless_finite(s, arrays[a], 0, n, a ? TRC_CHECK_STATE : TRC_CHECK_PARAMETERS);
+  for (int a = 0; a < count; a++) trc_cuda_allreduce_start(arrays[a], n);
   const double seconds = trc_cuda_allreduce_wait();
-  trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, p, n,
-             (float)trc_comm_size());
-  trc_step_device_synced(s, n, seconds);
+  for (int a = 0; a < count; a++)
+    trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, arrays[a],
+               n, (float)trc_comm_size());
+  trc_step_device_synced(s, (uint64_t)count * n, seconds);
   trc_step_parameters_averaged(s);
 }
 

@@ -6,10 +6,11 @@
 # trainer; averages on host copies). The weights after 6 steps must be
 # bitwise the C trainer's, with and without --no-overlap, for `sync
 # gradients` (accumulate 2, clipping, buckets of 64 bytes), for LocalSGD with
-# synchronous warm-up steps (its average on the device), and for DiLoCo's
-# outer step with the optimizer state averaged (the runtime's, through the
-# host). With NCCL the log's sync seconds count the all-reduces' time on the
-# device (comm_seconds > 0). And one rank's NaN gradient stops the job
+# synchronous warm-up steps (its average on the device), for LocalSGD with
+# the optimizer state averaged (on the device too), and for DiLoCo's outer
+# step with the optimizer state averaged (the runtime's, through the host).
+# With NCCL the log's sync seconds count the all-reduces' time on the device
+# (comm_seconds > 0). And one rank's NaN gradient stops the job
 # before the sync with the C trainer's message and exit status, NCCL or not,
 # in buckets or as one region.
 # usage: cuda_emulate_mpi.sh TRAINC SOURCE_DIR WORKDIR
@@ -26,6 +27,7 @@ default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\
 $PY "$tools" data train 256 1
 
 for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 1" \
+  "state:local_sgd 2:sync parameters optimizer_state" \
   "outer:local_sgd 2:outer_optimizer nesterov(lr = 0.7, momentum = 0.9)
   sync parameters optimizer_state"; do
   IFS=: read -r name s1 s2 <<<"$case"
