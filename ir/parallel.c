@@ -294,8 +294,8 @@ KGrid kernel_grid(const Kernel *k, const KStmt *top) {
     added = false;
     for (int j = 0; j < g.n; j++) {
       int64_t threads;
-      if (g.grid[j] || __builtin_mul_overflow(g.threads, g.loop[j]->extent, &threads) ||
-          !grid_loop_ok(k, &g, j))
+      if (g.grid[j] || g.loop[j]->extent < 1 ||
+          __builtin_mul_overflow(g.threads, g.loop[j]->extent, &threads) || !grid_loop_ok(k, &g, j))
         continue;
       g.grid[j] = added = true;
       g.threads = threads;
