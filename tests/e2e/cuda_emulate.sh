@@ -6,7 +6,8 @@
 #    --dump-step the same loss, predictions and gradients: the kernels are
 #    the same loop nests, each element computed by one thread with the
 #    operations of the C loop in their order, the GEMMs the same trc_gemm.
-#    Both are compiled without vectorization (SCALAR_FLAGS): a vectorized C
+#    Both are compiled without vectorization (SCALAR_FLAGS: trainc's default
+#    flags, the sanitizers' under ASan, and no vectorizer): a vectorized C
 #    loop calls libmvec's expf, logf, tanhf, erff (within 4 ulp of the scalar
 #    ones, tests/codegen/vector_math.sh), and which elements a loop takes
 #    through them depends on the loop, which the CUDA kernel's grid changes.
@@ -29,7 +30,9 @@ name=$(basename "$model" .nn)_${policy// /_}${flags:+_flags}
 dir=$work/$name
 mkdir -p "$dir"
 PY=/usr/bin/python3
-SCALAR_FLAGS="-O3 -march=native -fno-math-errno -fno-tree-vectorize"
+default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
+[[ -n $default_flags ]] || { echo "FAIL: no default --cflags in trainc --help"; exit 1; }
+SCALAR_FLAGS="$default_flags -fno-tree-vectorize -fno-tree-slp-vectorize"
 "$trainc" build "$model" --policy "$policy" -o "$dir/c" --keep-c "$dir/c.c" --conv-im2col \
   --cflags "$SCALAR_FLAGS" >"$dir/build.out"
 # Open MPI's own allocations are never freed (as tests/e2e/schedule/mpi.sh)
