@@ -12,7 +12,8 @@
 # With NCCL the log's sync seconds count the all-reduces' time on the device
 # (comm_seconds > 0). And one rank's NaN gradient stops the job
 # before the sync with the C trainer's message and exit status, NCCL or not,
-# in buckets or as one region.
+# in buckets or as one region; and one with infinite weights before a
+# LocalSGD average.
 # usage: cuda_emulate_mpi.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -62,22 +63,40 @@ PY
   echo "$name ($s1, $s2): 2 ranks, emulated CUDA = C, bitwise, with and without overlap and NCCL"
 done
 
+# Runs program STEM on 2 ranks, rank 1 on DATA, as the C trainer and as the
+# emulated CUDA one with NCCL and without: each must stop before the first
+# sync with the C trainer's error line (matching PATTERN) and exit status.
+stops_as_c() { # what, stem, rank 1's data, pattern, trainer flags...
+  local what=$1 stem=$2 data=$3 pattern=$4 want="" got rc t nccl
+  shift 4
+  for run in c:1 cuda:1 cuda:0; do
+    IFS=: read -r t nccl <<<"$run"
+    rc=0
+    TRAINC_CUDA_NCCL=$nccl timeout 120 mpirun "${MPI_OPTS[@]}" -np 1 "./$stem.$t.bin" \
+      --data train "$@" : -np 1 "./$stem.$t.bin" --data "$data" "$@" \
+      >/dev/null 2>"$stem.$t.$nccl.err" || rc=$?
+    got="exit $rc: $(grep -m1 'error: rank' "$stem.$t.$nccl.err" || true)"
+    [[ $t == c ]] && want=$got
+    [[ $got == *"$pattern"*"before sync 1; stopping every rank"* && $got == "$want" ]] ||
+      fail "$what (TRAINC_CUDA_NCCL=$nccl): $t: $got; C: $want"
+  done
+  echo "$what: the emulated CUDA trainer stops as the C one: $want"
+}
+
 # rank 1's inputs at +-3e38 overflow its forward pass: its gradients are NaN
 mkdir -p bad && cp train/y.npy bad/ &&
   $PY -c 'import numpy as n; n.save("bad/x.npy", n.sign(n.load("train/x.npy")) * n.float32(3e38))'
-for tag in overlap whole; do
-  for run in c:1 cuda:1 cuda:0; do
-    IFS=: read -r t nccl <<<"$run"
-    flags=(--steps 2 --quiet)
-    if [[ $tag == whole ]]; then flags+=(--no-overlap); fi
-    rc=0
-    TRAINC_CUDA_NCCL=$nccl timeout 120 mpirun "${MPI_OPTS[@]}" -np 1 "./dp.$t.bin" \
-      --data train "${flags[@]}" : -np 1 "./dp.$t.bin" --data bad "${flags[@]}" \
-      >/dev/null 2>"nan.$t.$nccl.err" || rc=$?
-    got="exit $rc: $(grep -m1 'error: rank' "nan.$t.$nccl.err" || true)"
-    [[ $t == c ]] && want=$got
-    [[ $got == *"is nan at element"*"before sync 1; stopping every rank"* && $got == "$want" ]] ||
-      fail "a NaN gradient on rank 1 ($tag, TRAINC_CUDA_NCCL=$nccl): $t: $got; C: $want"
-  done
-  echo "a NaN gradient on rank 1 ($tag): the emulated CUDA trainer stops as the C one: $want"
-done
+stops_as_c "a NaN gradient on rank 1, in buckets" dp bad "the gradient of parameter" --steps 2
+stops_as_c "a NaN gradient on rank 1, one region" dp bad "the gradient of parameter" --steps 2 \
+  --no-overlap
+# rank 1's inputs at 3e37 x N(0, 1): its loss is finite, its first SGD step
+# (lr 1000) overflows its weights, which LocalSGD's average then checks
+printf 'model m {\n  input x : f32[B, 8]\n  input y : i32[B]\n  logits = linear(x, 4)\n' >avg.nn
+printf '  loss = cross_entropy(logits, y)\n  predict logits\n}\n' >>avg.nn
+printf 'train {\n  batch 8\n  optimizer sgd(lr = 1000)\n  seed 3\n  local_sgd 1\n}\n' >>avg.nn
+"$trainc" build --mpi avg.nn -o avg.c.bin >/dev/null
+"$trainc" build --mpi avg.nn --backend cuda-emulate -o avg.cuda.bin >/dev/null
+mkdir -p big && cp train/y.npy big/ &&
+  $PY -c 'import numpy as n; n.save("big/x.npy", n.load("train/x.npy") * n.float32(3e37))'
+stops_as_c "infinite weights on rank 1 before LocalSGD's average" avg big "parameter 'logits" \
+  --steps 2 --schedule constant
