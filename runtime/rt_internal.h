@@ -247,6 +247,8 @@ int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, 
 int trc_sync_changes_parameters(const trc_sync *s);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
+/* The outer step's floats, as the run's config gives them. */
+trc_outer_scalars trc_sync_outer_scalars(const trc_train_config *c);
 
 /* ---- the runtime's side of the generated step() (step.c) ---- */
 

@@ -73,12 +73,14 @@ void trc_step_optimizer_state(trc_step *s, float **m, float **v) {
 
 void trc_step_set_grad_norm(trc_step *s, double norm) { s->grad_norm = norm; }
 
-int trc_step_averages_parameters_only(const trc_step *s) {
-  return !s->sync->staging && !s->sync->anchor;
+int trc_step_averages_with_state(const trc_step *s) { return s->sync->staging != NULL; }
+
+void trc_step_outer_state(trc_step *s, float **anchor, float **momentum) {
+  *anchor = s->sync->anchor, *momentum = s->sync->momentum;
 }
 
-int trc_step_averages_with_state(const trc_step *s) {
-  return s->sync->staging && !s->sync->anchor;
+trc_outer_scalars trc_step_outer_scalars(const trc_step *s) {
+  return trc_sync_outer_scalars(s->cfg);
 }
 
 void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }

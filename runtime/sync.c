@@ -123,21 +123,17 @@ void trc_sync_gradients_wait(trc_sync *s) {
   s->syncs++;
 }
 
-/* DiLoCo's outer step on the average x: delta = anchor - x is the outer
- * gradient, u = mu*u + delta, and the Nesterov step from the anchor,
- * anchor - lr*(delta + mu*u), written as x + ((1-lr)*delta - lr*mu*u) so that
- * lr = 1, mu = 0 leaves x untouched bit for bit (adding a zero is skipped: it
- * would turn -0 into +0). */
+trc_outer_scalars trc_sync_outer_scalars(const trc_train_config *c) {
+  return (trc_outer_scalars){.mu = (float)c->outer_momentum,
+                             .keep = (float)(1.0 - c->outer_lr),
+                             .push = (float)(c->outer_lr * c->outer_momentum)};
+}
+
+/* DiLoCo's outer step on the average x (trc_outer_element, trainc.h). */
 static void outer_step(trc_sync *s, const trc_train_config *c, float *x) {
-  const float mu = (float)c->outer_momentum, keep = (float)(1.0 - c->outer_lr),
-              push = (float)(c->outer_lr * c->outer_momentum);
-  for (uint64_t i = 0; i < s->count; i++) {
-    float delta = s->anchor[i] - x[i];
-    s->momentum[i] = mu * s->momentum[i] + delta;
-    float t = keep * delta - push * s->momentum[i];
-    if (t != 0.0f) x[i] += t;
-    s->anchor[i] = x[i];
-  }
+  const trc_outer_scalars o = trc_sync_outer_scalars(c);
+  for (uint64_t i = 0; i < s->count; i++)
+    trc_outer_element(&x[i], &s->anchor[i], &s->momentum[i], o);
 }
 
 static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {

@@ -244,15 +244,24 @@ trc_update_scalars trc_step_update_scalars(trc_step *s);
 /* The host's optimizer state, `count` floats each: SGD's momentum buffer or
  * AdamW's first moment, and AdamW's second; NULL where the run keeps none. */
 void trc_step_optimizer_state(trc_step *s, float **m, float **v);
+/* DiLoCo's outer optimizer (runtime/sync.c): the host's anchor and outer
+ * momentum, `count` floats each (NULL without an outer optimizer), which a
+ * device keeps current as it does the optimizer's state, and the floats of
+ * its step (trc_outer_element). */
+typedef struct {
+  float mu, keep, push; /* momentum, 1 - lr, lr * momentum */
+} trc_outer_scalars;
+void trc_step_outer_state(trc_step *s, float **anchor, float **momentum);
+trc_outer_scalars trc_step_outer_scalars(const trc_step *s);
 /* The gradients' norm before clipping, as the device computed it (the log's
  * grad_norm). */
 void trc_step_set_grad_norm(trc_step *s, double norm);
 
-/* trc_step_average_parameters would average the parameters alone (not the
- * optimizer's state, no outer step), or (with_state) the parameters and the
- * optimizer's state without an outer step: a device may then do it itself,
- * and say so with trc_step_parameters_averaged. */
-int trc_step_averages_parameters_only(const trc_step *s);
+/* trc_step_average_parameters averages the optimizer's state with the
+ * parameters (`sync parameters optimizer_state`, on more than one rank). A
+ * device that averages them itself (and takes DiLoCo's outer step when
+ * trc_step_outer_state has an anchor) says so with
+ * trc_step_parameters_averaged. */
 int trc_step_averages_with_state(const trc_step *s);
 void trc_step_parameters_averaged(trc_step *s);
 /* A device summed `floats` floats over the ranks, in `seconds` (the log's
@@ -473,6 +482,20 @@ TRC_KERNEL_FN double trc_cross_entropy_row(const float *x, int64_t n, int64_t la
     if (x[c] > max) max = x[c];
   for (int64_t c = 0; c < n; c++) sum += exp((double)x[c] - max);
   return max + log(sum) - x[label];
+}
+
+/* DiLoCo's outer step on one element of the average x: delta = anchor - x
+ * is the outer gradient, u = mu*u + delta, and the Nesterov step from the
+ * anchor, anchor - lr*(delta + mu*u), written as x + ((1-lr)*delta -
+ * lr*mu*u) so that lr = 1, mu = 0 leaves x untouched bit for bit (adding a
+ * zero is skipped: it would turn -0 into +0); x is the next anchor. */
+TRC_KERNEL_FN void trc_outer_element(float *x, float *anchor, float *momentum,
+                                     trc_outer_scalars o) {
+  const float delta = *anchor - *x;
+  *momentum = o.mu * *momentum + delta;
+  const float t = o.keep * delta - o.push * *momentum;
+  if (t != 0.0f) *x += t;
+  *anchor = *x;
 }
 
 /* One element of torch.optim.SGD, dampening 0: d = g + wd*p;

@@ -236,6 +236,9 @@ static cublasHandle_t trc_cublas;
  * arena). */
 static uint64_t trc_cuda_param_offset, trc_cuda_grad_offset, trc_cuda_param_count;
 static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer keeps them */
+/* DiLoCo's anchor and outer momentum, when the run has an outer optimizer,
+ * and the host's arrays they come from and go back to. */
+static float *trc_cuda_anchor, *trc_cuda_outer_m, *trc_cuda_host_anchor, *trc_cuda_host_outer_m;
 static double *trc_cuda_lanes;         /* the norm's TRC_NORM_BLOCKS x TRC_NORM_LANES sums */
 typedef struct {
   double loss_sum, norm;
@@ -552,9 +555,12 @@ static void trc_cuda_take_host_state(trc_step *s, const char *arena) {
   if (trc_cuda_resident) return;
   float *m, *v;
   trc_step_optimizer_state(s, &m, &v);
+  trc_step_outer_state(s, &trc_cuda_host_anchor, &trc_cuda_host_outer_m);
   trc_cuda_upload(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
   trc_cuda_state_up(&trc_cuda_m, m);
   trc_cuda_state_up(&trc_cuda_v, v);
+  trc_cuda_state_up(&trc_cuda_anchor, trc_cuda_host_anchor);
+  trc_cuda_state_up(&trc_cuda_outer_m, trc_cuda_host_outer_m);
   trc_cuda_resident = 1;
 }
 
@@ -563,6 +569,8 @@ static void trc_cuda_host_current(char *arena, float *m, float *v) {
   trc_cuda_download(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
   trc_cuda_state_down(m, trc_cuda_m);
   trc_cuda_state_down(v, trc_cuda_v);
+  trc_cuda_state_down(trc_cuda_host_anchor, trc_cuda_anchor);
+  trc_cuda_state_down(trc_cuda_host_outer_m, trc_cuda_outer_m);
   trc_cuda_ahead = 0;
 }
 
@@ -807,14 +815,20 @@ static __global__ void trc_divide_kernel(float *x, uint64_t n, float ranks) {
   if (i < n) x[i] /= ranks; /* as the runtime's average */
 }
 
+static __global__ void trc_outer_kernel(float *x, float *anchor, float *momentum, uint64_t n,
+                                        trc_outer_scalars o) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_outer_element(&x[i], &anchor[i], &momentum[i], o);
+}
+
 /* LocalSGD's average on the device, of the parameters and, with `sync
  * parameters optimizer_state`, of the optimizer's state (each array summed
  * in place and divided by the ranks: the runtime's arithmetic on its staged
- * copy), after the runtime's checks in its order; with DiLoCo's outer step
- * (whose anchor and momentum the host keeps), the runtime's. */
+ * copy), after the runtime's checks in its order; then DiLoCo's outer step
+ * when the run has one (trc_outer_element, the runtime's). */
 static void trc_cuda_step_average_parameters(trc_step *s) {
   const int with_state = trc_step_averages_with_state(s);
-  if (!trc_cuda_nccl_on || !(with_state || trc_step_averages_parameters_only(s))) {
+  if (!trc_cuda_nccl_on) {
     trc_step_average_parameters(s);
     return;
   }
@@ -830,6 +844,9 @@ static void trc_cuda_step_average_parameters(trc_step *s) {
   for (int a = 0; a < count; a++)
     trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, arrays[a],
                n, (float)trc_comm_size());
+  if (trc_cuda_anchor)
+    trc_launch(trc_outer_kernel, trc_cuda_grid(n), dim3(256), "trc_outer_kernel", 0, arrays[0],
+               trc_cuda_anchor, trc_cuda_outer_m, n, trc_step_outer_scalars(s));
   trc_step_device_synced(s, (uint64_t)count * n, seconds);
   trc_step_parameters_averaged(s);
 }

@@ -8,7 +8,8 @@
 # gradients` (accumulate 2, clipping, buckets of 64 bytes), for LocalSGD with
 # synchronous warm-up steps (its average on the device), for LocalSGD with
 # the optimizer state averaged (on the device too), and for DiLoCo's outer
-# step with the optimizer state averaged (the runtime's, through the host).
+# step with the optimizer state averaged (on the device too; a state saved
+# after 4 steps and resumed ends at the 6-step run's weights).
 # With NCCL the log's sync seconds count the all-reduces' time on the device
 # (comm_seconds > 0). And one rank's NaN gradient stops the job
 # before the sync with the C trainer's message and exit status, NCCL or not,
@@ -54,6 +55,16 @@ for case in "dp:sync gradients:accumulate 2" "warm:local_sgd 2:local_sgd_warmup 
 import json, sys
 sys.exit(0 if sum(json.loads(l).get("comm_seconds", 0) for l in open(sys.argv[1])) > 0 else 1)
 PY
+  if [[ $name == outer ]]; then # the device's anchor and momentum: saved and taken back
+    rm -rf outer.state
+    "${MPIRUN[@]}" ./outer.cuda.bin --data train --steps 6 --quiet --save-state outer.state \
+      --save-every 4 --save-total-limit 0
+    rm outer.state/state-6.*
+    "${MPIRUN[@]}" ./outer.cuda.bin --data train --steps 6 --quiet --resume outer.state \
+      --save outer.resumed.safetensors
+    cmp -s outer.cuda.overlap.1.safetensors outer.resumed.safetensors ||
+      fail "outer: resumed after 4 steps, not the weights of 6 steps in one run"
+  fi
   for nccl in 1 0; do
     cmp -s "$name.c.overlap.1.safetensors" "$name.cuda.overlap.$nccl.safetensors" ||
       fail "$name: TRAINC_CUDA_NCCL=$nccl: the emulated CUDA trainer's weights are not the C's"
