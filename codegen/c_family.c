@@ -195,12 +195,12 @@ bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int6
   return false;
 }
 
-static bool is_var(const KExpr *e, int64_t var) { return e->kind == KE_INDEX && e->var == var; }
+bool expr_is_var(const KExpr *e, int64_t var) { return e->kind == KE_INDEX && e->var == var; }
 
 /* A loop of one iteration: its body in place, after its variable (0) when
  * the body reads it (loop variables and locals are unique within a kernel). */
 static void print_one_iteration(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  if (stmts_any_expr(s->body, s->nbody, is_var, s->var)) {
+  if (stmts_any_expr(s->body, s->nbody, expr_is_var, s->var)) {
     indent(out, depth);
     fprintf(out, "const int64_t i%d = 0;\n", s->var);
   }

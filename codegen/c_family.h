@@ -30,6 +30,8 @@ void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const Bu
 /* Whether match(e, arg) holds for an expression of statements body[0..n). */
 bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
                     int64_t arg);
+/* A match for stmts_any_expr: e reads loop variable var. */
+bool expr_is_var(const KExpr *e, int64_t var);
 /* `  T *RESTRICT bN = (T *)(ARENA + offset);` for the buffers used[0..n_used)
  * (node ids, ascending; const but for node id's own). */
 void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int n_used,

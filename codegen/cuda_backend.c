@@ -10,9 +10,10 @@
  * up per micro-batch through its double buffers, and the parameters and
  * optimizer state stay on the device between steps.
  *
- * A kernel whose body is one loop the IR proved parallel (kernel_mark_parallel)
- * runs one thread per iteration of it; any other kernel runs as one thread
- * (docs/cuda.md). The file
+ * A kernel whose body is loops runs each loop as a launch of its own, on the
+ * grid of threads the IR proved safe (kernel_grid: one thread per iteration
+ * of the grid loops, the other loops in order inside); any other kernel runs
+ * as one thread (docs/cuda.md). The file
  * includes runtime/trainc_cuda.h, which under TRC_CUDA_EMULATE runs it on
  * the CPU (`trainc build --backend cuda-emulate`). */
 #include "c_family.h"
@@ -20,26 +21,99 @@
 /* Threads per block of a kernel mapped to the grid. */
 #define BLOCK 256
 
-/* The loop a kernel's threads share: its body is one top-level loop that
- * kernel_mark_parallel proved parallel (iterations touch disjoint elements,
- * none reads what another writes); NULL when the kernel runs as one thread. */
-static const KStmt *grid_loop(const Kernel *k) {
-  return k->nbody == 1 && k->body[0]->kind == KS_FOR && k->body[0]->parallel ? k->body[0] : NULL;
+/* Whether kernel k runs as launches of its top-level loops, one each (a
+ * launch ends before the next starts): its body is loops only. Otherwise it
+ * runs as one thread. */
+static bool in_parts(const Kernel *k) {
+  for (int i = 0; i < k->nbody; i++)
+    if (k->body[i]->kind != KS_FOR) return false;
+  return true;
 }
 
-/* One thread per iteration of the grid loop (the rest of its nest runs in
- * the thread), or the whole nest in one thread. */
-static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
-  const KStmt *loop = grid_loop(k);
-  fprintf(out, "static __global__ void k%d(char *__restrict__ D) {\n", id);
-  print_stmt_buffers(out, p, id, k->body, k->nbody, "__restrict__", "D");
-  if (loop) {
-    fprintf(out, "  const int64_t i%d = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n",
-            loop->var);
-    fprintf(out, "  if (i%d >= %lld) return;\n", loop->var, (long long)loop->extent);
-    print_stmts(out, loop->body, loop->nbody, 1);
+/* The launches of a kernel in parts, `kN` or `kN_part`. */
+static void part_name(char *name, size_t size, int id, const Kernel *k, int part) {
+  if (!in_parts(k) || k->nbody == 1)
+    snprintf(name, size, "k%d", id);
+  else
+    snprintf(name, size, "k%d_%d", id, part);
+}
+
+/* The chain from loop c on: a grid loop's body in place (its variable is the
+ * thread's), any other loop as a for; the chain's last loop's body whole. */
+static void print_chain(FILE *out, const KGrid *g, int c, int depth) {
+  const KStmt *loop = g->loop[c];
+  const int inner = g->grid[c] ? depth : depth + 1;
+  if (!g->grid[c])
+    fprintf(out, "%*sfor (int64_t i%d = 0; i%d < %lld; i%d++) {\n", 2 * depth, "", loop->var,
+            loop->var, (long long)loop->extent, loop->var);
+  for (int i = 0; i < loop->nbody; i++)
+    if (c + 1 < g->n && loop->body[i] == g->loop[c + 1])
+      print_chain(out, g, c + 1, inner);
+    else
+      print_stmts(out, &loop->body[i], 1, inner);
+  if (!g->grid[c]) fprintf(out, "%*s}\n", 2 * depth, "");
+}
+
+/* The thread's grid variables from its index, innermost (fastest) first. */
+static void print_thread_index(FILE *out, const KStmt *top, const KGrid *g) {
+  fputs("  int64_t thread = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;\n", out);
+  fprintf(out, "  if (thread >= %lld) return;\n", (long long)g->threads);
+  int outermost = 0;
+  while (!g->grid[outermost]) outermost++;
+  for (int c = g->n - 1; c >= outermost; c--) {
+    if (!g->grid[c]) continue;
+    const KStmt *loop = g->loop[c];
+    bool used = stmts_any_expr((KStmt *const *)&top, 1, expr_is_var, loop->var);
+    if (c == outermost) {
+      if (used) fprintf(out, "  const int64_t i%d = thread;\n", loop->var);
+      break;
+    }
+    if (used)
+      fprintf(out, "  const int64_t i%d = thread %% %lld;\n", loop->var, (long long)loop->extent);
+    fprintf(out, "  thread /= %lld;\n", (long long)loop->extent);
+  }
+}
+
+/* One __global__ function: top-level loop `part` of the kernel on its grid,
+ * or the whole kernel in one thread. */
+static void print_part(FILE *out, const Program *p, int id, const Kernel *k, int part) {
+  char name[32];
+  part_name(name, sizeof name, id, k, part);
+  KStmt *const *body = in_parts(k) ? &k->body[part] : k->body;
+  const int n = in_parts(k) ? 1 : k->nbody;
+  fprintf(out, "static __global__ void %s(char *__restrict__ D) {\n", name);
+  print_stmt_buffers(out, p, id, body, n, "__restrict__", "D");
+  KGrid g = in_parts(k) ? kernel_grid(k, body[0]) : (KGrid){.threads = 1};
+  if (g.threads > 1) {
+    print_thread_index(out, body[0], &g);
+    print_chain(out, &g, 0, 1);
   } else {
-    print_stmts(out, k->body, k->nbody, 1);
+    print_stmts(out, (KStmt **)body, n, 1);
+  }
+  fputs("}\n\n", out);
+}
+
+/* A part's launch: blocks of BLOCK threads over its grid. */
+static void print_launch(FILE *out, const Program *p, int id, const Kernel *k, int part) {
+  char name[32];
+  part_name(name, sizeof name, id, k, part);
+  int64_t n = in_parts(k) ? kernel_grid(k, k->body[part]).threads : 1;
+  int64_t block = n < BLOCK ? n : BLOCK;
+  fprintf(out, "trc_launch(%s, dim3(%lld), dim3(%lld), \"%s\", %d, D);", name,
+          (long long)((n + block - 1) / block), (long long)block, name, p->g->nodes[id].loc.line);
+}
+
+/* The kernel's __global__ functions; in several parts, a host function
+ * launching them in order. */
+static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
+  const int parts = in_parts(k) ? k->nbody : 1;
+  for (int part = 0; part < parts; part++) print_part(out, p, id, k, part);
+  if (parts == 1) return;
+  fprintf(out, "static void k%d(char *D) {\n", id);
+  for (int part = 0; part < parts; part++) {
+    fputs("  ", out);
+    print_launch(out, p, id, k, part);
+    fputs("\n", out);
   }
   fputs("}\n\n", out);
 }
@@ -75,10 +149,12 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
     fprintf(out, "  k%d(D);", id);
     return;
   }
-  const KStmt *loop = grid_loop(p->kernels[id]);
-  int64_t n = loop ? loop->extent : 1, block = n < BLOCK ? n : BLOCK;
-  fprintf(out, "  trc_launch(k%d, dim3(%lld), dim3(%lld), \"k%d\", %d, D);", id,
-          (long long)((n + block - 1) / block), (long long)block, id, p->g->nodes[id].loc.line);
+  const Kernel *k = p->kernels[id];
+  fputs("  ", out);
+  if (in_parts(k) && k->nbody > 1)
+    fprintf(out, "k%d(D);", id);
+  else
+    print_launch(out, p, id, k, 0);
 }
 
 static void take_host_state(FILE *out, const Program *p) {
@@ -150,19 +226,46 @@ static const StepForm cuda_form = {
     .comm_prefix = "trc_cuda_step_",
 };
 
+/* Whether evaluation counts the predictions on the device: the model has
+ * predictions and labels (the runtime's classification metrics). */
+static bool counts_on_device(const Graph *g) { return g->predict >= 0 && g->labels >= 0; }
+
+/* forward()'s start: what it reads goes up, the device computes, the loss
+ * comes down. */
+static void print_forward_head(FILE *out, const Program *p, const char *head) {
+  fprintf(out, "%s {\n", head);
+  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
+          (unsigned long long)p->param_offset,
+          (unsigned long long)(p->activation_offset - p->param_offset));
+  fputs("  device_forward(trc_cuda_arena);\n", out);
+  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
+          (unsigned long long)p->offset[p->g->loss]);
+}
+
+/* Evaluation's forward(): the predictions are counted where they are. */
+static void print_eval_entries(FILE *out, const Program *p) {
+  const Graph *g = p->g;
+  if (!counts_on_device(g)) return;
+  print_forward_head(out, p, "static void eval_forward(char *A, int64_t rows)");
+  fputs("  trc_cuda_eval_add(rows); /* argmax, cross-entropy, counts: on the device */\n}\n\n",
+        out);
+  const Shape *ps = &g->nodes[g->predict].shape;
+  fputs("static void eval_start(void) {\n  /* predictions, labels, classes, label rows, u8 */\n",
+        out);
+  fprintf(out, "  static const trc_cuda_eval_layout layout = {%lluu, %lluu, %lld, %lld, %d};\n",
+          (unsigned long long)p->offset[g->predict], (unsigned long long)p->offset[g->labels],
+          (long long)ps->dim[ps->rank - 1], (long long)(shape_numel(ps) / ps->dim[ps->rank - 1]),
+          g->nodes[g->labels].dtype == DT_U8);
+  fputs("  trc_cuda_eval_start(&layout);\n}\n\n", out);
+}
+
 /* forward() and backward() as the runtime calls them outside step()
  * (evaluation, sampling, --gradcheck, --dump-step), on the host arena: what
  * they read goes up, what the runtime reads comes down. And the device. */
 static void print_host_entries(FILE *out, const Program *p) {
   const Graph *g = p->g;
   fputs("/* What the runtime calls outside step(): the host arena holds the truth. */\n", out);
-  fputs("static void forward(char *A) {\n", out);
-  fprintf(out, "  trc_cuda_upload(A, %llu, %llu); /* parameters, gradients, inputs, scalars */\n",
-          (unsigned long long)p->param_offset,
-          (unsigned long long)(p->activation_offset - p->param_offset));
-  fputs("  device_forward(trc_cuda_arena);\n", out);
-  fprintf(out, "  trc_cuda_download(A, %llu, 4); /* the loss */\n",
-          (unsigned long long)p->offset[g->loss]);
+  print_forward_head(out, p, "static void forward(char *A)");
   if (g->predict >= 0)
     fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the predictions */\n",
             (unsigned long long)p->offset[g->predict],
@@ -171,18 +274,27 @@ static void print_host_entries(FILE *out, const Program *p) {
   fputs("  device_backward(trc_cuda_arena, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
           (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+  print_eval_entries(out, p);
   fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
         "inputs and scalars */\n",
         out);
-  fprintf(out, "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
+  fprintf(out,
+          "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
           (unsigned long long)p->arena_bytes, (unsigned long long)p->param_offset,
           (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4),
           (unsigned long long)p->input_offset,
           (unsigned long long)(p->activation_offset - p->input_offset));
-  fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
+  if (counts_on_device(g))
+    fputs("  if (trc_cuda_start(&layout)) return 1;\n  eval_start();\n  return 0;\n}\n\n", out);
+  else
+    fputs("  return trc_cuda_start(&layout);\n}\n\n", out);
   fputs("static const trc_device device = {TRC_DEVICE_NAME, start, trc_cuda_download,\n"
         "                                   trc_cuda_upload, trc_cuda_host_current,\n"
-        "                                   trc_cuda_host_changed};\n\n",
+        "                                   trc_cuda_host_changed,\n",
+        out);
+  fputs(counts_on_device(g)
+            ? "                                   eval_forward, trc_cuda_eval_counts};\n\n"
+            : "                                   NULL, NULL};\n\n",
         out);
 }
 

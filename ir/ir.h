@@ -414,6 +414,30 @@ typedef struct {
 } KParallelLoop;
 bool kstmt_parallel_loop(const KStmt *s, KParallelLoop *pl);
 
+/* A loop nest on a grid of threads (the CUDA backend's kernels). The chain
+ * of a top-level loop is that loop and, while a chain loop's body is local
+ * declarations and one loop that is not a reduction, that loop. A chain loop
+ * is a grid loop when its iterations touch disjoint elements given the grid
+ * loops chosen before it (each the same in the two iterations compared): the
+ * test of kernel_mark_parallel, with those loops' variables fixed, the other
+ * chain loops around it over their whole range, and the chain's locals above
+ * it readable (never set inside it). Loops are tried outermost first, again
+ * until none is added, so a column loop inside a row loop (a column sum)
+ * qualifies and then lets its column-block loop qualify. A thread is one
+ * combination of the grid loops' iterations; it runs the chain with those
+ * variables fixed and the other loops in order, so every element is written
+ * by one thread with the operations of the sequential nest in their order:
+ * bitwise the same result. `threads` is the product of the grid loops'
+ * extents (1 when there is none). */
+#define K_CHAIN_MAX 16
+typedef struct {
+  int n;                           /* chain loops, outermost first */
+  const KStmt *loop[K_CHAIN_MAX];
+  bool grid[K_CHAIN_MAX];
+  int64_t threads;
+} KGrid;
+KGrid kernel_grid(const Kernel *k, const KStmt *top);
+
 /* Reductions in lanes. A reduction loop is a KS_FOR whose body is the one
  * statement `t = t op e` (KS_SET of a local t declared outside it; op
  * KB_ADD, KB_MAX or KB_MIN; e does not read t): a row's sum, max, sum of

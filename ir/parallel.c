@@ -108,7 +108,11 @@ bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst
 
 /* One store or load of a buffer inside the loop: its coefficient of the
  * loop's variable and the range [lo, hi] of the rest over the inner loops;
- * with a modulus M, the index is some X * M plus that. */
+ * with a modulus M, the index is some X * M plus that. A grid's fixed
+ * variables (kernel_grid) are left out: each adds the same to every access
+ * of a buffer the loop stores to (its own test required one coefficient
+ * c > 0 for all of them), and the first grid loop's test already bounded
+ * every residue modulo M with all variables over their range. */
 typedef struct {
   int buf;
   bool store, affine;
@@ -120,7 +124,9 @@ typedef struct {
   int var;           /* the loop under analysis */
   int64_t trips;     /* its extent */
   int64_t *extent;   /* per loop variable inside it; 0: not inside */
+  int64_t *fixed;    /* per loop variable: a grid variable's extent (kernel_grid); 0: none */
   bool *own_local;   /* per local: declared inside it */
+  bool *outer_local; /* per local: a grid chain's, declared above it: read, never set */
   bool shares_local; /* reads or sets a local declared outside it */
   Access *acc;
   int n_acc, cap_acc;
@@ -135,6 +141,8 @@ static void scan_access(Scan *s, int buf, const KExpr *index, bool store) {
   a.lo = a.hi = f.konst;
   for (int v = 0; v < s->k->n_vars && a.affine; v++) {
     if (v == s->var || !f.coef[v])
+      continue;
+    if (s->fixed && s->fixed[v])
       continue;
     int64_t span;
     /* a variable of no loop inside this one (cannot happen at the top level) */
@@ -152,7 +160,7 @@ static void scan_access(Scan *s, int buf, const KExpr *index, bool store) {
 static void scan_expr(Scan *s, const KExpr *e) {
   if (!e)
     return;
-  if (e->kind == KE_LOCAL && !s->own_local[e->var])
+  if (e->kind == KE_LOCAL && !s->own_local[e->var] && !(s->outer_local && s->outer_local[e->var]))
     s->shares_local = true;
   if (e->kind == KE_LOAD)
     scan_access(s, e->buf, e->a, false);
@@ -227,23 +235,81 @@ static bool slabs_disjoint(const Scan *s) {
   return true;
 }
 
-static bool loop_is_parallel(const Kernel *k, const KStmt *loop) {
+/* Chain loop j of g as a grid loop, given g's grid loops so far: its
+ * iterations touch disjoint slabs with those variables fixed and the other
+ * chain loops around it over their range; the chain's locals above it are
+ * read by every thread (their loads are scanned too) and set by none. */
+static bool grid_loop_ok(const Kernel *k, const KGrid *g, int j) {
+  const KStmt *loop = g->loop[j];
   Scan s = {.k = k, .var = loop->var, .trips = loop->extent};
   s.extent = xcalloc((size_t)k->n_vars + 1, sizeof(int64_t));
+  s.fixed = xcalloc((size_t)k->n_vars + 1, sizeof(int64_t));
   s.own_local = xcalloc((size_t)k->n_locals + 1, sizeof(bool));
+  s.outer_local = xcalloc((size_t)k->n_locals + 1, sizeof(bool));
+  for (int c = 0; c < g->n; c++)
+    if (g->grid[c]) s.fixed[g->loop[c]->var] = g->loop[c]->extent;
+  for (int c = 0; c < j; c++) {
+    s.extent[g->loop[c]->var] = g->loop[c]->extent;
+    for (int i = 0; i < g->loop[c]->nbody; i++) {
+      const KStmt *st = g->loop[c]->body[i];
+      if (st->kind != KS_LOCAL) continue;
+      scan_expr(&s, st->value);
+      s.outer_local[st->var] = true;
+    }
+  }
   scan_decls(&s, loop->body, loop->nbody);
   scan_stmts(&s, loop->body, loop->nbody);
-  bool parallel = !s.shares_local && slabs_disjoint(&s);
+  bool ok = !s.shares_local && slabs_disjoint(&s);
   free(s.extent);
+  free(s.fixed);
   free(s.own_local);
+  free(s.outer_local);
   free(s.acc);
-  return parallel;
+  return ok;
 }
 
+/* The loop a chain loop's body continues the chain with: its one loop when
+ * everything else there declares locals; NULL when the chain ends. */
+static const KStmt *chain_next(const KStmt *loop) {
+  const KStmt *next = NULL;
+  for (int i = 0; i < loop->nbody; i++) {
+    const KStmt *st = loop->body[i];
+    if (st->kind == KS_FOR && !next)
+      next = st;
+    else if (st->kind != KS_LOCAL)
+      return NULL;
+  }
+  return next;
+}
+
+KGrid kernel_grid(const Kernel *k, const KStmt *top) {
+  KGrid g = {.threads = 1};
+  KBinaryOp op;
+  int local;
+  for (const KStmt *s = top; s && g.n < K_CHAIN_MAX; s = chain_next(s)) {
+    if (s->kind != KS_FOR || kstmt_is_reduction(s, &op, &local)) break;
+    g.loop[g.n++] = s;
+  }
+  for (bool added = true; added;) {
+    added = false;
+    for (int j = 0; j < g.n; j++) {
+      int64_t threads;
+      if (g.grid[j] || g.loop[j]->extent < 1 ||
+          __builtin_mul_overflow(g.threads, g.loop[j]->extent, &threads) || !grid_loop_ok(k, &g, j))
+        continue;
+      g.grid[j] = added = true;
+      g.threads = threads;
+    }
+  }
+  return g;
+}
+
+/* A top-level loop is parallel when it is a grid loop as its chain's only
+ * loop. */
 void kernel_mark_parallel(Kernel *k) {
   for (int i = 0; i < k->nbody; i++)
     if (k->body[i]->kind == KS_FOR)
-      k->body[i]->parallel = loop_is_parallel(k, k->body[i]);
+      k->body[i]->parallel = grid_loop_ok(k, &(KGrid){.n = 1, .loop = {k->body[i]}}, 0);
 }
 
 /* Innermost statements a loop runs: the work it would split among threads. */

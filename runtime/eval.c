@@ -124,11 +124,16 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
   memset(out, 0, sizeof *out);
   if (ev->classify) trc_metrics_reset(&ev->metrics);
   trc_set_mode(m, arena, 0, 0);
+  const trc_device *device =
+      ev->classify && m->device && m->device->eval_forward ? m->device : NULL;
   for (int64_t first = 0; first < ds->n; first += B) {
     int64_t valid = ds->n - first < B ? ds->n - first : B;
     batch_rows(ev->rows, B, first, ds->n);
     trc_dataset_gather(ds, m, ev->rows, B, arena);
-    m->forward(arena);
+    if (device) /* the predictions stay on the device, counted there */
+      device->eval_forward(arena, valid * m->predict_rows);
+    else
+      m->forward(arena);
     if (valid == B) {
       float loss;
       memcpy(&loss, arena + m->loss_offset, sizeof loss);
@@ -139,11 +144,15 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
       loss_sum += loss;
       full_batches++;
     }
-    if (ev->classify)
+    if (ev->classify && !device)
       trc_metrics_add(&ev->metrics, (const float *)(arena + m->predict_offset),
                       arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
                       valid * m->predict_rows);
   }
+  trc_metrics *mt = &ev->metrics;
+  if (device)
+    device->eval_counts(&mt->examples, &mt->correct, mt->true_pos, mt->false_pos, mt->false_neg,
+                        mt->confusion, &mt->ce_sum);
   int64_t examples = ds->n;
   reduce_over_ranks(ev, &examples, &loss_sum, &full_batches);
   out->examples = examples;

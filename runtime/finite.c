@@ -24,17 +24,24 @@ uint64_t trc_first_non_finite(const float *x, uint64_t n) {
 
 const char *trc_non_finite_name(float x) { return isnan(x) ? "nan" : x > 0 ? "inf" : "-inf"; }
 
-int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
-                           trc_error *err) {
-  uint64_t i = trc_first_non_finite(block, m->param_count);
-  if (i == m->param_count) return 0;
+int trc_check_range_finite(const trc_model *m, const float *values, uint64_t first,
+                           uint64_t count, const char *what, trc_error *err) {
+  uint64_t at = trc_first_non_finite(values, count);
+  if (at == count) return 0;
+  const char *value = trc_non_finite_name(values[at]);
+  const uint64_t i = first + at; /* in the block */
   for (int k = 0; k < m->n_params; k++) {
     const trc_param *p = &m->params[k];
-    uint64_t first = (p->offset - m->param_offset) / sizeof(float);
-    if (i >= first && i < first + p->count)
-      return trc_fail(err, "%s '%s' is %s at element %llu", what, p->name,
-                      trc_non_finite_name(block[i]), (unsigned long long)(i - first));
+    uint64_t start = (p->offset - m->param_offset) / sizeof(float);
+    if (i >= start && i < start + p->count)
+      return trc_fail(err, "%s '%s' is %s at element %llu", what, p->name, value,
+                      (unsigned long long)(i - start));
   }
-  return trc_fail(err, "%s block is %s at element %llu, between parameters", what,
-                  trc_non_finite_name(block[i]), (unsigned long long)i);
+  return trc_fail(err, "%s block is %s at element %llu, between parameters", what, value,
+                  (unsigned long long)i);
+}
+
+int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
+                           trc_error *err) {
+  return trc_check_range_finite(m, block, 0, m->param_count, what, err);
 }

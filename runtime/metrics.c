@@ -51,32 +51,15 @@ static int64_t label_at(const void *labels, trc_dtype dtype, int64_t r) {
   return v;
 }
 
-/* Index of the largest logit (the first on ties, as argmax does). */
-static int64_t argmax(const float *x, int64_t n) {
-  int64_t best = 0;
-  for (int64_t c = 1; c < n; c++)
-    if (x[c] > x[best]) best = c;
-  return best;
-}
-
-/* -log softmax(x)[label], by the stable log-sum-exp. */
-static double cross_entropy(const float *x, int64_t n, int64_t label) {
-  double max = x[0], sum = 0.0;
-  for (int64_t c = 1; c < n; c++)
-    if (x[c] > max) max = x[c];
-  for (int64_t c = 0; c < n; c++) sum += exp((double)x[c] - max);
-  return max + log(sum) - x[label];
-}
-
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows) {
   const int64_t k = mt->classes;
   for (int64_t r = 0; r < rows; r++) {
     const float *x = logits + r * k;
-    int64_t y = label_at(labels, label_dtype, r), pred = argmax(x, k);
+    int64_t y = label_at(labels, label_dtype, r), pred = trc_argmax_row(x, k);
     if (y < 0 || y >= k) continue; /* an ignored label (loading checked the others) */
     mt->examples++;
-    mt->ce_sum += cross_entropy(x, k, y);
+    mt->ce_sum += trc_cross_entropy_row(x, k, y);
     if (pred == y) {
       mt->correct++;
       mt->true_pos[y]++;

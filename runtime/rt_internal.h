@@ -125,6 +125,9 @@ const char *trc_non_finite_name(float x);
  * being e.g. "the gradient of parameter". */
 int trc_check_block_finite(const trc_model *m, const float *block, const char *what,
                            trc_error *err);
+/* The same for values[0..count), the block's floats [first, first + count). */
+int trc_check_range_finite(const trc_model *m, const float *values, uint64_t first,
+                           uint64_t count, const char *what, trc_error *err);
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
@@ -223,9 +226,14 @@ int trc_sync_due(const trc_train_config *c, int64_t done);
 /* Both end the job (trc_comm_abort) when this rank's gradients or parameters
  * are not finite, before the all-reduce would spread them. */
 void trc_sync_gradients(trc_sync *s, float *grad);
-/* The same in buckets: each started (non-blocking) as backward finishes it,
- * then all waited for; counted as one sync of every bucket's bytes. */
-void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n);
+/* The same in buckets: each (floats [first, first + n) of the gradients)
+ * checked and started (non-blocking) as backward finishes it, then all
+ * waited for; counted as one sync of every bucket's bytes. */
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t first, uint64_t n);
+/* The check itself, for a device's values[0..count), floats [first, first +
+ * count) of what it is about to sync. */
+void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
+                                 uint64_t count, trc_check_what what);
 void trc_sync_gradients_wait(trc_sync *s);
 void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
                          trc_optimizer *opt);
@@ -239,6 +247,8 @@ int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, 
 int trc_sync_changes_parameters(const trc_sync *s);
 /* The outer optimizer's anchor becomes `params` (after synchronous steps). */
 void trc_sync_restart_outer(trc_sync *s, const float *params);
+/* The outer step's floats, as the run's config gives them. */
+trc_outer_scalars trc_sync_outer_scalars(const trc_train_config *c);
 
 /* ---- the runtime's side of the generated step() (step.c) ---- */
 

@@ -36,7 +36,7 @@ void trc_step_micro_batch(trc_step *s, int64_t k) {
 }
 
 void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
-  trc_sync_gradients_start(s->sync, gradients(s) + first, count);
+  trc_sync_gradients_start(s->sync, gradients(s) + first, first, count);
 }
 
 void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
@@ -73,15 +73,27 @@ void trc_step_optimizer_state(trc_step *s, float **m, float **v) {
 
 void trc_step_set_grad_norm(trc_step *s, double norm) { s->grad_norm = norm; }
 
-int trc_step_averages_parameters_only(const trc_step *s) {
-  return !s->sync->staging && !s->sync->anchor;
+int trc_step_averages_with_state(const trc_step *s) { return s->sync->staging != NULL; }
+
+void trc_step_outer_state(trc_step *s, float **anchor, float **momentum) {
+  *anchor = s->sync->anchor, *momentum = s->sync->momentum;
+}
+
+trc_outer_scalars trc_step_outer_scalars(const trc_step *s) {
+  return trc_sync_outer_scalars(s->cfg);
 }
 
 void trc_step_parameters_averaged(trc_step *s) { s->params_averaged = 1; }
 
-void trc_step_device_synced(trc_step *s, uint64_t floats) {
+void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds) {
   s->sync->syncs++;
   s->sync->bytes += floats * sizeof(float);
+  s->sync->seconds += seconds;
+}
+
+void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
+                                 uint64_t count, trc_check_what what) {
+  trc_sync_stop_unless_finite(s->sync, values, first, count, what);
 }
 
 void trc_device_host_current(const trc_model *m, char *arena, const trc_optimizer *o) {

@@ -77,15 +77,29 @@ static void divide(float *x, uint64_t n, int ranks) {
 
 /* One rank's NaN or infinity would reach every rank through the all-reduce,
  * and rank 0's saved weights with it: the job ends before this sync (the
- * other ranks wait in it until MPI_Abort ends them too). */
-static void stop_unless_finite(const trc_sync *s, const float *block, const char *what) {
+ * other ranks wait in it until MPI_Abort ends them too). values[0..count)
+ * are the block's floats [first, first + count). */
+static void stop_unless_finite_range(const trc_sync *s, const float *values, uint64_t first,
+                                     uint64_t count, const char *what) {
   trc_error err;
   trc_error_clear(&err);
-  if (trc_check_block_finite(s->model, block, what, &err) == 0) return;
+  if (trc_check_range_finite(s->model, values, first, count, what, &err) == 0) return;
   fprintf(stderr, "trainer: error: rank %d: %s before sync %lld; stopping every rank so that "
                   "it reaches none of them\n",
           trc_comm_rank(), err.msg, (long long)s->syncs + 1);
   trc_comm_abort(1);
+}
+
+static void stop_unless_finite(const trc_sync *s, const float *block, const char *what) {
+  stop_unless_finite_range(s, block, 0, s->count, what);
+}
+
+void trc_sync_stop_unless_finite(const trc_sync *s, const float *values, uint64_t first,
+                                 uint64_t count, trc_check_what what) {
+  static const char *const names[] = {[TRC_CHECK_PARAMETERS] = "parameter",
+                                      [TRC_CHECK_GRADIENTS] = "the gradient of parameter",
+                                      [TRC_CHECK_STATE] = "the optimizer state of parameter"};
+  stop_unless_finite_range(s, values, first, count, names[what]);
 }
 
 void trc_sync_gradients(trc_sync *s, float *grad) {
@@ -94,7 +108,8 @@ void trc_sync_gradients(trc_sync *s, float *grad) {
   allreduce_counted(s, grad, s->count);
 }
 
-void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t n) {
+void trc_sync_gradients_start(trc_sync *s, float *bucket, uint64_t first, uint64_t n) {
+  stop_unless_finite_range(s, bucket, first, n, "the gradient of parameter");
   double t0 = trc_now();
   trc_comm_iallreduce_f32(bucket, n);
   s->seconds += trc_now() - t0;
@@ -108,21 +123,17 @@ void trc_sync_gradients_wait(trc_sync *s) {
   s->syncs++;
 }
 
-/* DiLoCo's outer step on the average x: delta = anchor - x is the outer
- * gradient, u = mu*u + delta, and the Nesterov step from the anchor,
- * anchor - lr*(delta + mu*u), written as x + ((1-lr)*delta - lr*mu*u) so that
- * lr = 1, mu = 0 leaves x untouched bit for bit (adding a zero is skipped: it
- * would turn -0 into +0). */
+trc_outer_scalars trc_sync_outer_scalars(const trc_train_config *c) {
+  return (trc_outer_scalars){.mu = (float)c->outer_momentum,
+                             .keep = (float)(1.0 - c->outer_lr),
+                             .push = (float)(c->outer_lr * c->outer_momentum)};
+}
+
+/* DiLoCo's outer step on the average x (trc_outer_element, trainc.h). */
 static void outer_step(trc_sync *s, const trc_train_config *c, float *x) {
-  const float mu = (float)c->outer_momentum, keep = (float)(1.0 - c->outer_lr),
-              push = (float)(c->outer_lr * c->outer_momentum);
-  for (uint64_t i = 0; i < s->count; i++) {
-    float delta = s->anchor[i] - x[i];
-    s->momentum[i] = mu * s->momentum[i] + delta;
-    float t = keep * delta - push * s->momentum[i];
-    if (t != 0.0f) x[i] += t;
-    s->anchor[i] = x[i];
-  }
+  const trc_outer_scalars o = trc_sync_outer_scalars(c);
+  for (uint64_t i = 0; i < s->count; i++)
+    trc_outer_element(&x[i], &s->anchor[i], &s->momentum[i], o);
 }
 
 static void average_with_state(trc_sync *s, float *params, trc_optimizer *opt) {

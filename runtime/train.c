@@ -241,6 +241,7 @@ static double train_step(trainer *t, double lr, double *grad_norm) {
     t->in_sync = 1;
     if (t->sync.anchor) trc_device_host_current(t->m, t->arena, &t->optim);
     trc_sync_restart_outer(&t->sync, params(t));
+    if (t->sync.anchor) trc_device_host_changed(t->m); /* a device takes the new anchor */
   } else {
     t->in_sync = s.params_averaged;
   }

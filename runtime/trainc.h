@@ -244,18 +244,36 @@ trc_update_scalars trc_step_update_scalars(trc_step *s);
 /* The host's optimizer state, `count` floats each: SGD's momentum buffer or
  * AdamW's first moment, and AdamW's second; NULL where the run keeps none. */
 void trc_step_optimizer_state(trc_step *s, float **m, float **v);
+/* DiLoCo's outer optimizer (runtime/sync.c): the host's anchor and outer
+ * momentum, `count` floats each (NULL without an outer optimizer), which a
+ * device keeps current as it does the optimizer's state, and the floats of
+ * its step (trc_outer_element). */
+typedef struct {
+  float mu, keep, push; /* momentum, 1 - lr, lr * momentum */
+} trc_outer_scalars;
+void trc_step_outer_state(trc_step *s, float **anchor, float **momentum);
+trc_outer_scalars trc_step_outer_scalars(const trc_step *s);
 /* The gradients' norm before clipping, as the device computed it (the log's
  * grad_norm). */
 void trc_step_set_grad_norm(trc_step *s, double norm);
 
-/* trc_step_average_parameters would average the parameters alone (not the
- * optimizer's state, no outer step): a device may then do it itself, and
- * say so with trc_step_parameters_averaged. */
-int trc_step_averages_parameters_only(const trc_step *s);
+/* trc_step_average_parameters averages the optimizer's state with the
+ * parameters (`sync parameters optimizer_state`, on more than one rank). A
+ * device that averages them itself (and takes DiLoCo's outer step when
+ * trc_step_outer_state has an anchor) says so with
+ * trc_step_parameters_averaged. */
+int trc_step_averages_with_state(const trc_step *s);
 void trc_step_parameters_averaged(trc_step *s);
-/* A device summed `floats` floats over the ranks (the log's sync counters;
- * its time is not measured: the device runs it asynchronously). */
-void trc_step_device_synced(trc_step *s, uint64_t floats);
+/* A device summed `floats` floats over the ranks, in `seconds` (the log's
+ * sync counters; the time its all-reduces ran on the device). */
+void trc_step_device_synced(trc_step *s, uint64_t floats, double seconds);
+/* A device's check before it starts a sync: values[0..count) are floats
+ * [first, first + count) of its parameters, gradients or optimizer state
+ * (one of its arrays); a NaN or infinity ends every rank with the host's
+ * message (docs/trainer.md, Divergence). */
+typedef enum { TRC_CHECK_PARAMETERS, TRC_CHECK_GRADIENTS, TRC_CHECK_STATE } trc_check_what;
+void trc_step_stop_unless_finite(trc_step *s, const float *values, uint64_t first,
+                                 uint64_t count, trc_check_what what);
 
 /* The squared norm's order of additions: in double, over the blocks of
  * trc_norm_block(n) floats (at most TRC_NORM_BLOCKS), element i of a block
@@ -285,6 +303,18 @@ typedef struct {
    * before its next step. */
   void (*host_current)(char *arena, float *m, float *v);
   void (*host_changed)(void);
+  /* Evaluation of a model with predictions and labels (NULL: the runtime
+   * brings the predictions to the host and counts there): eval_forward is
+   * forward() that counts the predictions of the batch's first `rows` label
+   * rows on the device instead of copying them down; eval_counts adds what
+   * it counted since it was last called (as trc_metrics_add would have:
+   * labels counted, correct, per class true and false positives and false
+   * negatives, the confusion matrix when `confusion` is not NULL, the sum of
+   * the rows' cross-entropy in row order) and starts again from zero. */
+  void (*eval_forward)(char *arena, int64_t rows);
+  void (*eval_counts)(int64_t *examples, int64_t *correct, int64_t *true_pos,
+                      int64_t *false_pos, int64_t *false_neg, int64_t *confusion,
+                      double *ce_sum);
 } trc_device;
 
 typedef struct trc_model {
@@ -433,7 +463,40 @@ __attribute__((simd("notinbranch"))) float erff(float);
 TRC_KERNEL_FN float trc_maxf(float a, float b) { return a > b || b != b ? a : b; }
 TRC_KERNEL_FN float trc_minf(float a, float b) { return a < b || b != b ? a : b; }
 
-#include <math.h> /* sqrtf */
+#include <math.h> /* sqrtf, exp, log */
+
+/* Evaluation's numbers of one row of logits, the host's and a device's
+ * (metrics.c, the CUDA trainer): the index of the largest logit (the first
+ * on ties, as argmax does), and -log softmax(x)[label] by the stable
+ * log-sum-exp in double. */
+TRC_KERNEL_FN int64_t trc_argmax_row(const float *x, int64_t n) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > x[best]) best = c;
+  return best;
+}
+
+TRC_KERNEL_FN double trc_cross_entropy_row(const float *x, int64_t n, int64_t label) {
+  double max = x[0], sum = 0.0;
+  for (int64_t c = 1; c < n; c++)
+    if (x[c] > max) max = x[c];
+  for (int64_t c = 0; c < n; c++) sum += exp((double)x[c] - max);
+  return max + log(sum) - x[label];
+}
+
+/* DiLoCo's outer step on one element of the average x: delta = anchor - x
+ * is the outer gradient, u = mu*u + delta, and the Nesterov step from the
+ * anchor, anchor - lr*(delta + mu*u), written as x + ((1-lr)*delta -
+ * lr*mu*u) so that lr = 1, mu = 0 leaves x untouched bit for bit (adding a
+ * zero is skipped: it would turn -0 into +0); x is the next anchor. */
+TRC_KERNEL_FN void trc_outer_element(float *x, float *anchor, float *momentum,
+                                     trc_outer_scalars o) {
+  const float delta = *anchor - *x;
+  *momentum = o.mu * *momentum + delta;
+  const float t = o.keep * delta - o.push * *momentum;
+  if (t != 0.0f) *x += t;
+  *anchor = *x;
+}
 
 /* One element of torch.optim.SGD, dampening 0: d = g + wd*p;
  * buf = momentum*buf + d; p -= lr * (nesterov ? d + momentum*buf : buf)

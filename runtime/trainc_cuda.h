@@ -4,7 +4,7 @@
  * Compiled by nvcc, it is the CUDA runtime and cuBLAS. Compiled as host C++
  * with TRC_CUDA_EMULATE defined (`trainc build --backend cuda-emulate`), it
  * is an emulation of the part of them the generated file uses: a launch runs
- * every block and every thread in order on the CPU, device memory is host
+ * every block and every thread, last first, on the CPU, device memory is host
  * memory, a strided batched cuBLAS GEMM is the C backend's trc_gemm. The
  * generated kernels need nothing else — no shared memory, no
  * __syncthreads, no atomics — so the emulation runs the very code a GPU
@@ -20,10 +20,12 @@
 #ifndef TRAINC_CUDA_H
 #define TRAINC_CUDA_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef TRC_CUDA_EMULATE
 #include <cublas_v2.h>
@@ -44,6 +46,8 @@ extern "C" {
 #ifdef TRC_CUDA_EMULATE
 
 #define __global__
+#define __device__
+#define __host__
 #define TRC_DEVICE_NAME "cuda-emulate"
 
 struct dim3 {
@@ -79,18 +83,29 @@ static inline cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 enum { cudaHostRegisterDefault = 0 };
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
-/* Streams and events: every call has finished when it returns. */
+/* Streams and events: every call has finished when it returns, so an event
+ * is the time it was recorded. */
 typedef int cudaStream_t;
-typedef int cudaEvent_t;
-enum { cudaStreamNonBlocking = 1, cudaEventDisableTiming = 2 };
+typedef double *cudaEvent_t;
+enum { cudaStreamNonBlocking = 1, cudaEventDefault = 0, cudaEventDisableTiming = 2 };
 static inline cudaError_t cudaMallocHost(void **p, size_t n) { return cudaMalloc(p, n); }
 static inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned) {
   return *s = 1, cudaSuccess;
 }
 static inline cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned) {
-  return *e = 1, cudaSuccess;
+  *e = (double *)calloc(1, sizeof(double));
+  return *e ? cudaSuccess : cudaErrorMemoryAllocation;
 }
-static inline cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+static inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  *e = (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+  return cudaSuccess;
+}
+static inline cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end) {
+  *ms = (float)(1e3 * (*end - *start));
+  return cudaSuccess;
+}
 static inline cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
 static inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) {
   return cudaSuccess;
@@ -149,17 +164,21 @@ static inline ncclResult_t ncclAllReduce(const void *send, void *recv, size_t n,
   return ncclSuccess;
 }
 
-/* Every block, every thread, in order. */
+/* Every block, every thread, one after another, last first: a GPU runs
+ * them in no set order, and a kernel whose threads depended on running in
+ * order (a race on a GPU: two threads adding into one element, one reading
+ * what another writes) would compute other bits than the C trainer's loop
+ * in reverse, which e2e.cuda_emulate shows; in order it would agree. */
 template <typename... Params, typename... Args>
 static void trc_launch(void (*kernel)(Params...), dim3 grid, dim3 block, const char *, int,
                        Args... args) {
   gridDim = grid, blockDim = block;
-  for (blockIdx.z = 0; blockIdx.z < grid.z; blockIdx.z++)
-    for (blockIdx.y = 0; blockIdx.y < grid.y; blockIdx.y++)
-      for (blockIdx.x = 0; blockIdx.x < grid.x; blockIdx.x++)
-        for (threadIdx.z = 0; threadIdx.z < block.z; threadIdx.z++)
-          for (threadIdx.y = 0; threadIdx.y < block.y; threadIdx.y++)
-            for (threadIdx.x = 0; threadIdx.x < block.x; threadIdx.x++) kernel(args...);
+  for (blockIdx.z = grid.z; blockIdx.z-- > 0;)
+    for (blockIdx.y = grid.y; blockIdx.y-- > 0;)
+      for (blockIdx.x = grid.x; blockIdx.x-- > 0;)
+        for (threadIdx.z = block.z; threadIdx.z-- > 0;)
+          for (threadIdx.y = block.y; threadIdx.y-- > 0;)
+            for (threadIdx.x = block.x; threadIdx.x-- > 0;) kernel(args...);
 }
 
 #else /* nvcc */
@@ -217,10 +236,14 @@ static cublasHandle_t trc_cublas;
  * arena). */
 static uint64_t trc_cuda_param_offset, trc_cuda_grad_offset, trc_cuda_param_count;
 static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer keeps them */
+/* DiLoCo's anchor and outer momentum, when the run has an outer optimizer,
+ * and the host's arrays they come from and go back to. */
+static float *trc_cuda_anchor, *trc_cuda_outer_m, *trc_cuda_host_anchor, *trc_cuda_host_outer_m;
 static double *trc_cuda_lanes;         /* the norm's TRC_NORM_BLOCKS x TRC_NORM_LANES sums */
 typedef struct {
   double loss_sum, norm;
-  float scale; /* the gradients' clipping factor, 1 when not clipped */
+  float scale;       /* the gradients' clipping factor, 1 when not clipped */
+  int64_t bad_block; /* the finite check's first block with a NaN or infinity; -1: none */
 } trc_cuda_scalars;
 static trc_cuda_scalars *trc_cuda_step_scalars;
 
@@ -293,6 +316,10 @@ static int trc_cuda_nccl_on;
 static ncclComm_t trc_cuda_nccl;
 static cudaStream_t trc_cuda_comm_stream;
 static cudaEvent_t trc_cuda_comm_ready, trc_cuda_comm_done;
+/* Timing events on the communication stream, two per all-reduce started
+ * since the sums were last waited for: its start and its end. */
+static cudaEvent_t *trc_cuda_comm_marks;
+static int trc_cuda_comm_started, trc_cuda_comm_marks_made;
 
 /* The id from rank 0 to every rank as a sum of bytes in which the other
  * ranks give zeros (exact in double). */
@@ -322,23 +349,54 @@ static void trc_cuda_start_nccl(void) {
 
 /* Sums floats [0, count) at `data` over the ranks, after the kernels
  * launched so far, without making the kernels wait. */
+/* The next all-reduce's two timing events, made on first use. */
+static cudaEvent_t *trc_cuda_comm_pair(void) {
+  const int n = 2 * trc_cuda_comm_started++;
+  if (n == trc_cuda_comm_marks_made) {
+    trc_cuda_comm_marks =
+        (cudaEvent_t *)realloc(trc_cuda_comm_marks, (size_t)(n + 2) * sizeof(cudaEvent_t));
+    if (!trc_cuda_comm_marks) trc_cuda_fail("realloc", NULL, 0, "out of memory");
+    for (int i = n; i < n + 2; i++)
+      TRC_CUDA(cudaEventCreateWithFlags, (&trc_cuda_comm_marks[i], cudaEventDefault));
+    trc_cuda_comm_marks_made = n + 2;
+  }
+  return &trc_cuda_comm_marks[n];
+}
+
 static void trc_cuda_allreduce_start(float *data, uint64_t count) {
+  cudaEvent_t *marks = trc_cuda_comm_pair();
   TRC_CUDA(cudaEventRecord, (trc_cuda_comm_ready, (cudaStream_t)0));
   TRC_CUDA(cudaStreamWaitEvent, (trc_cuda_comm_stream, trc_cuda_comm_ready, 0));
+  TRC_CUDA(cudaEventRecord, (marks[0], trc_cuda_comm_stream));
   trc_nccl_check(ncclAllReduce(data, data, count, ncclFloat, ncclSum, trc_cuda_nccl,
                                trc_cuda_comm_stream),
                  "ncclAllReduce");
+  TRC_CUDA(cudaEventRecord, (marks[1], trc_cuda_comm_stream));
 }
 
-/* The kernels launched from now on wait for the sums started. */
-static void trc_cuda_allreduce_wait(void) {
+/* The kernels launched from now on wait for the sums started. Returns the
+ * seconds those ran on the communication stream (the log's sync seconds,
+ * as the host's MPI time: waiting for the other ranks included); the host
+ * waits for them here (it waits for the gradients' norm a few kernels
+ * later anyway). */
+static double trc_cuda_allreduce_wait(void) {
   TRC_CUDA(cudaEventRecord, (trc_cuda_comm_done, trc_cuda_comm_stream));
   TRC_CUDA(cudaStreamWaitEvent, ((cudaStream_t)0, trc_cuda_comm_done, 0));
+  TRC_CUDA(cudaEventSynchronize, (trc_cuda_comm_done));
+  double seconds = 0.0;
+  for (int i = 0; i < trc_cuda_comm_started; i++) {
+    float ms;
+    TRC_CUDA(cudaEventElapsedTime,
+             (&ms, trc_cuda_comm_marks[2 * i], trc_cuda_comm_marks[2 * i + 1]));
+    seconds += 1e-3 * ms;
+  }
+  trc_cuda_comm_started = 0;
+  return seconds;
 }
 #else
 static void trc_cuda_start_nccl(void) {}
 static void trc_cuda_allreduce_start(float *, uint64_t) {}
-static void trc_cuda_allreduce_wait(void) {}
+static double trc_cuda_allreduce_wait(void) { return 0.0; }
 #endif
 
 static int trc_cuda_start(const trc_cuda_layout *l) {
@@ -445,6 +503,18 @@ static __global__ void trc_norm_kernel(const double *lanes, uint64_t blocks, dou
   s->scale = max_norm > 0.0 && s->norm > max_norm ? (float)(max_norm / (s->norm + 1e-6)) : 1.0f;
 }
 
+/* One thread: the first block whose lane sums of squares (trc_norm_lanes_kernel)
+ * are not finite, -1 when all are: a float's square is finite in double, so
+ * a lane's sum is finite exactly when its floats are. */
+static __global__ void trc_bad_block_kernel(const double *lanes, uint64_t blocks,
+                                            trc_cuda_scalars *s) {
+  int64_t bad = -1;
+  for (uint64_t b = 0; b < blocks && bad < 0; b++)
+    for (int l = 0; l < TRC_NORM_LANES; l++)
+      if (!isfinite(lanes[b * TRC_NORM_LANES + l])) bad = (int64_t)b;
+  s->bad_block = bad;
+}
+
 static __global__ void trc_clip_kernel(float *g, uint64_t n, const trc_cuda_scalars *s) {
   const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n && s->scale != 1.0f) g[i] *= s->scale; /* times 1 would change nothing */
@@ -485,9 +555,12 @@ static void trc_cuda_take_host_state(trc_step *s, const char *arena) {
   if (trc_cuda_resident) return;
   float *m, *v;
   trc_step_optimizer_state(s, &m, &v);
+  trc_step_outer_state(s, &trc_cuda_host_anchor, &trc_cuda_host_outer_m);
   trc_cuda_upload(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
   trc_cuda_state_up(&trc_cuda_m, m);
   trc_cuda_state_up(&trc_cuda_v, v);
+  trc_cuda_state_up(&trc_cuda_anchor, trc_cuda_host_anchor);
+  trc_cuda_state_up(&trc_cuda_outer_m, trc_cuda_host_outer_m);
   trc_cuda_resident = 1;
 }
 
@@ -496,10 +569,38 @@ static void trc_cuda_host_current(char *arena, float *m, float *v) {
   trc_cuda_download(arena, trc_cuda_param_offset, trc_cuda_param_count * sizeof(float));
   trc_cuda_state_down(m, trc_cuda_m);
   trc_cuda_state_down(v, trc_cuda_v);
+  trc_cuda_state_down(trc_cuda_host_anchor, trc_cuda_anchor);
+  trc_cuda_state_down(trc_cuda_host_outer_m, trc_cuda_outer_m);
   trc_cuda_ahead = 0;
 }
 
 static void trc_cuda_host_changed(void) { trc_cuda_resident = 0; }
+
+/* The runtime's check before a sync, on the device (NCCL): floats [first,
+ * first + count) of `region` (the gradients, or the parameters) in the
+ * norm's blocks; the first block holding a NaN or infinity, if any, comes
+ * down to the runtime, which names the parameter and element and ends every
+ * rank (trc_step_stop_unless_finite). The host waits for the kernels up to
+ * here to read 8 bytes. */
+static void trc_cuda_stop_unless_finite(trc_step *s, const float *region, uint64_t first,
+                                        uint64_t count, trc_check_what what) {
+  const float *x = region + first;
+  const uint64_t block = trc_norm_block(count), blocks = (count + block - 1) / block;
+  trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
+             "trc_norm_lanes_kernel", 0, x, count, block, trc_cuda_lanes);
+  trc_launch(trc_bad_block_kernel, dim3(1), dim3(1), "trc_bad_block_kernel", 0,
+             (const double *)trc_cuda_lanes, blocks, trc_cuda_step_scalars);
+  int64_t bad;
+  TRC_CUDA(cudaMemcpy, (&bad, &trc_cuda_step_scalars->bad_block, sizeof bad,
+                        cudaMemcpyDeviceToHost));
+  if (bad < 0) return;
+  const uint64_t start = (uint64_t)bad * block, n = count - start < block ? count - start : block;
+  float *values = (float *)malloc(n * sizeof(float));
+  if (!values) trc_cuda_fail("malloc", NULL, 0, "out of memory");
+  TRC_CUDA(cudaMemcpy, (values, x + start, n * sizeof(float), cudaMemcpyDeviceToHost));
+  trc_step_stop_unless_finite(s, values, first + start, n, what);
+  free(values); /* not reached: the block has a NaN or infinity */
+}
 
 /* Micro-batch k's loss (at `offset`) into the window's sum, in double. */
 static void trc_cuda_add_loss(uint64_t offset, int64_t k) {
@@ -549,6 +650,118 @@ static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
 }
 
 
+/* ---- evaluation's counts on the device ----
+ * An evaluation batch's predictions stay on the device: one thread per label
+ * row takes its argmax and cross-entropy (trainc.h's trc_argmax_row and
+ * trc_cross_entropy_row, the host's), one thread adds the rows in order
+ * into the counts (trc_metrics_add's, bitwise), which come down once per
+ * evaluation. */
+typedef struct {
+  uint64_t predict_offset, label_offset; /* in the arena */
+  int64_t classes, rows;                 /* rows: a batch's label rows */
+  int labels_u8;                         /* u8 labels, else i32 */
+} trc_cuda_eval_layout;
+static trc_cuda_eval_layout trc_cuda_eval;
+static int64_t *trc_cuda_eval_pred; /* per row: argmax */
+static double *trc_cuda_eval_ce;    /* per row: cross-entropy */
+/* [examples, correct, true_pos[k], false_pos[k], false_neg[k], then the
+ * confusion matrix when kept], and the cross-entropy sum */
+static int64_t *trc_cuda_eval_sums;
+static double *trc_cuda_eval_ce_sum;
+
+static uint64_t trc_cuda_eval_count(void) {
+  const int64_t k = trc_cuda_eval.classes;
+  return (uint64_t)(2 + 3 * k + (k <= TRC_CONFUSION_MAX_CLASSES ? k * k : 0));
+}
+
+static void trc_cuda_eval_zero(void) {
+  TRC_CUDA(cudaMemset, (trc_cuda_eval_sums, 0, trc_cuda_eval_count() * sizeof(int64_t)));
+  TRC_CUDA(cudaMemset, (trc_cuda_eval_ce_sum, 0, sizeof(double)));
+}
+
+static void trc_cuda_eval_start(const trc_cuda_eval_layout *l) {
+  trc_cuda_eval = *l;
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_pred, (size_t)l->rows * sizeof(int64_t)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_ce, (size_t)l->rows * sizeof(double)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_sums, trc_cuda_eval_count() * sizeof(int64_t)));
+  TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_eval_ce_sum, sizeof(double)));
+  trc_cuda_eval_zero();
+}
+
+static __device__ __host__ inline int64_t trc_eval_label(const char *arena,
+                                                          trc_cuda_eval_layout l, int64_t r) {
+  return l.labels_u8 ? (int64_t)((const uint8_t *)(arena + l.label_offset))[r]
+                     : (int64_t)((const int32_t *)(arena + l.label_offset))[r];
+}
+
+static __global__ void trc_eval_rows_kernel(const char *arena, trc_cuda_eval_layout l,
+                                            int64_t rows, int64_t *pred, double *ce) {
+  const int64_t r = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float *x = (const float *)(arena + l.predict_offset) + r * l.classes;
+  const int64_t y = trc_eval_label(arena, l, r);
+  pred[r] = trc_argmax_row(x, l.classes);
+  ce[r] = y >= 0 && y < l.classes ? trc_cross_entropy_row(x, l.classes, y) : 0.0;
+}
+
+/* One thread: the rows in order, as trc_metrics_add counts them. */
+static __global__ void trc_eval_count_kernel(const char *arena, trc_cuda_eval_layout l,
+                                             int64_t rows, const int64_t *pred, const double *ce,
+                                             int64_t *sums, double *ce_sum) {
+  const int64_t k = l.classes;
+  int64_t *true_pos = sums + 2, *false_pos = true_pos + k, *false_neg = false_pos + k;
+  int64_t *confusion = k <= TRC_CONFUSION_MAX_CLASSES ? false_neg + k : NULL;
+  for (int64_t r = 0; r < rows; r++) {
+    const int64_t y = trc_eval_label(arena, l, r), p = pred[r];
+    if (y < 0 || y >= k) continue; /* an ignored label */
+    sums[0]++;
+    *ce_sum += ce[r];
+    if (p == y) {
+      sums[1]++;
+      true_pos[y]++;
+    } else {
+      false_pos[p]++;
+      false_neg[y]++;
+    }
+    if (confusion) confusion[y * k + p]++;
+  }
+}
+
+/* After an evaluation batch's forward on the device: its first `rows` label
+ * rows counted. */
+static void trc_cuda_eval_add(int64_t rows) {
+  trc_launch(trc_eval_rows_kernel, trc_cuda_grid((uint64_t)rows), dim3(256),
+             "trc_eval_rows_kernel", 0, (const char *)trc_cuda_arena, trc_cuda_eval, rows,
+             trc_cuda_eval_pred, trc_cuda_eval_ce);
+  trc_launch(trc_eval_count_kernel, dim3(1), dim3(1), "trc_eval_count_kernel", 0,
+             (const char *)trc_cuda_arena, trc_cuda_eval, rows,
+             (const int64_t *)trc_cuda_eval_pred, (const double *)trc_cuda_eval_ce,
+             trc_cuda_eval_sums, trc_cuda_eval_ce_sum);
+}
+
+/* The counts since the last call, added to the host's (trc_device's
+ * eval_counts), and zeroed. */
+static void trc_cuda_eval_counts(int64_t *examples, int64_t *correct, int64_t *true_pos,
+                                 int64_t *false_pos, int64_t *false_neg, int64_t *confusion,
+                                 double *ce_sum) {
+  const uint64_t n = trc_cuda_eval_count();
+  const int64_t k = trc_cuda_eval.classes;
+  int64_t *sums = (int64_t *)malloc(n * sizeof(int64_t));
+  if (!sums) trc_cuda_fail("malloc", NULL, 0, "out of memory");
+  double ce;
+  TRC_CUDA(cudaMemcpy, (sums, trc_cuda_eval_sums, n * sizeof(int64_t), cudaMemcpyDeviceToHost));
+  TRC_CUDA(cudaMemcpy, (&ce, trc_cuda_eval_ce_sum, sizeof ce, cudaMemcpyDeviceToHost));
+  *examples += sums[0], *correct += sums[1], *ce_sum += ce;
+  for (int64_t c = 0; c < k; c++) {
+    true_pos[c] += sums[2 + c];
+    false_pos[c] += sums[2 + k + c];
+    false_neg[c] += sums[2 + 2 * k + c];
+  }
+  for (int64_t c = 0; confusion && c < k * k; c++) confusion[c] += sums[2 + 3 * k + c];
+  free(sums);
+  trc_cuda_eval_zero();
+}
+
 /* ---- the step's communication ----
  * What the runtime's trc_step_bucket_ready, trc_step_wait_gradients,
  * trc_step_allreduce_gradients and trc_step_average_parameters do, for a
@@ -562,6 +775,7 @@ static float *trc_cuda_gradients(uint64_t first) {
 
 static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
   if (trc_cuda_nccl_on) {
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), first, count, TRC_CHECK_GRADIENTS);
     trc_cuda_allreduce_start(trc_cuda_gradients(first), count);
     return;
   }
@@ -576,8 +790,7 @@ static void trc_cuda_upload_gradients(trc_step *s) {
 
 static void trc_cuda_step_wait_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
-    trc_cuda_allreduce_wait();
-    trc_step_device_synced(s, trc_cuda_param_count);
+    trc_step_device_synced(s, trc_cuda_param_count, trc_cuda_allreduce_wait());
     return;
   }
   trc_step_wait_gradients(s);
@@ -586,6 +799,8 @@ static void trc_cuda_step_wait_gradients(trc_step *s) {
 
 static void trc_cuda_step_allreduce_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_param_count,
+                                TRC_CHECK_GRADIENTS);
     trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
     trc_cuda_step_wait_gradients(s);
     return;
@@ -600,20 +815,39 @@ static __global__ void trc_divide_kernel(float *x, uint64_t n, float ranks) {
   if (i < n) x[i] /= ranks; /* as the runtime's average */
 }
 
-/* LocalSGD's average on the device; with the optimizer's state averaged too,
- * or DiLoCo's outer step (whose anchor the host keeps), the runtime's. */
+static __global__ void trc_outer_kernel(float *x, float *anchor, float *momentum, uint64_t n,
+                                        trc_outer_scalars o) {
+  const uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) trc_outer_element(&x[i], &anchor[i], &momentum[i], o);
+}
+
+/* LocalSGD's average on the device, of the parameters and, with `sync
+ * parameters optimizer_state`, of the optimizer's state (each array summed
+ * in place and divided by the ranks: the runtime's arithmetic on its staged
+ * copy), after the runtime's checks in its order; then DiLoCo's outer step
+ * when the run has one (trc_outer_element, the runtime's). */
 static void trc_cuda_step_average_parameters(trc_step *s) {
-  if (!trc_cuda_nccl_on || !trc_step_averages_parameters_only(s)) {
+  const int with_state = trc_step_averages_with_state(s);
+  if (!trc_cuda_nccl_on) {
     trc_step_average_parameters(s);
     return;
   }
-  float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
   const uint64_t n = trc_cuda_param_count;
-  trc_cuda_allreduce_start(p, n);
-  trc_cuda_allreduce_wait();
-  trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, p, n,
-             (float)trc_comm_size());
-  trc_step_device_synced(s, n);
+  float *arrays[3] = {(float *)(trc_cuda_arena + trc_cuda_param_offset)};
+  int count = 1;
+  if (with_state && trc_cuda_m) arrays[count++] = trc_cuda_m;
+  if (with_state && trc_cuda_v) arrays[count++] = trc_cuda_v;
+  for (int a = 0; a < count; a++)
+    trc_cuda_stop_unless_finite(s, arrays[a], 0, n, a ? TRC_CHECK_STATE : TRC_CHECK_PARAMETERS);
+  for (int a = 0; a < count; a++) trc_cuda_allreduce_start(arrays[a], n);
+  const double seconds = trc_cuda_allreduce_wait();
+  for (int a = 0; a < count; a++)
+    trc_launch(trc_divide_kernel, trc_cuda_grid(n), dim3(256), "trc_divide_kernel", 0, arrays[a],
+               n, (float)trc_comm_size());
+  if (trc_cuda_anchor)
+    trc_launch(trc_outer_kernel, trc_cuda_grid(n), dim3(256), "trc_outer_kernel", 0, arrays[0],
+               trc_cuda_anchor, trc_cuda_outer_m, n, trc_step_outer_scalars(s));
+  trc_step_device_synced(s, (uint64_t)count * n, seconds);
   trc_step_parameters_averaged(s);
 }
 

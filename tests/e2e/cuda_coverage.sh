@@ -5,7 +5,9 @@
 #    (which every step runs whole), and
 #  - together they hold a kernel of every op of the op table that has code
 #    (class LOOP or GEMM in ir/ops.def; VIEW ops when they add into a
-#    gradient slot), so no op's kernel goes untested. The .cu is emitted
+#    gradient slot), so no op's kernel goes untested;
+#  - runs a kernel as one thread only where its value is one number (a
+#    loss, a sum: kernel_grid maps every other to a grid). The .cu is emitted
 #    with --no-fuse: fusion (passes/fuse.c) moves a pointwise op's statements
 #    into its reader's kernel, where the emulated runs execute them too, and
 #    e2e.fuse shows fused and unfused programs compute the same bits.
@@ -26,6 +28,11 @@ for model in "$@"; do
       echo "FAIL: $cu: kernels defined but not called: $(comm -23 <(echo "$defined") <(echo "$called") | tr '\n' ' ')"
       fail=1
     fi
+    single=$(sed -n 's/^  trc_launch(k\([0-9]*\)\(_[0-9]*\)\{0,1\}, dim3(1), dim3(1),.*/\1/p' "$cu")
+    for k in $single; do
+      grep -q "^/\* %$k = .* : f32\[\]" "$cu" ||
+        { echo "FAIL: $cu: k$k runs as one thread"; fail=1; }
+    done
   done
 done
 ops=$(sed -n 's/^OP(OP_[A-Z0-9_]*, "\([a-z_0-9]*\)", \(LOOP\|GEMM\|VIEW\).*/\1/p' "$src/ir/ops.def")
@@ -38,5 +45,5 @@ for op in $ops; do
     fail=1
   fi
 done
-echo "$covered ops with kernels covered; every kernel defined is called"
+echo "$covered ops with kernels covered; every kernel defined is called; one thread for scalars only"
 exit $fail

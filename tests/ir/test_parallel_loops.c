@@ -2,9 +2,14 @@
  * loops whose iterations touch disjoint slabs of what they store: loop nests
  * built by hand (each unsafe case beside a safe twin), then the op table's
  * own kernels on small shapes. That the marked loops really give the same
- * results on 1 and 2 threads is tests/e2e/threads.sh. */
+ * results on 1 and 2 threads is tests/e2e/threads.sh. And kernel_grid's
+ * threads (the CUDA backend's): on the same kernels, the grid each gets, and
+ * an exhaustive run of every iteration proving that no element one thread
+ * stores is touched by another. */
 #include "ir.h"
 #include "check.h"
+
+#include <stdlib.h>
 
 
 enum { X = 1, Y = 2, IDS = 3 }; /* buffer ids of the hand-built kernels */
@@ -105,6 +110,159 @@ static bool top_loop_parallel(Kernel *k, int which) {
   return parallel;
 }
 
+/* ---- kernel_grid, checked by running every iteration ---- */
+
+/* The ids a scatter reads: repeated rows, so that rows picked by id collide. */
+static const int64_t ids_values[] = {3, 1, 3, 0, 4, 1, 2, 0};
+
+/* Who stored each (buffer, element) first, in a table open-addressed by key;
+ * owner -1: free. */
+enum { SLOTS = 1 << 18 };
+typedef struct {
+  int64_t key[SLOTS];
+  int64_t owner[SLOTS];
+} Owners;
+
+typedef struct {
+  const KGrid *grid;
+  int64_t *vars;
+  Owners *owners;
+  bool storing; /* pass 1 records stores; pass 2 checks every access */
+  bool conflict;
+} Run;
+
+static int64_t *slot(Owners *o, int buf, int64_t element) {
+  int64_t key = ((int64_t)buf << 40) + element;
+  uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15u >> 46;
+  while (o->owner[h] != -1 && o->key[h] != key) h = (h + 1) % SLOTS;
+  o->key[h] = key;
+  return &o->owner[h];
+}
+
+/* The thread that runs the current iteration: the grid loops' variables. */
+static int64_t thread_of(const Run *r) {
+  int64_t t = 0;
+  for (int c = 0; c < r->grid->n; c++)
+    if (r->grid->grid[c]) t = t * r->grid->loop[c]->extent + r->vars[r->grid->loop[c]->var];
+  return t;
+}
+
+static int64_t eval_index(const KExpr *e, const int64_t *vars);
+
+static void access(Run *r, int buf, const KExpr *index, bool store) {
+  if (buf == IDS) return; /* never stored */
+  int64_t *owner = slot(r->owners, buf, eval_index(index, r->vars)), me = thread_of(r);
+  if (r->storing && store && *owner == -1) *owner = me;
+  else if (r->storing && store && *owner != me) r->conflict = true;
+  else if (!r->storing && *owner != -1 && *owner != me) r->conflict = true;
+}
+
+static int64_t eval_index(const KExpr *e, const int64_t *vars) {
+  switch (e->kind) {
+  case KE_ICONST: return e->i;
+  case KE_INDEX: return vars[e->var];
+  case KE_LOAD: return ids_values[eval_index(e->a, vars) % 8];
+  case KE_BINARY: {
+    int64_t a = eval_index(e->a, vars), b = eval_index(e->b, vars);
+    return e->op == KB_ADD ? a + b : e->op == KB_SUB ? a - b : a * b;
+  }
+  default: return 0;
+  }
+}
+
+static void run_expr(Run *r, const KExpr *e) {
+  if (!e) return;
+  if (e->kind == KE_LOAD && !e->is_int) access(r, e->buf, e->a, false);
+  run_expr(r, e->a);
+  run_expr(r, e->b);
+  run_expr(r, e->c);
+}
+
+static void run_stmts(Run *r, KStmt *const *body, int n) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (s->kind == KS_FOR)
+      for (r->vars[s->var] = 0; r->vars[s->var] < s->extent; r->vars[s->var]++)
+        run_stmts(r, s->body, s->nbody);
+    if (s->kind == KS_STORE) access(r, s->buf, s->index, true);
+    run_expr(r, s->index);
+    run_expr(r, s->value);
+  }
+}
+
+/* Whether, on grid g of top-level loop top, no element one thread stores is
+ * touched by another. */
+static bool threads_disjoint(const Kernel *k, const KStmt *top, const KGrid *g) {
+  static Owners owners;
+  for (int i = 0; i < SLOTS; i++) owners.owner[i] = -1;
+  Run r = {.grid = g, .vars = calloc((size_t)k->n_vars + 1, sizeof(int64_t)), .owners = &owners};
+  KStmt *const one[] = {(KStmt *)top};
+  for (int pass = 0; pass < 2; pass++) {
+    r.storing = pass == 0;
+    run_stmts(&r, one, 1);
+  }
+  free(r.vars);
+  return !r.conflict;
+}
+
+/* The threads of top-level loop `which`'s grid (the kernel freed), -1 when
+ * two of them touch an element one stores. */
+static int64_t grid_threads(Kernel *k, int which) {
+  int seen = 0;
+  int64_t threads = 0;
+  for (int i = 0; i < k->nbody; i++)
+    if (k->body[i]->kind == KS_FOR && seen++ == which) {
+      KGrid g = kernel_grid(k, k->body[i]);
+      threads = threads_disjoint(k, k->body[i], &g) ? g.threads : -1;
+    }
+  kernel_free(k);
+  return threads;
+}
+
+/* for r < 8: { acc = 0; for c < 16: { acc += x[r*16 + c]; y[r*16 + c] = acc } }:
+ * a running sum, whose column loop sets the row's local. */
+static Kernel *running_sum(void) {
+  Kernel *k = kernel_new(Y);
+  int r, c, acc;
+  KStmt *row = k_for(k, NULL, 8, &r);
+  k_local(k, row, k_const(k, 0), &acc);
+  KStmt *l = k_for(k, row, 16, &c);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, r), 16), k_index(k, c));
+  k_set(k, l, acc, k_binary(k, KB_ADD, k_localv(k, acc), k_load(k, X, at, false)));
+  k_store(k, l, Y, at, k_localv(k, acc), false);
+  return k;
+}
+
+/* for b < 2: for r < 4: for i < 8: for j < 8: y[j + b*8 + i*16] += x[...]:
+ * a column sum to a [8, 16] bias in two blocks of 8 columns (sum_to's
+ * form): the blocks are disjoint only once i is fixed. */
+static Kernel *blocked_column_sum(void) {
+  Kernel *k = kernel_new(Y);
+  int b, r, i, j;
+  KStmt *l = k_for(k, k_for(k, k_for(k, k_for(k, NULL, 2, &b), 4, &r), 8, &i), 8, &j);
+  KExpr *col = k_iadd(k, k_iadd(k, k_index(k, j), k_imul(k, k_index(k, b), 8)),
+                      k_imul(k, k_index(k, i), 16));
+  KExpr *src = k_iadd(k, k_iadd(k, k_index(k, j), k_imul(k, k_index(k, b), 8)),
+                      k_iadd(k, k_imul(k, k_index(k, i), 16), k_imul(k, k_index(k, r), 128)));
+  k_store(k, l, Y, col, k_load(k, X, src, false), true);
+  return k;
+}
+
+static void grids(void) {
+  CHECK(grid_threads(row_wise(), 0) == 8, "row-wise: a thread per row");
+  CHECK(grid_threads(strided_rows(4), 0) == 32, "adjacent rows: a thread per element");
+  CHECK(grid_threads(strided_rows(5), 0) == 1, "overlapping rows: neither loop");
+  CHECK(grid_threads(column_sum(), 0) == 16, "column sum: a thread per column");
+  CHECK(grid_threads(scatter(true), 0) == 4, "scatter through ids: a thread per column");
+  CHECK(grid_threads(column_block_scatter(2, 2), 0) == 4, "blocks of columns picked by id");
+  CHECK(grid_threads(column_block_scatter(2, 3), 0) == 1, "overlapping blocks: none");
+  CHECK(grid_threads(column_block_scatter(3, 2), 0) == 1, "blocks past the row's end: none");
+  CHECK(grid_threads(outer_reduction(), 0) == 1, "a reduction into an outer local");
+  CHECK(grid_threads(recurrence(1), 0) == 1, "y[i+1] = y[i] + x[i]");
+  CHECK(grid_threads(running_sum(), 0) == 8, "a running sum: its column loop sets the row's local");
+  CHECK(grid_threads(blocked_column_sum(), 0) == 128, "sum_to's blocks once a column row is fixed");
+}
+
 static void hand_built(void) {
   CHECK(top_loop_parallel(row_wise(), 0), "row-wise kernel");
   CHECK(!top_loop_parallel(scatter(true), 0), "scatter through ids");
@@ -137,6 +295,44 @@ static int leaf(Graph *g, OpKind op, DType t, Shape s) {
 static Kernel *op_kernel(Graph *g, OpKind op, const int *in, int nin, int64_t i0, int64_t i1) {
   int id = graph_add_attr(g, op, in, nin, 0, i0, i1, (SrcLoc){0}, NULL);
   return op_info(op)->kernel(g, &g->nodes[id]);
+}
+
+/* kernel_grid on the op table's kernels: rows, columns, windows. */
+static void grid_kernels(Graph *g, int x, int vec, int ids, int img) {
+  CHECK(grid_threads(op_kernel(g, OP_SOFTMAX, &x, 1, 0, 0), 0) == 6, "softmax: a row each");
+  CHECK(grid_threads(op_kernel(g, OP_GELU, &x, 1, 0, 0), 0) == 60, "gelu: an element each");
+  int stats = graph_add(g, OP_LAYERNORM_STATS, &x, 1, (SrcLoc){0}, NULL);
+  int ln[4] = {x, vec, vec, stats};
+  CHECK(grid_threads(op_kernel(g, OP_LAYERNORM, ln, 4, 0, 0), 0) == 60,
+        "layernorm: an element each");
+  int lse = graph_add(g, OP_LOGSUMEXP, &x, 1, (SrcLoc){0}, NULL), ce[3] = {x, ids, lse};
+  CHECK(grid_threads(op_kernel(g, OP_CROSS_ENTROPY, ce, 3, 0, 0), 0) == 1, "cross_entropy's mean");
+  Shape wide = {.rank = 3, .dim = {2, 3, 32}};
+  int xw = leaf(g, OP_PARAM, DT_F32, wide);
+  int wstats = graph_add(g, OP_LAYERNORM_STATS, &xw, 1, (SrcLoc){0}, NULL);
+  int row_bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {3, 32}});
+  int bias = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 1, .dim = {32}}), gam[3] = {xw, xw, wstats};
+  CHECK(grid_threads(op_kernel(g, OP_SUM_TO, &x, 1, vec, 0), 1) == 10, "sum_to: a column each");
+  CHECK(grid_threads(op_kernel(g, OP_SUM_TO, &xw, 1, bias, 0), 1) == 32, "sum_to in blocks");
+  CHECK(grid_threads(op_kernel(g, OP_SUM_TO, &xw, 1, row_bias, 0), 1) == 96, "sum_to [3, 32]");
+  CHECK(grid_threads(op_kernel(g, OP_LAYERNORM_GRAD_GAMMA, gam, 3, 0, 0), 1) == 32,
+        "layernorm_grad_gamma: a column each");
+  int table = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {5, 32}});
+  int wids = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 2, .dim = {2, 3}}), emb[2] = {wids, xw};
+  CHECK(grid_threads(op_kernel(g, OP_EMBEDDING_GRAD, emb, 2, table, 0), 1) == 32,
+        "embedding_grad's scatter: a column each");
+  int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL);
+  int mp[2] = {img, pool};
+  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL, &img, 1, 2, 2), 0) == 54, "maxpool: a window each");
+  /* a window's columns are two runs of 2 elements 6 apart, not one slab:
+   * a thread per row of windows */
+  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1) == 18,
+        "maxpool_grad: a row of windows each");
+  int cols = graph_add_attr(g, OP_IM2COL, &img, 1, 0, 3, 1, (SrcLoc){0}, NULL);
+  Attr back = {.i = {3, 1}, .shape = (Shape){.rank = 4, .dim = {2, 3, 6, 6}}};
+  int dimg = graph_add_op(g, OP_COL2IM, &cols, 1, &back, (SrcLoc){0}, NULL);
+  CHECK(grid_threads(op_info(OP_COL2IM)->kernel(g, &g->nodes[dimg]), 1) == 6,
+        "col2im: an image's channel each");
 }
 
 static void op_kernels(void) {
@@ -190,6 +386,7 @@ static void op_kernels(void) {
   CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1),
         "maxpool_grad over images");
   CHECK(top_loop_parallel(op_kernel(g, OP_IM2COL, &img, 1, 3, 1), 0), "im2col");
+  grid_kernels(g, x, vec, ids, img);
   /* col2im adds overlapping windows back: parallel over images only */
   int cols = graph_add_attr(g, OP_IM2COL, &img, 1, 0, 3, 1, (SrcLoc){0}, NULL);
   Attr back = {.i = {3, 1}, .shape = image};
@@ -199,6 +396,7 @@ static void op_kernels(void) {
 }
 
 int main(void) {
+  grids();
   hand_built();
   op_kernels();
   return failures != 0;
