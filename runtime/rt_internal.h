@@ -128,6 +128,9 @@ int trc_check_block_finite(const trc_model *m, const float *block, const char *w
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
+/* Seconds since the process started (to the 10 ms of Linux's /proc; without
+ * /proc, since the runtime was loaded). */
+double trc_process_seconds(void);
 
 /* JSON text helpers (json.c). */
 void trc_json_write_number(FILE *f, double x);      /* %.9g, null if not finite */
