@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The library is built for the baseline ISA; on x86-64 the element loops are
- * also compiled for AVX2 and AVX-512 and picked at load time. Each element is
- * computed by the same IEEE operations in every clone (no FMA contraction in
- * ISO C mode, no reductions), so results are bitwise the same. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
 /* SGD's floats (trainc.h's trc_update_scalars). */
 static void sgd_scalars(const trc_sgd_hparams *h, trc_update_scalars *u) {
   u->lr = (float)h->lr, u->momentum = (float)h->momentum, u->weight_decay = (float)h->weight_decay;
@@ -38,7 +28,7 @@ static void adamw_scalars(const trc_adamw_hparams *h, trc_update_scalars *u) {
 }
 
 /* torch.optim.SGD, dampening 0 (trc_sgd_element). */
-VECTOR_CLONES
+TRC_VECTOR_CLONES
 void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, uint64_t n,
                     const trc_sgd_hparams *h) {
   trc_update_scalars u;
@@ -53,7 +43,7 @@ void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict 
 }
 
 /* torch.optim.AdamW (trc_adamw_element). */
-VECTOR_CLONES
+TRC_VECTOR_CLONES
 void trc_adamw_update(float *restrict p, const float *restrict g, float *restrict m,
                       float *restrict v, uint64_t n, const trc_adamw_hparams *h) {
   trc_update_scalars u;

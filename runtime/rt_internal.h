@@ -29,6 +29,21 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
+/* The library is built for the baseline ISA; on x86-64 its hot element loops
+ * (the optimizer's, initialization's normal numbers) are also compiled for
+ * AVX2 and AVX-512 and picked at load time. Each element is computed by the
+ * same IEEE operations in every clone (no FMA contraction in ISO C mode, no
+ * reductions), so results are bitwise the same. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TRC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TRC_VECTOR_CLONES
+#endif
+
+/* Normal numbers [from, to) of stream `key`, for initialization, into
+ * out[0, to - from): a pure function of (key, index), vectorized (rng.c). */
+void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, float *out);
+
 /* Independent random streams (rng.c keys). */
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
        TRC_STREAM_SAMPLE = 5, TRC_STREAM_HOLDOUT = 6 };
