@@ -53,20 +53,15 @@ typedef struct {
   uint64_t seed;
 } init_job;
 
-/* Floats [lo, hi) of the parameter region: the part of each parameter that
- * falls inside. */
-static void init_range(void *ctx, int64_t lo, int64_t hi) {
+static void init_part(void *ctx, int i, uint64_t from, uint64_t to) {
   const init_job *j = ctx;
-  const trc_model *m = j->m;
-  for (int i = 0; i < m->n_params; i++) {
-    const trc_param *p = &m->params[i];
-    int64_t first = (int64_t)((p->offset - m->param_offset) / sizeof(float));
-    int64_t end = first + (int64_t)p->count;
-    int64_t from = lo > first ? lo : first, to = hi < end ? hi : end;
-    if (from < to)
-      init_elements(p, i, j->seed, (float *)(j->arena + p->offset), (uint64_t)(from - first),
-                    (uint64_t)(to - first));
-  }
+  const trc_param *p = &j->m->params[i];
+  init_elements(p, i, j->seed, (float *)(j->arena + p->offset), from, to);
+}
+
+/* Floats [lo, hi) of the parameter region. */
+static void init_range(void *ctx, int64_t lo, int64_t hi) {
+  trc_param_parts(((const init_job *)ctx)->m, lo, hi, init_part, ctx);
 }
 
 void trc_init_params(const trc_model *m, char *arena, uint64_t seed) {

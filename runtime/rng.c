@@ -72,9 +72,11 @@ INLINE float log_unit(float x) {
 INLINE void sincos_turn(int32_t k, float *sin_out, float *cos_out) {
   int32_t q = (k + QUARTER / 2) >> 22;
   float a = (float)(k - q * QUARTER) * (float)(1.57079632679489662 / (double)QUARTER), a2 = a * a;
-  float s = a + a * a2 * (-1.0f / 6 + a2 * (1.0f / 120 + a2 * (-1.0f / 5040 + a2 * (1.0f / 362880))));
-  float c = 1.0f + a2 * (-0.5f + a2 * (1.0f / 24 + a2 * (-1.0f / 720 + a2 * (1.0f / 40320 +
-                                                                             a2 * (-1.0f / 3628800)))));
+  float s = a + a * a2 * (-1.0f / 6 + a2 * (1.0f / 120 + a2 * (-1.0f / 5040 +
+                                                                a2 * (1.0f / 362880))));
+  float c = 1.0f + a2 * (-0.5f + a2 * (1.0f / 24 + a2 * (-1.0f / 720 +
+                                                         a2 * (1.0f / 40320 +
+                                                               a2 * (-1.0f / 3628800)))));
   int32_t swap = q & 1, sin_negative = q & 2, cos_negative = (q + 1) & 2;
   float sq = swap ? c : s, cq = swap ? s : c;
   *sin_out = sin_negative ? -sq : sq;

@@ -48,6 +48,13 @@ void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, float *out);
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
        TRC_STREAM_SAMPLE = 5, TRC_STREAM_HOLDOUT = 6 };
 
+/* Calls fn(ctx, i, from, to) for each parameter i with elements [from, to)
+ * among floats [lo, hi) of the parameter region (model.c): a range of the
+ * region cut into its parameters, as the threads' parts of it are. */
+typedef void (*trc_param_part_fn)(void *ctx, int param, uint64_t from, uint64_t to);
+void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_fn fn,
+                     void *ctx);
+
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
 

@@ -46,7 +46,8 @@ echo "3. weights that overflowed with a finite loss are not saved"
 cp w.safetensors before.safetensors
 run overflow 1 "$TRAINER" --data d --steps 2 --lr 1e40 --quiet --save w.safetensors
 # (the sign of the infinity follows the initial weights)
-expect overflow err "w.safetensors: error: refusing to save non-finite weights: parameter 'fc1.weight' is "
+expect overflow err \
+  "w.safetensors: error: refusing to save non-finite weights: parameter 'fc1.weight' is "
 expect overflow err "inf at element 0"
 cmp -s w.safetensors before.safetensors || fail "non-finite weights replaced the saved file"
 run overflow_state 1 "$TRAINER" --data d --steps 2 --lr 1e40 --quiet --save-state st
