@@ -10,6 +10,7 @@
 #   llvm  the default LLVM-built trainer (`trainc build --backend llvm`): the
 #         loop vectorizer widens them into libmvec's functions too
 #   run   `trainc run` (LLVM's JIT in trainc's process), the same module
+# Both backends make one function per distinct kernel (as many of each).
 # Bitwise (the loss logs but the measurements, and the saved weights, cmp):
 # llvms against cs (the same operations in the same order), and run against
 # llvm (the same optimized module). Within a bound: c and llvm against cs,
@@ -158,6 +159,14 @@ for arg in "$@"; do
   "$trainc" build --backend llvm --scalar-math "$model" -o "$out.llvms.bin" >/dev/null
   if nm "$out.llvms.bin" | grep -q _ZGV; then
     echo "FAIL: $name: the --scalar-math LLVM trainer calls libmvec"
+    fail=1 model_fail=1
+  fi
+  # one function per distinct kernel in both backends (ir.h's kernel_form)
+  c_fns=$("$trainc" emit "$model" -o "$out.c" >/dev/null && grep -c 'noinline' "$out.c")
+  llvm_fns=$("$trainc" emit --backend llvm "$model" -o "$out.ll" >/dev/null &&
+    grep -cE '^define .*@k[0-9]+\(' "$out.ll")
+  if [[ $c_fns != "$llvm_fns" ]]; then
+    echo "FAIL: $name: $llvm_fns LLVM kernel functions, $c_fns C ones"
     fail=1 model_fail=1
   fi
   if [[ $data == gradcheck ]]; then # the C trainer's: tests/e2e/gradcheck.sh
