@@ -10,18 +10,6 @@ static void fill_constant(float *dst, uint64_t from, uint64_t to, float value) {
   for (uint64_t i = from; i < to; i++) dst[i] = value;
 }
 
-static void fill_normal(float *dst, uint64_t from, uint64_t to, uint64_t key, double mean,
-                        double std) {
-  trc_rng_normals(key, from, to, dst + from);
-  for (uint64_t i = from; i < to; i++) dst[i] = (float)(mean + std * (double)dst[i]);
-}
-
-static void fill_uniform(float *dst, uint64_t from, uint64_t to, uint64_t key, double low,
-                         double high) {
-  for (uint64_t i = from; i < to; i++)
-    dst[i] = (float)(low + (high - low) * trc_rng_uniform(key, i));
-}
-
 /* Elements [from, to) of parameter `index`, p, into dst[from, to). */
 static void init_elements(const trc_param *p, int index, uint64_t seed, float *dst, uint64_t from,
                           uint64_t to) {
@@ -30,15 +18,15 @@ static void init_elements(const trc_param *p, int index, uint64_t seed, float *d
   switch (p->init) {
   case TRC_INIT_ZEROS: fill_constant(dst, from, to, 0.0f); break;
   case TRC_INIT_ONES: fill_constant(dst, from, to, 1.0f); break;
-  case TRC_INIT_NORMAL: fill_normal(dst, from, to, key, p->a, p->b); break;
-  case TRC_INIT_UNIFORM: fill_uniform(dst, from, to, key, p->a, p->b); break;
+  case TRC_INIT_NORMAL: trc_rng_normals(key, from, to, p->a, p->b, dst + from); break;
+  case TRC_INIT_UNIFORM: trc_rng_uniforms(key, from, to, p->a, p->b, dst + from); break;
   case TRC_INIT_XAVIER:
     bound = p->a * sqrt(6.0 / (double)(p->fan_in + p->fan_out));
-    fill_uniform(dst, from, to, key, -bound, bound);
+    trc_rng_uniforms(key, from, to, -bound, bound, dst + from);
     break;
   case TRC_INIT_HE:
     std = p->a * sqrt(2.0 / (double)p->fan_in);
-    fill_normal(dst, from, to, key, 0.0, std);
+    trc_rng_normals(key, from, to, 0.0, std, dst + from);
     break;
   }
 }

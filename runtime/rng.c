@@ -85,26 +85,46 @@ INLINE void sincos_turn(int32_t k, float *sin_out, float *cos_out) {
 
 enum { PAIRS = 256 }; /* pairs drawn per block */
 
-/* Normal numbers 2c, 2c+1 of the stream for c in [first, first + n), n <= PAIRS. */
+/* Normal numbers 2c, 2c+1 of the stream for c in [first, first + n), n <=
+ * PAIRS, into z[0, 2n). */
 TRC_VECTOR_CLONES
-static void normal_pairs(uint64_t key, uint64_t first, uint64_t n, float *even, float *odd) {
+static void normal_pairs(uint64_t key, uint64_t first, uint64_t n, float *z) {
   for (uint64_t j = 0; j < n; j++) {
     uint64_t c = first + j;
     float u1 = (float)((int32_t)(position(key, 2 * c) >> 34) + 1) * 0x1.0p-30f;
     float r = sqrtf(-2.0f * log_unit(u1)), s, co;
     sincos_turn((int32_t)(position(key, 2 * c + 1) >> 40), &s, &co);
-    even[j] = r * co;
-    odd[j] = r * s;
+    z[2 * j] = r * co;
+    z[2 * j + 1] = r * s;
   }
 }
 
-void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, float *out) {
-  float even[PAIRS], odd[PAIRS];
+TRC_VECTOR_CLONES
+static void scale(const float *z, uint64_t n, double mean, double std, float *out) {
+  for (uint64_t i = 0; i < n; i++) out[i] = (float)(mean + std * (double)z[i]);
+}
+
+void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, double mean, double std,
+                     float *out) {
+  float z[2 * PAIRS];
   for (uint64_t c = from / 2; 2 * c < to; c += PAIRS) {
     uint64_t end = (to + 1) / 2 < c + PAIRS ? (to + 1) / 2 : c + PAIRS;
-    normal_pairs(key, c, end - c, even, odd);
-    for (uint64_t i = 2 * c > from ? 2 * c : from; i < 2 * end && i < to; i++)
-      out[i - from] = (i & 1 ? odd : even)[i / 2 - c];
+    normal_pairs(key, c, end - c, z);
+    uint64_t lo = 2 * c > from ? 2 * c : from, hi = 2 * end < to ? 2 * end : to;
+    scale(z + (lo - 2 * c), hi - lo, mean, std, out + (lo - from));
+  }
+}
+
+/* trc_rng_uniform's numbers, each (double)x·2^-53 for a 53-bit x, with x
+ * converted in two exact halves (a vector int64 conversion needs AVX-512DQ). */
+TRC_VECTOR_CLONES
+void trc_rng_uniforms(uint64_t key, uint64_t from, uint64_t to, double low, double high,
+                      float *out) {
+  for (uint64_t i = from; i < to; i++) {
+    uint64_t x = position(key, i) >> 11;
+    double u = ((double)(int32_t)(x >> 26) * 0x1.0p26 + (double)(int32_t)(x & 0x3ffffff)) *
+               0x1.0p-53;
+    out[i - from] = (float)(low + (high - low) * u);
   }
 }
 

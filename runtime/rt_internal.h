@@ -40,9 +40,14 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 #define TRC_VECTOR_CLONES
 #endif
 
-/* Normal numbers [from, to) of stream `key`, for initialization, into
- * out[0, to - from): a pure function of (key, index), vectorized (rng.c). */
-void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, float *out);
+/* Numbers [from, to) of stream `key` for initialization, each a pure
+ * function of (key, index), vectorized (rng.c), into out[0, to - from):
+ * (float)(mean + std·n) for normal numbers n; (float)(low + (high - low)·u)
+ * for trc_rng_uniform's u (the same bits). */
+void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, double mean, double std,
+                     float *out);
+void trc_rng_uniforms(uint64_t key, uint64_t from, uint64_t to, double low, double high,
+                      float *out);
 
 /* Independent random streams (rng.c keys). */
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,

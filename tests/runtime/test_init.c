@@ -115,8 +115,21 @@ static void test_normals(void) {
   CHECK_NEAR(within_one / (double)BIG, 0.682689, 0.005);
   /* a range that starts and ends on odd indices holds the same numbers */
   float part[13];
-  trc_rng_normals(key, 7, 20, part);
+  trc_rng_normals(key, 7, 20, 0.0, 1.0, part);
   CHECK(memcmp(part, x + 7, sizeof part) == 0);
+  free(x);
+}
+
+/* The vectorized uniform numbers are trc_rng_uniform's, bit for bit. */
+static void test_uniforms(void) {
+  enum { N = 100000 };
+  float *x = malloc(N * sizeof(float));
+  uint64_t key = trc_rng_key(4, TRC_STREAM_INIT, 1);
+  trc_rng_uniforms(key, 5, 5 + N, -0.3, 0.7, x);
+  int same = 1;
+  for (uint64_t i = 0; i < N; i++)
+    same &= x[i] == (float)(-0.3 + (0.7 - -0.3) * trc_rng_uniform(key, 5 + i));
+  CHECK(same);
   free(x);
 }
 
@@ -178,6 +191,7 @@ int main(void) {
   test_distributions();
   test_determinism();
   test_normals();
+  test_uniforms();
   test_threads();
   test_generator();
   test_shuffle();
