@@ -52,6 +52,10 @@ typedef struct {
 
 enum { EXIT_USAGE = 2 }; /* EXIT_SUCCESS 0, EXIT_FAILURE 1 */
 
+static void (*step_code_wait)(void);
+
+void trc_set_step_code_wait(void (*wait)(void)) { step_code_wait = wait; }
+
 static double epochs_done(const trainer *t) {
   if (!t->plan.perm) return 0.0; /* not training: --steps 0 */
   return trc_step_epochs(&t->plan, t->step);
@@ -376,7 +380,10 @@ static int train(trainer *t, trc_error *err) {
     double lr = trc_schedule_lr(c, t->step, total), grad_norm;
     double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
     int64_t faults = page_faults();
-    if (t->steps_run == 0) t->first_step_at = trc_process_seconds();
+    if (t->steps_run == 0) {
+      if (step_code_wait) step_code_wait();
+      t->first_step_at = trc_process_seconds();
+    }
     double t0 = trc_now(), loss = train_step(t, lr, &grad_norm);
     t->train_seconds += trc_now() - t0;
     t->window_faults += page_faults() - faults;

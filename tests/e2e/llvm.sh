@@ -174,19 +174,28 @@ for arg in "$@"; do
       { echo "FAIL: $name: trainc run --gradcheck"; cat "$out.run.txt"; fail=1 model_fail=1; }
     data=random
   fi
-  flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1 --quiet)
+  flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1)
   # the LLVM trainers on 3 threads, the others on the default count: parallel
   # loops and trc_gemm give the same bits on any number
   for how in c cs llvm llvms; do
     threads=()
     [[ $how == llvm* ]] && threads=(--threads 3)
-    "${launch[@]}" "$out.$how.bin" "${flags[@]}" "${threads[@]}" --save "$out.$how.safetensors" \
-      --log "$out.$how.jsonl"
+    "${launch[@]}" "$out.$how.bin" "${flags[@]}" --quiet "${threads[@]}" \
+      --save "$out.$how.safetensors" --log "$out.$how.jsonl"
   done
   hows=(c cs llvm llvms)
   if ((ranks == 1)); then
-    "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
+    # not quiet: its time to first step counts the JIT's whole compile, which
+    # step 1 waits for (--time-phases: LLVM's seconds, one thread after the other)
+    "$trainc" run --time-phases "$model" "${flags[@]}" \
+      --save "$out.run.safetensors" --log "$out.run.jsonl" 2>"$out.run.err"
     hows+=(run)
+    if ! awk '/^time to first step:/ { first = $5 } /^LLVM seconds:/ { llvm = $4 + $6 + $8 }
+              END { exit !(first != "" && llvm != "" && first + 0.02 >= llvm) }' "$out.run.err"; then
+      echo "FAIL: $name: trainc run's time to first step is shorter than its compile"
+      cat "$out.run.err"
+      fail=1 model_fail=1
+    fi
   fi
   for how in "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
   pairs=(cs:llvms)
