@@ -191,7 +191,8 @@ for arg in "$@"; do
       --save "$out.run.safetensors" --log "$out.run.jsonl" 2>"$out.run.err"
     hows+=(run)
     if ! awk '/^time to first step:/ { first = $5 } /^LLVM seconds:/ { llvm = $4 + $6 + $8 }
-              END { exit !(first != "" && llvm != "" && first + 0.02 >= llvm) }' "$out.run.err"; then
+              END { exit !(first != "" && llvm != "" && first + 0.02 >= llvm) }' \
+      "$out.run.err"; then
       echo "FAIL: $name: trainc run's time to first step is shorter than its compile"
       cat "$out.run.err"
       fail=1 model_fail=1
