@@ -11,6 +11,16 @@
 #include <string.h>
 #include <sys/mman.h>
 
+/* Under AddressSanitizer the bytes of a mapping outside the arena are
+ * poisoned, so that a write past the arena's end is reported as it was when
+ * the arena came from malloc. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#else
+#define ASAN_POISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#define ASAN_UNPOISON_MEMORY_REGION(p, n) ((void)(p), (void)(n))
+#endif
+
 #define HUGE_PAGE ((uint64_t)2 << 20)
 #define PAGE ((uint64_t)4096)
 
@@ -55,12 +65,15 @@ char *trc_arena_alloc(uint64_t bytes, trc_error *err) {
 #endif
   touch_job job = {arena, size};
   trc_parallel_for((int64_t)((size + HUGE_PAGE - 1) / HUGE_PAGE), touch_blocks, &job);
+  ASAN_POISON_MEMORY_REGION(base, (size_t)((char *)mapping_of(arena) - (char *)base));
+  ASAN_POISON_MEMORY_REGION(arena + bytes, (size_t)((char *)base + length - (arena + bytes)));
   return arena;
 }
 
 void trc_arena_free(char *arena) {
   if (!arena) return;
   mapping m = *mapping_of(arena);
+  ASAN_UNPOISON_MEMORY_REGION(m.base, m.length);
   munmap(m.base, m.length);
 }
 
