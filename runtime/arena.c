@@ -92,13 +92,12 @@ uint64_t trc_workspace_offset(const trc_model *m) {
   return top < m->arena_bytes ? top : m->arena_bytes;
 }
 
-/* With a device, its workspace is the one kernels write: the canary goes
- * there and the measurement reads it back. */
 typedef struct {
   char *at;
   uint64_t bytes;
 } fill_job;
 
+/* The canary over 2 MiB blocks [lo, hi) of the job's bytes. */
 static void fill_blocks(void *ctx, int64_t lo, int64_t hi) {
   const fill_job *j = ctx;
   uint64_t start = (uint64_t)lo * HUGE_PAGE;
@@ -106,6 +105,9 @@ static void fill_blocks(void *ctx, int64_t lo, int64_t hi) {
   memset(j->at + start, CANARY, (size_t)(end - start));
 }
 
+/* With a device, its workspace is the one kernels write: the canary goes
+ * there and the measurement reads it back. On the host, the fill runs on
+ * the trainer's threads. */
 void trc_arena_poison(const trc_model *m, char *arena) {
   uint64_t from = trc_workspace_offset(m);
   fill_job job = {arena + from, m->arena_bytes - from};
