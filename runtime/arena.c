@@ -33,17 +33,28 @@ typedef struct {
 
 static mapping *mapping_of(char *arena) { return (mapping *)(arena - sizeof(mapping)); }
 
+/* Bytes [0, bytes) at `at`, cut into 2 MiB blocks for the trainer's
+ * threads. */
 typedef struct {
-  volatile char *at;
+  char *at;
   uint64_t bytes;
-} touch_job;
+} block_job;
 
-/* Writes one byte of every page in 2 MiB blocks [lo, hi): each write
- * faults in a zeroed page (a huge page where the kernel has one). */
+static int64_t blocks(const block_job *j) {
+  return (int64_t)((j->bytes + HUGE_PAGE - 1) / HUGE_PAGE);
+}
+
+/* The end of blocks [lo, hi)'s bytes (they start at lo·HUGE_PAGE). */
+static uint64_t blocks_end(const block_job *j, int64_t hi) {
+  return (uint64_t)hi * HUGE_PAGE < j->bytes ? (uint64_t)hi * HUGE_PAGE : j->bytes;
+}
+
+/* Writes one byte of every page in blocks [lo, hi): each write faults in a
+ * zeroed page (a huge page where the kernel has one). */
 static void touch_blocks(void *ctx, int64_t lo, int64_t hi) {
-  const touch_job *j = ctx;
-  uint64_t end = (uint64_t)hi * HUGE_PAGE < j->bytes ? (uint64_t)hi * HUGE_PAGE : j->bytes;
-  for (uint64_t i = (uint64_t)lo * HUGE_PAGE; i < end; i += PAGE) j->at[i] = 0;
+  const block_job *j = ctx;
+  volatile char *at = j->at;
+  for (uint64_t i = (uint64_t)lo * HUGE_PAGE; i < blocks_end(j, hi); i += PAGE) at[i] = 0;
 }
 
 char *trc_arena_alloc(uint64_t bytes, trc_error *err) {
@@ -63,8 +74,8 @@ char *trc_arena_alloc(uint64_t bytes, trc_error *err) {
 #ifdef MADV_HUGEPAGE
   if (align == HUGE_PAGE) (void)madvise(arena, (size_t)size, MADV_HUGEPAGE); /* advice only */
 #endif
-  touch_job job = {arena, size};
-  trc_parallel_for((int64_t)((size + HUGE_PAGE - 1) / HUGE_PAGE), touch_blocks, &job);
+  block_job job = {arena, size};
+  trc_parallel_for(blocks(&job), touch_blocks, &job);
   ASAN_POISON_MEMORY_REGION(base, (size_t)((char *)mapping_of(arena) - (char *)base));
   ASAN_POISON_MEMORY_REGION(arena + bytes, (size_t)((char *)base + length - (arena + bytes)));
   return arena;
@@ -92,17 +103,11 @@ uint64_t trc_workspace_offset(const trc_model *m) {
   return top < m->arena_bytes ? top : m->arena_bytes;
 }
 
-typedef struct {
-  char *at;
-  uint64_t bytes;
-} fill_job;
-
-/* The canary over 2 MiB blocks [lo, hi) of the job's bytes. */
+/* The canary over blocks [lo, hi). */
 static void fill_blocks(void *ctx, int64_t lo, int64_t hi) {
-  const fill_job *j = ctx;
+  const block_job *j = ctx;
   uint64_t start = (uint64_t)lo * HUGE_PAGE;
-  uint64_t end = (uint64_t)hi * HUGE_PAGE < j->bytes ? (uint64_t)hi * HUGE_PAGE : j->bytes;
-  memset(j->at + start, CANARY, (size_t)(end - start));
+  memset(j->at + start, CANARY, (size_t)(blocks_end(j, hi) - start));
 }
 
 /* With a device, its workspace is the one kernels write: the canary goes
@@ -110,8 +115,8 @@ static void fill_blocks(void *ctx, int64_t lo, int64_t hi) {
  * the trainer's threads. */
 void trc_arena_poison(const trc_model *m, char *arena) {
   uint64_t from = trc_workspace_offset(m);
-  fill_job job = {arena + from, m->arena_bytes - from};
-  trc_parallel_for((int64_t)((job.bytes + HUGE_PAGE - 1) / HUGE_PAGE), fill_blocks, &job);
+  block_job job = {arena + from, m->arena_bytes - from};
+  trc_parallel_for(blocks(&job), fill_blocks, &job);
   if (m->device) m->device->upload(arena, from, m->arena_bytes - from);
 }
 
