@@ -5,7 +5,8 @@
 #    link), and `trainc run --steps 0` (JIT compile, then the runtime's
 #    start: arena, weights initialized, no step), and of that the JIT's own
 #    compile (--time-phases: LLVM's module, optimize and codegen);
-#  - time to the first step under `trainc run` (--steps 1, wall clock);
+#  - time to the first step under `trainc run` (--steps 1: the trainer's
+#    "time to first step" line, from the process's start to step 1's);
 #  - the median step time of the C-built and LLVM-built trainers, run
 #    alternately ROUNDS times each (from each log record's examples_per_s;
 #    the first step of a run left out).
@@ -35,6 +36,12 @@ jit_compile() { # model data
     awk '/^LLVM seconds:/ { print $4 + $6 + $8 }'
 }
 
+# The trainer's "time to first step" (seconds from the process's start)
+first_step() { # model data
+  "$trainc" run "$1" --data "$2" --steps 1 2>&1 >/dev/null |
+    awk '/^time to first step:/ { print $5 }'
+}
+
 seconds() { # command...: its wall-clock seconds
   local t0 t1
   t0=$(date +%s.%N)
@@ -58,7 +65,7 @@ for name in "${models[@]}"; do
   llvm=$(seconds "$trainc" build --backend llvm "$model" -o "$work/$name.llvm")
   jit=$(seconds "$trainc" run "$model" --data "$data" --steps 0 --quiet)
   compile=$(jit_compile "$model" "$data")
-  first=$(seconds "$trainc" run "$model" --data "$data" --steps 1 --quiet)
+  first=$(first_step "$model" "$data")
   c_steps=() llvm_steps=()
   for ((r = 0; r < rounds; r++)); do
     for how in c llvm; do

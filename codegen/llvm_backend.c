@@ -129,7 +129,7 @@ typedef struct {
 } Callee;
 
 typedef struct {
-  char *code; /* code_text */
+  const char *code; /* its kernel_form's */
   LLVMValueRef fn;
 } KernelCode;
 
@@ -142,9 +142,12 @@ typedef struct {
   LLVMTypeRef ptr, i8, i32, i64, f32, f64, void_t;
   Callee maxf, minf, uniform, sqrt;
   LLVMValueRef *kernel; /* per node id: its function, or NULL */
+  KernelForm *forms;    /* per node id: its kernel_form (a kernel's) */
   KernelCode *codes;    /* the kernel functions built so far */
   int n_codes, cap_codes;
   /* the kernel being built */
+  const KernelForm *form;
+  LLVMValueRef *stream; /* per random stream of form: its value in this function */
   LLVMValueRef *buf;   /* per node id: its pointer in this kernel */
   LLVMValueRef *index; /* per loop variable: its value */
   LLVMValueRef *local; /* per local: its stack slot */
@@ -499,7 +502,8 @@ static LLVMValueRef expr(Gen *g, const KExpr *e) {
   case KE_TO_FLOAT:
     return as_float(g, expr(g, e->a));
   case KE_RANDOM: {
-    LLVMValueRef args[3] = {g->buf[e->buf], u64c(g, (uint64_t)e->i), expr(g, e->a)};
+    LLVMValueRef args[3] = {g->buf[e->buf], g->stream[kernel_form_stream(g->form, e->i)],
+                            expr(g, e->a)};
     return call(g, g->uniform, args, 3);
   }
   }
@@ -618,20 +622,6 @@ static void stmts(Gen *g, KStmt **body, int n) {
 
 /* ---- kernels: k<id>(buffers...), each buffer a noalias pointer ---- */
 
-/* The buffers (node ids) kernel `id` takes, in *ids (the caller frees
- * them): A, B, C of a GEMM or a convolution, else kernel_stmt_buffers's
- * list; returns how many. */
-static int kernel_buffers(const Program *p, int id, int **ids) {
-  const Node *n = &p->g->nodes[id];
-  if (op_calls_library(n->op)) {
-    *ids = xmalloc(3 * sizeof **ids);
-    (*ids)[0] = n->in[0], (*ids)[1] = n->in[1], (*ids)[2] = id;
-    return 3;
-  }
-  const Kernel *k = p->kernels[id];
-  return kernel_stmt_buffers(k->body, k->nbody, ids);
-}
-
 /* C = op(A) op(B), the batch gemm_dims describes: the runtime's trc_gemm
  * with the arguments c_backend.c's print_gemm prints (bitwise the same on
  * any number of threads). */
@@ -647,39 +637,12 @@ static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
   call_ext(g, "trc_gemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
-/* ---- kernels with the same code are one function ----
- * A kernel's buffers are its parameters, so the kernels of gpt124m's twelve
- * identical layers differ only in the pointers they are called with: one
- * function serves them all, which cuts the module (and LLVM's time on it)
- * by about as much. The code text names buffers by parameter position. */
-
-static int param_of(const int *ids, int n, int buf) {
-  for (int i = 0; i < n; i++)
-    if (ids[i] == buf) return i;
-  return -1;
-}
-
-static void code_expr(StrBuf *sb, const KExpr *e, const int *ids, int n) {
-  if (!e) return;
-  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)e->i, e->var,
-            e->kind == KE_LOAD || e->kind == KE_RANDOM ? param_of(ids, n, e->buf) : -1, e->is_int);
-  code_expr(sb, e->a, ids, n);
-  code_expr(sb, e->b, ids, n);
-  code_expr(sb, e->c, ids, n);
-  sb_append(sb, ")");
-}
-
-static void code_stmts(StrBuf *sb, KStmt **body, int nbody, const int *ids, int n) {
-  for (int i = 0; i < nbody; i++) {
-    const KStmt *s = body[i];
-    sb_printf(sb, "[%d %d %lld %d %d %d", s->kind, s->var, (long long)s->extent,
-              s->kind == KS_STORE ? param_of(ids, n, s->buf) : -1, s->accumulate, s->parallel);
-    code_stmts(sb, s->body, s->nbody, ids, n);
-    code_expr(sb, s->index, ids, n);
-    code_expr(sb, s->value, ids, n);
-    sb_append(sb, "]");
-  }
-}
+/* ---- kernels with the same form are one function ----
+ * A kernel's buffers and dropout streams are its parameters (kernel_form,
+ * as the C backend's functions), so the kernels of gpt124m's twelve
+ * identical layers differ only in the pointers and stream numbers they are
+ * called with: one function serves them all, which cuts the module (and
+ * LLVM's time on it) by about as much. */
 
 /* A convolution pass: the runtime's trc_conv2d with the arguments
  * c_backend.c's print_conv prints. */
@@ -696,31 +659,6 @@ static bool is_conv(const Gen *g, int id) {
   return op_info(g->p->g->nodes[id].op)->op_class == OPC_CONV;
 }
 
-/* Kernel id's code with buffers as parameter positions (ids, n). */
-static char *code_text(Gen *g, int id, const int *ids, int n) {
-  StrBuf sb = {0};
-  for (int i = 0; i < n; i++) sb_printf(&sb, "%d,", g->p->g->nodes[ids[i]].dtype);
-  const Kernel *k = g->p->kernels[id];
-  if (k) {
-    sb_printf(&sb, "%d %d", k->n_vars, k->n_locals);
-    code_stmts(&sb, k->body, k->nbody, ids, n);
-  } else if (is_conv(g, id)) {
-    ConvDims d;
-    conv_dims(g->p->g, &g->p->g->nodes[id], &d);
-    sb_printf(&sb, "conv %d %lld %lld %lld %lld %lld %lld %lld %lld %d", d.pass, (long long)d.n,
-              (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o, (long long)d.k,
-              (long long)d.stride, (long long)d.pad, d.accumulate);
-  } else {
-    GemmDims d;
-    gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-    sb_printf(&sb, "gemm %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld", d.trans_a,
-              d.trans_b, d.accumulate, (long long)d.m, (long long)d.n, (long long)d.k,
-              (long long)d.batch, (long long)d.lda, (long long)d.ldb, (long long)d.ldc,
-              (long long)d.stride_a, (long long)d.stride_b, (long long)d.stride_c);
-  }
-  return sb_take(&sb);
-}
-
 /* The function already built for this code, or NULL. */
 static LLVMValueRef same_code(const Gen *g, const char *code) {
   for (int i = 0; i < g->n_codes; i++)
@@ -728,33 +666,37 @@ static LLVMValueRef same_code(const Gen *g, const char *code) {
   return NULL;
 }
 
-/* A function of buffers (noalias pointers, their node ids) and `extra`
- * i64 parameters, with allocas for kernel k's locals; g->buf maps the
- * buffers to its parameters. */
+/* A function of buffers (noalias pointers, their node ids), the i64
+ * random streams of g->form and `extra` i64 parameters, with allocas for
+ * kernel k's locals; g->buf and g->stream map the buffers and streams to
+ * its parameters. */
 static Callee define_with_buffers(Gen *g, const char *name, const int *ids, int n, int extra,
                                   const Kernel *k) {
-  LLVMTypeRef *params = xmalloc((size_t)(n + extra + 1) * sizeof *params);
-  for (int i = 0; i < n + extra; i++) params[i] = i < n ? g->ptr : g->i64;
-  Callee c = define(g, name, g->void_t, params, n + extra);
+  int streams = g->form->n_streams, all = n + streams + extra;
+  LLVMTypeRef *params = xmalloc((size_t)(all + 1) * sizeof *params);
+  for (int i = 0; i < all; i++) params[i] = i < n ? g->ptr : g->i64;
+  Callee c = define(g, name, g->void_t, params, all);
   free(params);
   unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
   for (int i = 0; i < n; i++) {
     g->buf[ids[i]] = LLVMGetParam(c.fn, (unsigned)i);
     LLVMAddAttributeAtIndex(c.fn, (unsigned)i + 1, LLVMCreateEnumAttribute(g->ctx, noalias, 0));
   }
+  for (int i = 0; i < streams; i++) g->stream[i] = LLVMGetParam(c.fn, (unsigned)(n + i));
   for (int v = 0; k && v < k->n_locals; v++) g->local[v] = LLVMBuildAlloca(g->b, g->f32, "t");
   return c;
 }
 
 /* Iterations [lo, hi) of the parallel loop s: chunks of pl->chunk, as
  * c_backend.c's print_loop_body writes them, in a function of s's buffers,
- * lo and hi. */
+ * the kernel's streams, lo and hi. */
 static LLVMValueRef define_loop_range(Gen *g, const char *name, const Kernel *k, KStmt *s,
                                       const KParallelLoop *pl) {
   int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
   Callee c = define_with_buffers(g, name, ids, n, 2, k);
   free(ids);
-  LLVMValueRef lo = LLVMGetParam(c.fn, (unsigned)n), hi = LLVMGetParam(c.fn, (unsigned)n + 1);
+  unsigned first = (unsigned)(n + g->form->n_streams);
+  LLVMValueRef lo = LLVMGetParam(c.fn, first), hi = LLVMGetParam(c.fn, first + 1);
   Loop chunks, in_chunk;
   LLVMValueRef r = loop_begin(g, LLVMBuildNSWSub(g->b, hi, lo, ""), &chunks);
   LLVMValueRef i = LLVMBuildNSWAdd(g->b, lo, r, "");
@@ -771,24 +713,25 @@ static LLVMValueRef define_loop_range(Gen *g, const char *name, const Kernel *k,
 }
 
 /* The trc_loop_body of parallel loop s: body(ctx, lo, hi) with ctx an
- * array of s's buffer pointers, calling the range function with them. */
+ * array of s's buffer pointers and the kernel's streams (8 bytes each),
+ * calling the range function with them. */
 static LLVMValueRef define_loop_body(Gen *g, const char *name, const Kernel *k, KStmt *s,
                                      const KParallelLoop *pl) {
   char range_name[64];
   snprintf(range_name, sizeof range_name, "%s_range", name);
   LLVMValueRef range = define_loop_range(g, range_name, k, s, pl);
-  int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
+  int *ids, n = kernel_stmt_buffers(&s, 1, &ids), all = n + g->form->n_streams;
   free(ids);
   LLVMTypeRef params[3] = {g->ptr, g->i64, g->i64};
   Callee c = define(g, name, g->void_t, params, 3);
-  LLVMValueRef *args = xmalloc((size_t)(n + 2) * sizeof *args);
-  for (int i = 0; i < n; i++) {
+  LLVMValueRef *args = xmalloc((size_t)(all + 2) * sizeof *args);
+  for (int i = 0; i < all; i++) {
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(g->b, g->ptr, LLVMGetParam(c.fn, 0),
                                               (LLVMValueRef[]){i64c(g, i)}, 1, "");
-    args[i] = LLVMBuildLoad2(g->b, g->ptr, slot, "");
+    args[i] = LLVMBuildLoad2(g->b, i < n ? g->ptr : g->i64, slot, "");
   }
-  args[n] = LLVMGetParam(c.fn, 1), args[n + 1] = LLVMGetParam(c.fn, 2);
-  LLVMBuildCall2(g->b, LLVMGlobalGetValueType(range), range, args, (unsigned)n + 2, "");
+  args[all] = LLVMGetParam(c.fn, 1), args[all + 1] = LLVMGetParam(c.fn, 2);
+  LLVMBuildCall2(g->b, LLVMGlobalGetValueType(range), range, args, (unsigned)all + 2, "");
   LLVMBuildRetVoid(g->b);
   free(args);
   return c.fn;
@@ -799,10 +742,10 @@ static LLVMValueRef define_loop_body(Gen *g, const char *name, const Kernel *k, 
  * work is at least TRC_PARALLEL_MIN_WORK, else body(ctx, 0, n_chunks). ctx:
  * the pointers of s's buffers. */
 static void call_parallel_loop(Gen *g, KStmt *s, const KParallelLoop *pl, LLVMValueRef body) {
-  int *ids, n = kernel_stmt_buffers(&s, 1, &ids);
-  LLVMValueRef ctx = entry_alloca(g, LLVMArrayType2(g->ptr, (uint64_t)(n ? n : 1)));
-  for (int i = 0; i < n; i++)
-    LLVMBuildStore(g->b, g->buf[ids[i]],
+  int *ids, n = kernel_stmt_buffers(&s, 1, &ids), all = n + g->form->n_streams;
+  LLVMValueRef ctx = entry_alloca(g, LLVMArrayType2(g->ptr, (uint64_t)(all ? all : 1)));
+  for (int i = 0; i < all; i++)
+    LLVMBuildStore(g->b, i < n ? g->buf[ids[i]] : g->stream[i - n],
                    LLVMBuildInBoundsGEP2(g->b, g->ptr, ctx, (LLVMValueRef[]){i64c(g, i)}, 1, ""));
   free(ids);
   if (pl->work >= TRC_PARALLEL_MIN_WORK) {
@@ -843,24 +786,24 @@ static LLVMValueRef define_loop_kernel(Gen *g, const char *name, const Kernel *k
 
 static void define_kernel(Gen *g, int id) {
   const Kernel *k = g->p->kernels[id];
-  int *ids, n = kernel_buffers(g->p, id, &ids);
-  char name[32], *code = code_text(g, id, ids, n);
-  if ((g->kernel[id] = same_code(g, code))) {
-    free(code);
-    free(ids);
-    return;
-  }
+  g->forms[id] = kernel_form(g->p->g, id, k);
+  const KernelForm *f = g->form = &g->forms[id];
+  if ((g->kernel[id] = same_code(g, f->code))) return;
+  char name[32];
   snprintf(name, sizeof name, "k%d", id);
+  g->stream = xcalloc((size_t)f->n_streams + 1, sizeof *g->stream);
   LLVMValueRef fn;
   if (k) {
-    fn = define_loop_kernel(g, name, k, ids, n);
+    fn = define_loop_kernel(g, name, k, f->params, f->n_params);
   } else {
-    fn = define_with_buffers(g, name, ids, n, 0, NULL).fn;
-    (is_conv(g, id) ? conv_body : gemm_body)(g, id, g->buf[ids[0]], g->buf[ids[1]],
-                                              g->buf[ids[2]]);
+    const Node *n = &g->p->g->nodes[id];
+    fn = define_with_buffers(g, name, f->params, f->n_params, 0, NULL).fn;
+    (is_conv(g, id) ? conv_body : gemm_body)(g, id, g->buf[n->in[0]], g->buf[n->in[1]],
+                                              g->buf[id]);
     LLVMBuildRetVoid(g->b);
   }
-  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){code, fn}));
+  free(g->stream);
+  VEC_PUSH(g->codes, g->n_codes, g->cap_codes, ((KernelCode){f->code, fn}));
   /* Each kernel is optimized on its own: inlined into forward() and
    * backward(), gpt124m's hundreds of kernels made functions whose LICM
    * (over the inlined noalias scopes) took minutes. */
@@ -868,17 +811,17 @@ static void define_kernel(Gen *g, int id) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(g->ctx, noinline, 0));
   g->kernel[id] = fn;
-  free(ids);
 }
 
-/* k<id>(its buffers in the arena a). */
+/* k<id>(its buffers in the arena a, its streams). */
 static void call_kernel(Gen *g, LLVMValueRef a, int id) {
-  int *ids, n = kernel_buffers(g->p, id, &ids);
+  const KernelForm *f = &g->forms[id];
+  int n = f->n_params + f->n_streams;
   LLVMValueRef *args = xmalloc((size_t)(n ? n : 1) * sizeof *args);
-  for (int i = 0; i < n; i++) args[i] = at(g, a, g->p->offset[ids[i]]);
+  for (int i = 0; i < f->n_params; i++) args[i] = at(g, a, g->p->offset[f->params[i]]);
+  for (int i = 0; i < f->n_streams; i++) args[f->n_params + i] = u64c(g, (uint64_t)f->streams[i]);
   LLVMBuildCall2(g->b, LLVMGlobalGetValueType(g->kernel[id]), g->kernel[id], args, (unsigned)n, "");
   free(args);
-  free(ids);
 }
 
 /* ---- forward, backward, step ---- */
@@ -1329,6 +1272,7 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   g.f32 = LLVMFloatTypeInContext(ctx), g.f64 = LLVMDoubleTypeInContext(ctx);
   g.void_t = LLVMVoidTypeInContext(ctx);
   g.kernel = xcalloc((size_t)p->g->n, sizeof *g.kernel);
+  g.forms = xcalloc((size_t)p->g->n, sizeof *g.forms);
   g.buf = xcalloc((size_t)p->g->n, sizeof *g.buf);
   g.maxf = define_max(&g, "trc_maxf", LLVMRealOGT);
   g.minf = define_max(&g, "trc_minf", LLVMRealOLT);
@@ -1338,7 +1282,8 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
   build_part(&g, part, diag);
   free(g.kernel);
   free(g.buf);
-  for (int i = 0; i < g.n_codes; i++) free(g.codes[i].code);
+  for (int i = 0; i < p->g->n; i++) kernel_form_free(&g.forms[i]);
+  free(g.forms);
   free(g.codes);
   LLVMDisposeBuilder(g.b);
   LLVMDisposeTargetData(g.td);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "trainc.h"
+#include "trainc_rt.h"
 
 /* libmvec's vector versions of the math functions the module may call
  * (llvm_backend.c's vector math): ISA letter and lanes of each, declared by
@@ -216,7 +216,9 @@ static int train(CompileJob *job, LLVMOrcExecutorAddress main_addr, int argc, ch
   }
   int (*trainer_main)(int, char **) = (int (*)(int, char **))(uintptr_t)main_addr;
   fflush(stdout);
+  trc_set_step_code_wait(wait_for_kernels);
   int status = trainer_main(argc, argv);
+  trc_set_step_code_wait(NULL);
   pthread_join(thread, NULL);
   return kernels.ok ? status : -1;
 }

@@ -25,6 +25,17 @@ uint64_t trc_input_example_elems(const trc_input *in) {
 }
 
 /* 1 when [offset, offset+bytes) lies inside [0, limit). */
+void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_fn fn,
+                     void *ctx) {
+  for (int i = 0; i < m->n_params; i++) {
+    const trc_param *p = &m->params[i];
+    int64_t first = (int64_t)((p->offset - m->param_offset) / sizeof(float));
+    int64_t end = first + (int64_t)p->count;
+    int64_t from = first > lo ? first : lo, to = end < hi ? end : hi;
+    if (from < to) fn(ctx, i, (uint64_t)(from - first), (uint64_t)(to - first));
+  }
+}
+
 static int region_inside(uint64_t offset, uint64_t bytes, uint64_t limit) {
   uint64_t end;
   return trc_add_ok(offset, bytes, &end) && end <= limit;

@@ -10,16 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The library is built for the baseline ISA; on x86-64 the element loops are
- * also compiled for AVX2 and AVX-512 and picked at load time. Each element is
- * computed by the same IEEE operations in every clone (no FMA contraction in
- * ISO C mode, no reductions), so results are bitwise the same. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define VECTOR_CLONES
-#endif
-
 /* SGD's floats (trainc.h's trc_update_scalars). */
 static void sgd_scalars(const trc_sgd_hparams *h, trc_update_scalars *u) {
   u->lr = (float)h->lr, u->momentum = (float)h->momentum, u->weight_decay = (float)h->weight_decay;
@@ -38,7 +28,7 @@ static void adamw_scalars(const trc_adamw_hparams *h, trc_update_scalars *u) {
 }
 
 /* torch.optim.SGD, dampening 0 (trc_sgd_element). */
-VECTOR_CLONES
+TRC_VECTOR_CLONES
 void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, uint64_t n,
                     const trc_sgd_hparams *h) {
   trc_update_scalars u;
@@ -53,7 +43,7 @@ void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict 
 }
 
 /* torch.optim.AdamW (trc_adamw_element). */
-VECTOR_CLONES
+TRC_VECTOR_CLONES
 void trc_adamw_update(float *restrict p, const float *restrict g, float *restrict m,
                       float *restrict v, uint64_t n, const trc_adamw_hparams *h) {
   trc_update_scalars u;
@@ -111,30 +101,26 @@ typedef struct {
   double lr;
 } update_ctx;
 
-static void update_range(void *ctx, int64_t lo, int64_t hi) {
+static void update_part(void *ctx, int i, uint64_t from, uint64_t to) {
   const update_ctx *u = ctx;
   const trc_model *model = u->model;
   const trc_train_config *cfg = u->cfg;
-  trc_sgd_hparams sgd = {u->lr, cfg->momentum, 0.0, cfg->nesterov};
-  trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, 0.0, u->o->step};
-  float *params = (float *)(u->arena + model->param_offset);
-  float *grads = (float *)(u->arena + model->grad_offset);
-  for (int i = 0; i < model->n_params; i++) {
-    const trc_param *p = &model->params[i];
-    int64_t first = (int64_t)((p->offset - model->param_offset) / sizeof(float));
-    int64_t end = first + (int64_t)p->count;
-    int64_t from = first > lo ? first : lo, to = end < hi ? end : hi;
-    if (from >= to) continue;
-    uint64_t n = (uint64_t)(to - from);
-    double wd = p->decay ? cfg->weight_decay : 0.0;
-    if (u->o->kind == TRC_SGD) {
-      sgd.weight_decay = wd;
-      trc_sgd_update(params + from, grads + from, u->o->m ? u->o->m + from : NULL, n, &sgd);
-    } else {
-      adam.weight_decay = wd;
-      trc_adamw_update(params + from, grads + from, u->o->m + from, u->o->v + from, n, &adam);
-    }
+  const trc_param *p = &model->params[i];
+  uint64_t at = (p->offset - model->param_offset) / sizeof(float) + from, n = to - from;
+  float *params = (float *)(u->arena + model->param_offset) + at;
+  float *grads = (float *)(u->arena + model->grad_offset) + at;
+  double wd = p->decay ? cfg->weight_decay : 0.0;
+  if (u->o->kind == TRC_SGD) {
+    trc_sgd_hparams sgd = {u->lr, cfg->momentum, wd, cfg->nesterov};
+    trc_sgd_update(params, grads, u->o->m ? u->o->m + at : NULL, n, &sgd);
+  } else {
+    trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, wd, u->o->step};
+    trc_adamw_update(params, grads, u->o->m + at, u->o->v + at, n, &adam);
   }
+}
+
+static void update_range(void *ctx, int64_t lo, int64_t hi) {
+  trc_param_parts(((const update_ctx *)ctx)->model, lo, hi, update_part, ctx);
 }
 
 void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_train_config *cfg,

@@ -3,13 +3,44 @@
  * trainer logs. */
 #include "rt_internal.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-double trc_now(void) {
+static double clock_seconds(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double trc_now(void) { return clock_seconds(CLOCK_MONOTONIC); }
+
+/* When the runtime was loaded: the start, where /proc cannot say. */
+static double loaded_at;
+__attribute__((constructor)) static void note_load_time(void) { loaded_at = trc_now(); }
+
+/* The process's start in seconds after boot (/proc/self/stat's 22nd field,
+ * in clock ticks: 10 ms here), or -1. The 2nd field, the command's name in
+ * parentheses, may hold spaces: the fields are counted after its last ')'. */
+static double process_start_after_boot(void) {
+  char line[1024];
+  FILE *f = fopen("/proc/self/stat", "r");
+  size_t len = f ? fread(line, 1, sizeof line - 1, f) : 0;
+  if (f) fclose(f);
+  line[len] = 0;
+  char *p = strrchr(line, ')');
+  unsigned long long ticks;
+  for (int field = 3; p && field <= 22; field++) p = strchr(p + 1, ' ');
+  long hz = sysconf(_SC_CLK_TCK);
+  if (!p || hz <= 0 || sscanf(p, "%llu", &ticks) != 1) return -1;
+  return (double)ticks / (double)hz;
+}
+
+double trc_process_seconds(void) {
+  double start = process_start_after_boot();
+  if (start < 0) return trc_now() - loaded_at;
+  return clock_seconds(CLOCK_BOOTTIME) - start;
 }
 
 void trc_progress_init(trc_progress *p, int64_t total, int quiet) {

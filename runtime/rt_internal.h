@@ -29,9 +29,36 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
   return !__builtin_add_overflow(a, b, out);
 }
 
+/* The library is built for the baseline ISA; on x86-64 its hot element loops
+ * (the optimizer's, initialization's normal numbers) are also compiled for
+ * AVX2 and AVX-512 and picked at load time. Each element is computed by the
+ * same IEEE operations in every clone (no FMA contraction in ISO C mode, no
+ * reductions), so results are bitwise the same. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TRC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TRC_VECTOR_CLONES
+#endif
+
+/* Numbers [from, to) of stream `key` for initialization, each a pure
+ * function of (key, index), vectorized (rng.c), into out[0, to - from):
+ * (float)(mean + std·n) for normal numbers n; (float)(low + (high - low)·u)
+ * for trc_rng_uniform's u (the same bits). */
+void trc_rng_normals(uint64_t key, uint64_t from, uint64_t to, double mean, double std,
+                     float *out);
+void trc_rng_uniforms(uint64_t key, uint64_t from, uint64_t to, double low, double high,
+                      float *out);
+
 /* Independent random streams (rng.c keys). */
 enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TRC_STREAM_DROPOUT = 4,
        TRC_STREAM_SAMPLE = 5, TRC_STREAM_HOLDOUT = 6 };
+
+/* Calls fn(ctx, i, from, to) for each parameter i with elements [from, to)
+ * among floats [lo, hi) of the parameter region (model.c): a range of the
+ * region cut into its parameters, as the threads' parts of it are. */
+typedef void (*trc_param_part_fn)(void *ctx, int param, uint64_t from, uint64_t to);
+void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_fn fn,
+                     void *ctx);
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
@@ -131,6 +158,9 @@ int trc_check_range_finite(const trc_model *m, const float *values, uint64_t fir
 
 /* Seconds on a monotonic clock. */
 double trc_now(void);
+/* Seconds since the process started (to the 10 ms of Linux's /proc; without
+ * /proc, since the runtime was loaded). */
+double trc_process_seconds(void);
 
 /* JSON text helpers (json.c). */
 void trc_json_write_number(FILE *f, double x);      /* %.9g, null if not finite */

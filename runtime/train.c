@@ -44,6 +44,7 @@ typedef struct {
   int in_sync;                 /* every rank holds the same parameters */
   char fingerprint[2048];      /* see state.c */
   double start, train_seconds; /* wall clock at the start; time inside steps */
+  double first_step_at;        /* seconds from the process's start to its first step's */
   double window_start;         /* train_seconds at the last log record */
   double window_examples;      /* examples trained on since then (all ranks) */
   int64_t window_faults;       /* page faults inside steps since then */
@@ -52,6 +53,10 @@ typedef struct {
 } trainer;
 
 enum { EXIT_USAGE = 2 }; /* EXIT_SUCCESS 0, EXIT_FAILURE 1 */
+
+static void (*step_code_wait)(void);
+
+void trc_set_step_code_wait(void (*wait)(void)) { step_code_wait = wait; }
 
 static double epochs_done(const trainer *t) {
   if (!t->plan.perm) return 0.0; /* not training: --steps 0 */
@@ -366,6 +371,8 @@ static void print_summary(const trainer *t) {
     fprintf(stderr, " on %d ranks, %lld syncs, %.1f MB in %.2f s", t->ranks,
             (long long)t->sync.syncs, (double)t->sync.bytes / 1e6, t->sync.seconds);
   fputc('\n', stderr);
+  if (t->steps_run > 0)
+    fprintf(stderr, "time to first step: %.2f s (from the process's start)\n", t->first_step_at);
 }
 
 static int train(trainer *t, trc_error *err) {
@@ -376,6 +383,10 @@ static int train(trainer *t, trc_error *err) {
     double lr = trc_schedule_lr(c, t->step, total), grad_norm;
     double examples = (double)(trc_step_window(&t->plan, t->step) * t->m->batch * t->ranks);
     int64_t faults = page_faults();
+    if (t->steps_run == 0) {
+      if (step_code_wait) step_code_wait();
+      t->first_step_at = trc_process_seconds();
+    }
     double t0 = trc_now(), loss = train_step(t, lr, &grad_norm);
     t->train_seconds += trc_now() - t0;
     t->window_faults += page_faults() - faults;

@@ -23,6 +23,12 @@
 
 #define TRC_RUNTIME_VERSION "0.1.0"
 
+/* A function trc_main calls before the first step it runs, which returns
+ * once the step's code can run (`trainc run` compiles the kernels on a
+ * second thread while the trainer starts): its wait counts in the time to
+ * first step, not in the step's. NULL: none. */
+void trc_set_step_code_wait(void (*wait)(void));
+
 /* `where` names the file (or flag) the message is about, empty when none;
  * the trainer prints "<where or 'trainer'>: error: <msg>". */
 typedef struct {

@@ -10,6 +10,7 @@
 #   llvm  the default LLVM-built trainer (`trainc build --backend llvm`): the
 #         loop vectorizer widens them into libmvec's functions too
 #   run   `trainc run` (LLVM's JIT in trainc's process), the same module
+# Both backends make one function per distinct kernel (as many of each).
 # Bitwise (the loss logs but the measurements, and the saved weights, cmp):
 # llvms against cs (the same operations in the same order), and run against
 # llvm (the same optimized module). Within a bound: c and llvm against cs,
@@ -160,24 +161,42 @@ for arg in "$@"; do
     echo "FAIL: $name: the --scalar-math LLVM trainer calls libmvec"
     fail=1 model_fail=1
   fi
+  # one function per distinct kernel in both backends (ir.h's kernel_form)
+  c_fns=$("$trainc" emit "$model" -o "$out.c" >/dev/null && grep -c 'noinline' "$out.c")
+  llvm_fns=$("$trainc" emit --backend llvm "$model" -o "$out.ll" >/dev/null &&
+    grep -cE '^define .*@k[0-9]+\(' "$out.ll")
+  if [[ $c_fns != "$llvm_fns" ]]; then
+    echo "FAIL: $name: $llvm_fns LLVM kernel functions, $c_fns C ones"
+    fail=1 model_fail=1
+  fi
   if [[ $data == gradcheck ]]; then # the C trainer's: tests/e2e/gradcheck.sh
     "$trainc" run "$model" --gradcheck --seed 3 >"$out.run.txt" ||
       { echo "FAIL: $name: trainc run --gradcheck"; cat "$out.run.txt"; fail=1 model_fail=1; }
     data=random
   fi
-  flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1 --quiet)
+  flags=(--data "$(data_dir "$data" "$out.c.bin")" --steps "$steps" --seed 3 --log-every 1)
   # the LLVM trainers on 3 threads, the others on the default count: parallel
   # loops and trc_gemm give the same bits on any number
   for how in c cs llvm llvms; do
     threads=()
     [[ $how == llvm* ]] && threads=(--threads 3)
-    "${launch[@]}" "$out.$how.bin" "${flags[@]}" "${threads[@]}" --save "$out.$how.safetensors" \
-      --log "$out.$how.jsonl"
+    "${launch[@]}" "$out.$how.bin" "${flags[@]}" --quiet "${threads[@]}" \
+      --save "$out.$how.safetensors" --log "$out.$how.jsonl"
   done
   hows=(c cs llvm llvms)
   if ((ranks == 1)); then
-    "$trainc" run "$model" "${flags[@]}" --save "$out.run.safetensors" --log "$out.run.jsonl"
+    # not quiet: its time to first step counts the JIT's whole compile, which
+    # step 1 waits for (--time-phases: LLVM's seconds, one thread after the other)
+    "$trainc" run --time-phases "$model" "${flags[@]}" \
+      --save "$out.run.safetensors" --log "$out.run.jsonl" 2>"$out.run.err"
     hows+=(run)
+    if ! awk '/^time to first step:/ { first = $5 } /^LLVM seconds:/ { llvm = $4 + $6 + $8 }
+              END { exit !(first != "" && llvm != "" && first + 0.02 >= llvm) }' \
+      "$out.run.err"; then
+      echo "FAIL: $name: trainc run's time to first step is shorter than its compile"
+      cat "$out.run.err"
+      fail=1 model_fail=1
+    fi
   fi
   for how in "${hows[@]}"; do losses "$out.$how.jsonl" >"$out.$how.losses"; done
   pairs=(cs:llvms)

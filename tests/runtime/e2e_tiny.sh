@@ -110,8 +110,16 @@ expect bad_setting err "trainer: error: --beta2: expected a finite number from 0
 run frozen 0 "$TRAINER" --data "$WORK/train" --steps 5 --lr 0 --weight-decay 0 --quiet \
   --init "$WORK/w.safetensors" --save "$WORK/frozen.safetensors"
 cmp -s "$WORK/w.safetensors" "$WORK/frozen.safetensors" || fail "--lr 0 changed the weights"
+t0=$(date +%s.%N)
 run accumulate 0 "$TRAINER" --data "$WORK/train" --epochs 1 --accumulate 5
+t1=$(date +%s.%N)
 expect accumulate err "trained 10 steps" # 1600 rows / batch 32 / 5
+# the time to the first step: positive and within the run's wall time (as the shell saw
+# it, plus /proc's 10 ms ticks)
+first=$(sed -n "s/^time to first step: \([0-9.]*\) s (from the process's start)$/\1/p" \
+  "$WORK/accumulate.err")
+awk -v f="${first:-0}" -v t0="$t0" -v t1="$t1" 'BEGIN { exit !(f > 0 && f <= t1 - t0 + 0.02) }' ||
+  fail "accumulate: time to first step '${first:-none}' not in (0, the run's wall time]"
 
 # --- weights: init-only save, exact round trip, evaluation of saved weights ---
 run init_only 0 "$TRAINER" --steps 0 --save "$WORK/w0.safetensors"

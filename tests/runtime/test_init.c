@@ -1,5 +1,7 @@
-/* test_init.c — parameter init statistics and determinism, the counter-based
- * generator, and the per-epoch shuffle. */
+/* test_init.c — parameter init statistics and determinism (on any number of
+ * threads), the normal numbers against libm's Box-Muller on the same random
+ * bits, the counter-based generator, and the per-epoch shuffle. */
+#include "rt_internal.h"
 #include "test_util.h"
 
 #include <stdlib.h>
@@ -89,6 +91,72 @@ static void test_determinism(void) {
   CHECK(memcmp(arena + 16, alone, sizeof alone) == 0);
 }
 
+/* Normal number i: Box-Muller in double with libm on the random bits rng.c
+ * documents (u1 from the top 30 bits of position 2c, θ from the top 24 of
+ * 2c+1, c = i/2; cos for even i, sin for odd). */
+static double reference_normal(uint64_t key, uint64_t i) {
+  uint64_t c = i / 2;
+  double u1 = (float)((double)((trc_rng_u64(key, 2 * c) >> 34) + 1) * 0x1.0p-30);
+  double theta = 6.283185307179586477 * (double)(trc_rng_u64(key, 2 * c + 1) >> 40) * 0x1.0p-24;
+  double r = sqrt(-2.0 * log(u1));
+  return r * (i & 1 ? sin(theta) : cos(theta));
+}
+
+static void test_normals(void) {
+  float *x = init(TRC_INIT_NORMAL, 0, 1, 0, 0, 11, 2);
+  uint64_t key = trc_rng_key(11, TRC_STREAM_INIT, 2);
+  double worst = 0;
+  int within_one = 0;
+  for (uint64_t i = 0; i < BIG; i++) {
+    worst = fmax(worst, fabs(x[i] - reference_normal(key, i)));
+    within_one += fabs(x[i]) < 1;
+  }
+  CHECK(worst < 1e-6); /* measured 6e-7 over 2e7 numbers, |x| up to 5.6 */
+  CHECK_NEAR(within_one / (double)BIG, 0.682689, 0.005);
+  /* a range that starts and ends on odd indices holds the same numbers */
+  float part[13];
+  trc_rng_normals(key, 7, 20, 0.0, 1.0, part);
+  CHECK(memcmp(part, x + 7, sizeof part) == 0);
+  free(x);
+}
+
+/* The vectorized uniform numbers are trc_rng_uniform's, bit for bit. */
+static void test_uniforms(void) {
+  enum { N = 100000 };
+  float *x = malloc(N * sizeof(float));
+  uint64_t key = trc_rng_key(4, TRC_STREAM_INIT, 1);
+  trc_rng_uniforms(key, 5, 5 + N, -0.3, 0.7, x);
+  int same = 1;
+  for (uint64_t i = 0; i < N; i++)
+    same &= x[i] == (float)(-0.3 + (0.7 - -0.3) * trc_rng_uniform(key, 5 + i));
+  CHECK(same);
+  free(x);
+}
+
+/* The same weights on 1 and 3 threads (parameters of every kind, cut
+ * anywhere between the threads). */
+static void test_threads(void) {
+  static const trc_param params[] = {
+      {"a", 2, {300, 7}, 0, 2100, TRC_INIT_NORMAL, 0.5, 0.02, 0, 0, 1},
+      {"b", 1, {7}, 8448, 7, TRC_INIT_ZEROS, 0, 0, 0, 0, 0},
+      {"c", 2, {5, 201}, 8512, 1005, TRC_INIT_HE, 1, 0, 201, 5, 1},
+      {"d", 1, {33}, 12608, 33, TRC_INIT_XAVIER, 1, 0, 11, 3, 0},
+  };
+  trc_model m = {.name = "m", .batch = 1, .arena_bytes = 16384, .param_offset = 0,
+                 .param_count = 3185, .grad_offset = 12800, .n_params = 4, .params = params};
+  char *one = calloc(1, 16384), *three = calloc(1, 16384);
+  trc_set_threads(1);
+  trc_init_params(&m, one, 5);
+  trc_set_threads(3);
+  trc_init_params(&m, three, 5);
+  trc_set_threads(1);
+  CHECK(memcmp(one, three, 16384) == 0);
+  float alone[1005];
+  trc_init_param(&params[2], 2, 5, alone);
+  CHECK(memcmp(one + 8512, alone, sizeof alone) == 0);
+  free(one), free(three);
+}
+
 static void test_generator(void) {
   uint64_t key = trc_rng_key(7, 1, 2);
   CHECK(trc_rng_u64(key, 5) == trc_rng_u64(trc_rng_key(7, 1, 2), 5));
@@ -122,6 +190,9 @@ static void test_shuffle(void) {
 int main(void) {
   test_distributions();
   test_determinism();
+  test_normals();
+  test_uniforms();
+  test_threads();
   test_generator();
   test_shuffle();
   return test_finish("test_init");

@@ -2,6 +2,10 @@
  * generated trc_model that lies, and the arena's alignment and zeroing. */
 #include "test_util.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
+
 #include <stdint.h>
 
 static trc_input inputs[2];
@@ -98,6 +102,11 @@ static void test_arena(void) {
   int zero = 1;
   for (size_t i = 0; i < (5u << 20) && large; i += 4096) zero &= large[i] == 0;
   CHECK(zero && small[999] == 0);
+#if defined(__SANITIZE_ADDRESS__) /* the bytes past an arena are poisoned */
+  CHECK(__asan_address_is_poisoned(small + 1000) && !__asan_address_is_poisoned(small + 999));
+  CHECK(__asan_address_is_poisoned(large + (5u << 20)) &&
+        !__asan_address_is_poisoned(large + (5u << 20) - 1));
+#endif
   trc_arena_free(small);
   trc_arena_free(large);
 }

@@ -83,7 +83,7 @@ declare float @llvm.sqrt.f32(float) #0
 ; Function Attrs: noinline
 define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %0, i64 5, i64 20, ptr %1, i64 5, i64 35, float 0.000000e+00, ptr %2, i64 7, i64 28)
+  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, i64 20, ptr %2, i64 5, i64 35, float 0.000000e+00, ptr %0, i64 7, i64 28)
   ret void
 }
 
@@ -148,11 +148,11 @@ entry:
   %3 = alloca [3 x ptr], align 8
   %t = alloca float, align 4
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
-  store ptr %0, ptr %4, align 8
+  store ptr %1, ptr %4, align 8
   %5 = getelementptr inbounds ptr, ptr %3, i64 1
-  store ptr %1, ptr %5, align 8
+  store ptr %2, ptr %5, align 8
   %6 = getelementptr inbounds ptr, ptr %3, i64 2
-  store ptr %2, ptr %6, align 8
+  store ptr %0, ptr %6, align 8
   call void @k6_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
@@ -160,7 +160,7 @@ entry:
 ; Function Attrs: noinline
 define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %0, i64 7, i64 28, ptr %1, i64 7, i64 21, float 0.000000e+00, ptr %2, i64 3, i64 12)
+  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, i64 28, ptr %2, i64 7, i64 21, float 0.000000e+00, ptr %0, i64 3, i64 12)
   ret void
 }
 
@@ -218,11 +218,11 @@ define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
-  store ptr %0, ptr %4, align 8
+  store ptr %1, ptr %4, align 8
   %5 = getelementptr inbounds ptr, ptr %3, i64 1
-  store ptr %1, ptr %5, align 8
+  store ptr %2, ptr %5, align 8
   %6 = getelementptr inbounds ptr, ptr %3, i64 2
-  store ptr %2, ptr %6, align 8
+  store ptr %0, ptr %6, align 8
   call void @k10_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
@@ -334,9 +334,9 @@ entry:
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
   %3 = getelementptr inbounds ptr, ptr %2, i64 0
-  store ptr %0, ptr %3, align 8
+  store ptr %1, ptr %3, align 8
   %4 = getelementptr inbounds ptr, ptr %2, i64 1
-  store ptr %1, ptr %4, align 8
+  store ptr %0, ptr %4, align 8
   call void @k11_loop0(ptr %2, i64 0, i64 4)
   ret void
 }
@@ -351,10 +351,10 @@ entry:
 loop:                                             ; preds = %loop, %entry
   %i = phi i64 [ 0, %entry ], [ %16, %loop ]
   %4 = load float, ptr %t, align 4
-  %5 = getelementptr inbounds float, ptr %2, i64 %i
+  %5 = getelementptr inbounds float, ptr %3, i64 %i
   %6 = load float, ptr %5, align 4
   %7 = mul nsw i64 %i, 3
-  %8 = getelementptr inbounds i32, ptr %0, i64 %i
+  %8 = getelementptr inbounds i32, ptr %2, i64 %i
   %9 = load i32, ptr %8, align 4
   %10 = sext i32 %9 to i64
   %11 = add nsw i64 %7, %10
@@ -370,7 +370,7 @@ loop:                                             ; preds = %loop, %entry
 done:                                             ; preds = %loop
   %18 = load float, ptr %t, align 4
   %19 = fmul float %18, 2.500000e-01
-  %20 = getelementptr inbounds float, ptr %3, i64 0
+  %20 = getelementptr inbounds float, ptr %0, i64 0
   store float %19, ptr %20, align 4
   ret void
 }
@@ -458,15 +458,15 @@ entry:
   %t1 = alloca float, align 4
   %t2 = alloca float, align 4
   %6 = getelementptr inbounds ptr, ptr %5, i64 0
-  store ptr %0, ptr %6, align 8
+  store ptr %2, ptr %6, align 8
   %7 = getelementptr inbounds ptr, ptr %5, i64 1
   store ptr %1, ptr %7, align 8
   %8 = getelementptr inbounds ptr, ptr %5, i64 2
-  store ptr %2, ptr %8, align 8
+  store ptr %3, ptr %8, align 8
   %9 = getelementptr inbounds ptr, ptr %5, i64 3
-  store ptr %3, ptr %9, align 8
+  store ptr %4, ptr %9, align 8
   %10 = getelementptr inbounds ptr, ptr %5, i64 4
-  store ptr %4, ptr %10, align 8
+  store ptr %0, ptr %10, align 8
   call void @k14_loop0(ptr %5, i64 0, i64 4)
   ret void
 }
@@ -484,12 +484,12 @@ loop1:                                            ; preds = %loop1, %loop
   %i2 = phi i64 [ 0, %loop ], [ %10, %loop1 ]
   %2 = mul nsw i64 %i, 3
   %3 = add nsw i64 %i2, %2
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
+  %4 = getelementptr inbounds float, ptr %1, i64 %3
   %5 = load float, ptr %4, align 4
-  %6 = getelementptr inbounds float, ptr %1, i64 %i2
+  %6 = getelementptr inbounds float, ptr %0, i64 %i2
   %7 = load float, ptr %6, align 4
   %8 = fadd float %7, %5
-  %9 = getelementptr inbounds float, ptr %1, i64 %i2
+  %9 = getelementptr inbounds float, ptr %0, i64 %i2
   store float %8, ptr %9, align 4
   %10 = add nsw i64 %i2, 1
   %11 = icmp slt i64 %10, 3
@@ -507,14 +507,14 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 21, float 0.000000e+00, ptr %2, i64 7, i64 28)
+  call void @trc_gemm(i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %1, i64 3, i64 12, ptr %2, i64 7, i64 21, float 0.000000e+00, ptr %0, i64 7, i64 28)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %0, i64 3, i64 12, ptr %1, i64 7, i64 28, float 1.000000e+00, ptr %2, i64 7, i64 21)
+  call void @trc_gemm(i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %1, i64 3, i64 12, ptr %2, i64 7, i64 28, float 1.000000e+00, ptr %0, i64 7, i64 21)
   ret void
 }
 
@@ -560,11 +560,11 @@ define internal void @k18(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
-  store ptr %0, ptr %4, align 8
+  store ptr %1, ptr %4, align 8
   %5 = getelementptr inbounds ptr, ptr %3, i64 1
-  store ptr %1, ptr %5, align 8
+  store ptr %2, ptr %5, align 8
   %6 = getelementptr inbounds ptr, ptr %3, i64 2
-  store ptr %2, ptr %6, align 8
+  store ptr %0, ptr %6, align 8
   call void @k18_loop0(ptr %3, i64 0, i64 28)
   ret void
 }
@@ -582,12 +582,12 @@ loop1:                                            ; preds = %loop1, %loop
   %i2 = phi i64 [ 0, %loop ], [ %10, %loop1 ]
   %2 = mul nsw i64 %i, 7
   %3 = add nsw i64 %i2, %2
-  %4 = getelementptr inbounds float, ptr %0, i64 %3
+  %4 = getelementptr inbounds float, ptr %1, i64 %3
   %5 = load float, ptr %4, align 4
-  %6 = getelementptr inbounds float, ptr %1, i64 %i2
+  %6 = getelementptr inbounds float, ptr %0, i64 %i2
   %7 = load float, ptr %6, align 4
   %8 = fadd float %7, %5
-  %9 = getelementptr inbounds float, ptr %1, i64 %i2
+  %9 = getelementptr inbounds float, ptr %0, i64 %i2
   store float %8, ptr %9, align 4
   %10 = add nsw i64 %i2, 1
   %11 = icmp slt i64 %10, 7
@@ -605,57 +605,57 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k20(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %0, i64 7, i64 28, ptr %1, i64 5, i64 20, float 1.000000e+00, ptr %2, i64 5, i64 35)
+  call void @trc_gemm(i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %1, i64 7, i64 28, ptr %2, i64 5, i64 20, float 1.000000e+00, ptr %0, i64 5, i64 35)
   ret void
 }
 
 define internal void @forward(ptr %0) {
 entry:
-  %1 = getelementptr inbounds i8, ptr %0, i64 896
-  %2 = getelementptr inbounds i8, ptr %0, i64 0
-  %3 = getelementptr inbounds i8, ptr %0, i64 1152
+  %1 = getelementptr inbounds i8, ptr %0, i64 1152
+  %2 = getelementptr inbounds i8, ptr %0, i64 896
+  %3 = getelementptr inbounds i8, ptr %0, i64 0
   call void @k3(ptr %1, ptr %2, ptr %3)
-  %4 = getelementptr inbounds i8, ptr %0, i64 1152
-  %5 = getelementptr inbounds i8, ptr %0, i64 192
-  %6 = getelementptr inbounds i8, ptr %0, i64 1280
+  %4 = getelementptr inbounds i8, ptr %0, i64 1280
+  %5 = getelementptr inbounds i8, ptr %0, i64 1152
+  %6 = getelementptr inbounds i8, ptr %0, i64 192
   call void @k6(ptr %4, ptr %5, ptr %6)
-  %7 = getelementptr inbounds i8, ptr %0, i64 1280
-  %8 = getelementptr inbounds i8, ptr %0, i64 256
-  %9 = getelementptr inbounds i8, ptr %0, i64 1152
+  %7 = getelementptr inbounds i8, ptr %0, i64 1152
+  %8 = getelementptr inbounds i8, ptr %0, i64 1280
+  %9 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k8(ptr %7, ptr %8, ptr %9)
-  %10 = getelementptr inbounds i8, ptr %0, i64 1152
-  %11 = getelementptr inbounds i8, ptr %0, i64 384
-  %12 = getelementptr inbounds i8, ptr %0, i64 1216
+  %10 = getelementptr inbounds i8, ptr %0, i64 1216
+  %11 = getelementptr inbounds i8, ptr %0, i64 1152
+  %12 = getelementptr inbounds i8, ptr %0, i64 384
   call void @k10(ptr %10, ptr %11, ptr %12)
-  %13 = getelementptr inbounds i8, ptr %0, i64 1216
-  %14 = getelementptr inbounds i8, ptr %0, i64 1152
+  %13 = getelementptr inbounds i8, ptr %0, i64 1152
+  %14 = getelementptr inbounds i8, ptr %0, i64 1216
   call void @k11(ptr %13, ptr %14)
-  %15 = getelementptr inbounds i8, ptr %0, i64 1024
+  %15 = getelementptr inbounds i8, ptr %0, i64 1408
   %16 = getelementptr inbounds i8, ptr %0, i64 1216
-  %17 = getelementptr inbounds i8, ptr %0, i64 1152
-  %18 = getelementptr inbounds i8, ptr %0, i64 1408
+  %17 = getelementptr inbounds i8, ptr %0, i64 1024
+  %18 = getelementptr inbounds i8, ptr %0, i64 1152
   call void @k12(ptr %15, ptr %16, ptr %17, ptr %18)
   ret void
 }
 
 define internal void @backward(ptr %0, ptr %1) {
 entry:
-  %2 = getelementptr inbounds i8, ptr %0, i64 1024
+  %2 = getelementptr inbounds i8, ptr %0, i64 1472
   %3 = getelementptr inbounds i8, ptr %0, i64 1216
-  %4 = getelementptr inbounds i8, ptr %0, i64 1152
-  %5 = getelementptr inbounds i8, ptr %0, i64 1088
-  %6 = getelementptr inbounds i8, ptr %0, i64 1472
+  %4 = getelementptr inbounds i8, ptr %0, i64 1024
+  %5 = getelementptr inbounds i8, ptr %0, i64 1152
+  %6 = getelementptr inbounds i8, ptr %0, i64 1088
   call void @k14(ptr %2, ptr %3, ptr %4, ptr %5, ptr %6)
-  %7 = getelementptr inbounds i8, ptr %0, i64 1472
-  %8 = getelementptr inbounds i8, ptr %0, i64 832
+  %7 = getelementptr inbounds i8, ptr %0, i64 832
+  %8 = getelementptr inbounds i8, ptr %0, i64 1472
   call void @k15(ptr %7, ptr %8)
-  %9 = getelementptr inbounds i8, ptr %0, i64 1472
-  %10 = getelementptr inbounds i8, ptr %0, i64 256
-  %11 = getelementptr inbounds i8, ptr %0, i64 1536
+  %9 = getelementptr inbounds i8, ptr %0, i64 1536
+  %10 = getelementptr inbounds i8, ptr %0, i64 1472
+  %11 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k16(ptr %9, ptr %10, ptr %11)
-  %12 = getelementptr inbounds i8, ptr %0, i64 1472
-  %13 = getelementptr inbounds i8, ptr %0, i64 1280
-  %14 = getelementptr inbounds i8, ptr %0, i64 704
+  %12 = getelementptr inbounds i8, ptr %0, i64 704
+  %13 = getelementptr inbounds i8, ptr %0, i64 1472
+  %14 = getelementptr inbounds i8, ptr %0, i64 1280
   call void @k17(ptr %12, ptr %13, ptr %14)
   %15 = icmp ne ptr %1, null
   br i1 %15, label %bucket_ready, label %16
@@ -665,16 +665,16 @@ bucket_ready:                                     ; preds = %entry
   br label %16
 
 16:                                               ; preds = %bucket_ready, %entry
-  %17 = getelementptr inbounds i8, ptr %0, i64 1280
-  %18 = getelementptr inbounds i8, ptr %0, i64 1536
-  %19 = getelementptr inbounds i8, ptr %0, i64 1664
+  %17 = getelementptr inbounds i8, ptr %0, i64 1664
+  %18 = getelementptr inbounds i8, ptr %0, i64 1280
+  %19 = getelementptr inbounds i8, ptr %0, i64 1536
   call void @k18(ptr %17, ptr %18, ptr %19)
-  %20 = getelementptr inbounds i8, ptr %0, i64 1664
-  %21 = getelementptr inbounds i8, ptr %0, i64 640
+  %20 = getelementptr inbounds i8, ptr %0, i64 640
+  %21 = getelementptr inbounds i8, ptr %0, i64 1664
   call void @k19(ptr %20, ptr %21)
-  %22 = getelementptr inbounds i8, ptr %0, i64 1664
-  %23 = getelementptr inbounds i8, ptr %0, i64 896
-  %24 = getelementptr inbounds i8, ptr %0, i64 448
+  %22 = getelementptr inbounds i8, ptr %0, i64 448
+  %23 = getelementptr inbounds i8, ptr %0, i64 1664
+  %24 = getelementptr inbounds i8, ptr %0, i64 896
   call void @k20(ptr %22, ptr %23, ptr %24)
   %25 = icmp ne ptr %1, null
   br i1 %25, label %bucket_ready1, label %26
