@@ -207,12 +207,33 @@ static void print_one_iteration(FILE *out, const KStmt *s, int depth, const BufN
   print_stmts_named(out, s->body, s->nbody, depth, nm);
 }
 
-static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  fprintf(out, "for (int64_t i%d = 0; i%d < %lld; i%d++) {\n", s->var, s->var,
-          (long long)s->extent, s->var);
+static bool has_loop(KStmt *const *body, int n) {
+  for (int i = 0; i < n; i++)
+    if (body[i]->kind == KS_FOR) return true;
+  return false;
+}
+
+static void print_range(FILE *out, const KStmt *s, int64_t from, int64_t to, int depth,
+                        const BufNames *nm) {
+  fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) {\n", s->var, (long long)from, s->var,
+          (long long)to, s->var);
   print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
   indent(out, depth);
   fputs("}\n", out);
+}
+
+/* An innermost loop whose trip count is past K_LANES but not a multiple of
+ * it is printed as a part that is and the rest, in the same order: GCC's
+ * very-cheap cost model (the default flags) vectorizes only the former. */
+static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  int64_t full = s->extent / K_LANES * K_LANES;
+  if (full == 0 || full == s->extent || has_loop(s->body, s->nbody)) {
+    print_range(out, s, 0, s->extent, depth, nm);
+    return;
+  }
+  print_range(out, s, 0, full, depth, nm);
+  indent(out, depth);
+  print_range(out, s, full, s->extent, depth, nm);
 }
 
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm) {
