@@ -1,8 +1,8 @@
 /* test_gemm.c — trc_gemm (trainc.h) in fp32 against a double-precision
  * product: transposed and plain operands, leading dimensions past the
  * minimum, batches with strides, beta 0 (overwrite) and 1 (accumulate), and
- * sizes around the partition's cuts (parts of at least 64 rows or columns,
- * at most 16; batches of 8 and more not cut); bitwise the same C on 1, 2 and
+ * sizes around the partition's cuts (a power of two of parts of at least
+ * 128 rows or columns, at most 16; batches of 8 and more not cut); bitwise the same C on 1, 2 and
  * 3 threads. */
 #include "test_util.h"
 
@@ -63,10 +63,11 @@ static void check_case(const gemm_case *g) {
 
 int main(void) {
   const gemm_case cases[] = {
-      {1, 130, 7, 33, 0, 0, 0},    /* cut by rows into 3 ragged parts */
-      {1, 5, 200, 17, 1, 0, 1},    /* cut by columns, A transposed, accumulating */
-      {1, 1100, 3, 9, 0, 1, 0},    /* more than 16 parts' worth of rows: 16 parts */
-      {3, 70, 66, 12, 1, 1, 1},    /* a small batch, each matrix cut */
+      {1, 391, 7, 33, 0, 0, 0},    /* cut by rows into 2 ragged parts */
+      {1, 5, 300, 17, 1, 0, 1},    /* cut by columns, A transposed, accumulating */
+      {1, 1100, 3, 9, 0, 1, 0},    /* rows for 8.6 parts: 8 parts */
+      {1, 4500, 3, 5, 1, 0, 0},    /* more than 16 parts' worth of rows: 16 parts */
+      {3, 270, 66, 12, 1, 1, 1},   /* a small batch, each matrix cut */
       {9, 20, 13, 31, 0, 1, 0},    /* a batch of 8 or more: matrices not cut */
       {2, 64, 64, 1, 0, 0, 1},     /* k = 1 */
   };
