@@ -382,7 +382,7 @@ typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
  * r = n % T (the caller is thread 0). Returns when every block is done.
  * Runs body(ctx, 0, n) on the caller when T is 1 or when called from inside
  * a body. Results must not depend on the partition: a body whose iterations
- * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm.
+ * combine (a sum) combines fixed blocks of its own, as trc_grad_norm.
  * Not for two callers at once (a trainer has one). */
 void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
