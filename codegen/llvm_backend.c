@@ -242,7 +242,7 @@ static void loop_end(Gen *g, Loop *l) {
 
 /* ---- the helpers trainc.h gives generated C (trc_maxf, trc_kernel_uniform) ---- */
 
-/* trc_maxf / trc_minf: `a > b || b != b ? a : b` (with < for min). */
+/* trc_maxf / trc_minf: a when a > b or b is NaN, else b (with < for min). */
 static Callee define_max(Gen *g, const char *name, LLVMRealPredicate pred) {
   LLVMTypeRef params[2] = {g->f32, g->f32};
   Callee c = define(g, name, g->f32, params, 2);
