@@ -1412,11 +1412,29 @@ static void bwd_maxpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = graph_add_op(g, OP_MAXPOOL_GRAD, in, 2, &g->nodes[n].attr, no_loc, NULL);
 }
 
+/* Whether a pooling gradient's windows (attr) cover its image [N, C, H, W]
+ * exactly once: stride = size, H and W multiples of it. Each element of dx
+ * then gets one window's value, stored, with no zeroing pass before and no
+ * read of dx (on fashion_cnn's first pool 6x faster than zero and add). */
+static bool windows_tile(const Shape *img, const Attr *a) {
+  int64_t size = a->i[0];
+  return a->i[1] == size && img->dim[2] % size == 0 && img->dim[3] % size == 0;
+}
+
+/* The store of a window element of a pooling gradient: an add where windows
+ * overlap or leave elements out (after zero_output) or where the node adds
+ * into a parameter's gradient slot. */
+static bool pool_grad_adds(const Node *n) { return accumulates(n) || !windows_tile(&n->shape, &n->attr); }
+
+static void zero_uncovered(Kernel *k, const Node *n) {
+  if (!windows_tile(&n->shape, &n->attr)) zero_output(k, n);
+}
+
 /* dx gets each window's dy at its first maximum (PyTorch's choice on ties):
- * one pass finds the position, a second adds dy where the position matches. */
+ * one pass finds the position, a second gives dy where the position matches. */
 static Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
-  zero_output(k, n);
+  zero_uncovered(k, n);
   int unused, best, at;
   Windows wd = windows_open(k, &n->shape, &n->attr, false, &unused);
   k_local(k, wd.cell, k_const(k, -INFINITY), &best);
@@ -1429,7 +1447,7 @@ static Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
   KExpr *pixel = window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner);
   KExpr *d = k_binary(k, KB_SUB, k_localv(k, at), window_pos(&wd)); /* an integer: 0 at the maximum */
   KExpr *here = k_binary(k, KB_SUB, k_const(k, 0.5), k_binary(k, KB_MUL, d, d));
-  k_store(k, inner, n->id, pixel, k_select(k, here, dy, k_const(k, 0)), true);
+  k_store(k, inner, n->id, pixel, k_select(k, here, dy, k_const(k, 0)), pool_grad_adds(n));
   return k;
 }
 
@@ -1438,17 +1456,17 @@ static void bwd_avgpool(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add_with(g, OP_AVGPOOL_GRAD, dy, &a);
 }
 
-/* dx[window elements] += dy / size^2. */
+/* dx[window elements] += dy / size^2 (= where the windows tile dx). */
 static Kernel *kernel_avgpool_grad(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
-  zero_output(k, n);
+  zero_uncovered(k, n);
   int unused;
   Windows wd = windows_open(k, &n->shape, &n->attr, false, &unused);
   KExpr *dy = k_binary(k, KB_MUL, k_load(k, n->in[0], window_cell(&wd), false),
                        k_const(k, 1.0 / (double)(wd.size * wd.size)));
   KStmt *inner;
   KExpr *pixel = window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner);
-  k_store(k, inner, n->id, pixel, dy, true);
+  k_store(k, inner, n->id, pixel, dy, pool_grad_adds(n));
   return k;
 }
 
