@@ -87,12 +87,12 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
     print_expr(out, e->b, nm);
     fputc(')', out);
     break;
-  case KE_SELECT:
-    fputc('(', out);
+  case KE_SELECT: /* eager: a call, so that both arms are evaluated (trainc.h) */
+    fputs(e->eager ? "trc_selectf(" : "(", out);
     print_expr(out, e->a, nm);
-    fputs(" > 0.0f ? ", out);
+    fputs(e->eager ? ", " : " > 0.0f ? ", out);
     print_expr(out, e->b, nm);
-    fputs(" : ", out);
+    fputs(e->eager ? ", " : " : ", out);
     print_expr(out, e->c, nm);
     fputc(')', out);
     break;

@@ -310,6 +310,8 @@ struct KExpr {
   int var;      /* KE_INDEX, KE_LOCAL */
   int buf;      /* KE_LOAD */
   bool is_int;  /* the expression is an integer (index) expression */
+  bool eager;   /* KE_SELECT: both arms may be evaluated whatever the
+                   condition (kernel_mark_eager_selects) */
   KExpr *a, *b, *c;
 };
 
@@ -394,6 +396,13 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
  * backend's `restrict`). Inner loops are never marked. program_build marks
  * every kernel it lowers (Program.kernels); backends read the flag. */
 void kernel_mark_parallel(Kernel *k);
+/* Marks each select of k `eager` when every load in its two arms reads
+ * inside its buffer (node buf of g: its shape's elements) for every value
+ * of the loop variables within their loops' extents: the indices affine,
+ * their range over the extents in bounds. A backend may then evaluate both
+ * arms before choosing, which lets a C compiler vectorize the select.
+ * program_build marks every kernel it lowers. */
+void kernel_mark_eager_selects(const Graph *g, Kernel *k);
 /* Index expression e of k as *konst + sum of coef[v] * v over k's loop
  * variables (coef: k->n_vars entries); false when it is not affine (a load,
  * a product of two variables, an overflow). */

@@ -24,8 +24,8 @@ static void code_expr(StrBuf *sb, const KExpr *e, KernelForm *f) {
   if (!e) return;
   bool has_buf = e->kind == KE_LOAD || e->kind == KE_RANDOM;
   int64_t i = e->kind == KE_RANDOM ? stream_of(f, e->i) : e->i;
-  sb_printf(sb, "(%d %d %a %lld %d %d %d", e->kind, e->op, e->f, (long long)i, e->var,
-            has_buf ? param_of(f, e->buf) : -1, e->is_int);
+  sb_printf(sb, "(%d %d %a %lld %d %d %d %d", e->kind, e->op, e->f, (long long)i, e->var,
+            has_buf ? param_of(f, e->buf) : -1, e->is_int, e->eager);
   code_expr(sb, e->a, f);
   code_expr(sb, e->b, f);
   code_expr(sb, e->c, f);

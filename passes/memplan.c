@@ -255,9 +255,13 @@ static void lower_kernels(Program *p) {
   }
 }
 
-static void mark_parallel(Program *p) {
+/* What the backends read from the final kernels: parallel loops, eager selects. */
+static void mark_kernels(Program *p) {
   for (int i = 0; i < p->g->n; i++)
-    if (p->kernels[i]) kernel_mark_parallel(p->kernels[i]);
+    if (p->kernels[i]) {
+      kernel_mark_parallel(p->kernels[i]);
+      kernel_mark_eager_selects(p->g, p->kernels[i]);
+    }
 }
 
 /* Forward values still alive when backward() starts: what forward stores. */
@@ -318,7 +322,7 @@ static Program *build(const Graph *g, FuseScope scope) {
   Program *p = schedule_steps(g);
   lower_kernels(p);
   program_fuse(p, scope);
-  mark_parallel(p);
+  mark_kernels(p);
   plan_memory(p);
   return p;
 }

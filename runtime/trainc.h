@@ -466,6 +466,11 @@ __attribute__((simd("notinbranch"))) float erff(float);
 TRC_KERNEL_FN float trc_maxf(float a, float b) { return b != b ? a : a > b ? a : b; }
 TRC_KERNEL_FN float trc_minf(float a, float b) { return b != b ? a : a < b ? a : b; }
 
+/* An eager select (ir.h's kernel_mark_eager_selects): c > 0 ? a : b with
+ * both a and b evaluated, as a function's arguments are, so that a C
+ * compiler may vectorize it instead of branching around a load. */
+TRC_KERNEL_FN float trc_selectf(float c, float a, float b) { return c > 0.0f ? a : b; }
+
 #include <math.h> /* sqrtf, exp, log */
 
 /* Evaluation's numbers of one row of logits, the host's and a device's

@@ -325,8 +325,9 @@ static void grid_kernels(Graph *g, int x, int vec, int ids, int img) {
   int mp[2] = {img, pool};
   CHECK(grid_threads(op_kernel(g, OP_MAXPOOL, &img, 1, 2, 2), 0) == 54, "maxpool: a window each");
   /* a window's columns are two runs of 2 elements 6 apart, not one slab:
-   * a thread per row of windows */
-  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1) == 18,
+   * a thread per row of windows (the windows tile the 6x6 image: no zeroing
+   * loop before theirs) */
+  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 0) == 18,
         "maxpool_grad: a row of windows each");
   int cols = graph_add_attr(g, OP_IM2COL, &img, 1, 0, 3, 1, (SrcLoc){0}, NULL);
   Attr back = {.i = {3, 1}, .shape = (Shape){.rank = 4, .dim = {2, 3, 6, 6}}};
@@ -383,8 +384,8 @@ static void op_kernels(void) {
         "embedding_grad in column blocks");
   int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL),
       mp[2] = {img, pool};
-  CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 1),
-        "maxpool_grad over images");
+  CHECK(top_loop_parallel(op_kernel(g, OP_MAXPOOL_GRAD, mp, 2, 2, 2), 0),
+        "maxpool_grad over images"); /* windows that tile it: one loop, no zeroing */
   CHECK(top_loop_parallel(op_kernel(g, OP_IM2COL, &img, 1, 3, 1), 0), "im2col");
   grid_kernels(g, x, vec, ids, img);
   /* col2im adds overlapping windows back: parallel over images only */
