@@ -206,7 +206,7 @@ static const char calibration_source[] =
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, loop = 1e30, bw = 1e30, call = 1e30;\n"
     "  for (int r = 0; r < 5; r++) {\n"
-    "    double t = now(); trc_gemm(1, 0, 0, n, n, n, a, n, 0, b, n, 0, 0.0f, c, n, 0);\n"
+    "    double t = now(); trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
     "    t = now() - t; if (t < gemm) gemm = t;\n"
     "    t = now(); trc_parallel_for(SMALL / CHUNK, poly, arena); t = now() - t; if (t < loop) loop = t;\n"
     "    t = now(); trc_parallel_for(BIG / CHUNK, add, arena); t = now() - t; if (t < bw) bw = t;\n"

@@ -628,12 +628,12 @@ static void stmts(Gen *g, KStmt **body, int n) {
 static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   GemmDims d;
   gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-  LLVMValueRef args[] = {i64c(g, d.batch), i32c(g, d.trans_a), i32c(g, d.trans_b),
-                         i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
-                         a, i64c(g, d.lda), i64c(g, d.stride_a),
-                         b, i64c(g, d.ldb), i64c(g, d.stride_b),
+  LLVMValueRef args[] = {i64c(g, d.batch), i64c(g, d.heads), i32c(g, d.trans_a),
+                         i32c(g, d.trans_b), i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
+                         a, i64c(g, d.lda), i64c(g, d.stride_a), i64c(g, d.head_stride_a),
+                         b, i64c(g, d.ldb), i64c(g, d.stride_b), i64c(g, d.head_stride_b),
                          LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
-                         c, i64c(g, d.ldc), i64c(g, d.stride_c)};
+                         c, i64c(g, d.ldc), i64c(g, d.stride_c), i64c(g, d.head_stride_c)};
   call_ext(g, "trc_gemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
