@@ -140,7 +140,7 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   gemm_dims(p->g, n, &s);
   fprintf(out, "static void k%d(char *D) {\n", id);
   fprintf(out, "  static const float alpha = 1.0f, beta = %s;\n", s.accumulate ? "1.0f" : "0.0f");
-  if (s.heads > 1) fprintf(out, "  for (long long h = 0; h < %lld; h++)\n", (long long)s.heads);
+  if (s.heads > 1) fprintf(out, "  for (long long h = 0; h < %lld; h++)\n  ", (long long)s.heads);
   fprintf(out,
           "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, "
           "&alpha,\n      ",

@@ -450,7 +450,8 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
   char *prefix = param_prefix(s, "causal_self_attention");
   static const char *parts[] = {"q", "k", "v"};
   int qkv[3], y = 0, first = L->g->n;
-  for (int i = 0; i < 3 && y >= 0; i++) y = qkv[i] = head_projection(L, v[0].node, prefix, parts[i], call->loc);
+  for (int i = 0; i < 3 && y >= 0; i++)
+    y = qkv[i] = head_projection(L, v[0].node, prefix, parts[i], call->loc);
   if (y >= 0) y = attend(L, qkv, heads, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
   if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);

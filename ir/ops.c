@@ -619,7 +619,8 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   }
   d->trans_a = n->attr.i[0], d->trans_b = n->attr.i[1];
   d->m = op_rows(&a, d->trans_a), d->k = op_cols(&a, d->trans_a), d->n = op_cols(&b, d->trans_b);
-  if (n->op != OP_BMM) c = (BmmOperand){.rows = d->m, .cols = d->n, .ld = d->n, .stride = d->m * d->n};
+  if (n->op != OP_BMM)
+    c = (BmmOperand){.rows = d->m, .cols = d->n, .ld = d->n, .stride = d->m * d->n};
   d->batch = shape_numel(&n->shape) / (d->m * d->n * d->heads);
   d->lda = a.ld, d->ldb = b.ld, d->ldc = c.ld;
   d->stride_a = a.stride, d->stride_b = b.stride, d->stride_c = c.stride;
