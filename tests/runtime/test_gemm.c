@@ -102,7 +102,8 @@ static void check_precision(const gemm_case *g, trc_precision p) {
     if (threads > 1) CHECK(memcmp(one, many, bytes) == 0);
   }
   trc_set_precision(TRC_FP32);
-  double *want = malloc((size_t)lc.size * sizeof *want), *scale = malloc((size_t)lc.size * sizeof *scale);
+  double *want = malloc((size_t)lc.size * sizeof *want);
+  double *scale = malloc((size_t)lc.size * sizeof *scale);
   expect(g, a, b, start, &la, &lb, &lc, p, want, scale);
   double worst = 0;
   for (int64_t i = 0; i < lc.size; i++) {
