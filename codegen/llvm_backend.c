@@ -184,9 +184,12 @@ static Callee define(Gen *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *par
 }
 
 /* Calls an external function (the runtime, BLAS, libm), declared at its
- * first call with the types of the arguments. */
+ * first call with the types of the arguments (at most MAX_EXT_ARGS:
+ * trc_gemm's 20 are the most). */
+enum { MAX_EXT_ARGS = 24 };
 static LLVMValueRef call_ext(Gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-  LLVMTypeRef params[16];
+  LLVMTypeRef params[MAX_EXT_ARGS];
+  if (n > MAX_EXT_ARGS) diag_internal_error("%s: %d arguments, more than %d", name, n, MAX_EXT_ARGS);
   for (int i = 0; i < n; i++) params[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef type = LLVMFunctionType(ret, params, (unsigned)n, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
