@@ -27,28 +27,31 @@ static void adamw_scalars(const trc_adamw_hparams *h, trc_update_scalars *u) {
   u->step_size = (float)(h->lr / bc1), u->bc2_sqrt = (float)sqrt(bc2);
 }
 
-/* torch.optim.SGD, dampening 0 (trc_sgd_element). */
+/* torch.optim.SGD, dampening 0 (trc_sgd_element), on the gradient
+ * g[i] * scale: clipping's factor applied as the update reads it (the same
+ * float as scaling g in place first, without that pass over g). */
 TRC_VECTOR_CLONES
-void trc_sgd_update(float *restrict p, const float *restrict g, float *restrict buf, uint64_t n,
-                    const trc_sgd_hparams *h) {
+void trc_sgd_update(float *restrict p, const float *restrict g, float scale, float *restrict buf,
+                    uint64_t n, const trc_sgd_hparams *h) {
   trc_update_scalars u;
   sgd_scalars(h, &u);
   const float lr = u.lr, mu = u.momentum, wd = u.weight_decay;
   if (mu == 0.0f) /* the same loop without the buffer, so that it vectorizes */
-    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], NULL, lr, 0.0f, wd, 0);
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i] * scale, NULL, lr, 0.0f, wd, 0);
   else if (h->nesterov)
-    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], &buf[i], lr, mu, wd, 1);
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i] * scale, &buf[i], lr, mu, wd, 1);
   else
-    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i], &buf[i], lr, mu, wd, 0);
+    for (uint64_t i = 0; i < n; i++) trc_sgd_element(&p[i], g[i] * scale, &buf[i], lr, mu, wd, 0);
 }
 
-/* torch.optim.AdamW (trc_adamw_element). */
+/* torch.optim.AdamW (trc_adamw_element), on the gradient g[i] * scale. */
 TRC_VECTOR_CLONES
-void trc_adamw_update(float *restrict p, const float *restrict g, float *restrict m,
+void trc_adamw_update(float *restrict p, const float *restrict g, float scale, float *restrict m,
                       float *restrict v, uint64_t n, const trc_adamw_hparams *h) {
   trc_update_scalars u;
   adamw_scalars(h, &u);
-  for (uint64_t i = 0; i < n; i++) trc_adamw_element(&p[i], g[i], &m[i], &v[i], u.decay, &u);
+  for (uint64_t i = 0; i < n; i++)
+    trc_adamw_element(&p[i], g[i] * scale, &m[i], &v[i], u.decay, &u);
 }
 
 /* The floats of the update trc_optimizer_step would make next (it counts
@@ -99,6 +102,7 @@ typedef struct {
   const trc_train_config *cfg;
   char *arena;
   double lr;
+  float grad_scale;
 } update_ctx;
 
 static void update_part(void *ctx, int i, uint64_t from, uint64_t to) {
@@ -112,10 +116,10 @@ static void update_part(void *ctx, int i, uint64_t from, uint64_t to) {
   double wd = p->decay ? cfg->weight_decay : 0.0;
   if (u->o->kind == TRC_SGD) {
     trc_sgd_hparams sgd = {u->lr, cfg->momentum, wd, cfg->nesterov};
-    trc_sgd_update(params, grads, u->o->m ? u->o->m + at : NULL, n, &sgd);
+    trc_sgd_update(params, grads, u->grad_scale, u->o->m ? u->o->m + at : NULL, n, &sgd);
   } else {
     trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, wd, u->o->step};
-    trc_adamw_update(params, grads, u->o->m + at, u->o->v + at, n, &adam);
+    trc_adamw_update(params, grads, u->grad_scale, u->o->m + at, u->o->v + at, n, &adam);
   }
 }
 
@@ -124,9 +128,9 @@ static void update_range(void *ctx, int64_t lo, int64_t hi) {
 }
 
 void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_train_config *cfg,
-                        char *arena, double lr) {
+                        char *arena, double lr, float grad_scale) {
   o->step++;
-  update_ctx u = {o, model, cfg, arena, lr};
+  update_ctx u = {o, model, cfg, arena, lr, grad_scale};
   trc_parallel_for((int64_t)model->param_count, update_range, &u);
 }
 
@@ -139,10 +143,9 @@ void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_trai
 #define NORM_LANES TRC_NORM_LANES
 
 typedef struct {
-  float *g;
+  const float *g;
   uint64_t n, block;
   double partial[NORM_BLOCKS];
-  float scale;
 } norm_ctx;
 
 static void sum_squares(void *ctx, int64_t lo, int64_t hi) {
@@ -161,13 +164,6 @@ static void sum_squares(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-static void scale_blocks(void *ctx, int64_t lo, int64_t hi) {
-  norm_ctx *c = ctx;
-  uint64_t start = (uint64_t)lo * c->block, end = (uint64_t)hi * c->block;
-  if (end > c->n) end = c->n;
-  for (uint64_t i = start; i < end; i++) c->g[i] *= c->scale;
-}
-
 /* A whole number of lanes, at least 4096 floats. */
 uint64_t trc_norm_block(uint64_t n) {
   uint64_t block = (n + NORM_BLOCKS - 1) / NORM_BLOCKS;
@@ -175,16 +171,16 @@ uint64_t trc_norm_block(uint64_t n) {
   return block < 4096 ? 4096 : block;
 }
 
-double trc_clip_grad_norm(float *g, uint64_t n, double max_norm) {
+double trc_grad_norm(const float *g, uint64_t n) {
   norm_ctx c = {.g = g, .n = n, .block = trc_norm_block(n)};
   int64_t blocks = (int64_t)((n + c.block - 1) / c.block);
   trc_parallel_for(blocks, sum_squares, &c);
   double sum = 0.0;
   for (int64_t b = 0; b < blocks; b++) sum += c.partial[b];
-  double norm = sqrt(sum);
-  if (max_norm > 0.0 && norm > max_norm) {
-    c.scale = (float)(max_norm / (norm + 1e-6)); /* PyTorch's 1e-6 */
-    trc_parallel_for(blocks, scale_blocks, &c);
-  }
-  return norm;
+  return sqrt(sum);
+}
+
+float trc_clip_scale(double norm, double max_norm) {
+  if (max_norm > 0.0 && norm > max_norm) return (float)(max_norm / (norm + 1e-6)); /* PyTorch's 1e-6 */
+  return 1.0f;
 }

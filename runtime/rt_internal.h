@@ -298,6 +298,7 @@ struct trc_step {
   int64_t labels;      /* with ignored labels: the window's labels that count, this */
   int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
   double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped) */
+  float grad_scale;    /* what the update multiplies the gradients by (clipping; else 1) */
 };
 
 /* A device that updates the parameters itself (trc_device): the host's

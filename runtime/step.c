@@ -43,13 +43,15 @@ void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
 
 void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gradients(s)); }
 
-/* The norm before clipping is kept for the log (grad_norm), clipped or not. */
+/* The norm before clipping is kept for the log (grad_norm), clipped or not;
+ * the update applies the clipping factor. */
 void trc_step_clip_gradients(trc_step *s) {
-  s->grad_norm = trc_clip_grad_norm(gradients(s), s->model->param_count, s->cfg->clip_norm);
+  s->grad_norm = trc_grad_norm(gradients(s), s->model->param_count);
+  s->grad_scale = trc_clip_scale(s->grad_norm, s->cfg->clip_norm);
 }
 
 void trc_step_update(trc_step *s) {
-  trc_optimizer_step(s->optim, s->model, s->cfg, s->arena, s->lr);
+  trc_optimizer_step(s->optim, s->model, s->cfg, s->arena, s->lr, s->grad_scale);
 }
 
 int trc_step_ends_round(const trc_step *s) { return trc_sync_due(s->cfg, s->step + 1); }

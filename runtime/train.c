@@ -232,7 +232,7 @@ static double train_step(trainer *t, double lr, double *grad_norm) {
                 .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
                 .sync = &t->sync,      .step = t->step,      .rank = t->rank,
                 .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap,
-                .grad_norm = NAN};
+                .grad_norm = NAN,      .grad_scale = 1.0f};
   count_window_labels(t, &s);
   double loss = t->m->step(&s);
   *grad_norm = s.grad_norm;

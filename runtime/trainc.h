@@ -382,7 +382,7 @@ typedef void (*trc_loop_body)(void *ctx, int64_t lo, int64_t hi);
  * r = n % T (the caller is thread 0). Returns when every block is done.
  * Runs body(ctx, 0, n) on the caller when T is 1 or when called from inside
  * a body. Results must not depend on the partition: a body whose iterations
- * combine (a sum) combines fixed blocks of its own, as trc_clip_grad_norm.
+ * combine (a sum) combines fixed blocks of its own, as trc_grad_norm.
  * Not for two callers at once (a trainer has one). */
 void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
@@ -395,7 +395,8 @@ int trc_threads(void);
  * oneDNN sgemm calls by a partition that depends on the shapes only — for a
  * batch of fewer than 8 (the heads not counted: one call per head of a
  * batch, as the CUDA backend makes, is cut the same way), the larger of m
- * and n is split into ceil(dim / 64) parts, at most 16 — never on the
+ * and n is split into the largest power of two of parts, at most 16, that
+ * leaves each at least 128 — never on the
  * number of threads: a BLAS's own threading can change the result with the
  * thread count (OpenBLAS's did for K = 784: most of C), this does not. Under
  * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and

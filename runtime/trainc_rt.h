@@ -157,11 +157,14 @@ typedef struct {
   int64_t step;            /* 1 for the first update (bias correction) */
 } trc_adamw_hparams;
 
-/* One update of n elements. SGD: `buf` is the momentum buffer (unused, may be
- * NULL, when momentum == 0), L2 decay added to the gradient. AdamW: decoupled
- * decay p -= lr*wd*p, bias-corrected moments m, v. */
-void trc_sgd_update(float *p, const float *g, float *buf, uint64_t n, const trc_sgd_hparams *h);
-void trc_adamw_update(float *p, const float *g, float *m, float *v, uint64_t n,
+/* One update of n elements from the gradient g[i] * scale (scale: the
+ * clipping factor, trc_clip_scale; 1 when not clipping). SGD: `buf` is the
+ * momentum buffer (unused, may be NULL, when momentum == 0), L2 decay added
+ * to the gradient. AdamW: decoupled decay p -= lr*wd*p, bias-corrected
+ * moments m, v. */
+void trc_sgd_update(float *p, const float *g, float scale, float *buf, uint64_t n,
+                    const trc_sgd_hparams *h);
+void trc_adamw_update(float *p, const float *g, float scale, float *m, float *v, uint64_t n,
                       const trc_adamw_hparams *h);
 
 typedef struct {
@@ -178,13 +181,17 @@ void trc_optimizer_free(trc_optimizer *opt);
  * updates the parameters itself (trainc.h). */
 trc_update_scalars trc_optimizer_scalars(trc_optimizer *opt, const trc_train_config *cfg,
                                          double lr);
-/* Updates every parameter from its gradient; weight decay only where
- * param->decay is 1. */
+/* Updates every parameter from its gradient times grad_scale (clipping's
+ * factor); weight decay only where param->decay is 1. */
 void trc_optimizer_step(trc_optimizer *opt, const trc_model *model, const trc_train_config *cfg,
-                        char *arena, double lr);
-/* Scales g so that its L2 norm is at most max_norm (PyTorch clip_grad_norm_);
- * returns the norm before clipping. */
-double trc_clip_grad_norm(float *g, uint64_t n, double max_norm);
+                        char *arena, double lr, float grad_scale);
+/* PyTorch's clip_grad_norm_ in two parts: the L2 norm of g (summed in fixed
+ * blocks: bitwise the same on any number of threads), and the factor the
+ * update multiplies the gradient by so that its norm is at most max_norm
+ * (1 when it is already, or when max_norm is 0). The gradient itself is
+ * never rewritten: the update applies the factor as it reads it. */
+double trc_grad_norm(const float *g, uint64_t n);
+float trc_clip_scale(double norm, double max_norm);
 
 /* LR of optimizer step `step` (0-based) of `total` (Hugging Face schedules). */
 double trc_schedule_lr(const trc_train_config *cfg, int64_t step, int64_t total);

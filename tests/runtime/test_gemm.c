@@ -3,11 +3,11 @@
  * batches with strides, batches split into heads (each operand's heads
  * interleaved in its rows, [rows, heads*cols], or one matrix after the
  * other), beta 0 (overwrite) and 1 (accumulate), and sizes around the
- * partition's cuts (parts of at least 64 rows or columns, at most 16;
- * batches of 8 and more not cut); bitwise the same C on 1, 2 and 3 threads;
- * in fp32, and the head cases under bf16 too (against the product of the
- * operands rounded to bf16). Every element of C's buffer outside the
- * matrices must keep its value. */
+ * partition's cuts (a power of two of parts of at least 128 rows or
+ * columns, at most 16; batches of 8 and more not cut, heads not counted);
+ * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
+ * under bf16 too (against the product of the operands rounded to bf16).
+ * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
 #include <stdlib.h>
@@ -120,20 +120,21 @@ static void check_precision(const gemm_case *g, trc_precision p) {
 
 int main(void) {
   const gemm_case cases[] = {
-      {1, 1, 130, 7, 33, 0, 0, 0, 0},  /* cut by rows into 3 ragged parts */
-      {1, 1, 5, 200, 17, 1, 0, 1, 0},  /* cut by columns, A transposed, accumulating */
-      {1, 1, 1100, 3, 9, 0, 1, 0, 0},  /* more than 16 parts' worth of rows: 16 parts */
-      {3, 1, 70, 66, 12, 1, 1, 1, 0},  /* a small batch, each matrix cut */
+      {1, 1, 391, 7, 33, 0, 0, 0, 0},  /* cut by rows into 2 ragged parts */
+      {1, 1, 5, 300, 17, 1, 0, 1, 0},  /* cut by columns, A transposed, accumulating */
+      {1, 1, 1100, 3, 9, 0, 1, 0, 0},  /* rows for 8.6 parts: 8 parts */
+      {1, 1, 4500, 3, 5, 1, 0, 0, 0},  /* more than 16 parts' worth of rows: 16 parts */
+      {3, 1, 270, 66, 12, 1, 1, 1, 0}, /* a small batch, each matrix cut */
       {9, 1, 20, 13, 31, 0, 1, 0, 0},  /* a batch of 8 or more: matrices not cut */
       {2, 1, 64, 64, 1, 0, 0, 1, 0},   /* k = 1 */
       /* heads, as attention's: scores = q k^T, y = probs v, and their gradients */
-      {2, 3, 70, 70, 5, 0, 1, 0, A | B},     /* q k^T: a small batch, cut by rows */
+      {2, 3, 270, 70, 5, 0, 1, 0, A | B},    /* q k^T: a small batch, cut by rows */
       {3, 4, 9, 5, 9, 0, 0, 0, B | C},       /* probs v */
       {2, 3, 9, 5, 9, 0, 0, 1, B | C},       /* dq = dscores k, accumulating */
       {2, 3, 9, 5, 9, 1, 0, 0, B | C},       /* dk = dscores^T q */
       {2, 3, 9, 9, 5, 0, 1, 0, A | B},       /* dprobs = dy v^T */
       {9, 2, 6, 4, 7, 1, 0, 0, A | B | C},   /* a batch of 8 or more, all interleaved */
-      {1, 2, 66, 130, 3, 1, 1, 1, A | C},    /* cut by columns, both transposed */
+      {1, 2, 66, 300, 3, 1, 1, 1, A | C},    /* cut by columns, both transposed */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check_precision(&cases[i], TRC_FP32);

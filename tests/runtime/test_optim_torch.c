@@ -46,9 +46,9 @@ static void run_config(const config *c, float *p) {
   for (int s = 0; s < STEPS; s++) {
     if (c->adamw) {
       adam.step = s + 1;
-      trc_adamw_update(p, grads[s], m, v, N, &adam);
+      trc_adamw_update(p, grads[s], 1.0f, m, v, N, &adam);
     } else {
-      trc_sgd_update(p, grads[s], m, N, &c->sgd);
+      trc_sgd_update(p, grads[s], 1.0f, m, N, &c->sgd);
     }
   }
 }
