@@ -155,12 +155,14 @@ static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn
   GemmDims d;
   gemm_dims(p->g, n, &d);
   print_function_head(out, p, fn);
-  fprintf(out, "  trc_gemm(%lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch, d.trans_a,
-          d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out, "           %s, %lld, %lld, %s, %lld, %lld,\n", input_name(p, fn, 0),
-          (long long)d.lda, (long long)d.stride_a, input_name(p, fn, 1), (long long)d.ldb, (long long)d.stride_b);
-  fprintf(out, "           %s, out, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
-          (long long)d.ldc, (long long)d.stride_c);
+  fprintf(out, "  trc_gemm(%lld, %lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch,
+          (long long)d.heads, d.trans_a, d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
+  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 0), (long long)d.lda,
+          (long long)d.stride_a, (long long)d.head_stride_a);
+  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 1), (long long)d.ldb,
+          (long long)d.stride_b, (long long)d.head_stride_b);
+  fprintf(out, "           %s, out, %lld, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
+          (long long)d.ldc, (long long)d.stride_c, (long long)d.head_stride_c);
 }
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on

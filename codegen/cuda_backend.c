@@ -120,25 +120,37 @@ static void print_kernel(FILE *out, const Program *p, int id, const Kernel *k) {
 
 static const char *cublas_op(bool transpose) { return transpose ? "CUBLAS_OP_T" : "CUBLAS_OP_N"; }
 
-/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. (A model
- * lowered for this backend has no convolution op: CONV_IM2COL.) */
+/* Operand `x` at byte offset `offset` of the arena: its matrix of head h
+ * when the batch is split into heads (then one call per head). */
+static void print_operand(FILE *out, const char *type, uint64_t offset, const GemmDims *s,
+                          int64_t head_stride, int64_t ld, int64_t stride) {
+  fprintf(out, "(%s *)(D + %llu)", type, (unsigned long long)offset);
+  if (s->heads > 1) fprintf(out, " + h * %lld", (long long)head_stride);
+  fprintf(out, ", %lld, %lld", (long long)ld, (long long)stride);
+}
+
+/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. cuBLAS's
+ * strided batch has one stride per operand: a batch split into heads
+ * (gemm_dims) is one call per head over the batch, cut by the emulation's
+ * trc_gemm as the C trainer's call is (trainc.h). (A model lowered for this
+ * backend has no convolution op: CONV_IM2COL.) */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   GemmDims s;
   gemm_dims(p->g, n, &s);
   fprintf(out, "static void k%d(char *D) {\n", id);
   fprintf(out, "  static const float alpha = 1.0f, beta = %s;\n", s.accumulate ? "1.0f" : "0.0f");
+  if (s.heads > 1) fprintf(out, "  for (long long h = 0; h < %lld; h++)\n  ", (long long)s.heads);
   fprintf(out,
           "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, "
-          "&alpha,\n",
+          "&alpha,\n      ",
           cublas_op(s.trans_b), cublas_op(s.trans_a), (long long)s.n, (long long)s.m, (long long)s.k);
-  fprintf(out,
-          "      (const float *)(D + %llu), %lld, %lld, (const float *)(D + %llu), %lld, %lld,\n",
-          (unsigned long long)p->offset[n->in[1]], (long long)s.ldb, (long long)s.stride_b,
-          (unsigned long long)p->offset[n->in[0]], (long long)s.lda, (long long)s.stride_a);
-  fprintf(out, "      &beta, (float *)(D + %llu), %lld, %lld, %lld),\n",
-          (unsigned long long)p->offset[id], (long long)s.ldc, (long long)s.stride_c,
-          (long long)s.batch);
+  print_operand(out, "const float", p->offset[n->in[1]], &s, s.head_stride_b, s.ldb, s.stride_b);
+  fputs(", ", out);
+  print_operand(out, "const float", p->offset[n->in[0]], &s, s.head_stride_a, s.lda, s.stride_a);
+  fputs(",\n      &beta, ", out);
+  print_operand(out, "float", p->offset[id], &s, s.head_stride_c, s.ldc, s.stride_c);
+  fprintf(out, ", %lld),\n", (long long)s.batch);
   fprintf(out, "      \"cublasSgemmStridedBatched\", \"k%d\", %d);\n}\n\n", id,
           p->g->nodes[id].loc.line);
 }

@@ -184,9 +184,12 @@ static Callee define(Gen *g, const char *name, LLVMTypeRef ret, LLVMTypeRef *par
 }
 
 /* Calls an external function (the runtime, BLAS, libm), declared at its
- * first call with the types of the arguments. */
+ * first call with the types of the arguments (at most MAX_EXT_ARGS:
+ * trc_gemm's 20 are the most). */
+enum { MAX_EXT_ARGS = 24 };
 static LLVMValueRef call_ext(Gen *g, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-  LLVMTypeRef params[16];
+  LLVMTypeRef params[MAX_EXT_ARGS];
+  if (n > MAX_EXT_ARGS) diag_internal_error("%s: %d arguments, more than %d", name, n, MAX_EXT_ARGS);
   for (int i = 0; i < n; i++) params[i] = LLVMTypeOf(args[i]);
   LLVMTypeRef type = LLVMFunctionType(ret, params, (unsigned)n, 0);
   LLVMValueRef fn = LLVMGetNamedFunction(g->mod, name);
@@ -628,12 +631,12 @@ static void stmts(Gen *g, KStmt **body, int n) {
 static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   GemmDims d;
   gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-  LLVMValueRef args[] = {i64c(g, d.batch), i32c(g, d.trans_a), i32c(g, d.trans_b),
-                         i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
-                         a, i64c(g, d.lda), i64c(g, d.stride_a),
-                         b, i64c(g, d.ldb), i64c(g, d.stride_b),
+  LLVMValueRef args[] = {i64c(g, d.batch), i64c(g, d.heads), i32c(g, d.trans_a),
+                         i32c(g, d.trans_b), i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
+                         a, i64c(g, d.lda), i64c(g, d.stride_a), i64c(g, d.head_stride_a),
+                         b, i64c(g, d.ldb), i64c(g, d.stride_b), i64c(g, d.head_stride_b),
                          LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
-                         c, i64c(g, d.ldc), i64c(g, d.stride_c)};
+                         c, i64c(g, d.ldc), i64c(g, d.stride_c), i64c(g, d.head_stride_c)};
   call_ext(g, "trc_gemm", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 

@@ -407,31 +407,26 @@ static Value builtin_dropout(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(dropout_node(L, v[0].node, p, call->loc));
 }
 
-/* linear(x, C) named <prefix><part>., split into heads: [B, T, C] →
- * [B, H, T, C/H]. -1 on error. */
-static int head_projection(Lower *L, int x, int64_t heads, const char *prefix, const char *part, SrcLoc loc) {
-  const Shape *xs = shape_of(L, x);
+/* linear(x, C) named <prefix><part>.: [B, T, C], read by attend()'s bmms as
+ * H heads interleaved in each row (no copy). -1 on error. */
+static int head_projection(Lower *L, int x, const char *prefix, const char *part, SrcLoc loc) {
   char *sub = xsprintf("%s%s.", prefix, part);
-  int y = linear_layer(L, x, xs->dim[2], true, sub, loc);
+  int y = linear_layer(L, x, shape_of(L, x)->dim[2], true, sub, loc);
   free(sub);
-  if (y < 0) return -1;
-  Shape split = {.rank = 4, .dim = {xs->dim[0], xs->dim[1], heads, xs->dim[2] / heads}};
-  int perm[4] = {0, 2, 1, 3};
-  return permute_node(L, reshape_node(L, y, split, loc), perm, loc);
+  return y;
 }
 
-/* softmax(causal_mask(q k^T, scale)) (dropout) v on [B, H, T, D], heads
- * merged back into [B, T, H*D]. -1 on error (scores too large). */
-static int attend(Lower *L, const int qkv[3], double scale, double p, SrcLoc loc) {
+/* softmax(causal_mask(q k^T, scale)) (dropout) v per head, q, k, v and the
+ * result [B, T, H*D] with the heads interleaved in each row: the bmms'
+ * strides split and merge the heads (ops.def); the scores are [B, H, T, T].
+ * -1 on error (scores too large). */
+static int attend(Lower *L, const int qkv[3], int64_t heads, double scale, double p, SrcLoc loc) {
   int in[2] = {qkv[0], qkv[1]};
-  int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, loc, L->diag); /* [B, H, T, T] */
+  int scores = graph_add_bmm(L->g, in, 0, 1, heads, BMM_HEADS_A | BMM_HEADS_B, loc, L->diag);
   if (scores < 0) return -1;
   int probs = dropout_node(L, add_node(L, OP_SOFTMAX, causal_mask_node(L, scores, scale, loc), -1, loc), p, loc);
   int out[2] = {probs, qkv[2]};
-  int perm[4] = {0, 2, 1, 3};
-  int y = permute_node(L, graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, loc, L->diag), perm, loc);
-  const Shape ys = *shape_of(L, y);
-  return reshape_node(L, y, (Shape){.rank = 3, .dim = {ys.dim[0], ys.dim[1], ys.dim[2] * ys.dim[3]}}, loc);
+  return graph_add_bmm(L->g, out, 0, 0, heads, BMM_HEADS_B | BMM_HEADS_C, loc, L->diag);
 }
 
 /* causal_self_attention(x, heads, dropout = 0) on x [B, T, C], as GPT-2:
@@ -455,8 +450,9 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
   char *prefix = param_prefix(s, "causal_self_attention");
   static const char *parts[] = {"q", "k", "v"};
   int qkv[3], y = 0, first = L->g->n;
-  for (int i = 0; i < 3 && y >= 0; i++) y = qkv[i] = head_projection(L, v[0].node, heads, prefix, parts[i], call->loc);
-  if (y >= 0) y = attend(L, qkv, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
+  for (int i = 0; i < 3 && y >= 0; i++)
+    y = qkv[i] = head_projection(L, v[0].node, prefix, parts[i], call->loc);
+  if (y >= 0) y = attend(L, qkv, heads, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
   if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
   set_layer_path(L, first, prefix);

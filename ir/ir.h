@@ -200,16 +200,26 @@ const OpInfo *op_info(OpKind op);
 
 /* A GEMM node as one BLAS call per batch, row-major: C = op(A) op(B) with
  * op(A) [m, k], op(B) [k, n]; matmul views each operand as one matrix [rows,
- * last dim], bmm as a batch of matrices (the last two dims). Products i of
- * the batch start stride_* elements apart; accumulate: C += (beta = 1), the
- * node adds into a parameter's gradient slot. */
+ * last dim], bmm as a batch of matrices (the last two dims). The batch has
+ * two levels, batch x heads: product (o, h) of an operand starts at
+ * o * stride_* + h * head_stride_* (heads == 1 but for a bmm with heads,
+ * ops.def); accumulate: C += (beta = 1), the node adds into a parameter's
+ * gradient slot. */
 typedef struct {
   bool trans_a, trans_b, accumulate;
-  int64_t m, n, k, batch;
+  int64_t m, n, k, batch, heads;
   int64_t lda, ldb, ldc;
   int64_t stride_a, stride_b, stride_c;
+  int64_t head_stride_a, head_stride_b, head_stride_c;
 } GemmDims;
 void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
+/* bmm's head layout bits (attr.i[3], ops.def): which of a, b and the
+ * output c are stored head-interleaved, [lead..., rows, heads * cols]. */
+enum { BMM_HEADS_A = 1, BMM_HEADS_B = 2, BMM_HEADS_C = 4 };
+/* bmm of in[0], in[1] (transposed as ta, tb) over `heads` heads (0: none)
+ * with the operands laid out as `layout` (BMM_HEADS_* bits). */
+int graph_add_bmm(Graph *g, const int in[2], bool ta, bool tb, int64_t heads, int layout,
+                  SrcLoc loc, Diag *diag);
 
 /* A node of the conv ops as one trc_conv2d call (runtime/trainc.h): the
  * pass (trc_conv_pass), images [n, c, h, w], weights [o, c, k, k]; the

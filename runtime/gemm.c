@@ -32,8 +32,9 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
   for (int64_t t = lo; t < hi; t++) {
     int64_t i = t / j->parts, part = t % j->parts, dim = j->split_rows ? j->m : j->n;
     int64_t from = dim * part / j->parts, to = dim * (part + 1) / j->parts;
-    const float *a = j->a + i * j->stride_a, *b = j->b + i * j->stride_b;
-    float *c = j->c + i * j->stride_c;
+    const float *a = j->a + trc_gemm_at(i, j->heads, j->stride_a, j->head_stride_a);
+    const float *b = j->b + trc_gemm_at(i, j->heads, j->stride_b, j->head_stride_b);
+    float *c = j->c + trc_gemm_at(i, j->heads, j->stride_c, j->head_stride_c);
     int64_t m = j->m, n = j->n;
     if (j->split_rows) { /* rows of op(A): A's rows, or its columns when transposed */
       a += j->ta ? from : from * j->lda;
@@ -55,16 +56,19 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
-              int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
-              float beta, float *c, int64_t ldc, int64_t stride_c) {
-  trc_gemm_job j = {.batch = batch, .m = m, .n = n, .k = k, .ta = ta, .tb = tb, .a = a, .b = b,
-                    .c = c, .lda = lda, .ldb = ldb, .ldc = ldc, .stride_a = stride_a,
-                    .stride_b = stride_b, .stride_c = stride_c, .beta = beta,
-                    .split_rows = m >= n, .parts = 1};
+void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+              const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+              float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
+  trc_gemm_job j = {.batch = batch * heads, .heads = heads, .m = m, .n = n, .k = k, .ta = ta,
+                    .tb = tb, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
+                    .stride_a = stride_a, .stride_b = stride_b, .stride_c = stride_c,
+                    .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
+                    .head_stride_c = head_stride_c, .beta = beta, .split_rows = m >= n,
+                    .parts = 1};
   if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(m >= n ? m : n);
   if (trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0)
     trc_gemm_bf16(&j);
   else
-    trc_parallel_for(batch * j.parts, gemm_tasks, &j);
+    trc_parallel_for(j.batch * j.parts, gemm_tasks, &j);
 }

@@ -95,23 +95,27 @@ uint16_t trc_to_bf16(float x) {
 typedef struct {
   const float *src;
   uint16_t *dst;
-  int64_t rows, cols, ld, stride; /* per matrix: rows x cols at src + i*stride, row r at r*ld */
+  /* per matrix: rows x cols at src + trc_gemm_at(i, heads, stride, head_stride), row r at r*ld */
+  int64_t rows, cols, ld, heads, stride, head_stride;
 } rounding;
 
 static void round_rows(void *ctx, int64_t lo, int64_t hi) {
   const rounding *r = ctx;
   for (int64_t t = lo; t < hi; t++) {
-    const float *from = r->src + t / r->rows * r->stride + t % r->rows * r->ld;
+    int64_t i = t / r->rows;
+    const float *from = r->src + trc_gemm_at(i, r->heads, r->stride, r->head_stride) +
+                        t % r->rows * r->ld;
     uint16_t *to = r->dst + t * r->cols;
     for (int64_t c = 0; c < r->cols; c++) to[c] = trc_to_bf16(from[c]);
   }
 }
 
-/* Matrix i of X (rows x cols, leading dimension ld) at dst + i*rows*cols. */
-static void round_matrices(const float *x, int64_t batch, int64_t rows, int64_t cols, int64_t ld,
-                           int64_t stride, uint16_t *dst) {
-  rounding r = {x, dst, rows, cols, ld, stride};
-  trc_parallel_for(batch * rows, round_rows, &r);
+/* Matrix i of the job's operand X (rows x cols, leading dimension ld) at
+ * dst + i*rows*cols. */
+static void round_matrices(const trc_gemm_job *j, const float *x, int64_t rows, int64_t cols,
+                           int64_t ld, int64_t stride, int64_t head_stride, uint16_t *dst) {
+  rounding r = {x, dst, rows, cols, ld, j->heads, stride, head_stride};
+  trc_parallel_for(j->batch * rows, round_rows, &r);
 }
 
 /* ---- primitives ---- */
@@ -202,7 +206,7 @@ static void run_part(const trc_gemm_job *j, int64_t task, int64_t slot) {
   part_shape s = part_of(j, task % j->parts, &from);
   const cached_matmul *e = find_matmul(&s);
   uint16_t *a = dnn.a16 + i * j->m * j->k, *b = dnn.b16 + i * j->k * j->n;
-  float *c = j->c + i * j->stride_c;
+  float *c = j->c + trc_gemm_at(i, j->heads, j->stride_c, j->head_stride_c);
   if (j->split_rows) /* rows of op(A) */
     a += from * s.a_stride[0], c += from * j->ldc;
   else /* columns of op(B) */
@@ -245,10 +249,10 @@ void trc_gemm_bf16(const trc_gemm_job *j) {
   if (slots > tasks) slots = tasks;
   prepare(j, slots);
   /* the stored matrices, op() applied by the primitives' strides */
-  round_matrices(j->a, j->batch, j->ta ? j->k : j->m, j->ta ? j->m : j->k, j->lda, j->stride_a,
-                 dnn.a16);
-  round_matrices(j->b, j->batch, j->tb ? j->n : j->k, j->tb ? j->k : j->n, j->ldb, j->stride_b,
-                 dnn.b16);
+  round_matrices(j, j->a, j->ta ? j->k : j->m, j->ta ? j->m : j->k, j->lda, j->stride_a,
+                 j->head_stride_a, dnn.a16);
+  round_matrices(j, j->b, j->tb ? j->n : j->k, j->tb ? j->k : j->n, j->ldb, j->stride_b,
+                 j->head_stride_b, dnn.b16);
   bf16_run r = {j, tasks, slots};
   trc_parallel_for(slots, run_slots, &r);
 }

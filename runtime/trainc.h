@@ -388,18 +388,23 @@ void trc_parallel_for(int64_t n, trc_loop_body body, void *ctx);
 /* The number of threads trc_parallel_for runs on. */
 int trc_threads(void);
 
-/* C = op(A) op(B) + beta*C for `batch` row-major matrices (matrix i of X at
- * x + i*stride_x; op transposes when ta / tb), on the trainer's threads.
- * The work is cut into single-threaded oneDNN sgemm calls by a partition
- * that depends on the shapes only — for a batch of fewer than 8, the larger
- * of m and n is split into ceil(dim / 64) parts, at most 16 — never on the
+/* C = op(A) op(B) + beta*C for batch x heads row-major matrices (matrix
+ * (o, h) of X at x + o*stride_x + h*head_stride_x, row r at r*ldx: heads
+ * interleaved in a row, [.., rows, heads*cols], or not; op transposes when
+ * ta / tb), on the trainer's threads. The work is cut into single-threaded
+ * oneDNN sgemm calls by a partition that depends on the shapes only — for a
+ * batch of fewer than 8 (the heads not counted: one call per head of a
+ * batch, as the CUDA backend makes, is cut the same way), the larger of m
+ * and n is split into the largest power of two of parts, at most 16, that
+ * leaves each at least 128 — never on the
  * number of threads: a BLAS's own threading can change the result with the
  * thread count (OpenBLAS's did for K = 784: most of C), this does not. Under
  * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and
  * B rounded to bf16, accumulated in f32. */
-void trc_gemm(int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
-              int64_t lda, int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
-              float beta, float *c, int64_t ldc, int64_t stride_c);
+void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+              const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+              float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c);
 
 /* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
  * square kernel k, the same stride and zero padding on both axes) on NCHW

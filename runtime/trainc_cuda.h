@@ -132,8 +132,8 @@ static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOpe
                                                        long long sb, const float *beta, float *c,
                                                        int ldc, long long sc, int batch) {
   (void)alpha;
-  trc_gemm(batch, tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, b, ldb, sb, a, lda, sa, *beta, c,
-           ldc, sc);
+  trc_gemm(batch, 1, tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, b, ldb, sb, 0, a, lda, sa, 0,
+           *beta, c, ldc, sc, 0);
   return CUBLAS_STATUS_SUCCESS;
 }
 

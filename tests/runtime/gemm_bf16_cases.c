@@ -62,8 +62,9 @@ static void run(const gemm_case *g, const stored *a, const stored *b, const stor
                 trc_precision p) {
   memcpy(c, c0->data, (size_t)(c0->count * c0->rows * c0->ld) * sizeof(float));
   trc_set_precision(p);
-  trc_gemm(g->batch, g->ta, g->tb, g->m, g->n, g->k, a->data, a->ld, a->rows * a->ld, b->data,
-           b->ld, g->broadcast_b ? 0 : b->rows * b->ld, g->beta, c, c0->ld, c0->rows * c0->ld);
+  trc_gemm(g->batch, 1, g->ta, g->tb, g->m, g->n, g->k, a->data, a->ld, a->rows * a->ld, 0,
+           b->data, b->ld, g->broadcast_b ? 0 : b->rows * b->ld, 0, g->beta, c, c0->ld,
+           c0->rows * c0->ld, 0);
 }
 
 static void run_case(const char *dir, int index, const gemm_case *g) {

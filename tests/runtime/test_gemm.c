@@ -1,18 +1,44 @@
-/* test_gemm.c — trc_gemm (trainc.h) in fp32 against a double-precision
- * product: transposed and plain operands, leading dimensions past the
- * minimum, batches with strides, beta 0 (overwrite) and 1 (accumulate), and
- * sizes around the partition's cuts (a power of two of parts of at least
- * 128 rows or columns, at most 16; batches of 8 and more not cut); bitwise the same C on 1, 2 and
- * 3 threads. */
+/* test_gemm.c — trc_gemm (trainc.h) against a double-precision product:
+ * transposed and plain operands, leading dimensions past the minimum,
+ * batches with strides, batches split into heads (each operand's heads
+ * interleaved in its rows, [rows, heads*cols], or one matrix after the
+ * other), beta 0 (overwrite) and 1 (accumulate), and sizes around the
+ * partition's cuts (a power of two of parts of at least 128 rows or
+ * columns, at most 16; batches of 8 and more not cut, heads not counted);
+ * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
+ * under bf16 too (against the product of the operands rounded to bf16).
+ * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
 #include <stdlib.h>
 
+enum { A = 1, B = 2, C = 4 }; /* head-interleaved operands */
+
 typedef struct {
-  int64_t batch, m, n, k;
+  int64_t batch, heads, m, n, k;
   int ta, tb;
   float beta;
+  int interleaved; /* A, B, C bits */
 } gemm_case;
+
+/* One operand's storage: matrix (o, h) at o*stride + h*head_stride, row r at r*ld. */
+typedef struct {
+  int64_t ld, stride, head_stride, size;
+} layout;
+
+/* rows x cols matrices, PAD past the minimum leading dimension and a gap
+ * between the matrices, so that a wrong stride reads or writes elsewhere. */
+static layout make_layout(const gemm_case *g, int64_t rows, int64_t cols, int interleaved) {
+  enum { PAD = 3, GAP = 2 };
+  layout l;
+  if (interleaved) {
+    l.ld = g->heads * cols + PAD, l.head_stride = cols, l.stride = rows * l.ld + GAP;
+  } else {
+    l.ld = cols + PAD, l.head_stride = rows * l.ld + GAP, l.stride = g->heads * l.head_stride + GAP;
+  }
+  l.size = g->batch * l.stride;
+  return l;
+}
 
 static float *random_floats(uint64_t seed, int64_t count) {
   float *x = malloc((size_t)count * sizeof *x);
@@ -20,57 +46,99 @@ static float *random_floats(uint64_t seed, int64_t count) {
   return x;
 }
 
-/* op(X)[r][c] of a row-major X with leading dimension ld. */
-static float at(const float *x, int transposed, int64_t ld, int64_t r, int64_t c) {
-  return transposed ? x[c * ld + r] : x[r * ld + c];
+/* x rounded to bf16, to nearest even (finite x). */
+static double bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u = (u + 0x7fffu + (u >> 16 & 1)) & 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
 }
 
-static void check_case(const gemm_case *g) {
-  enum { PAD = 3 }; /* leading dimensions PAD past the minimum */
-  int64_t lda = (g->ta ? g->m : g->k) + PAD, ldb = (g->tb ? g->k : g->n) + PAD, ldc = g->n + PAD;
-  int64_t sa = (g->ta ? g->k : g->m) * lda + 1, sb = (g->tb ? g->n : g->k) * ldb + 2;
-  int64_t sc = g->m * ldc + 5, csize = g->batch * sc;
-  float *a = random_floats(1, g->batch * sa), *b = random_floats(2, g->batch * sb);
-  float *start = random_floats(3, csize); /* what C holds before: kept or added onto */
-  float *one = malloc((size_t)csize * sizeof *one), *many = malloc((size_t)csize * sizeof *many);
+/* op(X)[r][c] of matrix (o, h), as the precision's GEMM reads it. */
+static double at(const float *x, const layout *l, int transposed, int64_t o, int64_t h, int64_t r,
+                 int64_t c, trc_precision p) {
+  float v = x[o * l->stride + h * l->head_stride + (transposed ? c * l->ld + r : r * l->ld + c)];
+  return p == TRC_BF16 ? bf16(v) : v;
+}
+
+/* C's buffer as it must be after the product: beta C + op(A) op(B) in the
+ * matrices (scale: the sum of the terms' magnitudes, for the tolerance), the
+ * rest as it was. */
+static void expect(const gemm_case *g, const float *a, const float *b, const float *start,
+                   const layout *la, const layout *lb, const layout *lc, trc_precision p,
+                   double *want, double *scale) {
+  for (int64_t i = 0; i < lc->size; i++) want[i] = start[i], scale[i] = 0;
+  for (int64_t o = 0; o < g->batch; o++)
+    for (int64_t h = 0; h < g->heads; h++)
+      for (int64_t r = 0; r < g->m; r++)
+        for (int64_t col = 0; col < g->n; col++) {
+          int64_t i = o * lc->stride + h * lc->head_stride + r * lc->ld + col;
+          double sum = g->beta * start[i], size = 1;
+          for (int64_t q = 0; q < g->k; q++) {
+            double term = at(a, la, g->ta, o, h, r, q, p) * at(b, lb, g->tb, o, h, q, col, p);
+            sum += term, size += fabs(term);
+          }
+          want[i] = sum, scale[i] = size;
+        }
+}
+
+static void check_precision(const gemm_case *g, trc_precision p) {
+  layout la = make_layout(g, g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->interleaved & A);
+  layout lb = make_layout(g, g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->interleaved & B);
+  layout lc = make_layout(g, g->m, g->n, g->interleaved & C);
+  size_t bytes = (size_t)lc.size * sizeof(float);
+  float *a = random_floats(1, la.size), *b = random_floats(2, lb.size);
+  float *start = random_floats(3, lc.size); /* what C holds before: kept or added onto */
+  float *one = malloc(bytes), *many = malloc(bytes);
+  trc_set_precision(p);
   for (int threads = 1; threads <= 3; threads++) {
     float *c = threads == 1 ? one : many;
-    memcpy(c, start, (size_t)csize * sizeof *c);
+    memcpy(c, start, bytes);
     trc_set_threads(threads);
-    trc_gemm(g->batch, g->ta, g->tb, g->m, g->n, g->k, a, lda, sa, b, ldb, sb, g->beta, c, ldc, sc);
-    if (threads > 1) CHECK(memcmp(one, many, (size_t)csize * sizeof *one) == 0);
+    trc_gemm(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride,
+             la.head_stride, b, lb.ld, lb.stride, lb.head_stride, g->beta, c, lc.ld, lc.stride,
+             lc.head_stride);
+    if (threads > 1) CHECK(memcmp(one, many, bytes) == 0);
   }
+  trc_set_precision(TRC_FP32);
+  double *want = malloc((size_t)lc.size * sizeof *want);
+  double *scale = malloc((size_t)lc.size * sizeof *scale);
+  expect(g, a, b, start, &la, &lb, &lc, p, want, scale);
   double worst = 0;
-  for (int64_t i = 0; i < g->batch; i++)
-    for (int64_t r = 0; r < g->m; r++)
-      for (int64_t col = 0; col < ldc && r * ldc + col < sc; col++) {
-        int64_t at_c = i * sc + r * ldc + col;
-        double want = start[at_c], scale = 1;
-        if (col < g->n) { /* inside C: beta C + op(A) op(B); the padding stays */
-          want *= g->beta;
-          for (int64_t p = 0; p < g->k; p++) {
-            double term = (double)at(a + i * sa, g->ta, lda, r, p) * at(b + i * sb, g->tb, ldb, p, col);
-            want += term;
-            scale += fabs(term);
-          }
-        }
-        double err = fabs(one[at_c] - want) / scale;
-        if (err > worst) worst = err;
-      }
+  for (int64_t i = 0; i < lc.size; i++) {
+    double err = scale[i] > 0 ? fabs(one[i] - want[i]) / scale[i] : one[i] != start[i];
+    if (err > worst) worst = err;
+  }
+  if (worst >= 1e-6)
+    fprintf(stderr, "case batch %lld heads %lld m %lld n %lld k %lld (%s): error %g\n",
+            (long long)g->batch, (long long)g->heads, (long long)g->m, (long long)g->n,
+            (long long)g->k, p == TRC_BF16 ? "bf16" : "fp32", worst);
   CHECK(worst < 1e-6);
-  free(a), free(b), free(start), free(one), free(many);
+  free(a), free(b), free(start), free(one), free(many), free(want), free(scale);
 }
 
 int main(void) {
   const gemm_case cases[] = {
-      {1, 391, 7, 33, 0, 0, 0},    /* cut by rows into 2 ragged parts */
-      {1, 5, 300, 17, 1, 0, 1},    /* cut by columns, A transposed, accumulating */
-      {1, 1100, 3, 9, 0, 1, 0},    /* rows for 8.6 parts: 8 parts */
-      {1, 4500, 3, 5, 1, 0, 0},    /* more than 16 parts' worth of rows: 16 parts */
-      {3, 270, 66, 12, 1, 1, 1},   /* a small batch, each matrix cut */
-      {9, 20, 13, 31, 0, 1, 0},    /* a batch of 8 or more: matrices not cut */
-      {2, 64, 64, 1, 0, 0, 1},     /* k = 1 */
+      {1, 1, 391, 7, 33, 0, 0, 0, 0},  /* cut by rows into 2 ragged parts */
+      {1, 1, 5, 300, 17, 1, 0, 1, 0},  /* cut by columns, A transposed, accumulating */
+      {1, 1, 1100, 3, 9, 0, 1, 0, 0},  /* rows for 8.6 parts: 8 parts */
+      {1, 1, 4500, 3, 5, 1, 0, 0, 0},  /* more than 16 parts' worth of rows: 16 parts */
+      {3, 1, 270, 66, 12, 1, 1, 1, 0}, /* a small batch, each matrix cut */
+      {9, 1, 20, 13, 31, 0, 1, 0, 0},  /* a batch of 8 or more: matrices not cut */
+      {2, 1, 64, 64, 1, 0, 0, 1, 0},   /* k = 1 */
+      /* heads, as attention's: scores = q k^T, y = probs v, and their gradients */
+      {2, 3, 270, 70, 5, 0, 1, 0, A | B},    /* q k^T: a small batch, cut by rows */
+      {3, 4, 9, 5, 9, 0, 0, 0, B | C},       /* probs v */
+      {2, 3, 9, 5, 9, 0, 0, 1, B | C},       /* dq = dscores k, accumulating */
+      {2, 3, 9, 5, 9, 1, 0, 0, B | C},       /* dk = dscores^T q */
+      {2, 3, 9, 9, 5, 0, 1, 0, A | B},       /* dprobs = dy v^T */
+      {9, 2, 6, 4, 7, 1, 0, 0, A | B | C},   /* a batch of 8 or more, all interleaved */
+      {1, 2, 66, 300, 3, 1, 1, 1, A | C},    /* cut by columns, both transposed */
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) check_case(&cases[i]);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    check_precision(&cases[i], TRC_FP32);
+    if (cases[i].heads > 1) check_precision(&cases[i], TRC_BF16);
+  }
   return test_failures != 0;
 }

@@ -83,11 +83,11 @@ declare float @llvm.sqrt.f32(float) #0
 ; Function Attrs: noinline
 define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, i64 20, ptr %2, i64 5, i64 35, float 0.000000e+00, ptr %0, i64 7, i64 28)
+  call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, i64 20, i64 0, ptr %2, i64 5, i64 35, i64 0, float 0.000000e+00, ptr %0, i64 7, i64 28, i64 0)
   ret void
 }
 
-declare void @trc_gemm(i64, i32, i32, i64, i64, i64, ptr, i64, i64, ptr, i64, i64, float, ptr, i64, i64)
+declare void @trc_gemm(i64, i64, i32, i32, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, i64, float, ptr, i64, i64, i64)
 
 define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
 entry:
@@ -160,7 +160,7 @@ entry:
 ; Function Attrs: noinline
 define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, i64 28, ptr %2, i64 7, i64 21, float 0.000000e+00, ptr %0, i64 3, i64 12)
+  call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, i64 28, i64 0, ptr %2, i64 7, i64 21, i64 0, float 0.000000e+00, ptr %0, i64 3, i64 12, i64 0)
   ret void
 }
 
@@ -507,14 +507,14 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %1, i64 3, i64 12, ptr %2, i64 7, i64 21, float 0.000000e+00, ptr %0, i64 7, i64 28)
+  call void @trc_gemm(i64 1, i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %1, i64 3, i64 12, i64 0, ptr %2, i64 7, i64 21, i64 0, float 0.000000e+00, ptr %0, i64 7, i64 28, i64 0)
   ret void
 }
 
 ; Function Attrs: noinline
 define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %1, i64 3, i64 12, ptr %2, i64 7, i64 28, float 1.000000e+00, ptr %0, i64 7, i64 21)
+  call void @trc_gemm(i64 1, i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %1, i64 3, i64 12, i64 0, ptr %2, i64 7, i64 28, i64 0, float 1.000000e+00, ptr %0, i64 7, i64 21, i64 0)
   ret void
 }
 
@@ -605,7 +605,7 @@ done3:                                            ; preds = %done
 ; Function Attrs: noinline
 define internal void @k20(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
 entry:
-  call void @trc_gemm(i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %1, i64 7, i64 28, ptr %2, i64 5, i64 20, float 1.000000e+00, ptr %0, i64 5, i64 35)
+  call void @trc_gemm(i64 1, i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %1, i64 7, i64 28, i64 0, ptr %2, i64 5, i64 20, i64 0, float 1.000000e+00, ptr %0, i64 5, i64 35, i64 0)
   ret void
 }
 
