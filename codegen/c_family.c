@@ -118,6 +118,8 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   }
 }
 
+void print_index(FILE *out, const KExpr *e) { print_expr(out, e, NULL); }
+
 static void indent(FILE *out, int depth) {
   for (int i = 0; i < depth; i++) fputs("  ", out);
 }
@@ -144,25 +146,35 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   KBinaryOp op = ls->op;
   int t = ls->local;
   const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
-  int64_t full = ls->full;
   int v = s->var;
   fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
   indent(out, depth + 1);
   fprintf(out, "float lane[%d];\n", K_LANES);
   indent(out, depth + 1);
   fprintf(out, "for (int l = 0; l < %d; l++) lane[l] = l ? %s : t%d;\n", K_LANES, identity, t);
+  /* the bounds: constants, or a bounded loop's, computed once here */
+  char full[32], end[32];
+  snprintf(full, sizeof full, "%lld", (long long)ls->full);
+  snprintf(end, sizeof end, "%lld", (long long)ls->extent);
+  if (ls->limit) {
+    indent(out, depth + 1);
+    fputs("const int64_t lane_end = ", out);
+    print_expr(out, ls->limit, nm);
+    fprintf(out, ", lane_full = lane_end / %d * %d;\n", K_LANES, K_LANES);
+    snprintf(full, sizeof full, "lane_full");
+    snprintf(end, sizeof end, "lane_end");
+  }
   indent(out, depth + 1);
-  fprintf(out, "for (int64_t c = 0; c < %lld; c += %d)\n", (long long)full, K_LANES);
+  fprintf(out, "for (int64_t c = 0; c < %s; c += %d)\n", full, K_LANES);
   indent(out, depth + 2);
   char lane[64];
   snprintf(lane, sizeof lane, "lane[i%d - c]", v);
   fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
   print_combine(out, op, lane, s->body[0]->value->b, nm);
-  if (full < s->extent) {
-    snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
+  if (ls->limit || ls->full < ls->extent) {
+    snprintf(lane, sizeof lane, "lane[i%d - %s]", v, full);
     indent(out, depth + 1);
-    fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
-            (long long)s->extent, v, lane);
+    fprintf(out, "for (int64_t i%d = %s; i%d < %s; i%d++) %s = ", v, full, v, end, v, lane);
     print_combine(out, op, lane, s->body[0]->value->b, nm);
   }
   indent(out, depth + 1);
@@ -222,10 +234,24 @@ static void print_range(FILE *out, const KStmt *s, int64_t from, int64_t to, int
   fputs("}\n", out);
 }
 
+/* A bounded loop: `for (int64_t iN = 0; iN < limit; iN++)`. */
+static void print_bounded(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  fprintf(out, "for (int64_t i%d = 0; i%d < ", s->var, s->var);
+  print_expr(out, s->limit, nm);
+  fprintf(out, "; i%d++) {\n", s->var);
+  print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
+  indent(out, depth);
+  fputs("}\n", out);
+}
+
 /* An innermost loop whose trip count is past K_LANES but not a multiple of
  * it is printed as a part that is and the rest, in the same order: GCC's
  * very-cheap cost model (the default flags) vectorizes only the former. */
 static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
+  if (s->limit) {
+    print_bounded(out, s, depth, nm);
+    return;
+  }
   int64_t full = s->extent / K_LANES * K_LANES;
   if (full == 0 || full == s->extent || has_loop(s->body, s->nbody)) {
     print_range(out, s, 0, s->extent, depth, nm);
@@ -240,7 +266,7 @@ void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const Bu
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     KLaneSplit ls;
-    if (s->kind == KS_FOR && s->extent == 1) {
+    if (s->kind == KS_FOR && s->extent == 1 && !s->limit) {
       print_one_iteration(out, s, depth, nm);
       continue;
     }

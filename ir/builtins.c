@@ -360,15 +360,16 @@ static Value builtin_softmax(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(transpose_node(L, add_node(L, op, t, -1, call->loc), axis, last, call->loc));
 }
 
-static int causal_mask_node(Lower *L, int x, double scale, SrcLoc loc) {
+/* causal_mask or causal_softmax of x with that scale. */
+static int causal_node(Lower *L, OpKind op, int x, double scale, SrcLoc loc) {
   Attr a = {.f = {scale}};
-  return graph_add_op(L->g, OP_CAUSAL_MASK, &x, 1, &a, loc, L->diag);
+  return graph_add_op(L->g, op, &x, 1, &a, loc, L->diag);
 }
 
 static Value builtin_causal_mask(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "causal_mask's scores") || !want_number(L, v[1], locs[1], "scale"))
     return error_value;
-  return tensor_value(causal_mask_node(L, v[0].node, v[1].num, call->loc));
+  return tensor_value(causal_node(L, OP_CAUSAL_MASK, v[0].node, v[1].num, call->loc));
 }
 
 /* The dropout key and training flag: leaves the runtime sets, made once. */
@@ -421,12 +422,13 @@ static int head_projection(Lower *L, int x, int64_t heads, const char *prefix, c
 }
 
 /* softmax(causal_mask(q k^T, scale)) (dropout) v on [B, H, T, D], heads
- * merged back into [B, T, H*D]. -1 on error (scores too large). */
+ * merged back into [B, T, H*D], the softmax one causal_softmax op (which
+ * never reads the masked half). -1 on error (scores too large). */
 static int attend(Lower *L, const int qkv[3], double scale, double p, SrcLoc loc) {
   int in[2] = {qkv[0], qkv[1]};
   int scores = graph_add_attr(L->g, OP_BMM, in, 2, 0, 0, 1, loc, L->diag); /* [B, H, T, T] */
   if (scores < 0) return -1;
-  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, causal_mask_node(L, scores, scale, loc), -1, loc), p, loc);
+  int probs = dropout_node(L, causal_node(L, OP_CAUSAL_SOFTMAX, scores, scale, loc), p, loc);
   int out[2] = {probs, qkv[2]};
   int perm[4] = {0, 2, 1, 3};
   int y = permute_node(L, graph_add_attr(L->g, OP_BMM, out, 2, 0, 0, 0, loc, L->diag), perm, loc);
