@@ -225,19 +225,30 @@ static bool has_loop(KStmt *const *body, int n) {
   return false;
 }
 
-static void print_range(FILE *out, const KStmt *s, int64_t from, int64_t to, int depth,
-                        const BufNames *nm) {
-  fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) {\n", s->var, (long long)from, s->var,
-          (long long)to, s->var);
-  print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
-  indent(out, depth);
-  fputs("}\n", out);
+/* A bound of a loop's range: a constant, or a bounded loop's limit (rounded
+ * down to a multiple of K_LANES when `whole`). */
+typedef struct {
+  int64_t konst;
+  const KExpr *limit;
+  bool whole;
+} Bound;
+
+static void print_bound(FILE *out, Bound b, const BufNames *nm) {
+  if (!b.limit) {
+    fprintf(out, "%lld", (long long)b.konst);
+    return;
+  }
+  if (b.whole) fputc('(', out);
+  print_expr(out, b.limit, nm);
+  if (b.whole) fprintf(out, " / %d * %d)", K_LANES, K_LANES);
 }
 
-/* A bounded loop: `for (int64_t iN = 0; iN < limit; iN++)`. */
-static void print_bounded(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  fprintf(out, "for (int64_t i%d = 0; i%d < ", s->var, s->var);
-  print_expr(out, s->limit, nm);
+static void print_range(FILE *out, const KStmt *s, Bound from, Bound to, int depth,
+                        const BufNames *nm) {
+  fprintf(out, "for (int64_t i%d = ", s->var);
+  print_bound(out, from, nm);
+  fprintf(out, "; i%d < ", s->var);
+  print_bound(out, to, nm);
   fprintf(out, "; i%d++) {\n", s->var);
   print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
   indent(out, depth);
@@ -246,20 +257,20 @@ static void print_bounded(FILE *out, const KStmt *s, int depth, const BufNames *
 
 /* An innermost loop whose trip count is past K_LANES but not a multiple of
  * it is printed as a part that is and the rest, in the same order: GCC's
- * very-cheap cost model (the default flags) vectorizes only the former. */
+ * very-cheap cost model (the default flags) vectorizes only the former. A
+ * bounded loop that may run K_LANES iterations is split the same way at
+ * run time (GCC sees that `limit / 16 * 16` is a multiple of 16). */
 static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  if (s->limit) {
-    print_bounded(out, s, depth, nm);
+  const Bound zero = {0}, end = {.konst = s->extent, .limit = s->limit};
+  const Bound full = {.konst = s->extent / K_LANES * K_LANES, .limit = s->limit, .whole = true};
+  bool split = s->limit ? s->extent >= K_LANES : full.konst != 0 && full.konst != s->extent;
+  if (!split || has_loop(s->body, s->nbody)) {
+    print_range(out, s, zero, end, depth, nm);
     return;
   }
-  int64_t full = s->extent / K_LANES * K_LANES;
-  if (full == 0 || full == s->extent || has_loop(s->body, s->nbody)) {
-    print_range(out, s, 0, s->extent, depth, nm);
-    return;
-  }
-  print_range(out, s, 0, full, depth, nm);
+  print_range(out, s, zero, full, depth, nm);
   indent(out, depth);
-  print_range(out, s, full, s->extent, depth, nm);
+  print_range(out, s, full, end, depth, nm);
 }
 
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm) {
