@@ -421,7 +421,10 @@ bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst
  * loop) goes in chunks of a constant count, so that a compiler vectorizes
  * the loop over one chunk, from 0 to a constant (GCC's very-cheap cost
  * model, trainc's default, vectorizes only such loops); 1 for the others,
- * whose inner loops have constant bounds. */
+ * whose inner loops have bounds of their own. `work` counts a bounded
+ * loop's iterations at its extent (a causal row at T columns: twice the
+ * real work of a causal softmax, which only shifts where the threshold
+ * falls). */
 typedef struct {
   int64_t chunk, n_chunks, work;
 } KParallelLoop;
