@@ -6,9 +6,10 @@
  * of each [T, T] matrix is softmax(scale * x) over columns c <= t and 0
  * above; the gradient is scale * y * (dy - sum_{c<=t} y * dy), 0 above.
  * The forward kernel calls expf T(T + 1) times per matrix (2T^2 for
- * causal_mask then softmax). Every output element is stored exactly once (the bounded column loop and
- * the loop of zeros tile the row), and no column above the diagonal of an
- * input is ever loaded (the masked half is never read). Then the analyses:
+ * causal_mask then softmax). Every output element is stored exactly once
+ * (the bounded column loop and the loop of zeros tile the row), and no
+ * column above the diagonal of an input is ever loaded (the masked half is
+ * never read). Then the analyses:
  * the loop over matrices is parallel, the CUDA grid is one thread per row
  * (the bounded loops are no grid loops), and a loop's limit is part of its
  * kernel's form. A bound off by one either way fails here. */
@@ -141,7 +142,9 @@ static void run_node(const Graph *g, int id, Run *r, int64_t t, const char *what
   kernel_free(k);
 }
 
-static bool close_to(double got, double want) { return fabs(got - want) <= 1e-5 * (1 + fabs(want)); }
+static bool close_to(double got, double want) {
+  return fabs(got - want) <= 1e-5 * (1 + fabs(want));
+}
 
 /* y and dx against the formulas, in double. */
 static void check_values(const Run *r, int64_t m, int64_t t, double scale, const char *what) {
