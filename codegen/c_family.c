@@ -118,6 +118,8 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   }
 }
 
+void print_index(FILE *out, const KExpr *e) { print_expr(out, e, NULL); }
+
 static void indent(FILE *out, int depth) {
   for (int i = 0; i < depth; i++) fputs("  ", out);
 }
@@ -144,25 +146,35 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
   KBinaryOp op = ls->op;
   int t = ls->local;
   const char *identity = op == KB_ADD ? "0.0f" : op == KB_MAX ? "-INFINITY" : "INFINITY";
-  int64_t full = ls->full;
   int v = s->var;
   fprintf(out, "{ /* t%d in %d lanes */\n", t, K_LANES);
   indent(out, depth + 1);
   fprintf(out, "float lane[%d];\n", K_LANES);
   indent(out, depth + 1);
   fprintf(out, "for (int l = 0; l < %d; l++) lane[l] = l ? %s : t%d;\n", K_LANES, identity, t);
+  /* the bounds: constants, or a bounded loop's, computed once here */
+  char full[32], end[32];
+  snprintf(full, sizeof full, "%lld", (long long)ls->full);
+  snprintf(end, sizeof end, "%lld", (long long)ls->extent);
+  if (ls->limit) {
+    indent(out, depth + 1);
+    fputs("const int64_t lane_end = ", out);
+    print_expr(out, ls->limit, nm);
+    fprintf(out, ", lane_full = lane_end / %d * %d;\n", K_LANES, K_LANES);
+    snprintf(full, sizeof full, "lane_full");
+    snprintf(end, sizeof end, "lane_end");
+  }
   indent(out, depth + 1);
-  fprintf(out, "for (int64_t c = 0; c < %lld; c += %d)\n", (long long)full, K_LANES);
+  fprintf(out, "for (int64_t c = 0; c < %s; c += %d)\n", full, K_LANES);
   indent(out, depth + 2);
   char lane[64];
   snprintf(lane, sizeof lane, "lane[i%d - c]", v);
   fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
   print_combine(out, op, lane, s->body[0]->value->b, nm);
-  if (full < s->extent) {
-    snprintf(lane, sizeof lane, "lane[i%d - %lld]", v, (long long)full);
+  if (ls->limit || ls->full < ls->extent) {
+    snprintf(lane, sizeof lane, "lane[i%d - %s]", v, full);
     indent(out, depth + 1);
-    fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) %s = ", v, (long long)full, v,
-            (long long)s->extent, v, lane);
+    fprintf(out, "for (int64_t i%d = %s; i%d < %s; i%d++) %s = ", v, full, v, end, v, lane);
     print_combine(out, op, lane, s->body[0]->value->b, nm);
   }
   indent(out, depth + 1);
@@ -213,10 +225,31 @@ static bool has_loop(KStmt *const *body, int n) {
   return false;
 }
 
-static void print_range(FILE *out, const KStmt *s, int64_t from, int64_t to, int depth,
+/* A bound of a loop's range: a constant, or a bounded loop's limit (rounded
+ * down to a multiple of K_LANES when `whole`). */
+typedef struct {
+  int64_t konst;
+  const KExpr *limit;
+  bool whole;
+} Bound;
+
+static void print_bound(FILE *out, Bound b, const BufNames *nm) {
+  if (!b.limit) {
+    fprintf(out, "%lld", (long long)b.konst);
+    return;
+  }
+  if (b.whole) fputc('(', out);
+  print_expr(out, b.limit, nm);
+  if (b.whole) fprintf(out, " / %d * %d)", K_LANES, K_LANES);
+}
+
+static void print_range(FILE *out, const KStmt *s, Bound from, Bound to, int depth,
                         const BufNames *nm) {
-  fprintf(out, "for (int64_t i%d = %lld; i%d < %lld; i%d++) {\n", s->var, (long long)from, s->var,
-          (long long)to, s->var);
+  fprintf(out, "for (int64_t i%d = ", s->var);
+  print_bound(out, from, nm);
+  fprintf(out, "; i%d < ", s->var);
+  print_bound(out, to, nm);
+  fprintf(out, "; i%d++) {\n", s->var);
   print_stmts_named(out, s->body, s->nbody, depth + 1, nm);
   indent(out, depth);
   fputs("}\n", out);
@@ -224,23 +257,27 @@ static void print_range(FILE *out, const KStmt *s, int64_t from, int64_t to, int
 
 /* An innermost loop whose trip count is past K_LANES but not a multiple of
  * it is printed as a part that is and the rest, in the same order: GCC's
- * very-cheap cost model (the default flags) vectorizes only the former. */
+ * very-cheap cost model (the default flags) vectorizes only the former. A
+ * bounded loop that may run K_LANES iterations is split the same way at
+ * run time (GCC sees that `limit / 16 * 16` is a multiple of 16). */
 static void print_for(FILE *out, const KStmt *s, int depth, const BufNames *nm) {
-  int64_t full = s->extent / K_LANES * K_LANES;
-  if (full == 0 || full == s->extent || has_loop(s->body, s->nbody)) {
-    print_range(out, s, 0, s->extent, depth, nm);
+  const Bound zero = {0}, end = {.konst = s->extent, .limit = s->limit};
+  const Bound full = {.konst = s->extent / K_LANES * K_LANES, .limit = s->limit, .whole = true};
+  bool split = s->limit ? s->extent >= K_LANES : full.konst != 0 && full.konst != s->extent;
+  if (!split || has_loop(s->body, s->nbody)) {
+    print_range(out, s, zero, end, depth, nm);
     return;
   }
-  print_range(out, s, 0, full, depth, nm);
+  print_range(out, s, zero, full, depth, nm);
   indent(out, depth);
-  print_range(out, s, full, s->extent, depth, nm);
+  print_range(out, s, full, end, depth, nm);
 }
 
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     KLaneSplit ls;
-    if (s->kind == KS_FOR && s->extent == 1) {
+    if (s->kind == KS_FOR && s->extent == 1 && !s->limit) {
       print_one_iteration(out, s, depth, nm);
       continue;
     }

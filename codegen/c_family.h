@@ -27,6 +27,8 @@ typedef struct {
 /* The same with the buffers and streams of nm named as it says (the other
  * buffers b<b>, streams as numbers). */
 void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const BufNames *nm);
+/* An index expression of loop variables (a bounded loop's limit) as C. */
+void print_index(FILE *out, const KExpr *e);
 /* Whether match(e, arg) holds for an expression of statements body[0..n). */
 bool stmts_any_expr(KStmt *const *body, int n, bool (*match)(const KExpr *, int64_t),
                     int64_t arg);

@@ -43,9 +43,14 @@ static void part_name(char *name, size_t size, int id, const Kernel *k, int part
 static void print_chain(FILE *out, const KGrid *g, int c, int depth) {
   const KStmt *loop = g->loop[c];
   const int inner = g->grid[c] ? depth : depth + 1;
-  if (!g->grid[c])
+  if (!g->grid[c] && loop->limit) { /* a bounded loop (never a grid loop) */
+    fprintf(out, "%*sfor (int64_t i%d = 0; i%d < ", 2 * depth, "", loop->var, loop->var);
+    print_index(out, loop->limit);
+    fprintf(out, "; i%d++) {\n", loop->var);
+  } else if (!g->grid[c]) {
     fprintf(out, "%*sfor (int64_t i%d = 0; i%d < %lld; i%d++) {\n", 2 * depth, "", loop->var,
             loop->var, (long long)loop->extent, loop->var);
+  }
   for (int i = 0; i < loop->nbody; i++)
     if (c + 1 < g->n && loop->body[i] == g->loop[c + 1])
       print_chain(out, g, c + 1, inner);

@@ -564,9 +564,9 @@ static LLVMValueRef lane_ptr(Gen *g, LLVMValueRef lanes, LLVMValueRef l) {
 /* Iterations first + l, l in [0, count), of reduction loop s, each into
  * lane l: lane[l] = lane[l] op e. */
 static void lanes_take(Gen *g, const KStmt *s, KBinaryOp op, LLVMValueRef lanes,
-                       LLVMValueRef first, int64_t count) {
+                       LLVMValueRef first, LLVMValueRef count) {
   Loop l;
-  LLVMValueRef lane = loop_begin(g, i64c(g, count), &l);
+  LLVMValueRef lane = loop_begin(g, count, &l);
   g->index[s->var] = LLVMBuildNSWAdd(g->b, first, lane, "");
   LLVMValueRef p = lane_ptr(g, lanes, lane);
   LLVMValueRef e = as_float(g, expr(g, s->body[0]->value->b));
@@ -584,12 +584,19 @@ static void reduction(Gen *g, const KStmt *s, const KLaneSplit *ls) {
   for (int l = 0; l < K_LANES; l++)
     LLVMBuildStore(g->b, l ? LLVMConstReal(g->f32, identity) : LLVMBuildLoad2(g->b, g->f32, t, ""),
                    lane_ptr(g, lanes, i64c(g, l)));
+  /* the bounds: constants, or a bounded loop's at run time (limit >= 0) */
+  LLVMValueRef end = ls->limit ? expr(g, ls->limit) : i64c(g, ls->extent);
+  LLVMValueRef n_groups = ls->limit ? LLVMBuildSDiv(g->b, end, i64c(g, K_LANES), "")
+                                    : i64c(g, ls->full / K_LANES);
+  LLVMValueRef full = ls->limit ? LLVMBuildNSWMul(g->b, n_groups, i64c(g, K_LANES), "")
+                                : i64c(g, ls->full);
   Loop groups;
-  LLVMValueRef c = loop_begin(g, i64c(g, ls->full / K_LANES), &groups);
-  lanes_take(g, s, ls->op, lanes, LLVMBuildNSWMul(g->b, c, i64c(g, K_LANES), ""), K_LANES);
+  LLVMValueRef c = loop_begin(g, n_groups, &groups);
+  lanes_take(g, s, ls->op, lanes, LLVMBuildNSWMul(g->b, c, i64c(g, K_LANES), ""),
+             i64c(g, K_LANES));
   loop_end(g, &groups);
-  if (ls->full < ls->extent)
-    lanes_take(g, s, ls->op, lanes, i64c(g, ls->full), ls->extent - ls->full);
+  if (ls->limit || ls->full < ls->extent)
+    lanes_take(g, s, ls->op, lanes, full, LLVMBuildNSWSub(g->b, end, full, ""));
   for (int l = 0; l < K_LANES; l++)
     v[l] = LLVMBuildLoad2(g->b, g->f32, lane_ptr(g, lanes, i64c(g, l)), "");
   for (int w = K_LANES / 2; w > 0; w /= 2)
@@ -608,7 +615,7 @@ static void stmts(Gen *g, KStmt **body, int n) {
     }
     switch (s->kind) {
     case KS_FOR:
-      g->index[s->var] = loop_begin(g, i64c(g, s->extent), &l);
+      g->index[s->var] = loop_begin(g, s->limit ? expr(g, s->limit) : i64c(g, s->extent), &l);
       stmts(g, s->body, s->nbody);
       loop_end(g, &l);
       break;

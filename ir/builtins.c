@@ -360,15 +360,16 @@ static Value builtin_softmax(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(transpose_node(L, add_node(L, op, t, -1, call->loc), axis, last, call->loc));
 }
 
-static int causal_mask_node(Lower *L, int x, double scale, SrcLoc loc) {
+/* causal_mask or causal_softmax of x with that scale. */
+static int causal_node(Lower *L, OpKind op, int x, double scale, SrcLoc loc) {
   Attr a = {.f = {scale}};
-  return graph_add_op(L->g, OP_CAUSAL_MASK, &x, 1, &a, loc, L->diag);
+  return graph_add_op(L->g, op, &x, 1, &a, loc, L->diag);
 }
 
 static Value builtin_causal_mask(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "causal_mask's scores") || !want_number(L, v[1], locs[1], "scale"))
     return error_value;
-  return tensor_value(causal_mask_node(L, v[0].node, v[1].num, call->loc));
+  return tensor_value(causal_node(L, OP_CAUSAL_MASK, v[0].node, v[1].num, call->loc));
 }
 
 /* The dropout key and training flag: leaves the runtime sets, made once. */
@@ -416,15 +417,15 @@ static int head_projection(Lower *L, int x, const char *prefix, const char *part
   return y;
 }
 
-/* softmax(causal_mask(q k^T, scale)) (dropout) v per head, q, k, v and the
- * result [B, T, H*D] with the heads interleaved in each row: the bmms'
- * strides split and merge the heads (ops.def); the scores are [B, H, T, T].
- * -1 on error (scores too large). */
+/* causal_softmax(q k^T, scale) (dropout) v per head — one op that never
+ * reads the masked half — with q, k, v and the result [B, T, H*D], the heads
+ * interleaved in each row: the bmms' strides split and merge the heads
+ * (ops.def); the scores are [B, H, T, T]. -1 on error (scores too large). */
 static int attend(Lower *L, const int qkv[3], int64_t heads, double scale, double p, SrcLoc loc) {
   int in[2] = {qkv[0], qkv[1]};
   int scores = graph_add_bmm(L->g, in, 0, 1, heads, BMM_HEADS_A | BMM_HEADS_B, loc, L->diag);
   if (scores < 0) return -1;
-  int probs = dropout_node(L, add_node(L, OP_SOFTMAX, causal_mask_node(L, scores, scale, loc), -1, loc), p, loc);
+  int probs = dropout_node(L, causal_node(L, OP_CAUSAL_SOFTMAX, scores, scale, loc), p, loc);
   int out[2] = {probs, qkv[2]};
   return graph_add_bmm(L->g, out, 0, 0, heads, BMM_HEADS_B | BMM_HEADS_C, loc, L->diag);
 }

@@ -289,7 +289,10 @@ typedef enum { CONV_LIBRARY, CONV_IM2COL } ConvForm;
 Graph *lower_ast(const Ast *ast, const char *model_name, ConvForm conv, Diag *diag);
 
 /* ---- kernels as loop nests ----
- * A kernel is a list of statements over constant-bound loops. Expressions
+ * A kernel is a list of statements over loops of constant extent; a loop
+ * may instead run to a bound that depends on the variables of the loops
+ * around it (`limit`: a causal row's columns c <= t), its extent then the
+ * bound's static maximum. Expressions
  * index buffers, which are graph node ids; the backend maps each id to its
  * storage (arena offset). Locals are f32 scalars declared in a statement
  * list and visible to the rest of it. Index expressions are int64. */
@@ -326,7 +329,7 @@ struct KExpr {
 };
 
 typedef enum {
-  KS_FOR,    /* for var in [0, extent): body */
+  KS_FOR,    /* for var in [0, extent), or [0, limit) when it has one: body */
   KS_LOCAL,  /* float local var = value */
   KS_SET,    /* local var = value */
   KS_STORE,  /* buf[index] = value, or += when accumulate */
@@ -337,6 +340,14 @@ struct KStmt {
   KStmtKind kind;
   int var;
   int64_t extent;
+  /* KS_FOR: NULL, or the loop's run-time bound — an affine integer
+   * expression of the variables of enclosing loops (no loads, no locals)
+   * whose value is in [0, extent] in every iteration of them. Whatever reads
+   * a loop nest reads it: the backends run [0, limit); the analyses (the
+   * parallel proof, the cost model's work) take the extent, which covers
+   * every run-time bound; fusion refuses a bounded loop, which is no
+   * perfect nest over all elements. */
+  KExpr *limit;
   KStmt **body;
   int nbody, capbody;
   int buf;
@@ -364,6 +375,8 @@ int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
 Kernel *kernel_new(int node);
 void kernel_free(Kernel *k);
 KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var);
+/* A loop over [0, limit), limit as KStmt.limit says, extent its maximum. */
+KStmt *k_for_bounded(Kernel *k, KStmt *parent, int64_t extent, KExpr *limit, int *var);
 KStmt *k_local(Kernel *k, KStmt *parent, KExpr *value, int *local);
 KStmt *k_set(Kernel *k, KStmt *parent, int local, KExpr *value);
 KStmt *k_store(Kernel *k, KStmt *parent, int buf, KExpr *index, KExpr *value, bool accumulate);
@@ -427,7 +440,10 @@ bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst
  * loop) goes in chunks of a constant count, so that a compiler vectorizes
  * the loop over one chunk, from 0 to a constant (GCC's very-cheap cost
  * model, trainc's default, vectorizes only such loops); 1 for the others,
- * whose inner loops have constant bounds. */
+ * whose inner loops have bounds of their own. `work` counts a bounded
+ * loop's iterations at its extent (a causal row at T columns: twice the
+ * real work of a causal softmax, which only shifts where the threshold
+ * falls). */
 typedef struct {
   int64_t chunk, n_chunks, work;
 } KParallelLoop;
@@ -440,7 +456,8 @@ bool kstmt_parallel_loop(const KStmt *s, KParallelLoop *pl);
  * loops chosen before it (each the same in the two iterations compared): the
  * test of kernel_mark_parallel, with those loops' variables fixed, the other
  * chain loops around it over their whole range, and the chain's locals above
- * it readable (never set inside it). Loops are tried outermost first, again
+ * it readable (never set inside it); a bounded loop (limit) is never a grid
+ * loop, its trip count not being one. Loops are tried outermost first, again
  * until none is added, so a column loop inside a row loop (a column sum)
  * qualifies and then lets its column-block loop qualify. A thread is one
  * combination of the grid loops' iterations; it runs the chain with those
@@ -466,19 +483,25 @@ KGrid kernel_grid(const Kernel *k, const KStmt *top);
  * +inf), and takes the iterations c with c % K_LANES == l in increasing
  * order; then for w = K_LANES/2, ..., 2, 1, lane l = lane l op lane l+w for
  * every l < w; t is lane 0. A loop of fewer than K_LANES iterations (a
- * pooling window) runs in sequence instead. Returns whether loop is a
- * reduction loop, and its op and local. */
+ * pooling window) runs in sequence instead; for a bounded loop that is its
+ * extent (whatever its run-time bound: a causal row of 3 columns in a
+ * 128-column softmax still goes through the lanes, so that the lane of
+ * every column is its index's, as in the unbounded row). Returns whether
+ * loop is a reduction loop, and its op and local. */
 #define K_LANES 16
 bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local);
 
 /* A reduction loop as the lanes split it: iterations [0, full) in groups of
  * K_LANES (iteration i to lane i % K_LANES), then [full, extent) to lanes
- * 0, 1, ...; then the halving combine. Returns false for a loop that runs
- * in sequence (not a reduction, or fewer than K_LANES iterations). */
+ * 0, 1, ...; then the halving combine. A bounded loop's (limit non-NULL)
+ * end is limit's value and full that rounded down to a multiple of
+ * K_LANES, both at run time. Returns false for a loop that runs in
+ * sequence (not a reduction, or fewer than K_LANES iterations). */
 typedef struct {
   KBinaryOp op;
   int local;
-  int64_t full, extent;
+  int64_t full, extent; /* a loop without limit */
+  const KExpr *limit;
 } KLaneSplit;
 bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
 

@@ -57,6 +57,21 @@ KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var) {
   return s;
 }
 
+/* The bound is read as an index by every backend and analysis: a load or a
+ * local there would be a kernel bug. */
+static bool is_index_of_vars(const KExpr *e) {
+  if (!e) return true;
+  if (e->kind == KE_LOAD || e->kind == KE_LOCAL || e->kind == KE_RANDOM || !e->is_int) return false;
+  return is_index_of_vars(e->a) && is_index_of_vars(e->b) && is_index_of_vars(e->c);
+}
+
+KStmt *k_for_bounded(Kernel *k, KStmt *parent, int64_t extent, KExpr *limit, int *var) {
+  if (!is_index_of_vars(limit)) abort();
+  KStmt *s = k_for(k, parent, extent, var);
+  s->limit = limit;
+  return s;
+}
+
 KStmt *k_local(Kernel *k, KStmt *parent, KExpr *value, int *local) {
   KStmt *s = append(k, parent, KS_LOCAL);
   s->var = *local = k->n_locals++;
@@ -200,6 +215,7 @@ bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split) {
   if (loop->extent < K_LANES || !kstmt_is_reduction(loop, &split->op, &split->local)) return false;
   split->full = loop->extent / K_LANES * K_LANES;
   split->extent = loop->extent;
+  split->limit = loop->limit;
   return true;
 }
 
@@ -230,7 +246,7 @@ static void mark_expr(const KExpr *e, BufList *used) {
 static void mark_stmts(KStmt *const *body, int n, BufList *used) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
-    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used);
+    if (s->kind == KS_FOR) mark_stmts(s->body, s->nbody, used); /* a limit reads no buffer */
     if (s->kind == KS_STORE) mark_buf(used, s->buf);
     mark_expr(s->index, used);
     mark_expr(s->value, used);

@@ -38,6 +38,7 @@ static void code_stmts(StrBuf *sb, KStmt *const *body, int nbody, KernelForm *f)
     sb_printf(sb, "[%d %d %lld %d %d %d", s->kind, s->var, (long long)s->extent,
               s->kind == KS_STORE ? param_of(f, s->buf) : -1, s->accumulate, s->parallel);
     code_stmts(sb, s->body, s->nbody, f);
+    code_expr(sb, s->limit, f); /* a bounded loop's bound is part of its form */
     code_expr(sb, s->index, f);
     code_expr(sb, s->value, f);
     sb_append(sb, "]");

@@ -640,27 +640,48 @@ typedef struct {
   KStmt *row;   /* the loop over rows */
   int r;        /* its variable */
   int64_t cols;
+  /* A causal row kernel (causal_row_loop): rows are row r of matrix `mat`
+   * (a loop around the row loop), its column loops run over c <= r only,
+   * and loads of buffer `scaled` are multiplied by `scale`. -1: none. */
+  int mat, scaled;
+  double scale;
 } RowLoop;
 
 /* Appends to k a loop over the rows of `shape`. */
 static RowLoop row_loop_in(Kernel *k, const Shape *shape) {
-  RowLoop rl = {.k = k, .cols = last_dim(shape)};
+  RowLoop rl = {.k = k, .cols = last_dim(shape), .mat = -1, .scaled = -1};
   rl.row = k_for(k, NULL, rows_of(shape), &rl.r);
   return rl;
+}
+
+/* The row number: r, or mat * cols + r in a causal kernel. */
+static KExpr *row_number(RowLoop *rl) {
+  Kernel *k = rl->k;
+  if (rl->mat < 0) return k_index(k, rl->r);
+  return k_iadd(k, k_imul(k, k_index(k, rl->mat), rl->cols), k_index(k, rl->r));
+}
+
+/* A loop over the row's columns: all of them, or c <= r in a causal kernel. */
+static KStmt *column_loop(RowLoop *rl, int *c) {
+  Kernel *k = rl->k;
+  if (rl->mat < 0) return k_for(k, rl->row, rl->cols, c);
+  KExpr *through_diagonal = k_iadd(k, k_index(k, rl->r), k_iconst(k, 1));
+  return k_for_bounded(k, rl->row, rl->cols, through_diagonal, c);
 }
 
 static RowLoop row_loop(const Graph *g, const Node *n, const Shape *shape) {
   return row_loop_in(kernel_new(n->id), shape);
 }
 
-static KExpr *row_elem(RowLoop *rl, int buf, int c) {
-  Kernel *k = rl->k;
-  return k_load(k, buf, k_iadd(k, k_imul(k, k_index(k, rl->r), rl->cols), k_index(k, c)), false);
-}
-
 static KExpr *row_index(RowLoop *rl, int c) {
   Kernel *k = rl->k;
-  return k_iadd(k, k_imul(k, k_index(k, rl->r), rl->cols), k_index(k, c));
+  return k_iadd(k, k_imul(k, row_number(rl), rl->cols), k_index(k, c));
+}
+
+static KExpr *row_elem(RowLoop *rl, int buf, int c) {
+  Kernel *k = rl->k;
+  KExpr *x = k_load(k, buf, row_index(rl, c), false);
+  return buf == rl->scaled ? k_binary(k, KB_MUL, x, k_const(k, rl->scale)) : x;
 }
 
 /* Declares a local holding a reduction of f(column c) over the row. */
@@ -669,7 +690,7 @@ static int row_reduce(RowLoop *rl, KBinaryOp op, double init, KExpr *(*f)(RowLoo
   int acc, c;
   Kernel *k = rl->k;
   k_local(k, rl->row, k_const(k, init), &acc);
-  KStmt *loop = k_for(k, rl->row, rl->cols, &c);
+  KStmt *loop = column_loop(rl, &c);
   k_set(k, loop, acc, k_binary(k, op, k_localv(k, acc), f(rl, c, ctx)));
   return acc;
 }
@@ -713,7 +734,7 @@ static void row_logsumexp(RowLoop *rl, int buf, int *m, int *lse) {
 /* Stores f(c) over the row into n's output. */
 static void row_store(RowLoop *rl, const Node *n, KExpr *(*f)(RowLoop *, int c, const void *), const void *ctx) {
   int c;
-  KStmt *loop = k_for(rl->k, rl->row, rl->cols, &c);
+  KStmt *loop = column_loop(rl, &c);
   k_store(rl->k, loop, n->id, row_index(rl, c), f(rl, c, ctx), accumulates(n));
 }
 
@@ -1264,7 +1285,8 @@ static bool infer_causal_mask(const Graph *g, Node *n, Diag *diag) {
   const Shape *x = &in_node(g, n, 0)->shape;
   if (x->rank < 2 || x->dim[x->rank - 1] != x->dim[x->rank - 2]) {
     char sx[128];
-    diag_error(diag, n->loc, "causal_mask needs square scores [..., T, T], got %s", shape_str(x, sx));
+    diag_error(diag, n->loc, "%s needs square scores [..., T, T], got %s", op_info(n->op)->name,
+               shape_str(x, sx));
     return false;
   }
   n->shape = *x;
@@ -1295,6 +1317,86 @@ static Kernel *kernel_causal_mask_grad(const Graph *g, const Node *n) { return c
 
 static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
+}
+
+/* causal_softmax (attention's softmax(causal_mask(x, scale)) as one op):
+ * row t of each [T, T] matrix is the softmax of scale * x over columns
+ * c <= t and 0 above, and only columns c <= t are read or exp'd. The loops
+ * over the matrices and their rows, with each column loop bounded by the
+ * row (k_for_bounded), and a last loop that writes the zeros. Every float
+ * is the operation causal_mask then softmax computed on the same operands
+ * (the masked columns only added exp(-inf) = 0 to the sum, and a row's lane
+ * of a column stays its index's), so with the same math functions the
+ * result is bitwise theirs (where a compiler vectorizes a loop, libmvec's
+ * expf is within 4 ulp of libm's, and which loops it vectorizes may
+ * differ). */
+static RowLoop causal_row_loop(const Node *n, int scaled) {
+  Kernel *k = kernel_new(n->id);
+  int64_t t = last_dim(&n->shape);
+  RowLoop rl = {.k = k, .cols = t, .scaled = scaled, .scale = n->attr.f[0]};
+  KStmt *mats = k_for(k, NULL, shape_numel(&n->shape) / (t * t), &rl.mat);
+  rl.row = k_for(k, mats, t, &rl.r);
+  return rl;
+}
+
+/* out[row, T - 1 - j] = 0 for j < T - 1 - r: the columns above the
+ * diagonal, last first — so that each index term has its own range (j's
+ * extent T - 1, r's T) and the parallel proof, which bounds them one by
+ * one, sees the row's T columns (r + 1 + j would span r + T). */
+static void store_zeros_above(RowLoop *rl, const Node *n) {
+  Kernel *k = rl->k;
+  int j;
+  KExpr *count = k_binary(k, KB_SUB, k_iconst(k, rl->cols - 1), k_index(k, rl->r));
+  KStmt *loop = k_for_bounded(k, rl->row, rl->cols - 1, count, &j);
+  KExpr *col = k_binary(k, KB_SUB, k_iconst(k, rl->cols - 1), k_index(k, j));
+  k_store(k, loop, n->id, k_iadd(k, k_imul(k, row_number(rl), rl->cols), col), k_const(k, 0),
+          false);
+}
+
+/* The kept triangle's share of a [T, T] matrix, (T + 1) / 2T: the FLOPs of
+ * the ops it replaces (causal_mask + softmax, softmax_grad +
+ * causal_mask_grad) times that. */
+static double causal_share(const Node *n) {
+  double t = (double)last_dim(&n->shape);
+  return (t + 1) / (2 * t);
+}
+
+static double flops_causal_softmax(const Graph *g, const Node *n) {
+  return flops_per_element(g, n, 21) * causal_share(n);
+}
+
+static double flops_causal_softmax_grad(const Graph *g, const Node *n) {
+  return (flops_per_element(g, n, 5) + (double)shape_numel(&n->shape)) * causal_share(n);
+}
+
+static Kernel *kernel_causal_softmax(const Graph *g, const Node *n) {
+  RowLoop rl = causal_row_loop(n, n->in[0]);
+  SoftCtx s = {.x = n->in[0]};
+  int m;
+  row_logsumexp(&rl, s.x, &m, &s.lse);
+  row_store(&rl, n, f_softmax, &s);
+  if (!accumulates(n)) store_zeros_above(&rl, n);
+  return rl.k;
+}
+
+static void bwd_causal_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  int in[2] = {n, dy};
+  dx[0] = graph_add_op(g, OP_CAUSAL_SOFTMAX_GRAD, in, 2, &g->nodes[n].attr, no_loc, NULL);
+}
+
+/* dx = (y * (dy - sum_{c<=t} y*dy)) * scale on and below the diagonal. */
+static KExpr *f_causal_softmax_grad(RowLoop *rl, int c, const void *p) {
+  return k_binary(rl->k, KB_MUL, f_softmax_grad(rl, c, p), k_const(rl->k, rl->scale));
+}
+
+static Kernel *kernel_causal_softmax_grad(const Graph *g, const Node *n) {
+  RowLoop rl = causal_row_loop(n, -1);
+  SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
+  RowCtx dot = {.buf = s.y, .other_buf = s.dy};
+  s.s = row_reduce(&rl, KB_ADD, 0, f_product, &dot);
+  row_store(&rl, n, f_causal_softmax_grad, &s);
+  if (!accumulates(n)) store_zeros_above(&rl, n);
+  return rl.k;
 }
 
 static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {

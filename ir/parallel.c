@@ -173,7 +173,9 @@ static void scan_expr(Scan *s, const KExpr *e) {
   scan_expr(s, e->c);
 }
 
-/* First pass: the loops and locals declared inside. */
+/* First pass: the loops and locals declared inside. A bounded loop's
+ * variable is taken over its whole extent, which covers its limit's every
+ * value (ir.h), so a slab proved for the extent holds for the limit. */
 static void scan_decls(Scan *s, KStmt **body, int n) {
   for (int i = 0; i < n; i++) {
     const KStmt *st = body[i];
@@ -294,7 +296,8 @@ KGrid kernel_grid(const Kernel *k, const KStmt *top) {
     added = false;
     for (int j = 0; j < g.n; j++) {
       int64_t threads;
-      if (g.grid[j] || g.loop[j]->extent < 1 ||
+      /* a bounded loop's threads would depend on the other grid variables */
+      if (g.grid[j] || g.loop[j]->limit || g.loop[j]->extent < 1 ||
           __builtin_mul_overflow(g.threads, g.loop[j]->extent, &threads) || !grid_loop_ok(k, &g, j))
         continue;
       g.grid[j] = added = true;

@@ -64,7 +64,8 @@ static bool pointwise_nest(const Kernel *k, int buf, int64_t numel, Nest *n) {
   if (!k || k->nbody != 1 || k->body[0]->kind != KS_FOR) return false;
   int64_t count = 1;
   for (KStmt *s = k->body[0];; s = s->body[0]) {
-    if (n->depth == IR_MAX_RANK) return false;
+    /* a bounded loop leaves elements out: no nest over all of them */
+    if (n->depth == IR_MAX_RANK || s->limit) return false;
     n->loops[n->depth++] = s;
     count *= s->extent;
     if (s->nbody != 1 || s->body[0]->kind != KS_FOR) break;

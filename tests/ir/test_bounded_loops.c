@@ -1,0 +1,235 @@
+/* test_bounded_loops.c — loops with a run-time bound (KStmt.limit, ir.h),
+ * checked on the ops that have them: causal_softmax and its gradient.
+ *
+ * Their kernels are run here by a small interpreter that honours each loop's
+ * limit, and checked against the formulas computed directly in double: row t
+ * of each [T, T] matrix is softmax(scale * x) over columns c <= t and 0
+ * above; the gradient is scale * y * (dy - sum_{c<=t} y * dy), 0 above.
+ * The forward kernel calls expf T(T + 1) times per matrix (2T^2 for
+ * causal_mask then softmax). Every output element is stored exactly once
+ * (the bounded column loop and the loop of zeros tile the row), and no
+ * column above the diagonal of an input is ever loaded (the masked half is
+ * never read). Then the analyses:
+ * the loop over matrices is parallel, the CUDA grid is one thread per row
+ * (the bounded loops are no grid loops), and a loop's limit is part of its
+ * kernel's form. A bound off by one either way fails here. */
+#include "ir.h"
+#include "check.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { MAX_BUFS = 4, MAX_VARS = 16 };
+
+/* The interpreter's state: buffers by node id, loop variables, locals, and
+ * per buffer element the number of stores and of loads. */
+typedef struct {
+  float *buf[MAX_BUFS];
+  int *stores[MAX_BUFS], *loads[MAX_BUFS];
+  int64_t n[MAX_BUFS];
+  int64_t var[MAX_VARS];
+  float local[MAX_VARS];
+  bool out_of_range;
+  int64_t exps; /* expf calls */
+} Run;
+
+static int64_t eval_int(Run *r, const KExpr *e) {
+  switch (e->kind) {
+  case KE_ICONST: return e->i;
+  case KE_INDEX: return r->var[e->var];
+  case KE_BINARY: {
+    int64_t a = eval_int(r, e->a), b = eval_int(r, e->b);
+    return e->op == KB_ADD ? a + b : e->op == KB_SUB ? a - b : a * b;
+  }
+  default: abort(); /* no other index form in these kernels */
+  }
+}
+
+static float eval(Run *r, const KExpr *e) {
+  switch (e->kind) {
+  case KE_CONST: return (float)e->f;
+  case KE_LOCAL: return r->local[e->var];
+  case KE_LOAD: {
+    int64_t i = eval_int(r, e->a);
+    if (i < 0 || i >= r->n[e->buf]) {
+      r->out_of_range = true;
+      return 0;
+    }
+    r->loads[e->buf][i]++;
+    return r->buf[e->buf][i];
+  }
+  case KE_UNARY: {
+    float a = eval(r, e->a);
+    r->exps += e->op == KU_EXP;
+    return e->op == KU_EXP ? expf(a) : e->op == KU_LOG ? logf(a) : -a;
+  }
+  case KE_BINARY: {
+    float a = eval(r, e->a), b = eval(r, e->b);
+    switch (e->op) {
+    case KB_ADD: return a + b;
+    case KB_SUB: return a - b;
+    case KB_MUL: return a * b;
+    case KB_DIV: return a / b;
+    case KB_MAX: return a > b || b != b ? a : b;
+    default: return a < b || b != b ? a : b;
+    }
+  }
+  default: abort();
+  }
+}
+
+static void run(Run *r, KStmt *const *body, int n) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    switch (s->kind) {
+    case KS_FOR: {
+      int64_t end = s->limit ? eval_int(r, s->limit) : s->extent;
+      CHECK(end >= 0 && end <= s->extent, "a limit stays within its loop's extent");
+      for (r->var[s->var] = 0; r->var[s->var] < end; r->var[s->var]++) run(r, s->body, s->nbody);
+      break;
+    }
+    case KS_LOCAL:
+    case KS_SET: r->local[s->var] = eval(r, s->value); break;
+    case KS_STORE: {
+      int64_t at = eval_int(r, s->index);
+      if (at < 0 || at >= r->n[s->buf]) {
+        r->out_of_range = true;
+        break;
+      }
+      float v = eval(r, s->value);
+      r->buf[s->buf][at] = s->accumulate ? r->buf[s->buf][at] + v : v;
+      r->stores[s->buf][at]++;
+      break;
+    }
+    }
+  }
+}
+
+/* A graph of x [M, T, T] (node 0), dy (node 1), y = causal_softmax(x)
+ * (node 2) and dx = causal_softmax_grad(y, dy) (node 3). */
+static Graph *causal_graph(int64_t m, int64_t t, double scale) {
+  Graph *g = graph_new();
+  for (int i = 0; i < 2; i++) {
+    int leaf = graph_add(g, OP_PARAM, NULL, 0, (SrcLoc){0}, NULL);
+    g->nodes[leaf].shape = (Shape){.rank = 3, .dim = {m, t, t}};
+  }
+  int x = 0, y_dy[2];
+  graph_add_attr(g, OP_CAUSAL_SOFTMAX, &x, 1, scale, 0, 0, (SrcLoc){0}, NULL);
+  y_dy[0] = 2, y_dy[1] = 1;
+  graph_add_attr(g, OP_CAUSAL_SOFTMAX_GRAD, y_dy, 2, scale, 0, 0, (SrcLoc){0}, NULL);
+  return g;
+}
+
+/* Runs node id's kernel on the buffers of r; checks its stores and loads. */
+static void run_node(const Graph *g, int id, Run *r, int64_t t, const char *what) {
+  Kernel *k = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]);
+  for (int b = 0; b < MAX_BUFS; b++) {
+    memset(r->stores[b], 0, (size_t)r->n[b] * sizeof(int));
+    memset(r->loads[b], 0, (size_t)r->n[b] * sizeof(int));
+  }
+  run(r, k->body, k->nbody);
+  CHECK(!r->out_of_range, what);
+  for (int64_t i = 0; i < r->n[id]; i++) {
+    int64_t row = i / t % t, col = i % t;
+    CHECK(r->stores[id][i] == 1, what); /* every element once, the zeros too */
+    for (int in = 0; in < g->nodes[id].nin; in++) {
+      int b = g->nodes[id].in[in];
+      bool above = col > row;
+      CHECK(above ? r->loads[b][i] == 0 : r->loads[b][i] > 0, what);
+    }
+  }
+  kernel_free(k);
+}
+
+static bool close_to(double got, double want) {
+  return fabs(got - want) <= 1e-5 * (1 + fabs(want));
+}
+
+/* y and dx against the formulas, in double. */
+static void check_values(const Run *r, int64_t m, int64_t t, double scale, const char *what) {
+  const float *x = r->buf[0], *dy = r->buf[1], *y = r->buf[2], *dx = r->buf[3];
+  for (int64_t row = 0; row < m * t; row++) {
+    int64_t last = row % t; /* the row's position: columns 0..last are kept */
+    const int64_t at = row * t;
+    double max = -INFINITY, sum = 0, dot = 0;
+    for (int64_t c = 0; c <= last; c++) max = fmax(max, scale * x[at + c]);
+    for (int64_t c = 0; c <= last; c++) sum += exp(scale * x[at + c] - max);
+    for (int64_t c = 0; c <= last; c++) dot += exp(scale * x[at + c] - max) / sum * dy[at + c];
+    for (int64_t c = 0; c < t; c++) {
+      double want_y = c <= last ? exp(scale * x[at + c] - max) / sum : 0;
+      double want_dx = c <= last ? scale * want_y * (dy[at + c] - dot) : 0;
+      CHECK(close_to(y[at + c], want_y), what);
+      CHECK(close_to(dx[at + c], want_dx), what);
+      if (c > last) CHECK(y[at + c] == 0 && dx[at + c] == 0, what); /* exactly 0 */
+    }
+  }
+}
+
+static void check_causal(int64_t m, int64_t t, double scale, const char *what) {
+  Graph *g = causal_graph(m, t, scale);
+  Run r = {0};
+  srand(7);
+  for (int b = 0; b < MAX_BUFS; b++) {
+    r.n[b] = m * t * t;
+    r.buf[b] = malloc((size_t)r.n[b] * sizeof(float));
+    r.stores[b] = malloc((size_t)r.n[b] * sizeof(int));
+    r.loads[b] = malloc((size_t)r.n[b] * sizeof(int));
+    for (int64_t i = 0; i < r.n[b]; i++) r.buf[b][i] = (float)rand() / RAND_MAX * 4 - 2;
+  }
+  run_node(g, 2, &r, t, what);
+  /* two per kept column (the sum, the store): T(T + 1) per matrix, not 2T^2 */
+  CHECK(r.exps == m * t * (t + 1), what);
+  run_node(g, 3, &r, t, what);
+  check_values(&r, m, t, scale, what);
+  for (int b = 0; b < MAX_BUFS; b++) free(r.buf[b]), free(r.stores[b]), free(r.loads[b]);
+  graph_free(g);
+}
+
+/* The loop over matrices is parallel; the grid has a thread per row, never
+ * one per column of a bounded loop. */
+static void check_analyses(void) {
+  Graph *g = causal_graph(3, 20, 0.5);
+  for (int id = 2; id <= 3; id++) {
+    Kernel *k = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]);
+    kernel_mark_parallel(k);
+    CHECK(k->nbody == 1 && k->body[0]->parallel, "causal kernels: parallel over matrices");
+    KGrid grid = kernel_grid(k, k->body[0]);
+    CHECK(grid.threads == 3 * 20, "causal kernels: a CUDA thread per row");
+    kernel_free(k);
+  }
+  graph_free(g);
+}
+
+/* y[r*4 + c] = x[r*4 + c] for c < extent 4, bounded by r + 1 or not. */
+static Kernel *copy_rows(bool bounded) {
+  Kernel *k = kernel_new(2);
+  int r, c;
+  KStmt *row = k_for(k, NULL, 4, &r);
+  KStmt *col = bounded ? k_for_bounded(k, row, 4, k_iadd(k, k_index(k, r), k_iconst(k, 1)), &c)
+                       : k_for(k, row, 4, &c);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, r), 4), k_index(k, c));
+  k_store(k, col, 2, at, k_load(k, 0, at, false), false);
+  return k;
+}
+
+static void check_form(void) {
+  Graph *g = causal_graph(1, 4, 1);
+  Kernel *a = copy_rows(false), *b = copy_rows(true);
+  KernelForm fa = kernel_form(g, 2, a), fb = kernel_form(g, 2, b);
+  CHECK(strcmp(fa.code, fb.code) != 0, "a loop's limit is part of its kernel's form");
+  kernel_form_free(&fa);
+  kernel_form_free(&fb);
+  kernel_free(a);
+  kernel_free(b);
+  graph_free(g);
+}
+
+int main(void) {
+  check_causal(2, 20, 0.5, "causal T = 20 (past K_LANES)"); /* [2, 20, 20] */
+  check_causal(3, 5, 0.25, "causal T = 5");
+  check_causal(2, 1, 1.0, "causal T = 1 (no zeros)");
+  check_analyses();
+  check_form();
+  return failures != 0;
+}
