@@ -17,17 +17,8 @@ typedef struct {
 
 /* Whether index e lies in [0, size) for every value of the loop variables. */
 static bool index_in_bounds(const EagerScan *s, const KExpr *e, int64_t size) {
-  int64_t *coef = xcalloc((size_t)s->k->n_vars + 1, sizeof *coef), lo, hi;
-  bool ok = kexpr_affine(s->k, e, coef, &lo);
-  hi = lo;
-  for (int v = 0; ok && v < s->k->n_vars; v++) {
-    int64_t span;
-    if (coef[v] == 0) continue;
-    ok = s->extent[v] > 0 && !__builtin_mul_overflow(coef[v], s->extent[v] - 1, &span) &&
-         !__builtin_add_overflow(span > 0 ? hi : lo, span, span > 0 ? &hi : &lo);
-  }
-  free(coef);
-  return ok && lo >= 0 && hi < size;
+  int64_t lo, hi;
+  return kexpr_range(s->k, e, s->extent, &lo, &hi) && lo >= 0 && hi < size;
 }
 
 /* Whether every load in e (its indices' loads included) is in bounds. */

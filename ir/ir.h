@@ -430,6 +430,11 @@ void kernel_mark_eager_selects(const Graph *g, Kernel *k);
  * variables (coef: k->n_vars entries); false when it is not affine (a load,
  * a product of two variables, an overflow). */
 bool kexpr_affine(const Kernel *k, const KExpr *e, int64_t *coef, int64_t *konst);
+/* The range [*lo, *hi] of index expression e of k with each loop variable v
+ * over [0, extent[v]); false when e is not affine or uses a variable whose
+ * extent is 0 (no loop), or on an overflow. */
+bool kexpr_range(const Kernel *k, const KExpr *e, const int64_t *extent, int64_t *lo,
+                 int64_t *hi);
 
 /* How a backend runs a parallel loop (the same for every backend, so that
  * they split the same work the same way): s runs through the runtime's

@@ -132,27 +132,38 @@ typedef struct {
   int n_acc, cap_acc;
 } Scan;
 
+/* Widens [*lo, *hi] by coef[v] * v for each variable v with a coefficient
+ * over [0, extent[v]), but `skip` and those fixed (fixed[v] != 0; fixed may
+ * be NULL); false for a variable of no loop (extent 0) or on an overflow. */
+static bool add_spans(const int64_t *coef, int n_vars, const int64_t *extent,
+                      const int64_t *fixed, int skip, int64_t *lo, int64_t *hi) {
+  for (int v = 0; v < n_vars; v++) {
+    if (v == skip || !coef[v] || (fixed && fixed[v])) continue;
+    int64_t span;
+    if (!extent[v] || __builtin_mul_overflow(coef[v], extent[v] - 1, &span)) return false;
+    if (span > 0 ? __builtin_add_overflow(*hi, span, hi) : __builtin_add_overflow(*lo, span, lo))
+      return false;
+  }
+  return true;
+}
+
+bool kexpr_range(const Kernel *k, const KExpr *e, const int64_t *extent, int64_t *lo,
+                 int64_t *hi) {
+  Affine f = affine_of(k, e);
+  *lo = *hi = f.konst;
+  bool ok = f.ok && !f.modulus && add_spans(f.coef, k->n_vars, extent, NULL, -1, lo, hi);
+  free(f.coef);
+  return ok;
+}
+
 static void scan_access(Scan *s, int buf, const KExpr *index, bool store) {
   Access a = {.buf = buf, .store = store};
   Affine f = affine_of(s->k, index);
-  a.affine = f.ok;
   a.modulus = f.modulus;
   a.c = f.coef[s->var];
   a.lo = a.hi = f.konst;
-  for (int v = 0; v < s->k->n_vars && a.affine; v++) {
-    if (v == s->var || !f.coef[v])
-      continue;
-    if (s->fixed && s->fixed[v])
-      continue;
-    int64_t span;
-    /* a variable of no loop inside this one (cannot happen at the top level) */
-    if (!s->extent[v] || __builtin_mul_overflow(f.coef[v], s->extent[v] - 1, &span))
-      a.affine = false;
-    else if (span > 0)
-      a.affine = !__builtin_add_overflow(a.hi, span, &a.hi);
-    else
-      a.affine = !__builtin_add_overflow(a.lo, span, &a.lo);
-  }
+  /* (a variable of no loop inside this one cannot happen at the top level) */
+  a.affine = f.ok && add_spans(f.coef, s->k->n_vars, s->extent, s->fixed, s->var, &a.lo, &a.hi);
   free(f.coef);
   VEC_PUSH(s->acc, s->n_acc, s->cap_acc, a);
 }
