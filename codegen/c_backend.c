@@ -238,7 +238,7 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
 
 static void zero_gradients(FILE *out, const Program *p) {
   fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
-          (unsigned long long)p->param_bytes);
+          (unsigned long long)p->trained_bytes);
 }
 
 static const StepForm c_form = {

@@ -481,12 +481,25 @@ static void print_dims(FILE *out, const Shape *s) {
   fputc('}', out);
 }
 
+/* Model-file names are name strings (letters, digits, "_.-*{},"), and the
+ * escape below keeps even another byte from ending the literal. */
+static void print_c_string_or_null(FILE *out, const char *s) {
+  if (!s) {
+    fputs("NULL", out);
+    return;
+  }
+  fputc('"', out);
+  print_safe_path(out, s);
+  fputc('"', out);
+}
+
 static void print_params(FILE *out, const Program *p) {
   static const char *const init_enum[] = {TRC_INIT_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_param params[] = {\n", out);
+  int *declared = graph_params_declared(g);
   for (int i = 0; i < g->n_params; i++) {
-    const Node *n = &g->nodes[g->params[i]];
+    const Node *n = &g->nodes[declared[i]];
     fprintf(out, "    {\"%s\", %d, ", n->name, n->shape.rank);
     print_dims(out, &n->shape);
     fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id],
@@ -494,9 +507,12 @@ static void print_params(FILE *out, const Program *p) {
     print_float(out, n->init.a);
     fputs(", ", out);
     print_float(out, n->init.b);
-    fprintf(out, ", %lld, %lld, %d},\n", (long long)n->init.fan_in, (long long)n->init.fan_out,
-            n->decay);
+    fprintf(out, ", %lld, %lld, %d, %d, ", (long long)n->init.fan_in, (long long)n->init.fan_out,
+            n->decay, n->frozen);
+    print_c_string_or_null(out, n->file_name);
+    fprintf(out, ", %d},\n", n->transposed);
   }
+  free(declared);
   fputs("};\n\n", out);
 }
 
@@ -567,6 +583,12 @@ void print_safe_path(FILE *out, const char *path) {
       fprintf(out, "\\%03o", *c);
 }
 
+static void print_patterns(FILE *out, const NameList *patterns) {
+  char *joined = namelist_join(patterns);
+  print_c_string_or_null(out, joined);
+  free(joined);
+}
+
 static void print_model(FILE *out, const Program *p, const char *device) {
   static const char *const loss_enum[] = {TRC_LOSS_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
@@ -578,6 +600,12 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   fprintf(out, "    .param_offset = %llu, .param_count = %llu, .grad_offset = %llu,\n",
           (unsigned long long)p->param_offset, (unsigned long long)(p->param_bytes / 4),
           (unsigned long long)p->grad_offset);
+  fprintf(out, "    .trained_count = %llu, .allow_missing = ",
+          (unsigned long long)(p->trained_bytes / 4));
+  print_patterns(out, &g->allow_missing);
+  fputs(", .allow_unexpected = ", out);
+  print_patterns(out, &g->allow_unexpected);
+  fputs(",\n", out);
   fprintf(out, "    .n_params = %d, .params = params,\n    .n_inputs = %d, .inputs = inputs,\n",
           g->n_params, g->n_inputs);
   fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",

@@ -179,7 +179,7 @@ static void take_host_state(FILE *out, const Program *p) {
   fputs("  trc_cuda_take_host_state(s, A); /* parameters, optimizer state: up once, then kept */\n",
         out);
   fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+          (unsigned long long)p->grad_offset, (unsigned long long)p->trained_bytes);
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {
@@ -290,7 +290,7 @@ static void print_host_entries(FILE *out, const Program *p) {
   fputs("}\n\nstatic void backward(char *A, trc_step *s) {\n", out);
   fputs("  device_backward(trc_cuda_arena, s);\n", out);
   fprintf(out, "  trc_cuda_download(A, %llu, %llu); /* the gradients */\n}\n\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->param_bytes);
+          (unsigned long long)p->grad_offset, (unsigned long long)p->trained_bytes);
   print_eval_entries(out, p);
   fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
         "inputs and scalars */\n",

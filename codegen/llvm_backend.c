@@ -912,7 +912,7 @@ static Callee define_step(Gen *g, Callee forward, Callee backward) {
   LLVMValueRef overlap = LLVMBuildAnd(g->b, average, overlaps, "overlap");
   LLVMValueRef seed = ask(g, "loss_seed", g->f32, s);
   LLVMBuildMemSet(g->b, at(g, a, p->grad_offset), LLVMConstInt(g->i8, 0, 0),
-                  u64c(g, p->param_bytes), 1);
+                  u64c(g, p->trained_bytes), 1);
   Loop l;
   LLVMValueRef k = loop_begin(g, window, &l);
   LLVMValueRef micro[2] = {s, k};
@@ -960,7 +960,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
 #define PARAM_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
   X(rank, I32) X(dims, DIMS) X(offset, I64) X(count, I64) X(init, I32) X(a, F32) X(b, F32)         \
-      X(fan_in, I64) X(fan_out, I64) X(decay, I32)
+      X(fan_in, I64) X(fan_out, I64) X(decay, I32) X(frozen, I32) X(file_name, PTR)               \
+          X(transposed, I32)
 #define INPUT_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
   X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)                    \
@@ -968,7 +969,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
 #define MODEL_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
   X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(param_offset, I64) X(param_count, I64)        \
-      X(grad_offset, I64) X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
+      X(grad_offset, I64) X(trained_count, I64) X(allow_missing, PTR) X(allow_unexpected, PTR)    \
+          X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
           X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)       \
               X(predict_offset, I64) X(predict_classes, I64) X(predict_rows, I64)                  \
                   X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
@@ -1074,6 +1076,18 @@ static LLVMValueRef cstring(Gen *g, const char *text) {
   return v;
 }
 
+static LLVMValueRef cstring_or_null(Gen *g, const char *text) {
+  return text ? cstring(g, text) : LLVMConstNull(g->ptr);
+}
+
+/* A pattern list in the runtime's "a,b" form (namelist_join). */
+static LLVMValueRef patterns(Gen *g, const NameList *list) {
+  char *joined = namelist_join(list);
+  LLVMValueRef v = cstring_or_null(g, joined);
+  free(joined);
+  return v;
+}
+
 static LLVMValueRef dims(Gen *g, const Shape *s) {
   LLVMValueRef d[TRC_MAX_RANK];
   for (int i = 0; i < TRC_MAX_RANK; i++) d[i] = i64c(g, i < s->rank ? s->dim[i] : 0);
@@ -1099,8 +1113,9 @@ static LLVMValueRef table(Gen *g, const StructInfo *s, LLVMValueRef *rows, int n
 static LLVMValueRef params_table(Gen *g, Diag *diag) {
   const Graph *gr = g->p->g;
   LLVMValueRef *rows = xcalloc((size_t)gr->n_params + 1, sizeof *rows);
+  int *declared = graph_params_declared(gr);
   for (int i = 0; i < gr->n_params; i++) {
-    const Node *n = &gr->nodes[gr->params[i]];
+    const Node *n = &gr->nodes[declared[i]];
     LLVMValueRef v[N_PARAM_FIELDS] = {[PARAM_name] = cstring(g, n->name),
                                       [PARAM_rank] = i32c(g, n->shape.rank),
                                       [PARAM_dims] = dims(g, &n->shape),
@@ -1111,9 +1126,13 @@ static LLVMValueRef params_table(Gen *g, Diag *diag) {
                                       [PARAM_b] = float_const(g, n->init.b),
                                       [PARAM_fan_in] = i64c(g, n->init.fan_in),
                                       [PARAM_fan_out] = i64c(g, n->init.fan_out),
-                                      [PARAM_decay] = i32c(g, n->decay)};
+                                      [PARAM_decay] = i32c(g, n->decay),
+                                      [PARAM_frozen] = i32c(g, n->frozen),
+                                      [PARAM_file_name] = cstring_or_null(g, n->file_name),
+                                      [PARAM_transposed] = i32c(g, n->transposed)};
     rows[i] = named_struct(g, &param_info, v, diag);
   }
+  free(declared);
   LLVMValueRef t = table(g, &param_info, rows, gr->n_params, "params", diag);
   free(rows);
   return t;
@@ -1186,6 +1205,9 @@ static LLVMValueRef define_model(Gen *g, Callee forward, Callee backward, Callee
       [MODEL_param_offset] = u64c(g, p->param_offset),
       [MODEL_param_count] = u64c(g, p->param_bytes / 4),
       [MODEL_grad_offset] = u64c(g, p->grad_offset),
+      [MODEL_trained_count] = u64c(g, p->trained_bytes / 4),
+      [MODEL_allow_missing] = patterns(g, &gr->allow_missing),
+      [MODEL_allow_unexpected] = patterns(g, &gr->allow_unexpected),
       [MODEL_n_params] = i32c(g, gr->n_params),
       [MODEL_params] = params_table(g, diag),
       [MODEL_n_inputs] = i32c(g, gr->n_inputs),

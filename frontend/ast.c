@@ -174,6 +174,7 @@ static void print_expr(FILE *out, const Expr *e) {
   case EX_NUM: print_number(out, e); break;
   case EX_SIZE: print_size(out, e->num); break;
   case EX_IDENT: fputs(e->name, out); break;
+  case EX_STRING: fprintf(out, "\"%s\"", e->name); break;
   case EX_BINARY: print_chain(out, e); break;
   case EX_NEG:
     fputc('-', out);
@@ -251,7 +252,19 @@ static void print_setting(FILE *out, const Setting *s) {
   fputc('\n', out);
 }
 
-/* Top-level items print grouped (constants, defs, models, train blocks),
+static bool print_setting_blocks(FILE *out, const char *keyword, const TrainBlock *blocks,
+                                 bool printed) {
+  for (const TrainBlock *t = blocks; t; t = t->next) {
+    fprintf(out, "%s%s {\n", printed ? "\n" : "", keyword);
+    for (const Setting *s = t->settings; s; s = s->next) print_setting(out, s);
+    fputs("}\n", out);
+    printed = true;
+  }
+  return printed;
+}
+
+/* Top-level items print grouped (constants, defs, models, train blocks,
+ * weights blocks),
  * separated by blank lines. */
 void ast_print(FILE *out, const Ast *ast) {
   bool printed = false;
@@ -271,10 +284,6 @@ void ast_print(FILE *out, const Ast *ast) {
     print_body(out, m->body);
     printed = true;
   }
-  for (const TrainBlock *t = ast->trains; t; t = t->next) {
-    fprintf(out, "%strain {\n", printed ? "\n" : "");
-    for (const Setting *s = t->settings; s; s = s->next) print_setting(out, s);
-    fputs("}\n", out);
-    printed = true;
-  }
+  printed = print_setting_blocks(out, "train", ast->trains, printed);
+  print_setting_blocks(out, "weights", ast->weights, printed);
 }

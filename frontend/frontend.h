@@ -20,6 +20,7 @@ typedef enum {
   EX_NEG,    /* -a                        : lhs                              */
   EX_CALL,   /* f(a, b, k = v)            : name, args                       */
   EX_REPEAT, /* repeat N f(args)          : lhs = count, rhs = the EX_CALL   */
+  EX_STRING, /* "h.{i}.attn.*" (settings)  : name, without the quotes        */
 } ExprKind;
 
 typedef struct Expr Expr;
@@ -129,6 +130,7 @@ typedef struct {
   Def *defs;
   Model *models;
   TrainBlock *trains;
+  TrainBlock *weights; /* `weights { ... }` blocks: settings, as in a train block */
   void *pool;          /* private: the memory every node lives in */
 } Ast;
 

@@ -24,6 +24,7 @@ void vec_push(Pool *pool, Vec *vec, void *item);
 Expr *ast_new_expr(Pool *pool, ExprKind kind, SrcLoc loc);
 
 #define MAX_IDENT_LEN 64
+#define MAX_STRING_LEN 200 /* a tensor name; Hugging Face's are under 100 */
 
 /* How an end-of-statement token came about; messages name it after its origin. */
 typedef enum {
@@ -47,7 +48,7 @@ typedef struct {
   int ops;        /* operators, calls and repeats so far (TRAINC_MAX_OPS) */
   int stop;       /* past the limit: 1, the scanner ends the parse; 2, it has */
   Pool *pool;
-  Vec consts, defs, models, trains; /* top-level items, in source order */
+  Vec consts, defs, models, trains, weights; /* top-level items, in source order */
 
   /* scanner position and bracket nesting */
   int line, col;

@@ -206,7 +206,8 @@ static TrainBlock *new_train(ParseCtx *ctx, SrcLoc loc, Vec settings) {
 %token <expr> NUMBER "number"
 %token <expr> SIZE "size"
 %token NL "end of line"
-%token MODEL "'model'" DEF "'def'" TRAIN "'train'"
+%token <expr> STRING "string"
+%token MODEL "'model'" DEF "'def'" TRAIN "'train'" WEIGHTS "'weights'"
 %token INPUT "'input'" PARAM "'param'" CONST "'const'" PREDICT "'predict'" RETURN "'return'"
 %token REPEAT "'repeat'" F32 "'f32'" I32 "'i32'" U8 "'u8'"
 
@@ -227,7 +228,7 @@ static TrainBlock *new_train(ParseCtx *ctx, SrcLoc loc, Vec settings) {
 %type <setting> setting
 %type <def> def
 %type <model> model
-%type <train> train
+%type <train> train weights
 %type <type> type
 %type <dtype> dtype
 %type <vec> params param_list stmt_block stmts setting_block settings
@@ -245,6 +246,7 @@ file
   | file def           { vec_push(ctx->pool, &ctx->defs, $2); }
   | file model         { vec_push(ctx->pool, &ctx->models, $2); }
   | file train         { vec_push(ctx->pool, &ctx->trains, $2); }
+  | file weights       { vec_push(ctx->pool, &ctx->weights, $2); }
   | file error NL /* no yyerrok: after a bad block header, each body line
                      would be another error at top level */
   ;
@@ -269,6 +271,10 @@ model
 
 train
   : TRAIN setting_block { $$ = new_train(ctx, @1, $2); }
+  ;
+
+weights
+  : WEIGHTS setting_block { $$ = new_train(ctx, @1, $2); }
   ;
 
 stmt_block
@@ -350,6 +356,7 @@ items1 /* item { [','] item } */
 
 item
   : primary
+  | STRING
   | '-' primary { $$ = new_neg(ctx, @1, $2); }
   ;
 
@@ -466,6 +473,7 @@ static void append_expected(StrBuf *msg, const ParseCtx *ctx, const yysymbol_kin
    * file, and 'const' where it is no statement (in a train block). */
   if (open[YYTRANSLATE('}')]) {
     open[YYSYMBOL_DEF] = open[YYSYMBOL_MODEL] = open[YYSYMBOL_TRAIN] = false;
+    open[YYSYMBOL_WEIGHTS] = false;
     open[YYSYMBOL_YYEOF] = false;
     if (!open[YYSYMBOL_INPUT]) open[YYSYMBOL_CONST] = false;
   }
@@ -546,5 +554,6 @@ Ast *parse_source(SourceFile *file, Diag *diag) {
   ast->defs = link_Def(ctx.defs);
   ast->models = link_Model(ctx.models);
   ast->trains = link_TrainBlock(ctx.trains);
+  ast->weights = link_TrainBlock(ctx.weights);
   return ast;
 }

@@ -57,9 +57,48 @@ Graph *graph_new(void) {
   return g;
 }
 
+static void namelist_free(NameList *l) {
+  for (int i = 0; i < l->n; i++) free(l->items[i]);
+  free(l->items);
+}
+
+static void namelist_copy(NameList *to, const NameList *from) {
+  for (int i = 0; i < from->n; i++) VEC_PUSH(to->items, to->n, to->cap, xstrdup(from->items[i]));
+}
+
+char *namelist_join(const NameList *l) {
+  if (l->n == 0) return NULL;
+  StrBuf sb = {0};
+  for (int i = 0; i < l->n; i++) sb_printf(&sb, "%s%s", i ? "," : "", l->items[i]);
+  return sb_take(&sb);
+}
+
+static int by_id(const void *a, const void *b) {
+  return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
+
+int *graph_params_declared(const Graph *g) {
+  int *ids = xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof *ids);
+  memcpy(ids, g->params, (size_t)g->n_params * sizeof *ids);
+  qsort(ids, (size_t)g->n_params, sizeof *ids, by_id);
+  return ids;
+}
+
+int graph_trained_params(const Graph *g) {
+  int n = 0;
+  while (n < g->n_params && !g->nodes[g->params[n]].frozen) n++;
+  return n;
+}
+
+const char *node_file_name(const Node *param) {
+  return param->file_name ? param->file_name : param->name;
+}
+
 void graph_free(Graph *g) {
   if (!g) return;
-  for (int i = 0; i < g->n; i++) free((char *)g->nodes[i].name);
+  for (int i = 0; i < g->n; i++) free((char *)g->nodes[i].name), free(g->nodes[i].file_name);
+  namelist_free(&g->allow_missing);
+  namelist_free(&g->allow_unexpected);
   munmap(g->nodes, node_storage);
   free(g->params);
   free(g->inputs);
@@ -163,6 +202,8 @@ Graph *graph_copy_header(const Graph *g) {
   c->loss_seed = g->loss_seed, c->rng_key = g->rng_key, c->training = g->training, c->n_dropout = g->n_dropout;
   c->loss_kind = g->loss_kind;
   c->train = g->train;
+  namelist_copy(&c->allow_missing, &g->allow_missing);
+  namelist_copy(&c->allow_unexpected, &g->allow_unexpected);
   for (int i = 0; i < g->n_params; i++) VEC_PUSH(c->params, c->n_params, c->cap_params, g->params[i]);
   for (int i = 0; i < g->n_inputs; i++) VEC_PUSH(c->inputs, c->n_inputs, c->cap_inputs, g->inputs[i]);
   for (int i = 0; i < g->n_scopes; i++)
@@ -173,6 +214,7 @@ Graph *graph_copy_header(const Graph *g) {
 int graph_push(Graph *g, const Node *n) {
   Node copy = *n;
   copy.name = n->name ? xstrdup(n->name) : NULL;
+  copy.file_name = n->file_name ? xstrdup(n->file_name) : NULL;
   return append_node(g, &copy);
 }
 

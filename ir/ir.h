@@ -98,6 +98,9 @@ typedef struct {
   int64_t index_limit;     /* OP_INPUT: values must be < this (0: not an index) */
   bool has_ignore;         /* OP_INPUT labels of cross_entropy(..., ignore = L): */
   int64_t ignore_label;    /* L (< 0) is allowed too, and such rows count for nothing */
+  bool frozen;             /* OP_PARAM: `freeze`d: no gradient, no optimizer state */
+  bool transposed;         /* OP_PARAM: weight files hold it as [in, out] (`map ... transposed`) */
+  char *file_name;         /* OP_PARAM: its name in weight files (`map`), NULL: `name` */
   int grad_of_param;       /* >= 0: this node ADDS its value into that param's
                               gradient slot instead of owning a buffer */
   int recompute_of;        /* >= 0: a backward-time recomputation of that
@@ -147,6 +150,12 @@ typedef struct {
  * parallelism): `trainc build` then links MPI. */
 bool train_is_distributed(const TrainConfig *t);
 
+/* Strings the graph owns (file name patterns). */
+typedef struct {
+  char **items;
+  int n, cap;
+} NameList;
+
 typedef struct {
   const char *model_name;
   const char *source_path;
@@ -164,11 +173,14 @@ typedef struct {
   int n_dropout;           /* dropout ops so far: each gets its own random stream */
   bool too_large;          /* lowering refused a node past IR_MAX_FORWARD (said once) */
   trc_loss_kind loss_kind;
-  int *params;             /* param node ids, in declaration order */
+  int *params;             /* param node ids, in declaration order, except that
+                              frozen ones come after all others (weights.c) */
   int n_params, cap_params;
   int *inputs;             /* input node ids, in declaration order */
   int n_inputs, cap_inputs;
   TrainConfig train;
+  NameList allow_missing;    /* `weights { allow_missing ... }`: file name patterns */
+  NameList allow_unexpected; /* `weights { allow_unexpected ... }` */
   char **scopes;           /* layer paths of defs and repeat copies (Node.scope) */
   int n_scopes, cap_scopes;
 } Graph;
@@ -197,6 +209,20 @@ typedef struct {
 } OpInfo;
 
 const OpInfo *op_info(OpKind op);
+
+/* The list as "a,b,c" (the runtime's form of pattern lists: names have no
+ * ','), NULL when it is empty; the caller frees it. */
+char *namelist_join(const NameList *l);
+/* The parameters' node ids in declaration order (= id order), which the
+ * trainer's tables keep: a parameter's seeded init and its place in weight
+ * files do not move when another is frozen. The caller frees it. */
+int *graph_params_declared(const Graph *g);
+/* How many parameters train: params[0, n) are, the rest are frozen. */
+int graph_trained_params(const Graph *g);
+/* A parameter's name in weight files: its `map`ped name, else its own. */
+const char *node_file_name(const Node *param);
+/* Whether name matches pattern, where '*' matches any run of characters. */
+bool name_glob_match(const char *pattern, const char *name);
 
 /* A GEMM node as one BLAS call per batch, row-major: C = op(A) op(B) with
  * op(A) [m, k], op(B) [k, n]; matmul views each operand as one matrix [rows,

@@ -462,6 +462,7 @@ Value eval(Lower *L, Scope *s, const Expr *e) {
   }
   case EX_CALL: return eval_call(L, s, e);
   case EX_REPEAT: return eval_repeat(L, s, e);
+  case EX_STRING: diag_error(L->diag, e->loc, "a name string is no value"); return error_value;
   }
   return error_value;
 }
@@ -761,6 +762,7 @@ Graph *lower_ast(const Ast *ast, const char *model_name, ConvForm conv, Diag *di
     lower_stmts(&L, &s, m->body, NULL);
     if (diag_count(diag) == 0) finish_model(&L, &s, m);
     if (diag_count(diag) == 0) check_train_metrics(&L, ast->trains);
+    if (diag_count(diag) == 0) apply_weight_settings(&L, ast->trains, ast->weights);
     scope_free(&s);
   }
   scope_free(&L.globals);

@@ -99,5 +99,8 @@ const Builtin *find_builtin(const char *name);
 void lower_train(Lower *L, const TrainBlock *tb);
 /* After the model: metrics the model cannot have (f1_binary needs 2 classes). */
 void check_train_metrics(Lower *L, const TrainBlock *tb);
+/* weights.c: the train block's `freeze` and the weights block, applied to
+ * the lowered model's parameters. */
+void apply_weight_settings(Lower *L, const TrainBlock *train, const TrainBlock *weights);
 
 #endif

@@ -162,8 +162,9 @@ static void print_input(FILE *out, const Node *n) {
 
 static void print_param(FILE *out, const Node *n) {
   static const char *init_names[] = {"zeros", "ones", "normal", "uniform", "xavier", "he"};
-  fprintf(out, " %s {%s(%g, %g)%s}", n->name, init_names[n->init.kind], n->init.a, n->init.b,
-          n->decay ? ", decay" : "");
+  fprintf(out, " %s {%s(%g, %g)%s%s}", n->name, init_names[n->init.kind], n->init.a, n->init.b,
+          n->decay ? ", decay" : "", n->frozen ? ", frozen" : "");
+  if (n->file_name) fprintf(out, " <- %s%s", n->file_name, n->transposed ? " (transposed)" : "");
 }
 
 /* ----------------------------------------------------- pointwise arithmetic */

@@ -300,6 +300,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   else if (!strcmp(k, "sync")) lower_sync(L, st, t);
   else if (!strcmp(k, "outer_optimizer")) lower_outer_optimizer(L, st, t);
   else if (!strcmp(k, "precision")) lower_precision(L, st, t);
+  else if (!strcmp(k, "freeze")) return; /* weights.c, once the parameters exist */
   else diag_error(L->diag, st->loc, "unknown train setting '%s'", k);
 }
 

@@ -8,12 +8,13 @@
 
 #include <stdlib.h>
 
-/* needs[i]: some parameter reaches node i, so its gradient matters. */
+/* needs[i]: some trained parameter reaches node i, so its gradient matters.
+ * A frozen parameter's does not, so no backward work feeds it alone. */
 static bool *gradient_needed(const Graph *g) {
   bool *needs = xcalloc((size_t)g->n, sizeof *needs);
   for (int i = 0; i < g->n_forward; i++) {
     const Node *n = &g->nodes[i];
-    needs[i] = n->op == OP_PARAM;
+    needs[i] = n->op == OP_PARAM && !n->frozen;
     for (int k = 0; k < n->nin; k++) needs[i] |= needs[n->in[k]];
   }
   return needs;

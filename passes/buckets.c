@@ -38,8 +38,8 @@ void program_bucket_gradients(Program *p, uint64_t bucket_bytes) {
   free(p->buckets);
   p->buckets = xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof *p->buckets);
   p->n_buckets = 0;
-  uint64_t end = p->param_bytes / sizeof(float);
-  for (int last = g->n_params - 1; last >= 0;) {
+  uint64_t end = p->trained_bytes / sizeof(float);
+  for (int last = graph_trained_params(g) - 1; last >= 0;) {
     GradBucket b = {.ready = -1};
     int first = last;
     for (uint64_t bytes = 0;; first--) {

@@ -674,7 +674,7 @@ static void realize(Plan *pl, const Graph *g) {
   pl->graph = weave_recompute(g, pl->recompute);
   pl->graph->train.checkpoint = pl->spec;
   pl->program = timed_schedule(pl, pl->graph, program_build);
-  pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->param_bytes);
+  pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
   predict_times(pl);
 }
@@ -821,7 +821,7 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
   /* The fixed part of the peak: everything but the activations. */
   Program *bare = timed_schedule(pl, g, program_schedule);
-  build_model(pl, g, *live, bare->activation_offset + optimizer_state_bytes(g, bare->param_bytes));
+  build_model(pl, g, *live, bare->activation_offset + optimizer_state_bytes(g, bare->trained_bytes));
   program_free(bare);
   return pl;
 }

@@ -43,13 +43,16 @@ static void place_leaves(Program *p) {
   const Graph *g = p->g;
   uint64_t at = 0;
   p->param_offset = 0;
+  int trained = graph_trained_params(g);
   for (int i = 0; i < g->n_params; i++) {
+    if (i == trained) p->trained_bytes = at;
     p->offset[g->params[i]] = at;
     at += align_up(node_bytes(&g->nodes[g->params[i]]));
   }
+  if (trained == g->n_params) p->trained_bytes = at;
   p->param_bytes = at;
-  p->grad_offset = at;
-  at += p->param_bytes;
+  p->grad_offset = at; /* the trained prefix's gradients: frozen ones have none */
+  at += p->trained_bytes;
   p->input_offset = at;
   for (int i = 0; i < g->n_inputs; i++) {
     p->offset[g->inputs[i]] = at;

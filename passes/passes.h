@@ -51,6 +51,8 @@ typedef struct {
   int n_fused;               /* how many values are fused */
   int *storage_root;         /* per node id: the value owning its storage (graph_storage_roots) */
   uint64_t param_offset, param_bytes;
+  uint64_t trained_bytes;    /* the prefix of the parameters that trains (the rest
+                                are frozen): the size of the gradient region */
   uint64_t grad_offset;      /* gradient of param p at offset[p] - param_offset + grad_offset */
   uint64_t input_offset, input_bytes;
   uint64_t seed_offset;

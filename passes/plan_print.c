@@ -38,7 +38,7 @@ static PeakParts peak_parts(const Plan *pl) {
   const Program *p = pl->program;
   return (PeakParts){
       .params = p->param_bytes,
-      .grads = p->param_bytes,
+      .grads = p->trained_bytes,
       .inputs = p->activation_offset - p->input_offset, /* inputs and the loss-seed slot */
       .stored = p->stored_bytes,
       .workspace = p->activation_bytes - p->stored_bytes,
@@ -53,6 +53,21 @@ static double step_seconds(const Plan *pl) { return pl->forward_seconds + pl->ba
 static double overhead(const Plan *pl) {
   double base = pl->forward_seconds + pl->backward_seconds;
   return base > 0 ? pl->recompute_seconds / base : 0;
+}
+
+/* What `freeze` saves: the frozen parameters have no gradients and no
+ * optimizer state (both count the trained parameters only above). */
+static void print_frozen(FILE *out, const Plan *pl) {
+  const Graph *g = pl->graph;
+  const Program *p = pl->program;
+  int frozen = g->n_params - graph_trained_params(g);
+  if (frozen == 0) return;
+  uint64_t bytes = p->param_bytes - p->trained_bytes;
+  uint64_t saved = bytes + (p->trained_bytes ? pl->optimizer_bytes / p->trained_bytes : 0) * bytes;
+  char b[32];
+  fprintf(out, "  frozen: %d of %d parameter tensors, %llu bytes: saves %s of gradients and "
+          "optimizer state\n", frozen, g->n_params, (unsigned long long)bytes,
+          format_bytes(saved, b));
 }
 
 static void print_table(FILE *out, const Plan *pl) {
@@ -84,6 +99,7 @@ static void print_table(FILE *out, const Plan *pl) {
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
+  print_frozen(out, pl);
   double total = step_flops(pl);
   fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
           total > 0 ? 100 * pl->recompute_flops / total : 0, total);

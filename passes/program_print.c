@@ -27,7 +27,7 @@ static void print_regions(FILE *out, const Program *p) {
            (unsigned long long)p->rng_key_offset, (unsigned long long)p->training_offset);
   const struct { const char *what; uint64_t at, bytes; const char *note; } regions[] = {
       {"parameters", p->param_offset, p->param_bytes, ""},
-      {"gradients", p->grad_offset, p->param_bytes, ""},
+      {"gradients", p->grad_offset, p->trained_bytes, ""},
       {"inputs", p->input_offset, p->input_bytes, ""},
       {"scalars", p->seed_offset, p->activation_offset - p->seed_offset, scalars},
       {"activations", p->activation_offset, p->activation_bytes, ""},

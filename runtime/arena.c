@@ -92,7 +92,7 @@ void trc_arena_free(char *arena) {
 #define ARENA_ALIGN 64
 
 uint64_t trc_workspace_offset(const trc_model *m) {
-  uint64_t top = m->grad_offset + 4 * m->param_count;
+  uint64_t top = m->grad_offset + 4 * m->trained_count;
   for (int i = 0; i < m->n_inputs; i++) {
     uint64_t end = m->inputs[i].offset + (uint64_t)m->batch * m->inputs[i].example_bytes;
     if (end > top) top = end;

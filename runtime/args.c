@@ -341,9 +341,12 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
   fprintf(out, "\ninputs (one file each in DIR: NAME.npy, NAME.idx or NAME.idx.gz; B = %lld):\n",
           (long long)m->batch);
   for (int i = 0; i < m->n_inputs; i++) print_input(&m->inputs[i], out);
-  uint64_t block = m->param_count * sizeof(float);
-  fprintf(out, "\nparameters: %d tensors in one block of %llu bytes (what one sync sends)\n",
-          m->n_params, (unsigned long long)block);
+  uint64_t block = m->trained_count * sizeof(float);
+  int frozen = trc_frozen_params(m);
+  fprintf(out, "\nparameters: %d tensors, %d trained in one block of %llu bytes (what one sync "
+          "sends), %d frozen (%llu bytes)\n", m->n_params, m->n_params - frozen,
+          (unsigned long long)block, frozen,
+          (unsigned long long)((m->param_count - m->trained_count) * sizeof(float)));
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (int i = 0; i < N_FLAGS; i++) {
     char left[48];

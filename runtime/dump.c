@@ -25,7 +25,7 @@ static float forward_backward(const trc_model *m, char *arena, const trc_dataset
   /* with ignored labels the loss is a sum: the mean over the labels that count */
   int64_t labels = trc_ignore_input(m) >= 0 ? trc_count_labels_in_arena(m, arena) : 1;
   const float loss_seed = labels > 0 ? 1.0f / (float)labels : 0.0f;
-  memset(arena + m->grad_offset, 0, m->param_count * sizeof(float));
+  memset(arena + m->grad_offset, 0, m->trained_count * sizeof(float));
   memcpy(arena + m->loss_seed_offset, &loss_seed, sizeof loss_seed);
   m->forward(arena);
   m->backward(arena, NULL);
@@ -34,8 +34,8 @@ static float forward_backward(const trc_model *m, char *arena, const trc_dataset
   return loss * loss_seed;
 }
 
-/* Tensor list: loss, predict (if any), then one gradient per parameter, each
- * named "grad.<param name>" (names malloc'ed in `names`). */
+/* Tensor list: loss, predict (if any), then the gradient of each trained
+ * parameter, named "grad.<param name>" (names malloc'ed in `names`). */
 static int write_dump(const trc_model *m, const char *arena, const float *loss, const char *path,
                       trc_error *err) {
   int n = 0, rc = -1;
@@ -54,6 +54,7 @@ static int write_dump(const trc_model *m, const char *arena, const float *loss, 
                           (const float *)(arena + m->predict_offset)};
   for (int i = 0; i < m->n_params; i++) {
     const trc_param *p = &m->params[i];
+    if (p->frozen) continue; /* it has no gradient */
     size_t len = strlen(p->name) + sizeof "grad.";
     if (!(names[i] = malloc(len))) {
       trc_fail_at(err, path, "out of memory");

@@ -117,7 +117,7 @@ static param_report check_param(const trc_model *m, char *arena, int index, doub
 /* Gradients of loss * 1.0 into a zeroed gradient region. */
 static double forward_backward(const trc_model *m, char *arena) {
   const float seed = 1.0f;
-  memset(arena + m->grad_offset, 0, m->param_count * sizeof(float));
+  memset(arena + m->grad_offset, 0, m->trained_count * sizeof(float));
   memcpy(arena + m->loss_seed_offset, &seed, sizeof seed);
   double loss = loss_of(m, arena);
   m->backward(arena, NULL);
@@ -148,6 +148,11 @@ int trc_gradcheck(const trc_model *m, char *arena, uint64_t seed, FILE *out, trc
           "max|grad|", "max_abs", "max_rel", "kinks", "result");
   int failed = 0;
   for (int i = 0; i < m->n_params; i++) {
+    if (m->params[i].frozen) { /* no gradient to check */
+      fprintf(out, "%-24s %9llu %7s %10s %10s %10s %5s  frozen\n", m->params[i].name,
+              (unsigned long long)m->params[i].count, "-", "-", "-", "-", "-");
+      continue;
+    }
     param_report r = check_param(m, arena, i, L0);
     print_row(out, &m->params[i], &r);
     failed += r.failed;

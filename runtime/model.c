@@ -36,6 +36,12 @@ void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_
   }
 }
 
+int trc_frozen_params(const trc_model *m) {
+  int n = 0;
+  for (int i = 0; i < m->n_params; i++) n += m->params[i].frozen != 0;
+  return n;
+}
+
 static int region_inside(uint64_t offset, uint64_t bytes, uint64_t limit) {
   uint64_t end;
   return trc_add_ok(offset, bytes, &end) && end <= limit;
@@ -79,6 +85,11 @@ static int check_param(const trc_model *m, int i, trc_error *err) {
   if (p->offset < m->param_offset || p->offset % 4 != 0 || !trc_mul_ok(p->count, 4, &bytes) ||
       !region_inside(p->offset - m->param_offset, bytes, m->param_count * 4))
     return trc_fail(err, "param '%s': outside the parameter region", p->name);
+  if ((p->offset - m->param_offset < m->trained_count * 4) == (p->frozen != 0))
+    return trc_fail(err, "param '%s': %s, but %s the trained prefix", p->name,
+                    p->frozen ? "frozen" : "trained", p->frozen ? "inside" : "outside");
+  if (p->file_name && !p->file_name[0])
+    return trc_fail(err, "param '%s': an empty file name", p->name);
   if ((unsigned)p->init > TRC_INIT_HE)
     return trc_fail(err, "param '%s': unknown init kind", p->name);
   if ((p->init == TRC_INIT_XAVIER && p->fan_in + p->fan_out <= 0) ||
@@ -119,8 +130,9 @@ int trc_model_check(const trc_model *m, trc_error *err) {
   uint64_t region;
   if (!trc_mul_ok(m->param_count, 4, &region) ||
       !region_inside(m->param_offset, region, m->arena_bytes) ||
-      !region_inside(m->grad_offset, region, m->arena_bytes) || m->param_offset % 4 ||
-      m->grad_offset % 4)
+      m->trained_count > m->param_count ||
+      !region_inside(m->grad_offset, m->trained_count * 4, m->arena_bytes) ||
+      m->param_offset % 4 || m->grad_offset % 4)
     return trc_fail(err, "model descriptor: parameter or gradient region outside the arena");
   if (!region_inside(m->loss_offset, 4, m->arena_bytes) ||
       !region_inside(m->loss_seed_offset, 4, m->arena_bytes) || m->loss_offset % 4 ||

@@ -131,7 +131,7 @@ void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_trai
                         char *arena, double lr, float grad_scale) {
   o->step++;
   update_ctx u = {o, model, cfg, arena, lr, grad_scale};
-  trc_parallel_for((int64_t)model->param_count, update_range, &u);
+  trc_parallel_for((int64_t)model->trained_count, update_range, &u);
 }
 
 /* The squared L2 norm is summed in double over at most NORM_BLOCKS blocks

@@ -192,7 +192,7 @@ static int check_state_finite(const trc_run_state *st, const char *doing, trc_er
     return -1;
   for (int i = 0; i < n_arrays; i++) {
     snprintf(what, sizeof what, "%s: %s of parameter", doing, arrays[i].name);
-    if (trc_check_block_finite(m, arrays[i].data, what, err)) return -1;
+    if (trc_check_range_finite(m, arrays[i].data, 0, m->trained_count, what, err)) return -1;
   }
   return 0;
 }
@@ -209,7 +209,7 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
     const trc_param *p = &m->params[i];
     t[i] = (trc_tensor){p->name, p->rank, p->dims, (const float *)(st->arena + p->offset)};
   }
-  const int64_t count = (int64_t)m->param_count;
+  const int64_t count = (int64_t)m->trained_count; /* optimizer state: trained ones only */
   for (int i = 0; i < n_arrays; i++)
     t[m->n_params + i] = (trc_tensor){arrays[i].name, 1, &count, arrays[i].data};
   char counters[N_COUNTERS][32], checksum[32], path[4096];
@@ -220,7 +220,7 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   uint32_t crc = 0;
   for (int i = 0; i < m->n_params + n_arrays; i++)
     crc = (uint32_t)crc32_z(crc, (const unsigned char *)t[i].data,
-                            (i < m->n_params ? m->params[i].count : m->param_count) * sizeof(float));
+                            (i < m->n_params ? m->params[i].count : m->trained_count) * sizeof(float));
   format_checksum(checksum, checksum_values(crc, values));
   for (int i = 0; i < N_KEYS; i++) meta[2 * i] = meta_keys[i], meta[2 * i + 1] = values[i];
   meta[2 * N_KEYS] = "checksum", meta[2 * N_KEYS + 1] = checksum;
@@ -326,7 +326,7 @@ static int copy_tensors(const trc_st_header *h, const unsigned char *buf, trc_ru
                     err))
       return -1;
   for (int i = 0; i < n_arrays; i++)
-    if (copy_tensor(h, buf, arrays[i].name, m->param_count, arrays[i].data, err)) return -1;
+    if (copy_tensor(h, buf, arrays[i].name, m->trained_count, arrays[i].data, err)) return -1;
   return 0;
 }
 

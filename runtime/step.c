@@ -46,7 +46,7 @@ void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gra
 /* The norm before clipping is kept for the log (grad_norm), clipped or not;
  * the update applies the clipping factor. */
 void trc_step_clip_gradients(trc_step *s) {
-  s->grad_norm = trc_grad_norm(gradients(s), s->model->param_count);
+  s->grad_norm = trc_grad_norm(gradients(s), s->model->trained_count);
   s->grad_scale = trc_clip_scale(s->grad_norm, s->cfg->clip_norm);
 }
 

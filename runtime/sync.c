@@ -34,7 +34,7 @@ int trc_sync_init(trc_sync *s, const trc_train_config *c, const trc_model *m, co
   memset(s, 0, sizeof *s);
   s->model = m;
   s->ranks = trc_comm_size();
-  s->count = m->param_count;
+  s->count = m->trained_count; /* frozen parameters never change: nothing to average */
   float *arrays[2];
   uint64_t staged =
       c->sync_optimizer_state && s->ranks > 1 ? (uint64_t)(1 + state_arrays(opt, arrays)) : 0;

@@ -321,7 +321,7 @@ static int setup_training(trainer *t, trc_error *err) {
                              c->seed,    c->steps,    c->epochs};
   if (trc_step_plan_init(&t->plan, &spec, err))
     return trc_set_where(err, t->opt.data_dir ? t->opt.data_dir : t->opt.text_path);
-  if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
+  if (trc_optimizer_init(&t->optim, c, t->m->trained_count, err) ||
       trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err) ||
       trc_best_init(&t->best, &t->opt, t->m->param_count, err))
     return -1;
@@ -446,9 +446,18 @@ static int save_weights(trainer *t, trc_error *err) {
   return 0;
 }
 
-static void report_planned_memory(const trc_model *m) {
+static void report_planned_memory(const trc_model *m, const trc_train_config *c) {
   fprintf(stderr, "memory: arena %.1f MiB planned (%llu bytes, checkpoint %s)\n", (double)m->arena_bytes / 1048576.0,
           (unsigned long long)m->arena_bytes, m->checkpoint ? m->checkpoint : "off");
+  int state_arrays = (c->optimizer == TRC_ADAMW) + (c->optimizer == TRC_ADAMW || c->momentum != 0);
+  int frozen = trc_frozen_params(m);
+  fprintf(stderr,
+          "parameters: %d trained (%llu floats), %d frozen (%llu floats); gradients %llu bytes, "
+          "optimizer state %llu bytes\n",
+          m->n_params - frozen, (unsigned long long)m->trained_count, frozen,
+          (unsigned long long)(m->param_count - m->trained_count),
+          (unsigned long long)(4 * m->trained_count),
+          (unsigned long long)(4 * m->trained_count * (uint64_t)state_arrays));
 }
 
 static void report_high_water(trainer *t) {
@@ -517,7 +526,7 @@ static int run(trainer *t, trc_error *err) {
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
   trc_arena_poison(m, t->arena);
-  if (!t->opt.quiet && t->rank == 0) report_planned_memory(m);
+  if (!t->opt.quiet && t->rank == 0) report_planned_memory(m, &t->opt.cfg);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
   keep_heap_touched();
   if (training && train(t, err)) return EXIT_FAILURE;

@@ -11,9 +11,12 @@
  *
  * Layout contract (the compiler writes it, the runtime reads it):
  *   - one arena of `arena_bytes`, 64-byte aligned, allocated once;
- *   - all parameters are f32 and contiguous: [param_offset, +param_count*4);
- *   - their gradients are contiguous with the same layout at grad_offset, so
- *     an optimizer or an all-reduce is one flat loop over floats;
+ *   - all parameters are f32 and contiguous: [param_offset, +param_count*4),
+ *     the trained ones first: [param_offset, +trained_count*4), then the
+ *     frozen ones (`freeze`), which have no gradient and no optimizer state;
+ *   - the trained parameters' gradients are contiguous with the same layout
+ *     at grad_offset, so an optimizer or an all-reduce is one flat loop over
+ *     trained_count floats;
  *   - each input has a fixed slot of batch*example_bytes at its offset;
  *   - forward() reads the inputs and parameters and writes loss (and predict);
  *   - backward() must follow forward(); it ADDS d(loss_seed*loss)/d(param)
@@ -92,6 +95,9 @@ typedef struct {
   float a, b;
   int64_t fan_in, fan_out;
   int decay;              /* 1 when weight decay applies (weights), 0 (biases, norms) */
+  int frozen;             /* 1: never trained (after the trained ones in the arena) */
+  const char *file_name;  /* its name in weight files (a `weights` block's `map`), NULL: name */
+  int transposed;         /* 1: weight files hold this [out, in] matrix as [in, out] */
 } trc_param;
 
 #define TRC_OPTIMIZERS(X) X(TRC_SGD, "sgd") X(TRC_ADAMW, "adamw")
@@ -323,6 +329,10 @@ typedef struct trc_model {
   int64_t batch;             /* micro-batch B, compiled into every shape */
   uint64_t arena_bytes;
   uint64_t param_offset, param_count, grad_offset;
+  uint64_t trained_count;    /* floats of the trained parameters: the gradient region */
+  /* File name patterns ('*' wildcards, ',' between patterns; NULL: none) that
+   * --init accepts missing from, or unexpected in, a weight file. */
+  const char *allow_missing, *allow_unexpected;
   int n_params;
   const trc_param *params;
   int n_inputs;

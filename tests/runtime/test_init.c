@@ -23,7 +23,7 @@ static void moments(const float *x, int n, double *mean, double *std, double *lo
 
 static float *init(trc_init_kind kind, float a, float b, int64_t fan_in, int64_t fan_out,
                    uint64_t seed, int index) {
-  trc_param p = {"p", 1, {BIG}, 0, BIG, kind, a, b, fan_in, fan_out, 1};
+  trc_param p = {"p", 1, {BIG}, 0, BIG, kind, a, b, fan_in, fan_out, 1, 0, NULL, 0};
   float *x = malloc(BIG * sizeof(float));
   trc_init_param(&p, index, seed, x);
   return x;
@@ -74,14 +74,14 @@ static void test_determinism(void) {
   /* a parameter's values do not depend on the others: init the model, then
    * the second parameter alone */
   static const trc_param params[] = {
-      {"w", 2, {3, 5}, 0, 15, TRC_INIT_NORMAL, 0, 1, 0, 0, 1},
-      {"v", 1, {7}, 64, 7, TRC_INIT_UNIFORM, 0, 1, 0, 0, 1},
+      {"w", 2, {3, 5}, 0, 15, TRC_INIT_NORMAL, 0, 1, 0, 0, 1, 0, NULL, 0},
+      {"v", 1, {7}, 64, 7, TRC_INIT_UNIFORM, 0, 1, 0, 0, 1, 0, NULL, 0},
   };
   trc_model m = {.name = "m",
                  .batch = 1,
                  .arena_bytes = 256,
                  .param_offset = 0,
-                 .param_count = 23,
+                 .param_count = 23, .trained_count = 23,
                  .grad_offset = 128,
                  .n_params = 2,
                  .params = params};
@@ -137,13 +137,14 @@ static void test_uniforms(void) {
  * anywhere between the threads). */
 static void test_threads(void) {
   static const trc_param params[] = {
-      {"a", 2, {300, 7}, 0, 2100, TRC_INIT_NORMAL, 0.5, 0.02, 0, 0, 1},
-      {"b", 1, {7}, 8448, 7, TRC_INIT_ZEROS, 0, 0, 0, 0, 0},
-      {"c", 2, {5, 201}, 8512, 1005, TRC_INIT_HE, 1, 0, 201, 5, 1},
-      {"d", 1, {33}, 12608, 33, TRC_INIT_XAVIER, 1, 0, 11, 3, 0},
+      {"a", 2, {300, 7}, 0, 2100, TRC_INIT_NORMAL, 0.5, 0.02, 0, 0, 1, 0, NULL, 0},
+      {"b", 1, {7}, 8448, 7, TRC_INIT_ZEROS, 0, 0, 0, 0, 0, 0, NULL, 0},
+      {"c", 2, {5, 201}, 8512, 1005, TRC_INIT_HE, 1, 0, 201, 5, 1, 0, NULL, 0},
+      {"d", 1, {33}, 12608, 33, TRC_INIT_XAVIER, 1, 0, 11, 3, 0, 0, NULL, 0},
   };
   trc_model m = {.name = "m", .batch = 1, .arena_bytes = 16384, .param_offset = 0,
-                 .param_count = 3185, .grad_offset = 12800, .n_params = 4, .params = params};
+                 .param_count = 3185, .trained_count = 3185, .grad_offset = 12800,
+                 .n_params = 4, .params = params};
   char *one = calloc(1, 16384), *three = calloc(1, 16384);
   trc_set_threads(1);
   trc_init_params(&m, one, 5);

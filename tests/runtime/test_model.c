@@ -29,12 +29,12 @@ static double no_step(trc_step *step) {
 static void reset(void) {
   inputs[0] = (trc_input){"x", TRC_F32, 2, {4, 3}, 256, 12, 0};
   inputs[1] = (trc_input){"y", TRC_I32, 1, {4}, 320, 4, 3};
-  params[0] = (trc_param){"W", 2, {3, 3}, 0, 9, TRC_INIT_XAVIER, 1, 0, 3, 3, 1};
+  params[0] = (trc_param){"W", 2, {3, 3}, 0, 9, TRC_INIT_XAVIER, 1, 0, 3, 3, 1, 0, NULL, 0};
   model = (trc_model){.name = "m",
                       .batch = 4,
                       .arena_bytes = 512,
                       .param_offset = 0,
-                      .param_count = 9,
+                      .param_count = 9, .trained_count = 9,
                       .grad_offset = 64,
                       .n_params = 1,
                       .params = params,

@@ -35,14 +35,14 @@ static void test_adamw(void) {
 /* Decay only where param->decay is 1; the step counter drives bias correction. */
 static void test_optimizer_over_model(void) {
   static const trc_param params[] = {
-      {"w", 1, {2}, 0, 2, TRC_INIT_ZEROS, 0, 0, 0, 0, 1},
-      {"b", 1, {2}, 8, 2, TRC_INIT_ZEROS, 0, 0, 0, 0, 0},
+      {"w", 1, {2}, 0, 2, TRC_INIT_ZEROS, 0, 0, 0, 0, 1, 0, NULL, 0},
+      {"b", 1, {2}, 8, 2, TRC_INIT_ZEROS, 0, 0, 0, 0, 0, 0, NULL, 0},
   };
   trc_model m = {.name = "m",
                  .batch = 1,
                  .arena_bytes = 64,
                  .param_offset = 0,
-                 .param_count = 4,
+                 .param_count = 4, .trained_count = 4,
                  .grad_offset = 32,
                  .n_params = 2,
                  .params = params};

@@ -135,14 +135,14 @@ static void test_rejections(void) {
 
 /* W f32[2, 3] (decay) and b f32[3]. */
 static const trc_param params[] = {
-    {"W", 2, {2, 3}, 0, 6, TRC_INIT_NORMAL, 0, 1, 2, 3, 1},
-    {"b", 1, {3}, 24, 3, TRC_INIT_UNIFORM, -1, 1, 0, 0, 0},
+    {"W", 2, {2, 3}, 0, 6, TRC_INIT_NORMAL, 0, 1, 2, 3, 1, 0, NULL, 0},
+    {"b", 1, {3}, 24, 3, TRC_INIT_UNIFORM, -1, 1, 0, 0, 0, 0, NULL, 0},
 };
 static const trc_model model = {.name = "m",
                                 .batch = 1,
                                 .arena_bytes = 128,
                                 .param_offset = 0,
-                                .param_count = 9,
+                                .param_count = 9, .trained_count = 9,
                                 .grad_offset = 64,
                                 .n_params = 2,
                                 .params = params};

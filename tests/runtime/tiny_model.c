@@ -140,10 +140,10 @@ static const trc_input inputs[] = {
 };
 
 static const trc_param params[] = {
-    {"fc1.weight", 2, {D, H}, OFF_W1, D *H, TRC_INIT_HE, 1, 0, D, H, 1},
-    {"fc1.bias", 1, {H}, OFF_B1, H, TRC_INIT_ZEROS, 0, 0, 0, 0, 0},
-    {"fc2.weight", 2, {H, C}, OFF_W2, H *C, TRC_INIT_XAVIER, 1, 0, H, C, 1},
-    {"fc2.bias", 1, {C}, OFF_B2, C, TRC_INIT_ZEROS, 0, 0, 0, 0, 0},
+    {"fc1.weight", 2, {D, H}, OFF_W1, D *H, TRC_INIT_HE, 1, 0, D, H, 1, 0, NULL, 0},
+    {"fc1.bias", 1, {H}, OFF_B1, H, TRC_INIT_ZEROS, 0, 0, 0, 0, 0, 0, NULL, 0},
+    {"fc2.weight", 2, {H, C}, OFF_W2, H *C, TRC_INIT_XAVIER, 1, 0, H, C, 1, 0, NULL, 0},
+    {"fc2.bias", 1, {C}, OFF_B2, C, TRC_INIT_ZEROS, 0, 0, 0, 0, 0, 0, NULL, 0},
 };
 
 static const trc_model model = {
@@ -152,7 +152,7 @@ static const trc_model model = {
     .batch = B,
     .arena_bytes = ARENA_BYTES,
     .param_offset = 0,
-    .param_count = N_PARAMS,
+    .param_count = N_PARAMS, .trained_count = N_PARAMS,
     .grad_offset = OFF_GRAD,
     .n_params = 4,
     .params = params,

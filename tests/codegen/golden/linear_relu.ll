@@ -3,9 +3,9 @@ source_filename = "tests/e2e/gradcheck/linear_relu.nn"
 target datalayout = "e-m:e-p270:32:32-p271:32:32-p272:64:64-i64:64-i128:128-f80:128-n8:16:32:64-S128"
 target triple = "x86_64-pc-linux-gnu"
 
-%trc_param = type { ptr, i32, [8 x i64], i64, i64, i32, float, float, i64, i64, i32 }
+%trc_param = type { ptr, i32, [8 x i64], i64, i64, i32, float, float, i64, i64, i32, i32, ptr, i32 }
 %trc_input = type { ptr, i32, i32, [8 x i64], i64, i64, i64 }
-%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, %trc_train_config, ptr }
+%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i64, ptr, ptr, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, %trc_train_config, ptr }
 %trc_train_config = type { i64, i64, i64, i32, double, double, double, double, double, double, i32, i32, i64, double, double, i64, i32, i64, i32, i64, double, i64, i64, i32, i32, i32, double, double, i32 }
 
 @.str = private unnamed_addr constant [2 x i8] c"m\00"
@@ -14,12 +14,12 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.3 = private unnamed_addr constant [7 x i8] c"h.bias\00"
 @.str.4 = private unnamed_addr constant [14 x i8] c"logits.weight\00"
 @.str.5 = private unnamed_addr constant [12 x i8] c"logits.bias\00"
-@params = internal constant [4 x %trc_param] [%trc_param { ptr @.str.2, i32 2, [8 x i64] [i64 7, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 0, i64 35, i32 3, float 0xBFDC9F25C0000000, float 0x3FDC9F25C0000000, i64 5, i64 7, i32 1 }, %trc_param { ptr @.str.3, i32 1, [8 x i64] [i64 7, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 192, i64 7, i32 3, float 0xBFDC9F25C0000000, float 0x3FDC9F25C0000000, i64 5, i64 7, i32 0 }, %trc_param { ptr @.str.4, i32 2, [8 x i64] [i64 3, i64 7, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 256, i64 21, i32 3, float 0xBFD83091E0000000, float 0x3FD83091E0000000, i64 7, i64 3, i32 1 }, %trc_param { ptr @.str.5, i32 1, [8 x i64] [i64 3, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 384, i64 3, i32 3, float 0xBFD83091E0000000, float 0x3FD83091E0000000, i64 7, i64 3, i32 0 }]
+@params = internal constant [4 x %trc_param] [%trc_param { ptr @.str.2, i32 2, [8 x i64] [i64 7, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 0, i64 35, i32 3, float 0xBFDC9F25C0000000, float 0x3FDC9F25C0000000, i64 5, i64 7, i32 1, i32 0, ptr null, i32 0 }, %trc_param { ptr @.str.3, i32 1, [8 x i64] [i64 7, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 192, i64 7, i32 3, float 0xBFDC9F25C0000000, float 0x3FDC9F25C0000000, i64 5, i64 7, i32 0, i32 0, ptr null, i32 0 }, %trc_param { ptr @.str.4, i32 2, [8 x i64] [i64 3, i64 7, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 256, i64 21, i32 3, float 0xBFD83091E0000000, float 0x3FD83091E0000000, i64 7, i64 3, i32 1, i32 0, ptr null, i32 0 }, %trc_param { ptr @.str.5, i32 1, [8 x i64] [i64 3, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 384, i64 3, i32 3, float 0xBFD83091E0000000, float 0x3FD83091E0000000, i64 7, i64 3, i32 0, i32 0, ptr null, i32 0 }]
 @.str.6 = private unnamed_addr constant [2 x i8] c"x\00"
 @.str.7 = private unnamed_addr constant [6 x i8] c"label\00"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 0, i64 112, i64 448, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
