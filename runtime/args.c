@@ -48,6 +48,10 @@ static const flag flags[] = {
     {"tensorboard", FLAG_PATH, OPT(tensorboard_dir), 0, TRAIN, "DIR",
      "also write the logged numbers as a TensorBoard event file in DIR"},
     {"init", FLAG_PATH, OPT(init_path), 0, ANY, "FILE", "start from these weights (.safetensors)"},
+    {"allow-missing", FLAG_TEXT, OPT(allow.missing), 0, ANY, "PATTERNS",
+     "--init: parameters the file may lack (keep their init): a,b.* (model's: --help)"},
+    {"allow-unexpected", FLAG_TEXT, OPT(allow.unexpected), 0, ANY, "PATTERNS",
+     "--init: file tensors to ignore, as file names: pooler.*,cls.*"},
     {"save", FLAG_PATH, OPT(save_path), 0, TRAIN, "FILE",
      "save the weights at the end (.safetensors)"},
     {"save-state", FLAG_PATH, OPT(state_dir), 0, TRAIN, "DIR",
@@ -218,6 +222,8 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
                       k < N_FLAGS ? flags[k].name : settings[k - N_FLAGS].flag, what);
   if (o->init_path && o->resume_dir)
     return trc_fail(err, "--init does nothing with --resume (the saved state holds the weights)");
+  if ((o->allow.missing || o->allow.unexpected) && !o->init_path)
+    return trc_fail(err, "--allow-missing and --allow-unexpected need --init FILE");
   if ((was_given(settings, given, "prompt") || was_given(settings, given, "temperature") ||
        was_given(settings, given, "top-k") || was_given(settings, given, "top-p")) &&
       o->sample == 0)
@@ -319,6 +325,20 @@ static void print_input(const trc_input *in, FILE *out) {
 }
 
 /* The train block's settings: one flag each, with the value compiled in. */
+/* What --init and --save call the parameters, when the model file maps any. */
+static void print_weight_names(const trc_model *m, FILE *out) {
+  int mapped = 0;
+  for (int i = 0; i < m->n_params; i++) mapped += m->params[i].file_name != NULL;
+  if (!mapped && !m->allow_missing && !m->allow_unexpected) return;
+  fprintf(out, "weight files (--init, --save): %d parameters under mapped names:\n", mapped);
+  for (int i = 0; i < m->n_params; i++)
+    if (m->params[i].file_name)
+      fprintf(out, "  %-28s <- %s%s\n", m->params[i].name, m->params[i].file_name,
+              m->params[i].transposed ? " (transposed)" : "");
+  if (m->allow_missing) fprintf(out, "  allowed missing: %s\n", m->allow_missing);
+  if (m->allow_unexpected) fprintf(out, "  allowed unexpected: %s\n", m->allow_unexpected);
+}
+
 static void print_settings(const trc_model *m, FILE *out) {
   trc_config_field fields[TRC_CONFIG_FIELDS];
   trc_config_fields(&m->defaults, fields);
@@ -347,6 +367,7 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
           "sends), %d frozen (%llu bytes)\n", m->n_params, m->n_params - frozen,
           (unsigned long long)block, frozen,
           (unsigned long long)((m->param_count - m->trained_count) * sizeof(float)));
+  print_weight_names(m, out);
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (int i = 0; i < N_FLAGS; i++) {
     char left[48];

@@ -339,19 +339,55 @@ int trc_safetensors_write(const char *path, const char *model_name, const trc_te
   return trc_safetensors_write_meta(path, model_name, NULL, 0, tensors, n, err);
 }
 
-/* ---- a model's parameters ---- */
+/* ---- a model's parameters ----
+ * In weight files a parameter is under its file name (the model file's
+ * `map`, else its own name) and, when `map ... transposed`, as the
+ * transpose of its [out, in] matrix: [in, out], as GPT-2's Conv1D keeps it. */
+
+static const char *file_name(const trc_param *p) { return p->file_name ? p->file_name : p->name; }
+
+static void transpose(const float *src, int64_t rows, int64_t cols, float *dst) {
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+}
+
+/* The parameter's shape as the file holds it. */
+static void file_dims(const trc_param *p, int64_t dims[TRC_MAX_RANK]) {
+  memcpy(dims, p->dims, sizeof p->dims);
+  if (p->transposed) dims[0] = p->dims[1], dims[1] = p->dims[0];
+}
+
+/* Tensor i of the file: the parameter's floats, or a transposed copy of them
+ * in copies[i] (freed by the caller). */
+static int file_tensor(const trc_param *p, const char *arena, int64_t *dims, float **copy,
+                       trc_tensor *t) {
+  const float *data = (const float *)(arena + p->offset);
+  file_dims(p, dims);
+  if (p->transposed) {
+    if (!(*copy = malloc(p->count * sizeof(float)))) return -1;
+    transpose(data, p->dims[0], p->dims[1], *copy);
+    data = *copy;
+  }
+  *t = (trc_tensor){file_name(p), p->rank, dims, data};
+  return 0;
+}
 
 int trc_save_weights(const trc_model *m, const char *arena, const char *path, trc_error *err) {
   if (trc_check_block_finite(m, (const float *)(arena + m->param_offset),
                              "refusing to save non-finite weights: parameter", err))
     return trc_set_where(err, path);
-  trc_tensor *t = calloc((size_t)m->n_params + 1, sizeof *t);
-  if (!t) return trc_fail_at(err, path, "out of memory");
-  for (int i = 0; i < m->n_params; i++) {
-    const trc_param *p = &m->params[i];
-    t[i] = (trc_tensor){p->name, p->rank, p->dims, (const float *)(arena + p->offset)};
-  }
-  int rc = trc_safetensors_write(path, m->name, t, m->n_params, err);
+  size_t n = (size_t)m->n_params + 1;
+  trc_tensor *t = calloc(n, sizeof *t);
+  int64_t(*dims)[TRC_MAX_RANK] = calloc(n, sizeof *dims);
+  float **copies = calloc(n, sizeof *copies);
+  int rc = !t || !dims || !copies ? trc_fail_at(err, path, "out of memory") : 0;
+  for (int i = 0; i < m->n_params && rc == 0; i++)
+    if (file_tensor(&m->params[i], arena, dims[i], &copies[i], &t[i]))
+      rc = trc_fail_at(err, path, "out of memory");
+  if (rc == 0) rc = trc_safetensors_write(path, m->name, t, m->n_params, err);
+  for (int i = 0; copies && i < m->n_params; i++) free(copies[i]);
+  free(copies);
+  free(dims);
   free(t);
   return rc;
 }
@@ -363,9 +399,11 @@ static const trc_st_entry *find_entry(const trc_st_header *h, const char *name) 
 }
 
 static int same_shape(const trc_st_entry *e, const trc_param *p) {
+  int64_t dims[TRC_MAX_RANK];
+  file_dims(p, dims);
   if (e->rank != p->rank) return 0;
   for (int d = 0; d < p->rank; d++)
-    if (e->dims[d] != p->dims[d]) return 0;
+    if (e->dims[d] != dims[d]) return 0;
   return 1;
 }
 
@@ -424,69 +462,200 @@ static void widen_to_f32(const char *dtype, const unsigned char *data, uint64_t 
   }
 }
 
-static int check_param_entry(const trc_param *p, const trc_st_entry *e, char *list, size_t cap) {
-  char have[160], want[160];
-  if (!e) {
-    note(list, cap, "missing '%s'", p->name);
-    return 1;
+/* ---- missing and unexpected tensors ----
+ * As transformers' from_pretrained: a parameter the file lacks is
+ * "missing", a tensor no parameter takes "unexpected"; either is an error
+ * unless a pattern allows it (the weights block's allow_missing /
+ * allow_unexpected, --allow-missing / --allow-unexpected). A missing
+ * parameter keeps its seeded init. Shapes must always match. */
+
+/* '*'-glob of pattern[0, len) against name (the one-star backtracking). */
+static int glob_match(const char *pattern, size_t len, const char *name) {
+  size_t p = 0, star = (size_t)-1;
+  const char *resume = NULL;
+  while (*name) {
+    if (p < len && pattern[p] == '*') {
+      star = p++;
+      resume = name;
+    } else if (p < len && pattern[p] == *name) {
+      p++, name++;
+    } else if (star != (size_t)-1) {
+      p = star + 1;
+      name = ++resume;
+    } else {
+      return 0;
+    }
   }
-  if (!loadable_dtype(e->dtype)) {
-    note(list, cap, "'%s' is %s, expected F32, BF16 or F16", p->name, e->dtype);
-    return 1;
-  }
-  if (!same_shape(e, p)) {
-    format_dims(have, sizeof have, e->rank, e->dims);
-    format_dims(want, sizeof want, p->rank, p->dims);
-    note(list, cap, "'%s' has shape %s, the model expects %s", p->name, have, want);
-    return 1;
+  while (p < len && pattern[p] == '*') p++;
+  return p == len;
+}
+
+/* Whether some pattern of a ","-separated list (NULL: none) matches name. */
+static int listed(const char *list, const char *name) {
+  for (const char *p = list; p && *p;) {
+    size_t len = strcspn(p, ",");
+    if (len > 0 && glob_match(p, len, name)) return 1;
+    p += len + (p[len] == ',');
   }
   return 0;
 }
 
-static int find_mismatches(const trc_model *m, const trc_st_header *h, char *list, size_t cap) {
-  int problems = 0;
+static int allowed(const char *model_list, const char *flag_list, const char *name) {
+  return listed(model_list, name) || listed(flag_list, name);
+}
+
+typedef struct {
+  char problems[900]; /* "; "-separated */
+  int missing, unexpected, other;
+  char allowed_missing[300], allowed_unexpected[300]; /* ", "-separated, for the notice */
+  int n_allowed_missing, n_allowed_unexpected;
+} load_report;
+
+/* Appends name to a ", "-separated list (truncated quietly when long). */
+static void add_name(char *list, size_t cap, const char *name) {
+  size_t n = strlen(list);
+  if (n + 8 < cap) snprintf(list + n, cap - n, "%s%s", n ? ", " : "", name);
+}
+
+static void check_param_entry(const trc_param *p, const trc_st_entry *e, const trc_allowed *allow,
+                              const trc_model *m, load_report *r) {
+  char have[160], want[160];
+  int64_t dims[TRC_MAX_RANK];
+  if (!e && allowed(m->allow_missing, allow ? allow->missing : NULL, file_name(p))) {
+    add_name(r->allowed_missing, sizeof r->allowed_missing, file_name(p));
+    r->n_allowed_missing++;
+  } else if (!e) {
+    note(r->problems, sizeof r->problems, "missing '%s'", file_name(p));
+    r->missing++;
+  } else if (!loadable_dtype(e->dtype)) {
+    note(r->problems, sizeof r->problems, "'%s' is %s, expected F32, BF16 or F16", e->name,
+         e->dtype);
+    r->other++;
+  } else if (!same_shape(e, p)) {
+    file_dims(p, dims);
+    format_dims(have, sizeof have, e->rank, e->dims);
+    format_dims(want, sizeof want, p->rank, dims);
+    note(r->problems, sizeof r->problems, "'%s' has shape %s, the model expects %s%s", e->name,
+         have, want, p->transposed ? " (its parameter transposed)" : "");
+    r->other++;
+  }
+}
+
+static int takes_entry(const trc_model *m, const char *name) {
+  for (int k = 0; k < m->n_params; k++)
+    if (strcmp(file_name(&m->params[k]), name) == 0) return 1;
+  return 0;
+}
+
+static void find_mismatches(const trc_model *m, const trc_st_header *h,
+                            const trc_allowed *allow, load_report *r) {
   for (int i = 0; i < m->n_params; i++)
-    problems += check_param_entry(&m->params[i], find_entry(h, m->params[i].name), list, cap);
+    check_param_entry(&m->params[i], find_entry(h, file_name(&m->params[i])), allow, m, r);
   for (int i = 0; i < h->n; i++) {
-    int known = 0;
-    for (int k = 0; k < m->n_params && !known; k++)
-      known = strcmp(m->params[k].name, h->entries[i].name) == 0;
-    if (!known) {
-      note(list, cap, "unexpected '%s'", h->entries[i].name);
-      problems++;
+    const char *name = h->entries[i].name;
+    if (takes_entry(m, name)) continue;
+    if (allowed(m->allow_unexpected, allow ? allow->unexpected : NULL, name)) {
+      add_name(r->allowed_unexpected, sizeof r->allowed_unexpected, name);
+      r->n_allowed_unexpected++;
+    } else {
+      note(r->problems, sizeof r->problems, "unexpected '%s'", name);
+      r->unexpected++;
     }
   }
-  return problems;
 }
+
+static int report_mismatches(const trc_model *m, const char *path, const load_report *r,
+                             trc_error *err) {
+  if (r->missing + r->unexpected + r->other == 0) return 0;
+  const char *hint = r->missing && r->unexpected
+                         ? " (--allow-missing / --allow-unexpected PATTERN, or allow_missing / "
+                           "allow_unexpected in the weights block, accept them)"
+                     : r->missing ? " (--allow-missing PATTERN, or allow_missing in the weights "
+                                    "block, keeps the seeded init of missing ones)"
+                     : r->unexpected
+                         ? " (--allow-unexpected PATTERN, or allow_unexpected in the weights "
+                           "block, ignores them)"
+                         : "";
+  return trc_fail_at(err, path, "weights do not match model '%s': %d missing, %d unexpected: %s%s",
+                     m->name, r->missing, r->unexpected, r->problems, hint);
+}
+
+/* What was allowed, said as transformers' from_pretrained warns it. */
+static void say_allowed(const char *path, const load_report *r) {
+  if (r->n_allowed_missing)
+    fprintf(stderr, "--init %s: %d missing, kept their seeded init: %s\n", path,
+            r->n_allowed_missing, r->allowed_missing);
+  if (r->n_allowed_unexpected)
+    fprintf(stderr, "--init %s: %d unexpected, ignored: %s\n", path, r->n_allowed_unexpected,
+            r->allowed_unexpected);
+}
+
+/* A PyTorch checkpoint (torch.save: a zip archive, or a bare pickle). */
+static int is_pytorch_pickle(const unsigned char *b, size_t len) {
+  return (len >= 4 && !memcmp(b, "PK\3\4", 4)) || (len >= 2 && b[0] == 0x80 && b[1] <= 5);
+}
+
+#define TO_SAFETENSORS                                                                           \
+  "python3 -c \"import torch; from safetensors.torch import save_file; "                         \
+  "save_file({k: v.contiguous().clone() for k, v in torch.load('pytorch_model.bin', "             \
+  "map_location='cpu', weights_only=True).items()}, 'model.safetensors')\""
 
 int trc_safetensors_load(const char *path, unsigned char **buf, trc_st_header *hdr, trc_error *err) {
   size_t len;
   if (trc_read_file(path, buf, &len, err)) return -1;
   if (trc_safetensors_parse(*buf, len, hdr, err)) {
+    /* after the parse: a safetensors header length may begin 0x80 0x02 too */
+    int pickle = is_pytorch_pickle(*buf, len);
     free(*buf);
     *buf = NULL;
+    if (pickle)
+      return trc_fail_at(err, path, "a PyTorch pickle (pytorch_model.bin), not .safetensors; "
+                                    "convert it: " TO_SAFETENSORS);
     return trc_set_where(err, path);
   }
   return 0;
 }
 
-int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_error *err) {
+/* The tensor's data into the parameter, widened to f32 and transposed back
+ * to [out, in] when the file holds [in, out]. */
+static int copy_in(const trc_param *p, const trc_st_entry *e, const unsigned char *data,
+                   char *arena) {
+  float *dst = (float *)(arena + p->offset);
+  if (!p->transposed) {
+    widen_to_f32(e->dtype, data + e->begin, e->end - e->begin, dst);
+    return 0;
+  }
+  float *tmp = malloc(p->count * sizeof(float));
+  if (!tmp) return -1;
+  widen_to_f32(e->dtype, data + e->begin, e->end - e->begin, tmp);
+  transpose(tmp, p->dims[1], p->dims[0], dst);
+  free(tmp);
+  return 0;
+}
+
+int trc_load_weights_allowing(const trc_model *m, char *arena, const char *path,
+                              const trc_allowed *allow, trc_error *err) {
   unsigned char *buf;
   trc_st_header h;
   if (trc_safetensors_load(path, &buf, &h, err)) return -1;
-  char list[900] = "";
-  int rc = 0;
-  if (find_mismatches(m, &h, list, sizeof list))
-    rc = trc_fail_at(err, path, "weights do not match model '%s': %s", m->name, list);
+  load_report r;
+  memset(&r, 0, sizeof r);
+  find_mismatches(m, &h, allow, &r);
+  int rc = report_mismatches(m, path, &r, err);
   for (int i = 0; i < m->n_params && rc == 0; i++) {
-    const trc_st_entry *e = find_entry(&h, m->params[i].name);
-    widen_to_f32(e->dtype, buf + h.data_start + e->begin, e->end - e->begin,
-                 (float *)(arena + m->params[i].offset));
+    const trc_st_entry *e = find_entry(&h, file_name(&m->params[i]));
+    if (e && copy_in(&m->params[i], e, buf + h.data_start, arena))
+      rc = trc_fail_at(err, path, "out of memory");
   }
   if (rc == 0 && trc_check_block_finite(m, (const float *)(arena + m->param_offset),
                                         "non-finite weights: parameter", err))
     rc = trc_set_where(err, path);
+  if (rc == 0) say_allowed(path, &r);
   trc_st_header_free(&h);
   free(buf);
   return rc;
+}
+
+int trc_load_weights(const trc_model *m, char *arena, const char *path, trc_error *err) {
+  return trc_load_weights_allowing(m, arena, path, NULL, err);
 }

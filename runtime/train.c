@@ -434,9 +434,9 @@ static void report_classes(trainer *t) {
 /* ---- the whole run ---- */
 
 static int prepare_weights(trainer *t, trc_error *err) {
-  if (t->opt.init_path) return trc_load_weights(t->m, t->arena, t->opt.init_path, err);
-  trc_init_params(t->m, t->arena, t->opt.cfg.seed);
-  return 0;
+  trc_init_params(t->m, t->arena, t->opt.cfg.seed); /* kept where --init allows a gap */
+  if (!t->opt.init_path) return 0;
+  return trc_load_weights_allowing(t->m, t->arena, t->opt.init_path, &t->opt.allow, err);
 }
 
 static int save_weights(trainer *t, trc_error *err) {

@@ -281,9 +281,24 @@ int trc_safetensors_parse(const void *buf, size_t len, trc_st_header *hdr, trc_e
 int trc_safetensors_load(const char *path, unsigned char **buf, trc_st_header *hdr, trc_error *err);
 void trc_st_header_free(trc_st_header *hdr);
 
+/* Each parameter under its file name (trc_param.file_name, else its name),
+ * transposed where the model says so, as F32. */
 int trc_save_weights(const trc_model *model, const char *arena, const char *path, trc_error *err);
-/* Every parameter must be present as F32 with its exact shape; missing and
- * unexpected names are listed in the error. */
+/* File name patterns ("a.*,b.*"; NULL: none) accepted besides the model's
+ * own (trc_model.allow_missing, allow_unexpected): --allow-missing, ... */
+typedef struct {
+  const char *missing, *unexpected;
+} trc_allowed;
+/* Every parameter must be present under its file name as F32, BF16 or F16
+ * with its exact (file) shape, and every tensor must be some parameter's —
+ * except those the model's patterns or `allow` accept: a missing parameter
+ * then keeps what the arena holds (its seeded init), an unexpected tensor
+ * is ignored, and both are said on stderr. Otherwise the error lists the
+ * missing and unexpected names and the shape mismatches. A PyTorch pickle
+ * is refused with the command that converts it. */
+int trc_load_weights_allowing(const trc_model *model, char *arena, const char *path,
+                              const trc_allowed *allow, trc_error *err);
+/* trc_load_weights_allowing with the model's patterns only. */
 int trc_load_weights(const trc_model *model, char *arena, const char *path, trc_error *err);
 
 /* ---- communication between ranks ----
@@ -317,6 +332,7 @@ void trc_comm_set_timeout(double seconds);
 /* ---- command line ---- */
 typedef struct {
   const char *data_dir, *eval_dir, *init_path, *save_path, *log_path;
+  trc_allowed allow;       /* --allow-missing, --allow-unexpected (for --init) */
   const char *state_dir, *resume_dir; /* --save-state, --resume */
   int64_t save_every;      /* optimizer steps between state saves; -1: every epoch */
   int64_t save_total_limit; /* states kept: the newest K (default 1); 0: all */
