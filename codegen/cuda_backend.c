@@ -204,18 +204,19 @@ static void update_on_device(FILE *out, const Program *p) {
         out);
 }
 
-/* The parameters as runs of consecutive floats with the same weight decay,
- * one optimizer launch each. */
+/* The trained parameters as runs of consecutive floats with the same weight
+ * decay, one optimizer launch each. */
 static void print_runs(FILE *out, const Program *p) {
   const Graph *g = p->g;
+  const int trained = graph_trained_params(g);
   fputs("/* The optimizer's launches: parameter floats [first, first + count), decayed. */\n"
         "static const trc_cuda_run runs[] = {\n",
         out);
-  for (int i = 0; i < g->n_params;) {
+  for (int i = 0; i < trained;) {
     const Node *first = &g->nodes[g->params[i]];
     uint64_t start = (p->offset[first->id] - p->param_offset) / 4, end = start;
     int j = i;
-    for (; j < g->n_params; j++) {
+    for (; j < trained; j++) {
       const Node *n = &g->nodes[g->params[j]];
       if (n->decay != first->decay || (p->offset[n->id] - p->param_offset) / 4 != end) break;
       end += (uint64_t)shape_numel(&n->shape);
@@ -293,12 +294,14 @@ static void print_host_entries(FILE *out, const Program *p) {
           (unsigned long long)p->grad_offset, (unsigned long long)p->trained_bytes);
   print_eval_entries(out, p);
   fputs("static int start(void) {\n  /* arena, parameters, gradients, parameter floats, "
-        "inputs and scalars */\n",
+        "trained ones, inputs and scalars */\n",
         out);
   fprintf(out,
-          "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu};\n",
+          "  static const trc_cuda_layout layout = {%lluu, %lluu, %lluu, %lluu, %lluu, %lluu, "
+          "%lluu};\n",
           (unsigned long long)p->arena_bytes, (unsigned long long)p->param_offset,
           (unsigned long long)p->grad_offset, (unsigned long long)(p->param_bytes / 4),
+          (unsigned long long)(p->trained_bytes / 4),
           (unsigned long long)p->input_offset,
           (unsigned long long)(p->activation_offset - p->input_offset));
   if (counts_on_device(g))

@@ -300,10 +300,6 @@ static LlvmOptions llvm_options(const Options *o) {
 
 /* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */
 static bool write_source(const Program *p, const Options *o, const char *path) {
-  if (is_cuda(o) && graph_trained_params(p->g) < p->g->n_params) {
-    diag_file_error(&diag, o->file, "the CUDA backend does not train frozen parameters yet");
-    return false;
-  }
   FILE *f = output_open(path, &diag);
   if (!f) return false;
   phase_start();

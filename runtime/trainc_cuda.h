@@ -233,8 +233,10 @@ static cublasHandle_t trc_cublas;
 
 /* The parameter and gradient regions of the arena; the optimizer's state and
  * the scalars of the step, outside it (as the host keeps them outside its
- * arena). */
+ * arena). Gradients, optimizer state and averages cover the trained prefix
+ * of the parameters (trained_count floats; the rest are frozen). */
 static uint64_t trc_cuda_param_offset, trc_cuda_grad_offset, trc_cuda_param_count;
+static uint64_t trc_cuda_trained_count;
 static float *trc_cuda_m, *trc_cuda_v; /* allocated when the run's optimizer keeps them */
 /* DiLoCo's anchor and outer momentum, when the run has an outer optimizer,
  * and the host's arrays they come from and go back to. */
@@ -249,13 +251,13 @@ static trc_cuda_scalars *trc_cuda_step_scalars;
 
 /* Where the generated file's arena holds what the step moves. */
 typedef struct {
-  uint64_t arena_bytes, param_offset, grad_offset, param_count;
+  uint64_t arena_bytes, param_offset, grad_offset, param_count, trained_count;
   uint64_t input_offset, input_bytes; /* a micro-batch's inputs and scalars */
 } trc_cuda_layout;
 
 static void trc_cuda_allocate_step(const trc_cuda_layout *l) {
   trc_cuda_param_offset = l->param_offset, trc_cuda_grad_offset = l->grad_offset;
-  trc_cuda_param_count = l->param_count;
+  trc_cuda_param_count = l->param_count, trc_cuda_trained_count = l->trained_count;
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_lanes,
                         TRC_NORM_BLOCKS * TRC_NORM_LANES * sizeof(double)));
   TRC_CUDA(cudaMalloc, ((void **)&trc_cuda_step_scalars, sizeof(trc_cuda_scalars)));
@@ -537,7 +539,7 @@ static dim3 trc_cuda_grid(uint64_t threads) { return dim3((unsigned)((threads + 
 
 /* One of the optimizer's state vectors up, allocated on first use. */
 static void trc_cuda_state_up(float **device, const float *host) {
-  const uint64_t bytes = trc_cuda_param_count * sizeof(float);
+  const uint64_t bytes = trc_cuda_trained_count * sizeof(float);
   if (!host) return;
   if (!*device) TRC_CUDA(cudaMalloc, ((void **)device, bytes));
   TRC_CUDA(cudaMemcpy, (*device, host, bytes, cudaMemcpyHostToDevice));
@@ -545,7 +547,7 @@ static void trc_cuda_state_up(float **device, const float *host) {
 
 static void trc_cuda_state_down(float *host, const float *device) {
   if (host && device)
-    TRC_CUDA(cudaMemcpy, (host, device, trc_cuda_param_count * sizeof(float),
+    TRC_CUDA(cudaMemcpy, (host, device, trc_cuda_trained_count * sizeof(float),
                           cudaMemcpyDeviceToHost));
 }
 
@@ -621,7 +623,7 @@ static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
   const trc_update_scalars u = trc_step_update_scalars(s);
   float *p = (float *)(trc_cuda_arena + trc_cuda_param_offset);
   float *g = (float *)(trc_cuda_arena + trc_cuda_grad_offset);
-  const uint64_t n = trc_cuda_param_count, block = trc_norm_block(n);
+  const uint64_t n = trc_cuda_trained_count, block = trc_norm_block(n);
   const uint64_t blocks = (n + block - 1) / block;
   trc_launch(trc_norm_lanes_kernel, trc_cuda_grid(blocks * TRC_NORM_LANES), dim3(256),
              "trc_norm_lanes_kernel", 0, (const float *)g, n, block, trc_cuda_lanes);
@@ -785,12 +787,13 @@ static void trc_cuda_step_bucket_ready(trc_step *s, uint64_t first, uint64_t cou
 }
 
 static void trc_cuda_upload_gradients(trc_step *s) {
-  trc_cuda_upload(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_upload(trc_step_arena(s), trc_cuda_grad_offset,
+                  trc_cuda_trained_count * sizeof(float));
 }
 
 static void trc_cuda_step_wait_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
-    trc_step_device_synced(s, trc_cuda_param_count, trc_cuda_allreduce_wait());
+    trc_step_device_synced(s, trc_cuda_trained_count, trc_cuda_allreduce_wait());
     return;
   }
   trc_step_wait_gradients(s);
@@ -799,13 +802,14 @@ static void trc_cuda_step_wait_gradients(trc_step *s) {
 
 static void trc_cuda_step_allreduce_gradients(trc_step *s) {
   if (trc_cuda_nccl_on) {
-    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_param_count,
+    trc_cuda_stop_unless_finite(s, trc_cuda_gradients(0), 0, trc_cuda_trained_count,
                                 TRC_CHECK_GRADIENTS);
-    trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_param_count);
+    trc_cuda_allreduce_start(trc_cuda_gradients(0), trc_cuda_trained_count);
     trc_cuda_step_wait_gradients(s);
     return;
   }
-  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset, trc_cuda_param_count * sizeof(float));
+  trc_cuda_download(trc_step_arena(s), trc_cuda_grad_offset,
+                    trc_cuda_trained_count * sizeof(float));
   trc_step_allreduce_gradients(s);
   trc_cuda_upload_gradients(s);
 }
@@ -832,7 +836,7 @@ static void trc_cuda_step_average_parameters(trc_step *s) {
     trc_step_average_parameters(s);
     return;
   }
-  const uint64_t n = trc_cuda_param_count;
+  const uint64_t n = trc_cuda_trained_count;
   float *arrays[3] = {(float *)(trc_cuda_arena + trc_cuda_param_offset)};
   int count = 1;
   if (with_state && trc_cuda_m) arrays[count++] = trc_cuda_m;
