@@ -362,11 +362,11 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
           (long long)m->batch);
   for (int i = 0; i < m->n_inputs; i++) print_input(&m->inputs[i], out);
   uint64_t block = m->trained_count * sizeof(float);
-  int frozen = trc_frozen_params(m);
+  uint64_t frozen_floats;
+  int frozen = trc_frozen_params(m, &frozen_floats);
   fprintf(out, "\nparameters: %d tensors, %d trained in one block of %llu bytes (what one sync "
-          "sends), %d frozen (%llu bytes)\n", m->n_params, m->n_params - frozen,
-          (unsigned long long)block, frozen,
-          (unsigned long long)((m->param_count - m->trained_count) * sizeof(float)));
+          "sends), %d frozen (%llu floats)\n", m->n_params, m->n_params - frozen,
+          (unsigned long long)block, frozen, (unsigned long long)frozen_floats);
   print_weight_names(m, out);
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (int i = 0; i < N_FLAGS; i++) {

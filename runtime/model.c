@@ -36,9 +36,11 @@ void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_
   }
 }
 
-int trc_frozen_params(const trc_model *m) {
+int trc_frozen_params(const trc_model *m, uint64_t *floats) {
   int n = 0;
-  for (int i = 0; i < m->n_params; i++) n += m->params[i].frozen != 0;
+  *floats = 0;
+  for (int i = 0; i < m->n_params; i++)
+    if (m->params[i].frozen) n++, *floats += m->params[i].count;
   return n;
 }
 

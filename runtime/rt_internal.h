@@ -59,8 +59,9 @@ enum { TRC_STREAM_INIT = 1, TRC_STREAM_SHUFFLE = 2, TRC_STREAM_GRADCHECK = 3, TR
 typedef void (*trc_param_part_fn)(void *ctx, int param, uint64_t from, uint64_t to);
 void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_fn fn,
                      void *ctx);
-/* How many of the model's parameters are frozen (`freeze`). */
-int trc_frozen_params(const trc_model *m);
+/* How many of the model's parameters are frozen (`freeze`); *floats: their
+ * elements. */
+int trc_frozen_params(const trc_model *m, uint64_t *floats);
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);

@@ -450,12 +450,14 @@ static void report_planned_memory(const trc_model *m, const trc_train_config *c)
   fprintf(stderr, "memory: arena %.1f MiB planned (%llu bytes, checkpoint %s)\n", (double)m->arena_bytes / 1048576.0,
           (unsigned long long)m->arena_bytes, m->checkpoint ? m->checkpoint : "off");
   int state_arrays = (c->optimizer == TRC_ADAMW) + (c->optimizer == TRC_ADAMW || c->momentum != 0);
-  int frozen = trc_frozen_params(m);
+  uint64_t frozen_floats, all = 0;
+  int frozen = trc_frozen_params(m, &frozen_floats);
+  for (int i = 0; i < m->n_params; i++) all += m->params[i].count;
   fprintf(stderr,
           "parameters: %d trained (%llu floats), %d frozen (%llu floats); gradients %llu bytes, "
           "optimizer state %llu bytes\n",
-          m->n_params - frozen, (unsigned long long)m->trained_count, frozen,
-          (unsigned long long)(m->param_count - m->trained_count),
+          m->n_params - frozen, (unsigned long long)(all - frozen_floats), frozen,
+          (unsigned long long)frozen_floats,
           (unsigned long long)(4 * m->trained_count),
           (unsigned long long)(4 * m->trained_count * (uint64_t)state_arrays));
 }
