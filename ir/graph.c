@@ -79,6 +79,7 @@ static int by_id(const void *a, const void *b) {
 
 int *graph_params_declared(const Graph *g) {
   int *ids = xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof *ids);
+  if (g->n_params == 0) return ids; /* params is NULL then */
   memcpy(ids, g->params, (size_t)g->n_params * sizeof *ids);
   qsort(ids, (size_t)g->n_params, sizeof *ids, by_id);
   return ids;

@@ -282,7 +282,8 @@ static void apply_weights_block(Lower *L, const TrainBlock *wb) {
  * the arena keeps them in this order, so that the gradient region and the
  * optimizer's state cover the trained prefix only. */
 static void put_frozen_last(Graph *g) {
-  int *order = xmalloc((size_t)(g->n_params ? g->n_params : 1) * sizeof *order);
+  if (g->n_params == 0) return;
+  int *order = xmalloc((size_t)g->n_params * sizeof *order);
   int n = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < g->n_params; i++)
