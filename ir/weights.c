@@ -6,13 +6,14 @@
  * Patterns are name strings (the frontend lets only name bytes into them).
  * A `*` matches any run of characters; in `map`, `{i}` (any identifier in
  * braces) matches a decimal number in a parameter's name — the copy index
- * of a repeat — and puts that number where the file name says `{i}`. */
+ * of a repeat — and puts that number where the file name says `{i}`, and
+ * one `*` puts the run it matched where the file name has its `*`. */
 #include "lower_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_HOLES 4       /* placeholders in one map pattern */
+#define MAX_HOLES 4       /* placeholders in one map pattern, its `*` included */
 #define MAX_IDENT_NAME 64 /* a placeholder's name, as an identifier */
 
 /* Glob match with `*` only: the classic one-star backtracking, O(len^2). */
@@ -36,8 +37,8 @@ bool name_glob_match(const char *pattern, const char *name) {
 }
 
 typedef struct {
-  char name[MAX_IDENT_NAME + 1];
-  const char *digits; /* where the match found the number */
+  char name[MAX_IDENT_NAME + 1]; /* "i" for {i}, "*" for the star */
+  const char *digits;            /* where the match found its text (digits for {i}) */
   int len;
 } Hole;
 
@@ -49,26 +50,35 @@ static int hole_name_len(const char *p) {
   return p[1 + n] == '}' && n > 0 && n <= MAX_IDENT_NAME ? n : 0;
 }
 
-/* Matches a map pattern (literals and placeholders, no `*`) against a name,
- * recording each placeholder's digits. */
-static bool hole_match(const char *pattern, const char *name, Hole *holes, int *nholes) {
-  *nholes = 0;
-  while (*pattern) {
-    if (*pattern != '{') {
-      if (*pattern++ != *name++) return false;
-      continue;
+/* Matches a checked map pattern (literals, placeholders, at most one `*`)
+ * against name, recording each placeholder's text from holes[n] on; *total:
+ * how many there are. A placeholder takes the whole run of digits there;
+ * the star the longest run that lets the rest match (recursion as deep as
+ * the pattern is long, one level of backtracking: O(len^2)). */
+static bool match_from(const char *pattern, const char *name, Hole *holes, int n, int *total) {
+  for (;; pattern++, name++) {
+    if (*pattern == 0) {
+      *total = n;
+      return *name == 0;
     }
-    int n = hole_name_len(pattern);
-    Hole *h = &holes[(*nholes)++];
-    memcpy(h->name, pattern + 1, (size_t)n);
-    h->name[n] = 0;
-    h->digits = name;
-    while (*name >= '0' && *name <= '9') name++;
-    h->len = (int)(name - h->digits);
-    if (h->len == 0) return false;
-    pattern += n + 2;
+    if (*pattern == '*' || *pattern == '{') break;
+    if (*pattern != *name) return false;
   }
-  return *name == 0;
+  Hole *h = &holes[n];
+  h->digits = name;
+  if (*pattern == '*') {
+    strcpy(h->name, "*");
+    for (h->len = (int)strlen(name); h->len >= 0; h->len--)
+      if (match_from(pattern + 1, name + h->len, holes, n + 1, total)) return true;
+    return false;
+  }
+  int len = hole_name_len(pattern);
+  memcpy(h->name, pattern + 1, (size_t)len);
+  h->name[len] = 0;
+  const char *end = name;
+  while (*end >= '0' && *end <= '9') end++;
+  h->len = (int)(end - name);
+  return h->len > 0 && match_from(pattern + len + 2, end, holes, n + 1, total);
 }
 
 static const Hole *find_hole(const Hole *holes, int n, const char *name, int len) {
@@ -78,19 +88,21 @@ static const Hole *find_hole(const Hole *holes, int n, const char *name, int len
   return NULL;
 }
 
-/* The file pattern with each placeholder replaced by its digits. */
+/* The file pattern with each placeholder and its star replaced by what
+ * they matched. */
 static char *fill_holes(const char *pattern, const Hole *holes, int nholes) {
   StrBuf out = {0};
   sb_append(&out, "");
   while (*pattern) {
-    int n = *pattern == '{' ? hole_name_len(pattern) : 0;
+    bool star = *pattern == '*';
+    int n = star ? 1 : *pattern == '{' ? hole_name_len(pattern) : 0;
     if (!n) {
       sb_appendn(&out, pattern++, 1);
       continue;
     }
-    const Hole *h = find_hole(holes, nholes, pattern + 1, n);
+    const Hole *h = find_hole(holes, nholes, star ? "*" : pattern + 1, n);
     sb_appendn(&out, h->digits, (size_t)h->len);
-    pattern += n + 2;
+    pattern += star ? 1 : n + 2;
   }
   return sb_take(&out);
 }
@@ -112,23 +124,32 @@ static bool check_glob(Lower *L, const Expr *e) {
   return false;
 }
 
-/* A map pattern: well-formed placeholders, each named once, and no `*`.
- * Returns the number of placeholders, -1 after an error. */
+/* A map pattern: well-formed placeholders, each named once, and at most
+ * one `*` (a hole named "*"). Returns the number of holes, -1 after an
+ * error. */
 static int check_holes(Lower *L, const Expr *e, Hole *holes) {
   int n = 0;
   for (const char *p = e->name; *p; p++) {
     SrcLoc at = {e->loc.file, e->loc.line, e->loc.col + 1 + (int)(p - e->name)};
-    if (*p == '*' || *p == '}') {
-      diag_error(L->diag, at, "'%c' in a map pattern (placeholders are written {i})", *p);
+    if (*p == '}') {
+      diag_error(L->diag, at, "'}' without its '{' (placeholders are written {i})");
       return -1;
     }
-    if (*p != '{') continue;
-    int len = hole_name_len(p);
+    if (*p == '*' && find_hole(holes, n, "*", 1)) {
+      diag_error(L->diag, at, "a second '*' in a map pattern (one at most)");
+      return -1;
+    }
+    if (*p != '{' && *p != '*') continue;
+    int len = *p == '*' ? 1 : hole_name_len(p);
     if (!len || n == MAX_HOLES) {
       diag_error(L->diag, at, len ? "more than %d placeholders in one pattern"
                                   : "a placeholder is a name in braces, such as {i}",
                  MAX_HOLES);
       return -1;
+    }
+    if (*p == '*') {
+      strcpy(holes[n++].name, "*");
+      continue;
     }
     memcpy(holes[n].name, p + 1, (size_t)len);
     holes[n].name[len] = 0;
@@ -149,8 +170,11 @@ static bool check_file_pattern(Lower *L, const Expr *file, const Hole *from, int
   int n = check_holes(L, file, holes);
   for (int i = 0; i < n; i++)
     if (!find_hole(from, nfrom, holes[i].name, (int)strlen(holes[i].name))) {
-      diag_error(L->diag, file->loc, "placeholder {%s} is not in the parameter pattern",
-                 holes[i].name);
+      if (!strcmp(holes[i].name, "*"))
+        diag_error(L->diag, file->loc, "'*' in the file name but not in the parameter pattern");
+      else
+        diag_error(L->diag, file->loc, "placeholder {%s} is not in the parameter pattern",
+                   holes[i].name);
       return false;
     }
   return n >= 0;
@@ -211,7 +235,7 @@ static void apply_map(Lower *L, const Setting *st, const Setting **mapped_by) {
   bool any = false;
   for (int i = 0; i < g->n_params; i++) {
     Node *p = &g->nodes[g->params[i]];
-    if (!hole_match(from->name, p->name, holes, &nholes)) continue;
+    if (!match_from(from->name, p->name, holes, 0, &nholes)) continue;
     any = true;
     if (mapped_by[i]) {
       diag_error(L->diag, st->loc, "'%s' is mapped twice", p->name);

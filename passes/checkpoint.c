@@ -821,7 +821,8 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
   /* The fixed part of the peak: everything but the activations. */
   Program *bare = timed_schedule(pl, g, program_schedule);
-  build_model(pl, g, *live, bare->activation_offset + optimizer_state_bytes(g, bare->trained_bytes));
+  uint64_t optimizer = optimizer_state_bytes(g, bare->trained_bytes);
+  build_model(pl, g, *live, bare->activation_offset + optimizer);
   program_free(bare);
   return pl;
 }

@@ -220,7 +220,8 @@ int trc_state_save(const char *dir, const trc_run_state *st, trc_error *err) {
   uint32_t crc = 0;
   for (int i = 0; i < m->n_params + n_arrays; i++)
     crc = (uint32_t)crc32_z(crc, (const unsigned char *)t[i].data,
-                            (i < m->n_params ? m->params[i].count : m->trained_count) * sizeof(float));
+                            (i < m->n_params ? m->params[i].count : m->trained_count) *
+                                sizeof(float));
   format_checksum(checksum, checksum_values(crc, values));
   for (int i = 0; i < N_KEYS; i++) meta[2 * i] = meta_keys[i], meta[2 * i + 1] = values[i];
   meta[2 * N_KEYS] = "checksum", meta[2 * N_KEYS + 1] = checksum;

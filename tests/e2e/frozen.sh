@@ -26,20 +26,23 @@ before, _ = safetensors_np.read(sys.argv[2])
 after, _ = safetensors_np.read(sys.argv[3])
 frozen = set(sys.argv[4].split(","))
 bad = [k for k in before if (before[k] == after[k]).all() != (k in frozen)]
-print(("FAIL: " if bad else "ok: ") + sys.argv[3] + ": frozen unchanged " + ",".join(sorted(frozen))
-      + "; the other " + str(len(before) - len(frozen)) + " changed" + (" -- wrong: " + ",".join(bad) if bad else ""))
+print(("FAIL: " if bad else "ok: ") + sys.argv[3] + ": frozen unchanged "
+      + ",".join(sorted(frozen)) + "; the other " + str(len(before) - len(frozen)) + " changed"
+      + (" -- wrong: " + ",".join(bad) if bad else ""))
 sys.exit(1 if bad else 0)' "$(dirname "$0")/../torch" "$work/init.safetensors" "$1" "$frozen_names"
 }
 "$work/frozen" --data "$work/data" --init "$work/init.safetensors" --steps 8 \
   --save "$work/c.safetensors" 2>"$work/train.err"
 compare "$work/c.safetensors"
 grep -q "^parameters: 4 trained (.*), 3 frozen" "$work/train.err" ||
-  { echo "FAIL: the summary does not count trained and frozen parameters"; cat "$work/train.err"; exit 1; }
+  { echo "FAIL: the summary does not count trained and frozen parameters"
+    cat "$work/train.err"; exit 1; }
 [[ $("$work/frozen" --help) =~ $'\n'"parameters: 7 tensors, 4 trained "[^$'\n']*", 3 frozen" ]] ||
   { echo "FAIL: --help does not count trained and frozen parameters"; exit 1; }
 "$work/frozen" --gradcheck >"$work/gradcheck.out"
 [[ $(grep -c ' frozen$' "$work/gradcheck.out") == 3 ]] ||
-  { echo "FAIL: gradcheck does not list the 3 frozen parameters"; cat "$work/gradcheck.out"; exit 1; }
+  { echo "FAIL: gradcheck does not list the 3 frozen parameters"
+    cat "$work/gradcheck.out"; exit 1; }
 echo "ok: gradcheck passes, frozen rows skipped"
 if [[ $("$trainc" --help) == *$'\n  run '* ]]; then # trainc built with LLVM
   "$trainc" run "$model" --data "$work/data" --init "$work/init.safetensors" --steps 8 --quiet \
