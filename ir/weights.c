@@ -269,15 +269,19 @@ static void add_allowed(Lower *L, const Setting *st, NameList *list) {
   }
 }
 
-/* Two parameters under one file name would overwrite each other in a file. */
-static void check_file_names_unique(Lower *L) {
+/* Two parameters under one file name would overwrite each other in a file,
+ * and the header's own key would make it no safetensors file. */
+static void check_file_names(Lower *L) {
   const Graph *g = L->g;
   NameMap seen = {0};
   for (int i = 0; i < g->n_params; i++) {
     const Node *p = &g->nodes[g->params[i]];
     const char *name = node_file_name(p);
     int first;
-    if (namemap_get(&seen, name, &first))
+    if (!strcmp(name, TRC_SAFETENSORS_METADATA))
+      diag_error(L->diag, p->loc, "'%s' cannot be called '%s' in weight files: the name is "
+                 "the .safetensors header's own", p->name, name);
+    else if (namemap_get(&seen, name, &first))
       diag_error(L->diag, p->loc, "'%s' and '%s' would both be '%s' in weight files",
                  g->nodes[g->params[first]].name, p->name, name);
     else
@@ -299,7 +303,7 @@ static void apply_weights_block(Lower *L, const TrainBlock *wb) {
                  st->key);
   }
   free(mapped_by);
-  check_file_names_unique(L);
+  check_file_names(L);
 }
 
 /* Trained parameters first, frozen ones after, each in declaration order:

@@ -3,6 +3,7 @@
 #include "rt_internal.h"
 
 #include <math.h>
+#include <string.h>
 
 const char *trc_dtype_name(trc_dtype dtype) {
   static const char *const words[] = {TRC_DTYPES(TRC_ENUM_WORD)};
@@ -90,8 +91,9 @@ static int check_param(const trc_model *m, int i, trc_error *err) {
   if ((p->offset - m->param_offset < m->trained_count * 4) == (p->frozen != 0))
     return trc_fail(err, "param '%s': %s, but %s the trained prefix", p->name,
                     p->frozen ? "frozen" : "trained", p->frozen ? "inside" : "outside");
-  if (p->file_name && !p->file_name[0])
-    return trc_fail(err, "param '%s': an empty file name", p->name);
+  if (p->file_name && (!p->file_name[0] || !strcmp(p->file_name, TRC_SAFETENSORS_METADATA)))
+    return trc_fail(err, "param '%s': file name '%s' is empty or reserved", p->name,
+                    p->file_name);
   if ((unsigned)p->init > TRC_INIT_HE)
     return trc_fail(err, "param '%s': unknown init kind", p->name);
   if ((p->init == TRC_INIT_XAVIER && p->fan_in + p->fan_out <= 0) ||
