@@ -181,6 +181,82 @@ static void test_model_weights(void) {
                    "cannot create");
 }
 
+/* Weight-file names (trc_param.file_name, transposed; the model's and the
+ * caller's allowed patterns): W [2, 3] is "enc.w" [3, 2] in files, "head"
+ * may be missing ("he*"), "pool.*" tensors may be present. */
+static const trc_param named_params[] = {
+    {"W", 2, {2, 3}, 0, 6, TRC_INIT_NORMAL, 0, 1, 2, 3, 1, 0, "enc.w", 1},
+    {"b", 1, {3}, 32, 3, TRC_INIT_UNIFORM, -1, 1, 0, 0, 0, 0, NULL, 0},
+    {"head", 1, {2}, 48, 2, TRC_INIT_ONES, 0, 0, 0, 0, 0, 0, NULL, 0},
+};
+static const trc_model named_model = {.name = "m", .batch = 1, .arena_bytes = 192,
+                                      .param_offset = 0, .param_count = 14, .trained_count = 14,
+                                      .grad_offset = 64, .allow_missing = "x,he*",
+                                      .allow_unexpected = "pool.*", .n_params = 3,
+                                      .params = named_params};
+
+static void write_tensors(const char *path, const trc_tensor *t, int n) {
+  trc_error err;
+  CHECK(trc_safetensors_write(path, "m", t, n, &err) == 0);
+}
+
+static void test_file_names(void) {
+  char path[1024], other[1024];
+  float arena[48] = {0}, w[6] = {1, 2, 3, 4, 5, 6}, b[3] = {7, 8, 9}, head[2] = {5, 5};
+  trc_error err;
+  memcpy(arena, w, sizeof w), memcpy(arena + 8, b, sizeof b), memcpy(arena + 12, head, 8);
+  test_path(path, sizeof path, dir, "named.safetensors");
+  CHECK(trc_save_weights(&named_model, (const char *)arena, path, &err) == 0);
+  unsigned char *buf;
+  trc_st_header h;
+  CHECK(trc_safetensors_load(path, &buf, &h, &err) == 0);
+  CHECK(h.n == 3 && !strcmp(h.entries[0].name, "enc.w") && h.entries[0].dims[0] == 3 &&
+        h.entries[0].dims[1] == 2 && !strcmp(h.entries[1].name, "b"));
+  const float *saved_w = (const float *)(buf + h.data_start + h.entries[0].begin);
+  const float transposed[6] = {1, 4, 2, 5, 3, 6};
+  CHECK(memcmp(saved_w, transposed, sizeof transposed) == 0);
+  trc_st_header_free(&h);
+  free(buf);
+
+  /* back in: W transposed again; a file without head and with pool.x */
+  const int64_t d32[2] = {3, 2}, d3[1] = {3}, d1[1] = {1};
+  const float pool[1] = {0};
+  const trc_tensor partial[3] = {{"enc.w", 2, d32, transposed}, {"b", 1, d3, b},
+                                 {"pool.x", 1, d1, pool}};
+  test_path(other, sizeof other, dir, "partial.safetensors");
+  write_tensors(other, partial, 3);
+  float loaded[48] = {0};
+  loaded[12] = loaded[13] = 42; /* head keeps what the arena holds */
+  CHECK(trc_load_weights(&named_model, (char *)loaded, other, &err) == 0);
+  CHECK(memcmp(loaded, w, sizeof w) == 0 && memcmp(loaded + 8, b, sizeof b) == 0);
+  CHECK(loaded[12] == 42 && loaded[13] == 42);
+
+  /* b missing and q unexpected: errors, unless the caller allows them */
+  const trc_tensor lacking[2] = {{"enc.w", 2, d32, transposed}, {"q", 1, d1, pool}};
+  write_tensors(other, lacking, 2);
+  CHECK_FAILS_WITH(trc_load_weights(&named_model, (char *)loaded, other, &err), err,
+                   "1 missing, 1 unexpected: missing 'b'; unexpected 'q' (--allow-missing");
+  const trc_allowed allow = {"b", "q,r"};
+  CHECK(trc_load_weights_allowing(&named_model, (char *)loaded, other, &allow, &err) == 0);
+
+  /* a shape mismatch is no missing tensor: allowing everything does not help */
+  const trc_tensor wrong[1] = {{"enc.w", 1, d3, b}};
+  write_tensors(other, wrong, 1);
+  const trc_allowed all = {"*", "*"};
+  CHECK_FAILS_WITH(trc_load_weights_allowing(&named_model, (char *)loaded, other, &all, &err),
+                   err, "'enc.w' has shape [3], the model expects [3, 2] (its parameter "
+                        "transposed)");
+
+  /* torch.save's zip and a bare pickle */
+  const unsigned char zip[] = "PK\3\4 not safetensors", pickle[] = "\x80\x02}q\0.";
+  CHECK(test_write_file(other, zip, sizeof zip) == 0);
+  CHECK_FAILS_WITH(trc_load_weights(&named_model, (char *)loaded, other, &err), err,
+                   "a PyTorch pickle (pytorch_model.bin), not .safetensors; convert it");
+  CHECK(test_write_file(other, pickle, sizeof pickle) == 0);
+  CHECK_FAILS_WITH(trc_load_weights(&named_model, (char *)loaded, other, &err), err,
+                   "PyTorch pickle");
+}
+
 static int count_temp_files(void) {
   DIR *d = opendir(dir);
   int n = 0;
@@ -262,6 +338,7 @@ int main(void) {
   test_round_trip();
   test_rejections();
   test_model_weights();
+  test_file_names();
   test_atomic_replace();
   test_python_reader();
   test_remove_dir(dir);
