@@ -221,8 +221,6 @@ int *graph_params_declared(const Graph *g);
 int graph_trained_params(const Graph *g);
 /* A parameter's name in weight files: its `map`ped name, else its own. */
 const char *node_file_name(const Node *param);
-/* Whether name matches pattern, where '*' matches any run of characters. */
-bool name_glob_match(const char *pattern, const char *name);
 
 /* A GEMM node as one BLAS call per batch, row-major: C = op(A) op(B) with
  * op(A) [m, k], op(B) [k, n]; matmul views each operand as one matrix [rows,

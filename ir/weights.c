@@ -16,26 +16,6 @@
 #define MAX_HOLES 4       /* placeholders in one map pattern, its `*` included */
 #define MAX_IDENT_NAME 64 /* a placeholder's name, as an identifier */
 
-/* Glob match with `*` only: the classic one-star backtracking, O(len^2). */
-bool name_glob_match(const char *pattern, const char *name) {
-  const char *star = NULL, *resume = NULL;
-  while (*name) {
-    if (*pattern == '*') {
-      star = pattern++;
-      resume = name;
-    } else if (*pattern == *name) {
-      pattern++, name++;
-    } else if (star) {
-      pattern = star + 1;
-      name = ++resume;
-    } else {
-      return false;
-    }
-  }
-  while (*pattern == '*') pattern++;
-  return *pattern == 0;
-}
-
 typedef struct {
   char name[MAX_IDENT_NAME + 1]; /* "i" for {i}, "*" for the star */
   const char *digits;            /* where the match found its text (digits for {i}) */
@@ -207,7 +187,7 @@ static void apply_freeze(Lower *L, const Setting *st) {
     bool any = false;
     for (int i = 0; i < g->n_params; i++) {
       Node *p = &g->nodes[g->params[i]];
-      if (!name_glob_match(e->name, p->name)) continue;
+      if (!trc_glob_match(e->name, e->name + strlen(e->name), p->name)) continue;
       p->frozen = true;
       any = true;
     }

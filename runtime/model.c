@@ -91,6 +91,8 @@ static int check_param(const trc_model *m, int i, trc_error *err) {
   if ((p->offset - m->param_offset < m->trained_count * 4) == (p->frozen != 0))
     return trc_fail(err, "param '%s': %s, but %s the trained prefix", p->name,
                     p->frozen ? "frozen" : "trained", p->frozen ? "inside" : "outside");
+  if (p->transposed && p->rank != 2)
+    return trc_fail(err, "param '%s': transposed, but of rank %d", p->name, p->rank);
   if (p->file_name && (!p->file_name[0] || !strcmp(p->file_name, TRC_SAFETENSORS_METADATA)))
     return trc_fail(err, "param '%s': file name '%s' is empty or reserved", p->name,
                     p->file_name);

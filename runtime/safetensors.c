@@ -357,8 +357,8 @@ static void file_dims(const trc_param *p, int64_t dims[TRC_MAX_RANK]) {
   if (p->transposed) dims[0] = p->dims[1], dims[1] = p->dims[0];
 }
 
-/* Tensor i of the file: the parameter's floats, or a transposed copy of them
- * in copies[i] (freed by the caller). */
+/* The parameter as the file's tensor t: its floats, or a transposed copy of
+ * them in *copy (freed by the caller); dims: room for the file's shape. */
 static int file_tensor(const trc_param *p, const char *arena, int64_t *dims, float **copy,
                        trc_tensor *t) {
   const float *data = (const float *)(arena + p->offset);
@@ -469,32 +469,11 @@ static void widen_to_f32(const char *dtype, const unsigned char *data, uint64_t 
  * allow_unexpected, --allow-missing / --allow-unexpected). A missing
  * parameter keeps its seeded init. Shapes must always match. */
 
-/* '*'-glob of pattern[0, len) against name (the one-star backtracking). */
-static int glob_match(const char *pattern, size_t len, const char *name) {
-  size_t p = 0, star = (size_t)-1;
-  const char *resume = NULL;
-  while (*name) {
-    if (p < len && pattern[p] == '*') {
-      star = p++;
-      resume = name;
-    } else if (p < len && pattern[p] == *name) {
-      p++, name++;
-    } else if (star != (size_t)-1) {
-      p = star + 1;
-      name = ++resume;
-    } else {
-      return 0;
-    }
-  }
-  while (p < len && pattern[p] == '*') p++;
-  return p == len;
-}
-
 /* Whether some pattern of a ","-separated list (NULL: none) matches name. */
 static int listed(const char *list, const char *name) {
   for (const char *p = list; p && *p;) {
     size_t len = strcspn(p, ",");
-    if (len > 0 && glob_match(p, len, name)) return 1;
+    if (len > 0 && trc_glob_match(p, p + len, name)) return 1;
     p += len + (p[len] == ',');
   }
   return 0;

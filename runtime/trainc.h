@@ -85,6 +85,28 @@ typedef enum { TRC_INIT_KINDS(TRC_ENUM_VALUE) } trc_init_kind;
 #define TRC_SAFETENSORS_METADATA "__metadata__"
 #define TRC_STATE_PREFIX "trainc."
 
+/* Whether the pattern [pattern, end) matches all of name, where '*' matches
+ * any run of characters (one-star backtracking: O(len^2)). The one glob of
+ * the compiler (`freeze`, allowed patterns) and the runtime (--init). */
+static inline int trc_glob_match(const char *pattern, const char *end, const char *name) {
+  const char *p = pattern, *star = 0, *resume = 0;
+  while (*name) {
+    if (p < end && *p == '*') {
+      star = p++;
+      resume = name;
+    } else if (p < end && *p == *name) {
+      p++, name++;
+    } else if (star) {
+      p = star + 1;
+      name = ++resume;
+    } else {
+      return 0;
+    }
+  }
+  while (p < end && *p == '*') p++;
+  return p == end;
+}
+
 typedef struct {
   const char *name;       /* as in the plan and in .safetensors files: "h1.weight" */
   int rank;
