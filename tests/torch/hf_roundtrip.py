@@ -5,7 +5,8 @@ layout; `{i}` and `*` in map patterns; BertModel's pooler unexpected):
 1. a random tiny model's save_pretrained model.safetensors loads through the
    model file's `weights` block (--init), and the trainer's outputs on a
    batch (--dump-step) equal transformers' on the same tokens (gpt2: logits
-   and loss; bert: last_hidden_state): the names and layouts are right;
+   and loss; bert: last_hidden_state): the names and layouts are right; so
+   do those of the model saved in bfloat16 (with its rounded weights);
 2. missing and unexpected tensors are errors that list them, unless
    --allow-missing / --allow-unexpected accept them (then said on stderr, and
    a missing parameter keeps its seeded init); a shape mismatch is an error
@@ -92,18 +93,29 @@ def hf_output(model, batch):
                      ).last_hidden_state.numpy()
 
 
-def check_outputs_match(model, hf_file, data, batch):
+def check_outputs_match(model, hf_file, data, batch, what="--init FILE"):
     dump = os.path.join(work, "dump.safetensors")
     trainer("--data", data, "--init", hf_file, "--dump-step", dump)
     got = load_file(dump)
     want = hf_output(model, batch)
     err = float(np.abs(got["predict"] - want).max())
-    check(err < 1e-5, f"outputs of --init FILE equal transformers' (max |diff| {err:.2e})")
+    check(err < 1e-5, f"outputs of {what} equal transformers' (max |diff| {err:.2e})")
     classes = want.shape[-1]
     want_loss = torch.nn.functional.cross_entropy(torch.tensor(want).reshape(-1, classes),
                                                   torch.tensor(batch["targets"]).reshape(-1).long())
     check(abs(float(got["loss"]) - float(want_loss)) < 1e-5,
           f"loss {float(got['loss']):.6f}, transformers' {float(want_loss):.6f}")
+
+
+def check_bf16_file(model, data, batch):
+    """The same model saved in bf16 (torch_dtype=bfloat16 checkpoints): widened
+    exactly, transposed, it computes what transformers computes with the
+    rounded weights."""
+    bf16_dir = os.path.join(work, "hf_bf16")
+    model.to(torch.bfloat16).save_pretrained(bf16_dir)
+    model.to(torch.float32)
+    check_outputs_match(model, os.path.join(bf16_dir, "model.safetensors"), data, batch,
+                        "a BF16 file")
 
 
 def check_missing_and_unexpected(tensors, data):
@@ -179,6 +191,7 @@ def main():
     data = os.path.join(work, "data")
     batch = write_data(data)
     check_outputs_match(model, hf_file, data, batch)
+    check_bf16_file(model, data, batch)
     if kind == "gpt2":
         check_missing_and_unexpected(load_file(hf_file), data)
     check_save_loads_in_transformers(model, hf_file, data)
