@@ -5,8 +5,9 @@ layout; `{i}` and `*` in map patterns; BertModel's pooler unexpected):
 1. a random tiny model's save_pretrained model.safetensors loads through the
    model file's `weights` block (--init), and the trainer's outputs on a
    batch (--dump-step) equal transformers' on the same tokens (gpt2: logits
-   and loss; bert: last_hidden_state): the names and layouts are right; so
-   do those of the model saved in bfloat16 (with its rounded weights);
+   and loss; bert: last_hidden_state): the names and layouts are right;
+   the same through `trainc run` (the LLVM backend's tables), and for the
+   model saved in bfloat16 (with its rounded weights);
 2. missing and unexpected tensors are errors that list them, unless
    --allow-missing / --allow-unexpected accept them (then said on stderr, and
    a missing parameter keeps its seeded init); a shape mismatch is an error
@@ -38,8 +39,10 @@ def check(ok, what):
         failures.append(what)
 
 
-def trainer(*args, expect_ok=True):
-    run = subprocess.run([os.path.join(work, "trainer"), *args], capture_output=True, text=True)
+def trainer(*args, expect_ok=True, llvm=False):
+    """The built (C) trainer, or with llvm the same through `trainc run`."""
+    command = [trainc, "run", model_file] if llvm else [os.path.join(work, "trainer")]
+    run = subprocess.run([*command, *args], capture_output=True, text=True)
     if (run.returncode == 0) != expect_ok:
         print(run.stdout, run.stderr)
         sys.exit(f"trainer {' '.join(args)}: exit {run.returncode}")
@@ -93,9 +96,14 @@ def hf_output(model, batch):
                      ).last_hidden_state.numpy()
 
 
-def check_outputs_match(model, hf_file, data, batch, what="--init FILE"):
+def has_llvm():
+    help_text = subprocess.run([trainc, "--help"], capture_output=True, text=True).stdout
+    return "\n  run " in help_text
+
+
+def check_outputs_match(model, hf_file, data, batch, what="--init FILE", llvm=False):
     dump = os.path.join(work, "dump.safetensors")
-    trainer("--data", data, "--init", hf_file, "--dump-step", dump)
+    trainer("--data", data, "--init", hf_file, "--dump-step", dump, llvm=llvm)
     got = load_file(dump)
     want = hf_output(model, batch)
     err = float(np.abs(got["predict"] - want).max())
@@ -191,6 +199,8 @@ def main():
     data = os.path.join(work, "data")
     batch = write_data(data)
     check_outputs_match(model, hf_file, data, batch)
+    if has_llvm():  # the LLVM backend's own copy of the names table
+        check_outputs_match(model, hf_file, data, batch, "--init FILE in trainc run", llvm=True)
     check_bf16_file(model, data, batch)
     if kind == "gpt2":
         check_missing_and_unexpected(load_file(hf_file), data)
