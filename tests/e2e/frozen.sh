@@ -47,7 +47,8 @@ import safetensors_np
 t, _ = safetensors_np.read(sys.argv[2])
 m, v = t["trainc.optimizer.m"], t["trainc.optimizer.v"]
 ok = m.shape == v.shape == (int(sys.argv[3]),) and int(sys.argv[3]) < int(sys.argv[4])
-print(("ok: " if ok else "FAIL: ") + f"AdamW state of {m.shape[0]} floats (all parameters: {sys.argv[4]})")
+print(("ok: " if ok else "FAIL: ")
+      + f"AdamW state of {m.shape[0]} floats (all parameters: {sys.argv[4]})")
 sys.exit(0 if ok else 1)' "$(dirname "$0")/../torch" "$work/state/state-4.rank-0.safetensors" \
   "$trained" "$all"
 rm "$work/state/state-8.rank-0.safetensors"

@@ -19,6 +19,7 @@ layout; `{i}` and `*` in map patterns; BertModel's pooler unexpected):
    tensors are the trained ones (gpt2: transposed back to [in, out]).
 
 usage: hf_roundtrip.py gpt2|bert TRAINC MODEL.nn WORKDIR  (the venv's python)"""
+import copy
 import os
 import subprocess
 import sys
@@ -120,10 +121,10 @@ def check_bf16_file(model, data, batch):
     exactly, transposed, it computes what transformers computes with the
     rounded weights."""
     bf16_dir = os.path.join(work, "hf_bf16")
-    model.to(torch.bfloat16).save_pretrained(bf16_dir)
-    model.to(torch.float32)
-    check_outputs_match(model, os.path.join(bf16_dir, "model.safetensors"), data, batch,
-                        "a BF16 file")
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)  # a copy: the config says bfloat16 now
+    bf16.save_pretrained(bf16_dir)
+    check_outputs_match(bf16.to(torch.float32), os.path.join(bf16_dir, "model.safetensors"), data,
+                        batch, "a BF16 file")
 
 
 def check_missing_and_unexpected(tensors, data):
