@@ -50,8 +50,10 @@ fi
 echo "2. no output overwrites an input or another output"
 cp -r d d2
 ln d2/y.npy labels-link
-refused log_data "d2/x.npy: error: --log names the input file d2/x.npy" --data d2 --log d2/x.npy
-refused log_hardlink "--log names the input file d2/y.npy" --data d2 --log labels-link
+run log_data 1 "$TRAINER" --data d2 --steps 30 --quiet --log d2/x.npy
+expect log_data err "d2/x.npy: error: --log names the input file d2/x.npy"
+run log_hardlink 1 "$TRAINER" --data d2 --steps 30 --quiet --log labels-link
+expect log_hardlink err "--log names the input file d2/y.npy"
 refused save_eval_data "--save names the input file d2/y.npy" --eval-data d2 --save d2/y.npy
 cmp -s d/x.npy d2/x.npy && cmp -s d/y.npy d2/y.npy || fail "a data file was changed"
 run dump_init 1 "$TRAINER" --data d --init w0.safetensors --dump-step w0.safetensors
