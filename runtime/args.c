@@ -241,6 +241,12 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
     return trc_fail(err, "--metric-for-best needs --load-best or --early-stopping PATIENCE");
   if (was_given(settings, given, "early-stopping-threshold") && !o->early_stopping)
     return trc_fail(err, "--early-stopping-threshold needs --early-stopping PATIENCE");
+  /* the watchdog's deadline, now + timeout, must fit the timed wait's time_t
+   * seconds; a billion seconds (31 years) is far inside that */
+  static const double max_comm_timeout = 1e9;
+  if (o->comm_timeout > max_comm_timeout)
+    return trc_fail(err, "--comm-timeout: at most %g seconds (0: no limit), got %g",
+                    max_comm_timeout, o->comm_timeout);
   if (o->threads > TRC_MAX_THREADS)
     return trc_fail(err, "--threads: at most %d, got %lld", TRC_MAX_THREADS, (long long)o->threads);
   return 0;

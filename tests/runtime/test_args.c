@@ -45,6 +45,9 @@ static void test_good(void) {
   CHECK(o.comm_timeout == 300);
   CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "1e19", NULL), err,
+                   "--comm-timeout: at most 1e+09 seconds (0: no limit), got 1e+19");
+  CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=1e9", NULL) == 0);
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
   CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.cfg.precision == TRC_FP32);
   CHECK(parse(&o, &err, "--data", "d", "--precision", "bf16", NULL) == 0 &&
