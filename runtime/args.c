@@ -181,6 +181,8 @@ static int parse_flag(int argc, char **argv, int *i, const trc_config_field *set
   size_t len = eq ? (size_t)(eq - name) : strlen(name);
   int k = find_flag(settings, name, len);
   if (k < 0) return trc_fail(err, "unknown flag '%.*s'", (int)len + 2, arg);
+  if (given[k]) /* as a train block setting: a second one would silently win */
+    return trc_fail(err, "--%.*s is given twice; give it once", (int)len, name);
   given[k] = 1;
   if (k < N_FLAGS && flags[k].kind == FLAG_SWITCH) {
     if (eq) return trc_fail(err, "--%s takes no value", flags[k].name);
@@ -239,6 +241,12 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
     return trc_fail(err, "--metric-for-best needs --load-best or --early-stopping PATIENCE");
   if (was_given(settings, given, "early-stopping-threshold") && !o->early_stopping)
     return trc_fail(err, "--early-stopping-threshold needs --early-stopping PATIENCE");
+  /* the watchdog's deadline, now + timeout, must fit the timed wait's time_t
+   * seconds; a billion seconds (31 years) is far inside that */
+  static const double max_comm_timeout = 1e9;
+  if (o->comm_timeout > max_comm_timeout)
+    return trc_fail(err, "--comm-timeout: at most %g seconds (0: no limit), got %g",
+                    max_comm_timeout, o->comm_timeout);
   if (o->threads > TRC_MAX_THREADS)
     return trc_fail(err, "--threads: at most %d, got %lld", TRC_MAX_THREADS, (long long)o->threads);
   return 0;
@@ -265,8 +273,28 @@ static int check_best(const trc_model *m, const trc_options *o, trc_error *err) 
   return 0;
 }
 
-/* Settings that the train block refuses together are refused as flags too. */
+/* AdamW divides by sqrt(v) + eps and by 1 - beta^t: as the train block does,
+ * eps 0 and beta 1 are refused (after every flag, whichever set them). */
+static int check_adamw(const trc_train_config *c, trc_error *err) {
+  if (c->optimizer != TRC_ADAMW) return 0;
+  if (c->eps <= 0)
+    return trc_fail(err, "--eps: AdamW's eps must be above 0 (it divides by sqrt(v) + eps)");
+  const double betas[2] = {c->beta1, c->beta2};
+  for (int i = 0; i < 2; i++)
+    if (betas[i] >= 1)
+      return trc_fail(err, "--beta%d: AdamW's beta%d must be below 1 (it divides by 1 - "
+                           "beta%d^t)", i + 1, i + 1, i + 1);
+  return 0;
+}
+
+/* Settings that the train block refuses together are refused as flags too,
+ * whether the flags or the compiled values set them. */
 static int check_settings(const trc_model *m, const trc_train_config *c, trc_error *err) {
+  if (c->schedule != TRC_SCHED_CONSTANT && c->min_lr > c->lr) /* the decay would climb */
+    return trc_fail(err, "--min-lr: min_lr %g is above lr %g (--lr); the %s schedule decays "
+                         "from lr to min_lr", c->min_lr, c->lr,
+                    c->schedule == TRC_SCHED_LINEAR ? "linear" : "cosine");
+  if (check_adamw(c, err)) return -1;
   if ((c->metrics & TRC_METRIC_F1_BINARY) && m->has_predict && m->predict_classes != 2)
     return trc_fail(err, "metric f1_binary: the model predicts %lld classes; binary F1 needs 2 "
                          "(f1_macro averages over classes)", (long long)m->predict_classes);

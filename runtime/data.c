@@ -292,7 +292,8 @@ static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *
       trc_input_load_file(path, &labels, &ds->columns[i].data, &rows, err))
     return -1;
   ds->n_columns = i + 1; /* freed with the dataset from here on */
-  if (ignored && check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err))
+  if (ignored && (check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err) ||
+                  trc_check_labels_count(m, ds->columns[i].data, rows, path, err)))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;
   if (i == 0) {

@@ -367,6 +367,10 @@ int64_t trc_count_labels(const trc_model *m, const trc_dataset *ds, const int64_
                          int64_t count);
 /* The same for the batch now in the arena's input slot. */
 int64_t trc_count_labels_in_arena(const trc_model *m, const char *arena);
+/* Fails when none of the `rows` examples of the ignored input's file at path
+ * has a label that counts: nothing to train on or evaluate. */
+int trc_check_labels_count(const trc_model *m, const unsigned char *labels, int64_t rows,
+                           const char *path, trc_error *err);
 
 /* ---- pieces of trc_main (train.c) ---- */
 

@@ -52,7 +52,8 @@ static int encode_plain(const trc_tokenizer *tok, const unsigned char *text, siz
   return trc_tokenizer_encode(tok, text, len, out, err);
 }
 
-/* The "text" string of one JSON Lines object; other members are skipped. */
+/* The "text" string of one JSON Lines object (one only); other members are
+ * skipped. */
 static int document_text(const char *line, size_t len, char **text, trc_error *err) {
   trc_json j;
   trc_json_init(&j, line, len);
@@ -65,8 +66,10 @@ static int document_text(const char *line, size_t len, char **text, trc_error *e
         free(key);
         return -1;
       }
-      int is_text = strcmp(key, "text") == 0 && !*text;
+      int is_text = strcmp(key, "text") == 0;
       free(key);
+      if (is_text && *text) /* which one is the document? */
+        return trc_fail(err, "the object has two \"text\" members");
       if (is_text ? trc_json_string(&j, text, err) : trc_json_skip_value(&j, err)) return -1;
     } while (trc_json_accept(&j, ','));
     if (trc_json_expect(&j, '}', err)) return -1;

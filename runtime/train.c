@@ -335,6 +335,7 @@ static int setup_training(trainer *t, trc_error *err) {
 static int stop_on_bad_loss(trainer *t, double loss, double lr, double grad_norm,
                             trc_error *err) {
   trc_step_record rec = step_record(t, loss, lr, 0.0, grad_norm);
+  rec.step = t->step + 1; /* the step that failed, never counted as done */
   trc_log_step(&t->log, &rec);
   trc_progress_break(&t->progress);
   return trc_fail(err,

@@ -45,6 +45,9 @@ static void test_good(void) {
   CHECK(o.comm_timeout == 300);
   CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "1e19", NULL), err,
+                   "--comm-timeout: at most 1e+09 seconds (0: no limit), got 1e+19");
+  CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=1e9", NULL) == 0);
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
   CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.cfg.precision == TRC_FP32);
   CHECK(parse(&o, &err, "--data", "d", "--precision", "bf16", NULL) == 0 &&
@@ -141,6 +144,32 @@ static void test_bad(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "extra", NULL), err,
                    "unexpected argument 'extra'");
   CHECK_FAILS_WITH(parse(&o, &err, "-x", NULL), err, "unexpected argument '-x'");
+}
+
+/* Flags are settings too: each is given once, and what the train block
+ * refuses together is refused after every flag is applied (issue 26). */
+static void test_as_train_block(void) {
+  trc_options o;
+  trc_error err;
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--save", "a", "--save=b", NULL), err,
+                   "--save is given twice");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--steps", "1", "--steps", "2", NULL), err,
+                   "--steps is given twice");
+  CHECK_FAILS_WITH(parse(&o, &err, "--quiet", "--data", "d", "--quiet", NULL), err,
+                   "--quiet is given twice");
+  /* min_lr above lr: a decaying schedule would climb to it */
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--min-lr", "1", NULL), err,
+                   "min_lr 1 is above lr 0.001");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--min-lr", "1e-4", "--lr", "1e-5", NULL), err,
+                   "min_lr 0.0001 is above lr 1e-05");
+  CHECK(parse(&o, &err, "--data", "d", "--min-lr", "1", "--lr", "2", NULL) == 0);
+  CHECK(parse(&o, &err, "--data", "d", "--min-lr", "1", "--schedule", "constant", NULL) == 0);
+  /* AdamW divides by sqrt(v) + eps, and by 1 - beta^t */
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--eps", "0", NULL), err,
+                   "eps must be above 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--beta2=1", NULL), err,
+                   "beta2 must be below 1");
+  CHECK(parse(&o, &err, "--data", "d", "--eps", "0", "--optimizer", "sgd", NULL) == 0);
 }
 
 /* A flag the run would ignore is refused, naming what makes it moot. */
@@ -333,6 +362,7 @@ int main(void) {
                                       .local_sgd = 1};
   test_good();
   test_bad();
+  test_as_train_block();
   test_moot_combinations();
   test_every_setting();
   test_save_strategy();
