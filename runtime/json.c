@@ -77,7 +77,7 @@ static int hex4(const char *p, unsigned *out) {
   return 0;
 }
 
-static size_t put_utf8(char *out, unsigned cp) {
+size_t trc_utf8_encode(char *out, uint32_t cp) {
   if (cp < 0x80) {
     out[0] = (char)cp;
     return 1;
@@ -126,7 +126,7 @@ static int parse_escape(trc_json *j, char *out, size_t *n) {
   }
   unsigned cp;
   if (c != 'u' || parse_unicode_escape(j, &cp) || cp == 0) return -1; /* no NUL in C strings */
-  *n += put_utf8(out + *n, cp);
+  *n += trc_utf8_encode(out + *n, cp);
   return 0;
 }
 

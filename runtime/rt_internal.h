@@ -183,6 +183,22 @@ int trc_json_skip_value(trc_json *j, trc_error *err);
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
  * no overlong forms, no surrogates, nothing above U+10FFFF. */
 size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);
+/* Writes code point cp as UTF-8 (1 to 4 bytes); returns the length. */
+size_t trc_utf8_encode(char *out, uint32_t cp);
+
+/* Text and tokens (tokenizer.c), shared with wordpiece.c. */
+/* The code point at s[0..len) (valid UTF-8, checked before) and its length. */
+uint32_t trc_utf8_decode(const unsigned char *s, size_t len, size_t *n);
+/* Unicode's White_Space property. */
+int trc_is_white_space(uint32_t cp);
+/* Whether cp lies in one of n sorted, disjoint, inclusive ranges. */
+int trc_in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n);
+/* The id of the token with these bytes, or -1. */
+int32_t trc_tokenizer_find(const trc_tokenizer *t, const unsigned char *s, size_t n);
+/* BERT's WordPiece (wordpiece.c) over t's vocabulary: the ids of valid
+ * UTF-8 text, appended to out. */
+int trc_wordpiece_encode(const trc_tokenizer *t, const unsigned char *text, size_t len,
+                         trc_tokens *out, trc_error *err);
 
 /* ---- the train config, field by field (config.c) ---- */
 

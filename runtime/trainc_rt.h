@@ -385,19 +385,26 @@ int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uin
                   const char *path, trc_error *err);
 
 /* ---- tokenizers (tokenizer.c) ---- */
-/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding GPT-2's
- * byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1, every byte a
- * token) and merges.txt (one "LEFT RIGHT" pair a line, by rank; a first
- * "#version" line is skipped), both in GPT-2's byte alphabet (space is 'Ġ').
- * Errors name the file and what is wrong. */
+/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding BERT's
+ * WordPiece (uncased, as Hugging Face's BertTokenizerFast; wordpiece.c):
+ * vocab.txt, one token a line, its id the line's number from 0, with [UNK];
+ * or GPT-2's byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1,
+ * every byte a token) and merges.txt (one "LEFT RIGHT" pair a line, by rank;
+ * a first "#version" line is skipped), both in GPT-2's byte alphabet (space
+ * is 'Ġ'). Errors name the file and what is wrong. */
 int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err);
 /* The BPE from the two files' contents, held in memory (for tests). */
 int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
                         size_t merges_len, trc_tokenizer **out, trc_error *err);
+/* The WordPiece from vocab.txt's content (for tests). */
+int trc_tokenizer_parse_wordpiece(const char *vocab, size_t len, trc_tokenizer **out,
+                                  trc_error *err);
 void trc_tokenizer_free(trc_tokenizer *t);
 int64_t trc_tokenizer_vocab(const trc_tokenizer *t); /* ids are below this */
-int32_t trc_tokenizer_eot(const trc_tokenizer *t);   /* <|endoftext|>'s id, or -1 */
-int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 for the BPE */
+/* <|endoftext|>'s id (WordPiece: [SEP]'s), or -1: what joins documents */
+int32_t trc_tokenizer_eot(const trc_tokenizer *t);
+int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 but for bytes */
+int trc_tokenizer_is_wordpiece(const trc_tokenizer *t);
 
 typedef struct {
   int32_t *ids;
