@@ -62,6 +62,8 @@ void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
+/* Element i of an integer input's data (u8 or i32) set to v (data.c). */
+void trc_store_index(const trc_input *in, unsigned char *data, uint64_t i, int32_t v);
 
 /* Bytes of one element of a .npy / IDX array. */
 size_t trc_elem_size(trc_elem_type elem);
