@@ -166,18 +166,22 @@ typedef struct {
   trc_dataset *ds;
 } loader;
 
+static int is_integer(span s) {
+  size_t i = s.n > 0 && s.s[0] == '-';
+  if (i == s.n) return 0;
+  for (; i < s.n; i++)
+    if (s.s[i] < '0' || s.s[i] > '9') return 0;
+  return 1;
+}
+
 static int parse_label(const loader *L, span s, int32_t *out, trc_error *err) {
   const trc_input *in = &L->m->inputs[L->m->label_input];
-  size_t i = s.n > 0 && s.s[0] == '-';
-  long long v = 0;
-  if (i == s.n || s.n - i > 10)
+  const int negative = s.n > 0 && s.s[0] == '-';
+  if (!is_integer(s) || s.n - (size_t)negative > 10)
     return trc_fail(err, "the label '%.*s' is not an integer", (int)s.n, s.s);
-  for (; i < s.n; i++) {
-    if (s.s[i] < '0' || s.s[i] > '9')
-      return trc_fail(err, "the label '%.*s' is not an integer", (int)s.n, s.s);
-    v = v * 10 + (s.s[i] - '0');
-  }
-  v = s.s[0] == '-' ? -v : v;
+  long long v = 0;
+  for (size_t i = (size_t)negative; i < s.n; i++) v = v * 10 + (s.s[i] - '0');
+  v = negative ? -v : v;
   int ignored = trc_ignore_input(L->m) == L->m->label_input && v == L->m->ignore_label;
   if (!ignored && (v < 0 || v > INT32_MAX || (in->index_limit > 0 && v >= in->index_limit)))
     return trc_fail(err, "the label %lld is outside [0, %lld)", v,
@@ -232,9 +236,11 @@ typedef struct {
   int count;       /* columns a line has */
 } tsv_layout;
 
-/* A first line naming every field is a header; otherwise the columns are
- * text_a, text_b, label in that order (text_a, label for one sentence). */
-static int read_header(const loader *L, span line, tsv_layout *t) {
+/* A first line naming every field is a header (1); otherwise (0) the
+ * columns are text_a, text_b, label in that order (text_a, label for one
+ * sentence), and a first line whose label is a word is a header that names
+ * other fields (-1). */
+static int read_header(const loader *L, span line, tsv_layout *t, trc_error *err) {
   span f[MAX_COLUMNS + 1];
   const int n = split_tabs(line, f), single = !L->fields.b[0];
   t->a = column_named(f, n, L->fields.a);
@@ -245,6 +251,11 @@ static int read_header(const loader *L, span line, tsv_layout *t) {
     return 1;
   }
   *t = single ? (tsv_layout){0, -1, 1, 2} : (tsv_layout){0, 1, 2, 3};
+  if (n == t->count && !is_integer(f[t->label]))
+    return trc_fail(err, "the first line is not a pair (its label '%.*s' is not an integer) nor "
+                         "a header naming the fields %s%s%s and %s (--pair-fields names others)",
+                    (int)f[t->label].n, f[t->label].s, L->fields.a, single ? "" : ", ",
+                    L->fields.b, L->fields.label);
   return 0;
 }
 
@@ -367,8 +378,8 @@ static int read_lines(loader *L, const char *path, const char *data, size_t len,
     int rc;
     if (!tsv)
       rc = add_json_line(L, line, err);
-    else if (!seen++ && read_header(L, line, &layout))
-      rc = 0;
+    else if (!seen++ && (rc = read_header(L, line, &layout, err)) != 0)
+      rc = rc < 0 ? -1 : 0;
     else
       rc = tsv_record(L, &layout, line, &r, err) || add_example(L, &r, err);
     if (rc) {

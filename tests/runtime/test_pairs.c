@@ -149,7 +149,10 @@ static void test_bad_files(const char *dir, const trc_tokenizer *tok) {
   const char *def = "text_a,text_b,label";
   CHECK_LOAD_FAILS("a.tsv", "a\tb\t1\na\tb\n", def, "a.tsv:2",
                    "expected 3 tab-separated fields (text_a, text_b, label), found 2");
-  CHECK_LOAD_FAILS("b.tsv", "a\tb\tyes\n", def, "b.tsv:1", "the label 'yes' is not an integer");
+  CHECK_LOAD_FAILS("b.tsv", "a\tb\t1\na\tb\tyes\n", def, "b.tsv:2",
+                   "the label 'yes' is not an integer");
+  CHECK_LOAD_FAILS("b2.tsv", "s1\ts2\ty\na\tb\t1\n", def, "b2.tsv:1",
+                   "nor a header naming the fields text_a, text_b and label");
   CHECK_LOAD_FAILS("c.tsv", "a\tb\t3\n", def, "c.tsv:1", "the label 3 is outside [0, 3)");
   CHECK_LOAD_FAILS("d.tsv", "a\tb\t-1\n", def, "d.tsv:1", "the label -1 is outside [0, 3)");
   CHECK_LOAD_FAILS("e.tsv", "a\tb\t99999999999\n", def, "e.tsv:1", "is not an integer");
