@@ -117,6 +117,8 @@ int trc_pairs_check_model(const trc_model *m, const trc_tokenizer *tok, trc_erro
   if (ids < 0 || m->label_input < 0)
     return trc_fail(err, "model '%s' has no input %s: %s", m->name,
                     ids < 0 ? "named input_ids" : "of class labels", supplied);
+  if (m->inputs[ids].rank != 2)
+    return trc_fail(err, "input 'input_ids' must be i32[B, T]: %s", supplied);
   const int64_t T = m->inputs[ids].dims[1], largest[] = {trc_tokenizer_vocab(tok) - 1, 1, 1};
   for (int i = 0; i < m->n_inputs; i++) {
     const trc_input *in = &m->inputs[i];
@@ -252,8 +254,9 @@ static int read_header(const loader *L, span line, tsv_layout *t, trc_error *err
   }
   *t = single ? (tsv_layout){0, -1, 1, 2} : (tsv_layout){0, 1, 2, 3};
   if (n == t->count && !is_integer(f[t->label]))
-    return trc_fail(err, "the first line is not a pair (its label '%.*s' is not an integer) nor "
-                         "a header naming the fields %s%s%s and %s (--pair-fields names others)",
+    return trc_fail(err, "the first line is neither a pair (its label '%.*s' is not an integer) "
+                         "nor a header naming the fields %s%s%s and %s (--pair-fields names "
+                         "others)",
                     (int)f[t->label].n, f[t->label].s, L->fields.a, single ? "" : ", ",
                     L->fields.b, L->fields.label);
   return 0;
@@ -290,7 +293,8 @@ static int json_member(const loader *L, trc_json *j, const char *key, json_recor
     if ((text && *text) || (!text && rec->label.s))
       return trc_fail(err, "the key \"%s\" is given twice", key);
     if (text) return trc_json_string(j, text, err);
-    while (j->p < j->end && strchr(" \t\r\n", *j->p)) j->p++; /* the span starts at the value */
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n'))
+      j->p++; /* the span starts at the value */
     const char *start = j->p;
     if (trc_json_skip_value(j, err)) return -1;
     rec->label = (span){start, (size_t)(j->p - start)};
@@ -374,15 +378,11 @@ static int read_lines(loader *L, const char *path, const char *data, size_t len,
     line_no++;
     if (line.n > 0 && line.s[line.n - 1] == '\r') line.n--;
     if (line.n == 0) continue;
+    const int header = tsv && !seen++ ? read_header(L, line, &layout, err) : 0;
+    if (header == 1) continue;
     record r;
-    int rc;
-    if (!tsv)
-      rc = add_json_line(L, line, err);
-    else if (!seen++ && (rc = read_header(L, line, &layout, err)) != 0)
-      rc = rc < 0 ? -1 : 0;
-    else
-      rc = tsv_record(L, &layout, line, &r, err) || add_example(L, &r, err);
-    if (rc) {
+    if (header < 0 || (tsv ? tsv_record(L, &layout, line, &r, err) || add_example(L, &r, err)
+                           : add_json_line(L, line, err))) {
       char where[sizeof err->where];
       snprintf(where, sizeof where, "%s:%zu", path, line_no);
       return trc_set_where(err, where);

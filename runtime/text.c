@@ -46,7 +46,7 @@ static int encode_plain(const trc_tokenizer *tok, const unsigned char *text, siz
   if (bad < len) {
     size_t line, col;
     line_col(text, bad, &line, &col);
-    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (the BPE tokenizer reads UTF-8 "
+    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (this tokenizer reads UTF-8 "
                          "text)", line, col);
   }
   return trc_tokenizer_encode(tok, text, len, out, err);

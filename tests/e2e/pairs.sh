@@ -86,7 +86,7 @@ expect_error "label.tsv:2: error: the label 'maybe' is not an integer" -- \
   ./pairs --pairs label.tsv --tokenizer bert
 printf '{"text_a": "a", "text_b": "b", "label": 1, "idx": 3}\n' >key.jsonl
 expect_error 'key.jsonl:1: error: unknown key "idx"' -- ./pairs --pairs key.jsonl --tokenizer bert
-expect_error "train.tsv:1: error: the first line is not a pair" -- \
+expect_error "train.tsv:1: error: the first line is neither a pair" -- \
   ./pairs --pairs train.tsv --tokenizer bert
 expect_error "no tokenizer here: expected vocab.txt" -- ./pairs --pairs plain.tsv.gz --tokenizer .
 model extra "input  extra : f32[B, 3]"
