@@ -265,3 +265,11 @@ static int skip_nested(trc_json *j, int depth, trc_error *err) {
 }
 
 int trc_json_skip_value(trc_json *j, trc_error *err) { return skip_nested(j, 0, err); }
+
+int trc_json_value_text(trc_json *j, const char **text, size_t *len, trc_error *err) {
+  skip_space(j);
+  *text = j->p;
+  if (trc_json_skip_value(j, err)) return -1;
+  *len = (size_t)(j->p - *text);
+  return 0;
+}

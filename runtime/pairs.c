@@ -293,12 +293,7 @@ static int json_member(const loader *L, trc_json *j, const char *key, json_recor
     if ((text && *text) || (!text && rec->label.s))
       return trc_fail(err, "the key \"%s\" is given twice", key);
     if (text) return trc_json_string(j, text, err);
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n'))
-      j->p++; /* the span starts at the value */
-    const char *start = j->p;
-    if (trc_json_skip_value(j, err)) return -1;
-    rec->label = (span){start, (size_t)(j->p - start)};
-    return 0;
+    return trc_json_value_text(j, &rec->label.s, &rec->label.n, err);
   }
   return trc_fail(err, "unknown key \"%s\" (the fields are \"%s\"%s%s%s and \"%s\"; "
                        "--pair-fields names others)", key, f->a, f->b[0] ? ", \"" : "", f->b,

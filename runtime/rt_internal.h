@@ -182,6 +182,8 @@ int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 /* Skips one value of any kind (nested at most 64 deep). */
 int trc_json_skip_value(trc_json *j, trc_error *err);
+/* The same, giving the value's JSON text ("1.5", "false", "[1, 2]"). */
+int trc_json_value_text(trc_json *j, const char **text, size_t *len, trc_error *err);
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
  * no overlong forms, no surrogates, nothing above U+10FFFF. */
 size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);

@@ -445,6 +445,53 @@ static int file_exists(const char *dir, const char *name) {
          stat(path, &st) == 0;
 }
 
+/* ---- tokenizer_config.json ---- */
+
+/* Why member `key` (its value's JSON text v) of Hugging Face's
+ * tokenizer_config.json says the tokenizer is not BERT's uncased one, or
+ * NULL. strip_accents null or true, as do_lower_case true, are uncased. */
+static const char *cased_setting(const char *key, const char *v, size_t n) {
+  if (n != 5 || memcmp(v, "false", 5) != 0) return NULL;
+  return strcmp(key, "do_lower_case") == 0   ? "do_lower_case is false"
+         : strcmp(key, "strip_accents") == 0 ? "strip_accents is false"
+                                             : NULL;
+}
+
+static int check_config(const char *text, size_t len, trc_error *err) {
+  trc_json j;
+  trc_json_init(&j, text, len);
+  if (trc_json_expect(&j, '{', err)) return -1;
+  if (trc_json_accept(&j, '}')) return 0;
+  do {
+    char *key = NULL;
+    const char *v;
+    size_t n;
+    int rc = trc_json_string(&j, &key, err) || trc_json_expect(&j, ':', err) ||
+             trc_json_value_text(&j, &v, &n, err);
+    const char *why = rc ? NULL : cased_setting(key, v, n);
+    free(key);
+    if (rc) return -1;
+    if (why)
+      return trc_fail(err, "%s: only BERT's uncased WordPiece is implemented (lowercased, "
+                           "accents stripped)", why);
+  } while (trc_json_accept(&j, ','));
+  return trc_json_expect(&j, '}', err);
+}
+
+/* A folder's tokenizer_config.json, when it has one, must describe the
+ * uncased tokenizer that wordpiece.c implements. */
+static int check_uncased(const char *dir, trc_error *err) {
+  char path[4096];
+  unsigned char *text = NULL;
+  size_t len;
+  if ((size_t)snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= sizeof path ||
+      !file_exists(dir, "tokenizer_config.json"))
+    return 0;
+  int rc = trc_read_file(path, &text, &len, err) || check_config((const char *)text, len, err);
+  free(text);
+  return rc ? trc_set_where(err, path) : 0;
+}
+
 /* A folder with vocab.txt holds BERT's WordPiece; one with vocab.json,
  * GPT-2's BPE. */
 static int load_folder(trc_tokenizer *t, const char *dir, trc_error *err) {
@@ -455,7 +502,8 @@ static int load_folder(trc_tokenizer *t, const char *dir, trc_error *err) {
   char path[4096];
   if ((size_t)snprintf(path, sizeof path, "%s/vocab.txt", dir) >= sizeof path)
     return trc_fail_at(err, dir, "the tokenizer's folder name is too long");
-  if (file_exists(dir, "vocab.txt")) return load_wordpiece(t, path, err);
+  if (file_exists(dir, "vocab.txt"))
+    return check_uncased(dir, err) || load_wordpiece(t, path, err) ? -1 : 0;
   if (file_exists(dir, "vocab.json")) return load_bpe(t, dir, err);
   return trc_fail_at(err, dir, "no tokenizer here: expected vocab.txt (BERT's WordPiece) or "
                                "vocab.json and merges.txt (GPT-2's BPE)");

@@ -389,7 +389,8 @@ int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uin
 /* ---- tokenizers (tokenizer.c) ---- */
 /* "bytes": one token per byte, ids 0..255. Otherwise a folder holding BERT's
  * WordPiece (uncased, as Hugging Face's BertTokenizerFast; wordpiece.c):
- * vocab.txt, one token a line, its id the line's number from 0, with [UNK];
+ * vocab.txt, one token a line, its id the line's number from 0, with [UNK]
+ * (a tokenizer_config.json there must not make it cased);
  * or GPT-2's byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1,
  * every byte a token) and merges.txt (one "LEFT RIGHT" pair a line, by rank;
  * a first "#version" line is skipped), both in GPT-2's byte alphabet (space

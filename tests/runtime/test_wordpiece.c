@@ -133,6 +133,22 @@ static void test_hostile(void) {
   CHECK_FAILS_WITH(trc_tokenizer_load(dir, &t, &err), err, "ids 1 and 2 are the same token");
   CHECK(strstr(err.where, "vocab.txt") != NULL);
   CHECK_FAILS_WITH(trc_tokenizer_load(path, &t, &err), err, "not a folder");
+  test_write_file(path, vocab, sizeof vocab - 1);
+  test_path(path, sizeof path, dir, "tokenizer_config.json"); /* Hugging Face's settings */
+  const char *uncased = "{\"do_lower_case\": true, \"strip_accents\": null, \"x\": [{}]}";
+  test_write_file(path, uncased, strlen(uncased));
+  CHECK(trc_tokenizer_load(dir, &t, &err) == 0);
+  trc_tokenizer_free(t);
+  t = NULL;
+  const char *cased = "{\"do_lower_case\": false}", *kept = "{\"strip_accents\": false}";
+  test_write_file(path, cased, strlen(cased));
+  CHECK_FAILS_WITH(trc_tokenizer_load(dir, &t, &err), err,
+                   "do_lower_case is false: only BERT's uncased WordPiece is implemented");
+  CHECK(strstr(err.where, "tokenizer_config.json") != NULL);
+  test_write_file(path, kept, strlen(kept));
+  CHECK_FAILS_WITH(trc_tokenizer_load(dir, &t, &err), err, "strip_accents is false");
+  test_write_file(path, cased, 20); /* cut short */
+  CHECK_FAILS_WITH(trc_tokenizer_load(dir, &t, &err), err, "malformed JSON");
   test_remove_dir(dir);
 }
 
