@@ -54,12 +54,16 @@ words=(the cat dog sat a is cats dogs)
   printf 's1\ts2\ty\n'
   for i in $(seq 0 199); do
     a="${words[i % 8]} ${words[i / 8 % 8]}."
-    if ((i * 7 % 5 < 2)); then b="The ${words[i % 5]}, yes!"; y=1; else b="no, ${words[i % 3]}"; y=0; fi
+    if ((i * 7 % 5 < 2)); then
+      b="The ${words[i % 5]}, yes!" y=1
+    else
+      b="no, ${words[i % 3]}" y=0
+    fi
     printf '%s\t%s\t%d\n' "$a" "$b" "$y"
   done
 } >train.tsv
-tail -n 40 train.tsv | awk -F'\t' '{printf "{\"s1\": \"%s\", \"s2\": \"%s\", \"y\": %s}\n", $1, $2, $3}' \
-  >eval.jsonl
+tail -n 40 train.tsv |
+  awk -F'\t' '{printf "{\"s1\": \"%s\", \"s2\": \"%s\", \"y\": %s}\n", $1, $2, $3}' >eval.jsonl
 
 echo "training from TSV, evaluating on JSON Lines:"
 ./pairs --pairs train.tsv --eval-pairs eval.jsonl --pair-fields s1,s2,y --tokenizer bert \

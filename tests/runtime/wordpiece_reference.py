@@ -38,8 +38,10 @@ HARD = [
     "don't won't y'all rock'n'roll O'Neil ''double'' ``tex``",
     "url https://example.com/path?q=1&r=2#frag email me@example.org",
     "tabs\tand\nnewlines\r\nand\u00a0nbsp\u3000ideographic\u2003em\u2028line\u2029para",
-    "controls\x01\x02\x7f\x85 soft\u00adhyphen zero\u200bwidth zw\u200dj bom\ufeff rep\ufffdlacement",
-    "special [CLS] tokens [SEP] in [PAD] text [MASK] and [UNK] and [cls] [SEP[SEP]] [MASK]ed x[SEP]y",
+    "controls\x01\x02\x7f\x85 soft\u00adhyphen zero\u200bwidth zw\u200dj bom\ufeff "
+    "rep\ufffdlacement",
+    "special [CLS] tokens [SEP] in [PAD] text [MASK] and [UNK] and [cls] [SEP[SEP]] [MASK]ed "
+    "x[SEP]y",
     "a" * 99, "b" * 100, "c" * 101, "d" * 250,
     "é" * 100, "é" * 101, "中" * 120, "antidisestablishmentarianism" * 4,
     "supercalifragilisticexpialidocious pneumonoultramicroscopicsilicovolcanoconiosis",
