@@ -74,6 +74,13 @@ static int convert_elements(const unsigned char *src, const trc_array_header *h,
   return 0;
 }
 
+void trc_store_index(const trc_input *in, unsigned char *data, uint64_t i, int32_t v) {
+  if (in->dtype == TRC_U8)
+    data[i] = (unsigned char)v;
+  else
+    memcpy(data + 4 * i, &v, 4);
+}
+
 static int64_t load_index(const trc_input *in, const unsigned char *data, uint64_t i) {
   if (in->dtype == TRC_U8) return data[i];
   int32_t v;

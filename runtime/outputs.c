@@ -31,8 +31,8 @@ static int check_not_input(const trc_model *m, const trc_options *o, const outpu
           trc_same_file(out->path, path))
         return trc_fail_at(err, out->path, "%s names the input file %s; refusing to overwrite it",
                            out->flag, path);
-  const char *texts[2] = {o->text_path, o->eval_text_path};
-  for (int d = 0; d < 2; d++)
+  const char *texts[4] = {o->text_path, o->eval_text_path, o->pairs_path, o->eval_pairs_path};
+  for (int d = 0; d < 4; d++)
     if (texts[d] && trc_same_file(out->path, texts[d]))
       return trc_fail_at(err, out->path, "%s names the text file %s; refusing to overwrite it",
                          out->flag, texts[d]);

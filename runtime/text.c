@@ -46,7 +46,7 @@ static int encode_plain(const trc_tokenizer *tok, const unsigned char *text, siz
   if (bad < len) {
     size_t line, col;
     line_col(text, bad, &line, &col);
-    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (the BPE tokenizer reads UTF-8 "
+    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (this tokenizer reads UTF-8 "
                          "text)", line, col);
   }
   return trc_tokenizer_encode(tok, text, len, out, err);
@@ -110,13 +110,6 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Windows of T + 1 tokens, stored in each input's element type. */
-static void store_id(const trc_input *in, unsigned char *col, uint64_t i, int32_t id) {
-  if (in->dtype == TRC_U8)
-    col[i] = (unsigned char)id;
-  else
-    memcpy(col + 4 * i, &id, 4);
-}
-
 static int make_windows(const trc_model *m, const trc_tokens *tk, trc_dataset *ds,
                         trc_error *err) {
   const int64_t T = m->predict_rows;
@@ -140,7 +133,7 @@ static int make_windows(const trc_model *m, const trc_tokens *tk, trc_dataset *d
     }
     for (int64_t e = 0; e < n; e++)
       for (int64_t t = 0; t < T; t++)
-        store_id(in, c->data, (uint64_t)(e * T + t), tk->ids[e * T + t + k]);
+        trc_store_index(in, c->data, (uint64_t)(e * T + t), tk->ids[e * T + t + k]);
   }
   return 0;
 }

@@ -100,8 +100,9 @@ static void test_sample(void) {
 static void test_bad(void) {
   trc_options o;
   trc_error err;
-  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR (or --text FILE) is required");
-  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR (or --text FILE) is required");
+  const char *required = "--data DIR (or --text FILE, or --pairs FILE) is required";
+  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, required);
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, required);
   CHECK_FAILS_WITH(parse(&o, &err, "--dump-step", "s", NULL), err, "--dump-step needs --data DIR");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
@@ -299,7 +300,8 @@ static void test_save_strategy(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "0", NULL), err,
                    "--early-stopping: expected an integer >= 1");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", NULL), err,
-                   "--load-best needs evaluation data: --eval-data DIR or --validation X");
+                   "--load-best needs evaluation data: --eval-data DIR (--eval-text, "
+                   "--eval-pairs) or --validation X");
   CHECK(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", "--eval-data", "e",
               NULL) == 0);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "2", "--eval-every-epoch",
