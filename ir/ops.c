@@ -1239,15 +1239,18 @@ static void bwd_cls_pool(Graph *g, int n, int dy, const bool want[], int dx[]) {
   dx[0] = add_with(g, OP_CLS_POOL_GRAD, dy, &a);
 }
 
-/* dx = zeros of attr.shape with dy at the first position. */
+/* dx = dy at the first position, 0 at the others: one pass over dx (no
+ * zeroing pass and scatter). */
 static Kernel *kernel_cls_pool_grad(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
-  zero_output(k, n);
-  int b, j;
-  KStmt *loop = k_for(k, k_for(k, NULL, n->shape.dim[0], &b), position_features(&n->shape), &j);
-  KExpr *dy = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, b), position_features(&n->shape)),
-                                         k_index(k, j)), false);
-  k_store(k, loop, n->id, seq_index(k, &n->shape, b, k_iconst(k, 0), j), dy, true);
+  int64_t features = position_features(&n->shape);
+  int b, t, j;
+  KStmt *loop = k_for(k, k_for(k, NULL, n->shape.dim[0], &b), n->shape.dim[1], &t);
+  loop = k_for(k, loop, features, &j);
+  KExpr *dy = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j)), false);
+  KExpr *first = k_eq(k, k_index(k, t), k_iconst(k, 0));
+  k_store(k, loop, n->id, seq_index(k, &n->shape, b, k_index(k, t), j),
+          k_select(k, first, dy, k_const(k, 0)), accumulates(n));
   return k;
 }
 
