@@ -430,14 +430,21 @@ static int attend(Lower *L, const int qkv[3], int64_t heads, OpKind softmax, int
   return graph_add_bmm(L->g, out, 0, 0, heads, BMM_HEADS_B | BMM_HEADS_C, loc, L->diag);
 }
 
-/* A 0/1 mask over [B, T] positions (attention's keys, pooling's tokens): an
- * integer model input, whose values the trainer checks when data loads; the
- * default NaN is no mask (-1). False on error. */
-static bool want_mask(Lower *L, Value v, SrcLoc loc, int *mask) {
+/* A 0/1 mask over the [B, T] positions of x [B, T, ...] (attention's keys,
+ * pooling's tokens): an integer model input, whose values the trainer
+ * checks when data loads; the default NaN is no mask (-1). False on error. */
+static bool want_mask(Lower *L, Value v, SrcLoc loc, int x, int *mask) {
   *mask = -1;
   if (v.kind == V_NUM && isnan(v.num)) return true;
   if (!want_tensor(L, v, loc, "the mask") || !mark_index_input(L, v, loc, 2, "the mask"))
     return false;
+  const Shape *m = shape_of(L, v.node), *xs = shape_of(L, x);
+  if (xs->rank < 2 || m->rank != 2 || m->dim[0] != xs->dim[0] || m->dim[1] != xs->dim[1]) {
+    char sm[128], sx[128];
+    diag_error(L->diag, loc, "the mask %s does not fit the positions of %s (expected [B, T])",
+               shape_str(m, sm), shape_str(xs, sx));
+    return false;
+  }
   *mask = v.node;
   return true;
 }
@@ -457,7 +464,7 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
   const char *input = causal ? "causal_self_attention's input" : "self_attention's input";
   if (!want_tensor(L, v[0], locs[0], input) ||
       !want_int_value(L, v[1], locs[1], "the number of heads", 1, MAX_NUMEL, &heads) ||
-      (!causal && !want_mask(L, v[2], locs[2], &mask)) ||
+      (!causal && !want_mask(L, v[2], locs[2], v[0].node, &mask)) ||
       !want_probability(L, v[p_arg], locs[p_arg], &p))
     return error_value;
   const Shape xs = *shape_of(L, v[0].node);
@@ -486,7 +493,8 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
  * is 1 (all, without a mask), as sentence-transformers' mean pooling. */
 static Value builtin_mean_pool(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   int mask;
-  if (!want_tensor(L, v[0], locs[0], "mean_pool's input") || !want_mask(L, v[1], locs[1], &mask))
+  if (!want_tensor(L, v[0], locs[0], "mean_pool's input") ||
+      !want_mask(L, v[1], locs[1], v[0].node, &mask))
     return error_value;
   int in[2] = {v[0].node, mask};
   return tensor_value(graph_add(L->g, OP_MEAN_POOL, in, mask >= 0 ? 2 : 1, call->loc, L->diag));
