@@ -101,6 +101,20 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 4, eps, 0, 0, call->loc, L->diag));
 }
 
+/* The embedding op of ids in table; `padding_idx` (NaN: none) is a row
+ * whose gradient is 0, as torch.nn.Embedding's (attr.i[1] = 1, attr.i[2] =
+ * the row). -1 on error. */
+static int embedding_node(Lower *L, int table, Value ids, Value padding_idx, SrcLoc loc,
+                          SrcLoc pad_loc) {
+  int64_t vocab = shape_of(L, table)->dim[0], pad = 0;
+  bool padded = !(padding_idx.kind == V_NUM && isnan(padding_idx.num));
+  if (padded && !want_int_value(L, padding_idx, pad_loc, "padding_idx", 0, vocab - 1, &pad))
+    return -1;
+  Attr a = {.i = {0, padded, pad}};
+  int in[2] = {table, ids.node};
+  return graph_add_op(L->g, OP_EMBEDDING, in, 2, &a, loc, L->diag);
+}
+
 /* embedding(ids, vocab, dim) declares its table [vocab, dim];
  * embedding(ids, table) looks rows up in a given [vocab, dim] tensor (a
  * param the model also uses elsewhere, e.g. a tied output layer). */
@@ -116,7 +130,7 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
       if (t->rank != 2) diag_error(L->diag, locs[1], "embedding needs a [vocab, dim] table");
       return error_value;
     }
-    return tensor_value(add_node(L, OP_EMBEDDING, v[1].node, v[0].node, call->loc));
+    return tensor_value(embedding_node(L, v[1].node, v[0], v[3], call->loc, locs[3]));
   }
   int64_t vocab, dim;
   if (!want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
@@ -128,7 +142,7 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
   Init init = {.kind = TRC_INIT_NORMAL, .a = 0, .b = 1};
   int table = add_param(L, name, &(Shape){.rank = 2, .dim = {vocab, dim}}, init, true, call->loc);
   free(prefix), free(name);
-  return tensor_value(table < 0 ? -1 : add_node(L, OP_EMBEDDING, table, v[0].node, call->loc));
+  return tensor_value(table < 0 ? -1 : embedding_node(L, table, v[0], v[3], call->loc, locs[3]));
 }
 
 /* `ignore = L`: rows labelled L (negative, as PyTorch's -100) add no loss
@@ -591,7 +605,7 @@ static Value builtin_pool(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc
 static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
-    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 2, {0, 0, 0}}},
+    {"embedding", builtin_embedding, {{"ids", "vocab", "dim", "padding_idx"}, 4, 2, {0, 0, 0, NAN}}},
     {"cross_entropy", builtin_cross_entropy, {{"logits", "labels", "ignore"}, 3, 2, {0, 0, NAN}}},
     {"mse", builtin_mse, {{"prediction", "target"}, 2, 2, {0}}},
     {"mean", builtin_mean, {{"x"}, 1, 1, {0}}},

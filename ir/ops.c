@@ -1151,11 +1151,19 @@ static Kernel *kernel_embedding(const Graph *g, const Node *n) {
   return k;
 }
 
+/* embedding(..., padding_idx = P): attr.i[1] = 1, attr.i[2] = P. */
+static void print_padding_idx(FILE *out, const Node *n) {
+  if (n->attr.i[1]) fprintf(out, " {padding_idx=%lld}", (long long)n->attr.i[2]);
+}
+
+/* The gradient keeps the padding row (attr.i[1], [2]); attr.i[0] = the table. */
 static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Node x = g->nodes[n];
   if (want[0]) {
     int in[2] = {x.in[1], dy};
-    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, no_loc, NULL);
+    Attr a = x.attr;
+    a.i[0] = x.in[0];
+    dx[0] = graph_add_op(g, OP_EMBEDDING_GRAD, in, 2, &a, no_loc, NULL);
   }
 }
 
@@ -1174,7 +1182,12 @@ static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   KExpr *row = k_load(k, n->in[0], k_index(k, r), true);
   KExpr *dst = k_iadd(k, k_imul(k, row, cols), block_col(k, b, w, d));
   KExpr *src = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, d));
-  k_store(k, loop, n->id, dst, k_load(k, n->in[1], src, false), true);
+  KExpr *dy = k_load(k, n->in[1], src, false);
+  if (n->attr.i[1]) { /* the padding row adds 0 */
+    KExpr *pad = k_eq(k, k_load(k, n->in[0], k_index(k, r), true), k_iconst(k, n->attr.i[2]));
+    dy = k_select(k, k_binary(k, KB_SUB, k_const(k, 1), pad), dy, k_const(k, 0));
+  }
+  k_store(k, loop, n->id, dst, dy, true);
   return k;
 }
 

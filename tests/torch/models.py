@@ -250,18 +250,34 @@ def mean_pool(h, mask):
     return (h * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
 
 
+def encoder_batch(rng, n, t, vocab, classes, all_padding):
+    """n sequences of 1..t real tokens then padding (the mask 0 there), the
+    second half of each of type 1; with all_padding, the last sequence is
+    padding only."""
+    lengths = rng.integers(1, t + 1, n)
+    if all_padding:
+        lengths[-1] = 0
+    positions = np.arange(t)[None, :]
+    mask = (positions < lengths[:, None]).astype(np.int32)
+    types = (positions >= (lengths[:, None] + 1) // 2).astype(np.int32) * mask
+    return {"ids": rng.integers(0, vocab, (n, t), dtype=np.int32) * mask,
+            "token_types": types, "mask": mask,
+            "label": rng.integers(0, classes, n, dtype=np.int32)}
+
+
 class Bert(nn.Module):
     """tests/torch/bert_small.nn: embeddings words + types + positions (the
     first T rows of the table) → layernorm → post-layernorm layers (4 heads)
     → mean pooling over the mask and a tanh pooler of the [CLS] position,
     each through a linear map to the classes, summed."""
     HEADS = 4
+    T = 10  # the model file's sequence length (its position table has more rows)
 
     def __init__(self, weights):
         super().__init__()
         width = weights["words.weight"].shape[1]
         depth = sum(1 for k in weights if k.startswith("layer.") and k.endswith(".layernorm.weight"))
-        self.words = nn.Embedding(*weights["words.weight"].shape)
+        self.words = nn.Embedding(*weights["words.weight"].shape, padding_idx=0)
         self.types = nn.Embedding(*weights["types.weight"].shape)
         self.position = nn.Parameter(torch.empty(weights["position"].shape))
         self.h = nn.LayerNorm(width, eps=1e-12)
@@ -271,17 +287,10 @@ class Bert(nn.Module):
         self.logits = linear_like(weights, "logits")
         self.logits_1 = linear_like(weights, "logits_1")
 
-    def make_data(self, rng, n, t=10):
-        """Sequences of 1..T real tokens then padding (the mask 0 there), the
-        second half of each of type 1; the last sequence all padding."""
-        lengths = rng.integers(1, t + 1, n)
-        lengths[-1] = 0
-        positions = np.arange(t)[None, :]
-        mask = (positions < lengths[:, None]).astype(np.int32)
-        types = (positions >= (lengths[:, None] + 1) // 2).astype(np.int32) * mask
-        return {"ids": rng.integers(0, self.words.num_embeddings, (n, t), dtype=np.int32) * mask,
-                "token_types": types, "mask": mask,
-                "label": rng.integers(0, self.logits.out_features, n, dtype=np.int32)}
+    def make_data(self, rng, n):
+        """Padded sequences, the last one all padding (encoder_batch)."""
+        return encoder_batch(rng, n, self.T, self.words.num_embeddings, self.logits.out_features,
+                             all_padding=True)
 
     def forward(self, batch):
         ids, mask = batch["ids"].long(), batch["mask"]

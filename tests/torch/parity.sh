@@ -9,13 +9,17 @@
 #   3. with `train` given: 10 optimizer steps (the train block's optimizer and
 #      schedule) give the same loss at every step and the same weights.
 # TRAINC_TEST_BACKEND=run: the trainer is `trainc run` (LLVM's JIT).
-# Skipped (77) when Debian's python3 has no torch.
+# TRAINC_TEST_PYTHON: the Python with torch (default Debian's python3); an
+# hf_ TORCH_MODEL (hf_models.py) needs transformers there too.
+# Skipped (77) when that Python has not the packages.
 # usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
 set -euo pipefail
 trainc=$1 model=$2 torch_model=$3 work=$4 train=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
-py=/usr/bin/python3
-$py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
+py=${TRAINC_TEST_PYTHON:-/usr/bin/python3}
+packages="torch, numpy"
+[[ $torch_model == hf_* ]] && packages+=", transformers"
+[[ -x $py ]] && $py -c "import $packages" 2>/dev/null || { echo "no $packages in $py: skipped"; exit 77; }
 parity() { $py "$here/parity.py" "$@"; }
 rm -rf "$work" && mkdir -p "$work"
 trainer=("$trainc" run "$model")
