@@ -1224,6 +1224,11 @@ static int64_t position_features(const Shape *seq) {
   return shape_numel(seq) / (seq->dim[0] * seq->dim[1]);
 }
 
+/* Element j of batch element b of a pooled [B, F] buffer. */
+static KExpr *pooled_index(Kernel *k, int b, int64_t features, int j) {
+  return k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j));
+}
+
 /* Element j of position t of batch element b of a [B, T, F] buffer. */
 static KExpr *seq_index(Kernel *k, const Shape *seq, int b, KExpr *t, int j) {
   KExpr *pos = k_iadd(k, k_imul(k, k_index(k, b), seq->dim[1]), t);
@@ -1236,9 +1241,8 @@ static Kernel *kernel_cls_pool(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
   int b, j;
   KStmt *loop = k_for(k, k_for(k, NULL, x->dim[0], &b), position_features(x), &j);
-  KExpr *out = k_iadd(k, k_imul(k, k_index(k, b), position_features(x)), k_index(k, j));
   KExpr *first = k_load(k, n->in[0], seq_index(k, x, b, k_iconst(k, 0), j), false);
-  k_store(k, loop, n->id, out, first, accumulates(n));
+  k_store(k, loop, n->id, pooled_index(k, b, position_features(x), j), first, accumulates(n));
   return k;
 }
 
@@ -1260,7 +1264,7 @@ static Kernel *kernel_cls_pool_grad(const Graph *g, const Node *n) {
   int b, t, j;
   KStmt *loop = k_for(k, k_for(k, NULL, n->shape.dim[0], &b), n->shape.dim[1], &t);
   loop = k_for(k, loop, features, &j);
-  KExpr *dy = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j)), false);
+  KExpr *dy = k_load(k, n->in[0], pooled_index(k, b, features, j), false);
   KExpr *first = k_eq(k, k_index(k, t), k_iconst(k, 0));
   k_store(k, loop, n->id, seq_index(k, &n->shape, b, k_index(k, t), j),
           k_select(k, first, dy, k_const(k, 0)), accumulates(n));
@@ -1281,7 +1285,8 @@ static int pool_count(Kernel *k, KStmt *parent, int mask, int64_t t_count, int b
   int count, t;
   k_local(k, parent, k_const(k, 0), &count);
   KStmt *loop = k_for(k, parent, t_count, &t);
-  k_set(k, loop, count, k_binary(k, KB_ADD, k_localv(k, count), position_mask(k, mask, t_count, b, t)));
+  KExpr *real = position_mask(k, mask, t_count, b, t);
+  k_set(k, loop, count, k_binary(k, KB_ADD, k_localv(k, count), real));
   int clamped;
   k_local(k, parent, k_binary(k, KB_MAX, k_localv(k, count), k_const(k, 1e-9)), &clamped);
   return clamped;
@@ -1304,9 +1309,8 @@ static Kernel *kernel_mean_pool(const Graph *g, const Node *n) {
   KExpr *v = k_binary(k, KB_MUL, k_load(k, n->in[0], seq_index(k, x, b, k_index(k, t), j), false),
                       position_mask(k, mask, t_count, b, t));
   k_set(k, loop, sum, k_binary(k, KB_ADD, k_localv(k, sum), v));
-  KExpr *out = k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j));
-  k_store(k, feature, n->id, out, k_binary(k, KB_DIV, k_localv(k, sum), k_localv(k, count)),
-          accumulates(n));
+  KExpr *mean = k_binary(k, KB_DIV, k_localv(k, sum), k_localv(k, count));
+  k_store(k, feature, n->id, pooled_index(k, b, features, j), mean, accumulates(n));
   return k;
 }
 
@@ -1327,7 +1331,7 @@ static Kernel *kernel_mean_pool_grad(const Graph *g, const Node *n) {
   KStmt *batch = k_for(k, NULL, x->dim[0], &b);
   int count = pool_count(k, batch, mask, t_count, b);
   KStmt *loop = k_for(k, k_for(k, batch, t_count, &t), features, &j);
-  KExpr *dy = k_load(k, n->in[0], k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j)), false);
+  KExpr *dy = k_load(k, n->in[0], pooled_index(k, b, features, j), false);
   KExpr *v = k_binary(k, KB_MUL, k_binary(k, KB_DIV, dy, k_localv(k, count)),
                       position_mask(k, mask, t_count, b, t));
   k_store(k, loop, n->id, seq_index(k, x, b, k_index(k, t), j), v, accumulates(n));
@@ -1546,7 +1550,9 @@ static double causal_share(const Node *n) {
 
 /* A softmax of scaled scores and its gradient (the scale: one more FLOP
  * per element); the masked ones touch every column. */
-static double flops_masked_softmax(const Graph *g, const Node *n) { return flops_per_element(g, n, 21); }
+static double flops_masked_softmax(const Graph *g, const Node *n) {
+  return flops_per_element(g, n, 21);
+}
 
 static double flops_masked_softmax_grad(const Graph *g, const Node *n) {
   return flops_per_element(g, n, 5) + (double)shape_numel(&n->shape);
@@ -1579,7 +1585,8 @@ static Kernel *kernel_causal_softmax(const Graph *g, const Node *n) {
 /* The gradient of causal_softmax or masked_softmax: (y, dy), the scale. */
 static void bwd_scaled_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
   int in[2] = {n, dy};
-  OpKind grad = g->nodes[n].op == OP_CAUSAL_SOFTMAX ? OP_CAUSAL_SOFTMAX_GRAD : OP_MASKED_SOFTMAX_GRAD;
+  bool causal = g->nodes[n].op == OP_CAUSAL_SOFTMAX;
+  OpKind grad = causal ? OP_CAUSAL_SOFTMAX_GRAD : OP_MASKED_SOFTMAX_GRAD;
   dx[0] = graph_add_op(g, grad, in, 2, &g->nodes[n].attr, no_loc, NULL);
 }
 

@@ -24,8 +24,8 @@ data_dir() { # kind model
   case $1 in
   random) # 64 random rows of every input (index inputs below their limit)
     local rows=$work/random_$(basename "$2" .nn)
-    "$trainc" emit "$2" -o "$rows.c" >/dev/null && "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 &&
-      echo "$rows" ;;
+    "$trainc" emit "$2" -o "$rows.c" >/dev/null &&
+      "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 && echo "$rows" ;;
   fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
   kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
   pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;

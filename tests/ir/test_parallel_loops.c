@@ -428,7 +428,8 @@ static void encoder_kernels(void) {
   }
   CHECK(top_loop_parallel(op_kernel(g, OP_MASKED_SOFTMAX_GRAD, grad, 2, 0, 0), 0),
         "masked_softmax_grad over batch elements");
-  CHECK(grid_threads(op_kernel(g, OP_CLS_POOL, &seq, 1, 0, 0), 0) == 10, "cls_pool: an element each");
+  CHECK(grid_threads(op_kernel(g, OP_CLS_POOL, &seq, 1, 0, 0), 0) == 10,
+        "cls_pool: an element each");
   CHECK(top_loop_parallel(pool_grad_kernel(g, OP_CLS_POOL_GRAD, &pooled, 1, seq), 0),
         "cls_pool_grad over batch elements");
   CHECK(grid_threads(pool_grad_kernel(g, OP_CLS_POOL_GRAD, &pooled, 1, seq), 0) == 40,

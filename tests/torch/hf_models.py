@@ -50,7 +50,8 @@ class HFBert(nn.Module):
     def __init__(self, weights):
         super().__init__()
         vocab, width = weights["words.weight"].shape
-        depth = sum(1 for k in weights if k.startswith("layer.") and k.endswith(".layernorm.weight"))
+        depth = sum(1 for k in weights
+                    if k.startswith("layer.") and k.endswith(".layernorm.weight"))
         config = BertConfig(vocab_size=vocab, hidden_size=width, num_hidden_layers=depth,
                             num_attention_heads=self.HEADS,
                             intermediate_size=weights["layer.0.ffn.weight"].shape[0],

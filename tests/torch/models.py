@@ -276,7 +276,8 @@ class Bert(nn.Module):
     def __init__(self, weights):
         super().__init__()
         width = weights["words.weight"].shape[1]
-        depth = sum(1 for k in weights if k.startswith("layer.") and k.endswith(".layernorm.weight"))
+        depth = sum(1 for k in weights
+                    if k.startswith("layer.") and k.endswith(".layernorm.weight"))
         self.words = nn.Embedding(*weights["words.weight"].shape, padding_idx=0)
         self.types = nn.Embedding(*weights["types.weight"].shape)
         self.position = nn.Parameter(torch.empty(weights["position"].shape))

@@ -19,7 +19,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 py=${TRAINC_TEST_PYTHON:-/usr/bin/python3}
 packages="torch, numpy"
 [[ $torch_model == hf_* ]] && packages+=", transformers"
-[[ -x $py ]] && $py -c "import $packages" 2>/dev/null || { echo "no $packages in $py: skipped"; exit 77; }
+[[ -x $py ]] && $py -c "import $packages" 2>/dev/null ||
+  { echo "no $packages in $py: skipped"; exit 77; }
 parity() { $py "$here/parity.py" "$@"; }
 rm -rf "$work" && mkdir -p "$work"
 trainer=("$trainc" run "$model")
