@@ -1,34 +1,48 @@
-"""trainc against PyTorch: the same model, weights, data and optimizer,
-training step time and peak RSS. Run by bench/torch_compare.sh.
+"""trainc against upstream PyTorch 2 (eager and torch.compile) and JAX: the
+same model, weights, data and optimizer, training step time and peak RSS, in
+fp32 and in bf16. Run by bench/torch_compare.sh, with the peers' virtual
+environment of scripts/install-peers.
 
 The PyTorch side is bench/torch_experts.py: the models as a PyTorch expert
-writes them (fused q/k/v, F.linear for the tied head, nn.LayerNorm,
-F.cross_entropy, AdamW foreach, zero_grad(set_to_none=True)). Neither side
-has dropout in the timed runs (it is edited out of the model files). Both
-start from the trainer's seeded initial weights and train on the same .npy
-data held in memory, drawing shuffled batches, with the train block's AdamW,
-schedule and clipping. A step is: gather the batch, forward, backward, clip,
-update.
+writes them (fused q/k/v, scaled_dot_product_attention, F.linear for the tied
+head, nn.LayerNorm, F.cross_entropy, AdamW foreach,
+zero_grad(set_to_none=True)); `compile` is the same model under
+torch.compile (Inductor, default mode, static shapes). In bf16, PyTorch runs
+under torch.autocast("cpu", dtype=torch.bfloat16) and trainc with
+--precision bf16. The JAX side (the GPTs, fp32) is bench/jax_experts.py: one
+jax.jit step with optax's AdamW. Neither side has dropout in the timed runs
+(it is edited out of the model files). All start from the trainer's seeded
+initial weights and train on the same .npy data held in memory, drawing
+shuffled batches, with the train block's AdamW, schedule and clipping. A step
+is: gather the batch, forward, backward, clip, update.
 
   step time  the median over the timed steps of one run (the first WARMUP
-             steps are left out); trainc's from its JSON Lines log with
-             --log-every 1 (`examples_per_s` covers only the time inside the
-             step), PyTorch's from time.perf_counter around each step.
+             steps, torch.compile's and jax.jit's compilation among them, are
+             left out); trainc's from its JSON Lines log with --log-every 1
+             (`examples_per_s` covers only the time inside the step), the
+             peers' from time.perf_counter around each step (after
+             loss.item() / block_until_ready, so the step has finished).
   peak RSS   the process's maximum resident set size (/usr/bin/time's %M),
              dataset included.
 
-PyTorch runs in each BLAS configuration (Debian's two OpenBLAS builds, chosen
-per process with LD_LIBRARY_PATH), always with torch.set_num_threads(N) and
-OMP_WAIT_POLICY=passive; the faster one is the anchor of the ratio. trainc
-runs as built, with --threads N; N is --threads (default 2) on both sides.
-Runs alternate trainc, torch (each configuration), trainc, ...
-OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset on both sides (the machine
-sets them to a slower sgemm kernel). The load average must be below 0.5 at the
-start (--force runs anyway and says so); it is printed before and after.
+Tuning, per PyTorch's CPU performance guide: before the timed rounds, a short
+eager run of each model in each process environment — the allocator (glibc
+malloc kept from trimming and mmapping, so freed memory is reused instead of
+returned to the kernel; jemalloc with the guide's MALLOC_CONF; tcmalloc), each
+with OMP_WAIT_POLICY active and passive — and the fastest is the environment
+of every PyTorch and JAX run of that model and precision (the sweep is
+printed and kept in results.json). Both sides run N threads (--threads,
+default 2): torch.set_num_threads(N) and OMP_NUM_THREADS=N; trainc --threads
+N; XLA's CPU thread pool has the machine's cores. Rounds alternate trainc,
+eager, compile, jax, trainc, ... The ratio is against the best peer.
+OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset on every side. The load
+average must be below 0.5 at the start (--force runs anyway and says so); it
+is printed before and after.
 
-usage: torch_compare.py TRAINC WORKDIR [--runs N] [--models a,b] [--blas pthread,openmp]
-                        [--threads N] [--force]
-       torch_compare.py --worker MODEL DATADIR W0 HELP STEPS THREADS   (one PyTorch run)"""
+usage: torch_compare.py TRAINC WORKDIR [--runs N] [--models a,b] [--precision fp32,bf16]
+                        [--peers eager,compile,jax] [--threads N] [--force]
+       torch_compare.py --worker PEER PRECISION MODEL DATADIR W0 HELP STEPS THREADS
+"""
 import argparse
 import gzip
 import json
@@ -64,15 +78,28 @@ MODELS = {
     "gpt124m": ("examples/gpt124m.nn", NO_ATTN_DROPOUT, (64, 64), 8),
 }
 
-BLAS_DIRS = {"pthread": "/usr/lib/x86_64-linux-gnu/openblas-pthread",
-             "openmp": "/usr/lib/x86_64-linux-gnu/openblas-openmp"}
-TORCH_ENV = {"OMP_WAIT_POLICY": "passive"}
+LIB = "/usr/lib/x86_64-linux-gnu"
+ALLOCATORS = {
+    # glibc: no mmap for large blocks and no trimming, so freed tensors' pages are reused
+    "glibc": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)},
+    "jemalloc": {"LD_PRELOAD": f"{LIB}/libjemalloc.so.2",
+                 "MALLOC_CONF": "oversize_threshold:1,background_thread:true,metadata_thp:auto,"
+                                "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
+    "tcmalloc": {"LD_PRELOAD": f"{LIB}/libtcmalloc.so.4"},
+}
+WAIT_POLICIES = ("active", "passive")
+TUNE_STEPS = 8
+PEERS = ("eager", "compile", "jax")
+GPTS = ("gpt", "gpt124m")
 
 
-def environment(blas=None):
+def environment(tuning=None, threads=None):
+    """The process environment: the machine's, less the OpenBLAS overrides, plus
+    a peer's tuning ((allocator, OMP wait policy))."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    if blas:
-        env.update(TORCH_ENV, LD_LIBRARY_PATH=BLAS_DIRS[blas])
+    if tuning:
+        allocator, wait = tuning
+        env.update(ALLOCATORS[allocator], OMP_WAIT_POLICY=wait, OMP_NUM_THREADS=str(threads))
     return env
 
 
@@ -108,44 +135,80 @@ def prepare_data(spec, weights, out):
 
 # ---- one PyTorch run (a separate process, so its RSS is its own) ----
 
-def worker(model_name, data_dir, w0, help_path, steps, threads):
-    import torch
+def worker(peer, precision, model_name, data_dir, w0, help_path, steps, threads):
     import parity
     import safetensors_np
-    import torch_experts
-    torch.set_num_threads(threads)
     weights, _ = safetensors_np.read(w0)
-    model = torch_experts.build(model_name, weights)
-    data = {f[:-4]: torch.from_numpy(np.load(os.path.join(data_dir, f)))
+    data = {f[:-4]: np.load(os.path.join(data_dir, f))
             for f in os.listdir(data_dir) if f.endswith(".npy")}
     n = next(iter(data.values())).shape[0]
     with open(help_path) as f:
         help_text = f.read()
-    adamw, (kind, warmup, min_lr), clip = parity.compiled_adamw(help_text)
+    adamw, schedule, clip = parity.compiled_adamw(help_text)
     batch = int(help_text.split("; B = ")[1].split(")")[0])
+    run = jax_steps if peer == "jax" else torch_steps
+    times, losses = run(peer, precision, model_name, weights, data, n, batch, adamw, schedule,
+                        clip, steps, threads)
+    print(json.dumps({"step_s": statistics.median(times[WARMUP:]), "loss": losses[-1],
+                      "first_loss": losses[0], "threads": threads}))
+
+
+def batches(n, batch, steps):
+    """The rows of each step's batch: shuffled epochs, as the trainer draws them."""
+    rng, perm, pos = np.random.default_rng(0), None, n
+    for _ in range(steps):
+        if pos + batch > n:
+            perm, pos = rng.permutation(n), 0
+        yield perm[pos:pos + batch]
+        pos += batch
+
+
+def torch_steps(peer, precision, model_name, weights, data, n, batch, adamw, schedule, clip,
+                steps, threads):
+    import contextlib
+    import torch
+    import parity
+    import torch_experts
+    torch.set_num_threads(threads)
+    model = torch_experts.build(model_name, weights)
     opt = torch.optim.AdamW(torch_experts.param_groups(model), foreach=True, **adamw)
+    kind, warmup, min_lr = schedule
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: parity.schedule_factor(kind, warmup, min_lr / adamw["lr"], s, steps))
-    gen = torch.Generator().manual_seed(0)
-    perm, pos, times, losses = torch.randperm(n, generator=gen), 0, [], []
-    for _ in range(steps):
+    forward = torch.compile(model, dynamic=False) if peer == "compile" else model
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if precision == "bf16" \
+        else contextlib.nullcontext
+    tensors = {k: torch.from_numpy(v) for k, v in data.items()}
+    times, losses = [], []
+    for rows in batches(n, batch, steps):
         t0 = time.perf_counter()
-        if pos + batch > n:
-            perm, pos = torch.randperm(n, generator=gen), 0
-        rows = perm[pos:pos + batch]
-        pos += batch
-        b = {k: v.index_select(0, rows) for k, v in data.items()}
+        index = torch.from_numpy(rows)
+        b = {k: v.index_select(0, index) for k, v in tensors.items()}
         opt.zero_grad(set_to_none=True)
-        loss = model(b)
+        with autocast():
+            loss = forward(b)
         loss.backward()
         if clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         opt.step()
         sched.step()
-        times.append(time.perf_counter() - t0)
         losses.append(loss.item())
-    print(json.dumps({"step_s": statistics.median(times[WARMUP:]), "loss": losses[-1],
-                      "first_loss": losses[0], "threads": torch.get_num_threads()}))
+        times.append(time.perf_counter() - t0)
+    return times, losses
+
+
+def jax_steps(peer, precision, model_name, weights, data, n, batch, adamw, schedule, clip,
+              steps, threads):
+    import jax_experts
+    heads = {"gpt": 4, "gpt124m": 12}[model_name]
+    step, params, opt_state = jax_experts.step_fn(weights, heads, adamw, schedule, clip, steps)
+    times, losses = [], []
+    for rows in batches(n, batch, steps):
+        t0 = time.perf_counter()
+        params, opt_state, loss = step(params, opt_state, data["tokens"][rows], data["targets"][rows])
+        losses.append(float(loss))
+        times.append(time.perf_counter() - t0)
+    return times, losses
 
 
 # ---- the comparison ----
@@ -169,8 +232,9 @@ def main():
     p.add_argument("work")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--blas", default=",".join(BLAS_DIRS))
-    p.add_argument("--threads", type=int, default=2, help="threads of both sides (default 2)")
+    p.add_argument("--precision", default="fp32,bf16")
+    p.add_argument("--peers", default=",".join(PEERS))
+    p.add_argument("--threads", type=int, default=2, help="threads of every side (default 2)")
     p.add_argument("--force", action="store_true", help="run even when the machine is not quiet")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -179,7 +243,8 @@ def main():
     if load[0] >= 0.5 and not args.force:
         sys.exit("torch_compare: the machine is not quiet (1-minute load average >= 0.5); "
                  "stop other work or pass --force (the figures are then not worth much)")
-    results = [compare(args, name) for name in args.models.split(",")]
+    results = [compare(args, name, precision) for name in args.models.split(",")
+               for precision in args.precision.split(",")]
     with open(os.path.join(args.work, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     load = os.getloadavg()
@@ -212,33 +277,56 @@ def build(args, name):
     return d, trainer, w0, help_path, batch, steps
 
 
-def trainc_run(d, trainer, w0, batch, steps, threads):
+def trainc_run(d, trainer, w0, batch, steps, threads, precision):
     _, rss = child_run([trainer, "--data", f"{d}/data", "--init", w0, "--steps", str(steps),
                         "--log", f"{d}/log.jsonl", "--log-every", "1", "--quiet",
-                        "--threads", str(threads)], environment(), d)
+                        "--threads", str(threads), "--precision", precision], environment(), d)
     with open(f"{d}/log.jsonl") as f:
         log = [json.loads(line) for line in f if "examples_per_s" in line]
     return {"step_s": statistics.median(batch / r["examples_per_s"] for r in log[WARMUP:]),
             "loss": log[-1]["loss"], "first_loss": log[0]["loss"], "rss_mib": rss}
 
 
-def compare(args, name):
+def peer_run(peer, precision, name, d, w0, help_path, steps, threads, tuning):
+    out, rss = child_run([sys.executable, __file__, "--worker", peer, precision, name, f"{d}/data",
+                          w0, help_path, str(steps), str(threads)],
+                         environment(tuning, threads), d)
+    return dict(json.loads(out), rss_mib=rss)
+
+
+def tune(args, name, precision, d, w0, help_path):
+    """The fastest process environment of a short eager run, and every one tried."""
+    tried = {}
+    for allocator in ALLOCATORS:
+        for wait in WAIT_POLICIES:
+            r = peer_run("eager", precision, name, d, w0, help_path, TUNE_STEPS, args.threads,
+                         (allocator, wait))
+            tried[f"{allocator}/{wait}"] = r["step_s"]
+    best = min(tried, key=tried.get)
+    print(f"{name} {precision} tuning (eager ms/step): " +
+          ", ".join(f"{k} {v * 1e3:.1f}" for k, v in tried.items()) + f" -> {best}", flush=True)
+    return tuple(best.split("/")), tried
+
+
+def compare(args, name, precision):
     d, trainer, w0, help_path, batch, steps = build(args, name)
-    sides = ["trainc"] + [f"torch-{b}" for b in args.blas.split(",")]
-    runs = {side: [] for side in sides}
+    tuning, tried = tune(args, name, precision, d, w0, help_path)
+    peers = [p for p in args.peers.split(",")
+             if p != "jax" or (name in GPTS and precision == "fp32")]
+    runs = {side: [] for side in ["trainc"] + peers}
     for r in range(args.runs):
-        for side in sides:
+        for side in runs:
             if side == "trainc":
-                runs[side].append(trainc_run(d, trainer, w0, batch, steps, args.threads))
-                continue
-            out, rss = child_run([sys.executable, __file__, "--worker", name, f"{d}/data", w0,
-                                  help_path, str(steps), str(args.threads)], environment(side[6:]), d)
-            runs[side].append(dict(json.loads(out), rss_mib=rss))
-        print(f"{name} run {r + 1}: " + ", ".join(
+                runs[side].append(trainc_run(d, trainer, w0, batch, steps, args.threads, precision))
+            else:
+                runs[side].append(peer_run(side, precision, name, d, w0, help_path, steps,
+                                           args.threads, tuning))
+        print(f"{name} {precision} run {r + 1}: " + ", ".join(
             f"{side} {x[-1]['step_s'] * 1e3:.2f} ms/step {x[-1]['rss_mib']:.0f} MiB "
             f"(loss {x[-1]['first_loss']:.4f} -> {x[-1]['loss']:.4f})" for side, x in runs.items()),
             flush=True)
-    return {"model": name, "batch": batch, "steps": steps, "runs": runs,
+    return {"model": name, "precision": precision, "batch": batch, "steps": steps,
+            "tuning": "/".join(tuning), "tuning_sweep_s": tried, "runs": runs,
             "load_average_after": os.getloadavg()}
 
 
@@ -248,25 +336,27 @@ def summary(xs, key):
 
 
 def print_table(results):
-    print("\n| model | trainc ms/step (range) | PyTorch ms/step (range), best BLAS | speed-up | "
-          "trainc peak RSS | PyTorch peak RSS | load after |\n|---|---|---|---|---|---|---|")
+    print("\n| model | precision | trainc ms/step (range) | best peer ms/step (range) | others | "
+          "speed-up vs best | trainc peak RSS | best peer peak RSS | peer env | load after |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
     for res in results:
         t = summary(res["runs"]["trainc"], "step_s")
-        torch_sides = [s for s in res["runs"] if s != "trainc"]
-        best = min(torch_sides, key=lambda s: summary(res["runs"][s], "step_s")[0])
+        peers = [s for s in res["runs"] if s != "trainc"]
+        best = min(peers, key=lambda s: summary(res["runs"][s], "step_s")[0])
         p = summary(res["runs"][best], "step_s")
         tr = summary(res["runs"]["trainc"], "rss_mib")[0]
         pr = summary(res["runs"][best], "rss_mib")[0]
-        others = ", ".join(f"{s[6:]} {summary(res['runs'][s], 'step_s')[0] * 1e3:.1f}"
-                           for s in torch_sides if s != best)
-        print(f"| {res['model']} (B={res['batch']}) | {t[0] * 1e3:.2f} ({t[1] * 1e3:.2f}-{t[2] * 1e3:.2f}) | "
-              f"{p[0] * 1e3:.2f} ({p[1] * 1e3:.2f}-{p[2] * 1e3:.2f}), {best[6:]}"
-              f"{' (' + others + ')' if others else ''} | {p[0] / t[0]:.2f}x | {tr:.0f} MiB | {pr:.0f} MiB | "
+        others = ", ".join(f"{s} {summary(res['runs'][s], 'step_s')[0] * 1e3:.1f}"
+                           for s in peers if s != best)
+        print(f"| {res['model']} (B={res['batch']}) | {res['precision']} | "
+              f"{t[0] * 1e3:.2f} ({t[1] * 1e3:.2f}-{t[2] * 1e3:.2f}) | "
+              f"{best} {p[0] * 1e3:.2f} ({p[1] * 1e3:.2f}-{p[2] * 1e3:.2f}) | {others} | "
+              f"{p[0] / t[0]:.2f}x | {tr:.0f} MiB | {pr:.0f} MiB | {res['tuning']} | "
               f"{res['load_average_after'][0]:.2f} |")
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(*sys.argv[2:6], int(sys.argv[6]), int(sys.argv[7]))
+        worker(*sys.argv[2:8], int(sys.argv[8]), int(sys.argv[9]))
     else:
         main()

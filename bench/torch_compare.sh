@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# trainc against Debian's PyTorch 1.13 on the same models (step time, peak RSS);
-# see bench/torch_compare.py for what is measured and how. Results: bench/RESULTS.md.
-# OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for this command.
+# trainc against upstream PyTorch 2 (eager, torch.compile, bf16 autocast) and
+# JAX on the same models (step time, peak RSS); see bench/torch_compare.py for
+# what is measured and how. Results: bench/RESULTS.md. The peers come from the
+# virtual environment of scripts/install-peers (made first if missing).
 # usage: bench/torch_compare.sh [BUILD_DIR] [torch_compare.py options: --runs N --models a,b
-#        --blas pthread,openmp --threads N (default 2, both sides) --force]
+#        --precision fp32,bf16 --peers eager,compile,jax --threads N (default 2) --force]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 shift || true
-exec env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
-  /usr/bin/python3 bench/torch_compare.py "$build/driver/trainc" "$build/bench_torch" "$@"
+scripts/install-peers --quiet
+py=${TRAINC_PEERS:-/opt/trainc-peers}/bin/python
+exec "$py" bench/torch_compare.py "$build/driver/trainc" "$build/bench_torch" "$@"

@@ -3,9 +3,9 @@ models (not as the parity tests do, whose models mirror trainc's parameter
 layout one to one): nn.Linear / nn.Conv2d / nn.LayerNorm / nn.Embedding
 modules, one fused nn.Linear(d, 3d) for q, k and v, the causal mask built once
 as a buffer, F.linear(x, wte.weight) for the tied output layer,
-F.cross_entropy on logits, zero_grad(set_to_none=True) and AdamW's multi-tensor
-implementation (foreach=True). PyTorch 1.13 (Debian's) has no
-scaled_dot_product_attention; this is nanoGPT's attention for it.
+F.cross_entropy on logits, zero_grad(set_to_none=True), AdamW's multi-tensor
+implementation (foreach=True) and PyTorch 2's fused causal attention
+(F.scaled_dot_product_attention, is_causal=True), as nanoGPT writes it.
 
 Each model loads a trainc trainer's initial weights (.safetensors), mapping
 names (and concatenating q, k, v into c_attn), so that both sides start from
@@ -14,8 +14,6 @@ the same point and their first losses can be compared.
   build(name, weights) -> model     weights: {trainc name: np.ndarray}
   model(batch) -> loss              batch: {input name: tensor}, as the trainer reads it
 """
-import math
-
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -80,7 +78,7 @@ class CNN(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, weights, prefix, heads, context):
+    def __init__(self, weights, prefix, heads):
         super().__init__()
         self.heads = heads
         parts = [weights[f"{prefix}.{p}.weight"] for p in "qkv"]
@@ -89,22 +87,20 @@ class Attention(nn.Module):
         _set(self.c_attn.weight, np.concatenate(parts, 0))
         _set(self.c_attn.bias, np.concatenate([weights[f"{prefix}.{p}.bias"] for p in "qkv"]))
         self.c_proj = _linear(weights, prefix + ".proj")
-        self.register_buffer("mask", torch.tril(torch.ones(context, context, dtype=torch.bool)))
 
     def forward(self, x):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
-        att = F.softmax(att.masked_fill(~self.mask[:t, :t], float("-inf")), dim=-1)
-        return self.c_proj((att @ v).transpose(1, 2).contiguous().view(b, t, c))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, c))
 
 
 class Block(nn.Module):
-    def __init__(self, weights, prefix, heads, context):
+    def __init__(self, weights, prefix, heads):
         super().__init__()
         self.ln_1 = _layernorm(weights, prefix + ".ln_1")
-        self.attn = Attention(weights, prefix + ".attn", heads, context)
+        self.attn = Attention(weights, prefix + ".attn", heads)
         self.ln_2 = _layernorm(weights, prefix + ".ln_2")
         self.c_fc = _linear(weights, prefix + ".fc")
         self.c_proj = _linear(weights, prefix + ".proj")
@@ -124,8 +120,7 @@ class GPT(nn.Module):
         self.wpe = nn.Embedding(*weights["wpe"].shape)
         _set(self.wte.weight, weights["wte"])
         _set(self.wpe.weight, weights["wpe"])
-        context = weights["wpe"].shape[0]
-        self.h = nn.ModuleList(Block(weights, f"block.{i}", heads, context) for i in range(depth))
+        self.h = nn.ModuleList(Block(weights, f"block.{i}", heads) for i in range(depth))
         self.ln_f = _layernorm(weights, "ln_f")
 
     def forward(self, batch):

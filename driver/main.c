@@ -360,6 +360,20 @@ static bool outputs_ok(const Options *o) {
   return true;
 }
 
+/* run: the trainer's outputs, checked against trainc's inputs as -o is (the
+ * trainer checks them against its own: the data, --init, its binary). */
+static bool trainer_outputs_ok(const Options *o) {
+  static const char *const outputs[] = {"--save", "--log", "--dump-step", "--save-state",
+                                        "--tensorboard"};
+  for (int i = 0; i < o->trainer_argc; i++)
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
+      int at = i;
+      const char *path = flag_value(o->trainer_argc, o->trainer_argv, &at, outputs[k]);
+      if (path && *path && !not_an_input(o, outputs[k], path)) return false;
+    }
+  return true;
+}
+
 static int emit(const Program *p, const Options *o) {
   bool folder = is_directory(o->output);
   char *path = folder ? xsprintf("%s/%s%s", o->output, p->g->model_name, source_suffix(o))
@@ -591,7 +605,7 @@ int main(int argc, char **argv) {
   Options o = {0};
   int rc = parse_options(argc, argv, &o);
   if (rc >= 0) return rc;
-  if (!outputs_ok(&o)) return 1;
+  if (!outputs_ok(&o) || !trainer_outputs_ok(&o)) return 1;
   if (!strcmp(o.command, "calibrate")) return calibrate(&o);
   rc = compile(&o);
   if (o.time_phases) print_phases();

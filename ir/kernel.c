@@ -66,7 +66,8 @@ static bool is_index_of_vars(const KExpr *e) {
 }
 
 KStmt *k_for_bounded(Kernel *k, KStmt *parent, int64_t extent, KExpr *limit, int *var) {
-  if (!is_index_of_vars(limit)) abort();
+  if (!is_index_of_vars(limit))
+    diag_internal_error("a loop bound that is not an integer expression of loop variables");
   KStmt *s = k_for(k, parent, extent, var);
   s->limit = limit;
   return s;

@@ -13,7 +13,9 @@
  * second time in the same scope gets `_1`, `_2`, ... */
 #include "lower_internal.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,8 +205,35 @@ static Value eval_number_binary(Lower *L, int op, Value a, Value b, SrcLoc loc) 
   return num_value(r, ints);
 }
 
-/* tensor op number, or number op tensor (swapped). */
-static Value eval_scalar_binary(Lower *L, int op, int t, double c, bool swapped, SrcLoc loc) {
+/* Every tensor is f32: a number past its range (finite in double) would
+ * make the first step's loss NaN; refused where it is written. */
+static bool fits_f32(Lower *L, double c, SrcLoc loc, const char *what) {
+  if (fabs(c) <= FLT_MAX) return true;
+  diag_error(L->diag, loc, "%s %g, which overflows f32 (the type of every tensor; at most %g)",
+             what, c, (double)FLT_MAX);
+  return false;
+}
+
+/* A tensor divided by c is multiplied by 1/c, which must fit f32 too. */
+static bool reciprocal_fits_f32(Lower *L, double c, SrcLoc loc) {
+  char what[64];
+  snprintf(what, sizeof what, "dividing by %g multiplies by", c);
+  return c == 0 || fits_f32(L, 1.0 / c, loc, what);
+}
+
+/* A const is an f32 wherever it is used: checked at its definition. */
+static bool const_fits_f32(Lower *L, const Stmt *st, double v) {
+  char what[160];
+  snprintf(what, sizeof what, "const %s is", st->name);
+  return fits_f32(L, v, st->loc, what);
+}
+
+/* tensor op number, or number op tensor (swapped); the number is written at c_loc. */
+static Value eval_scalar_binary(Lower *L, int op, int t, double c, bool swapped, SrcLoc loc,
+                                SrcLoc c_loc) {
+  if (!fits_f32(L, c, c_loc, "this number is") ||
+      (op == '/' && !swapped && !reciprocal_fits_f32(L, c, c_loc)))
+    return error_value;
   switch (op) {
   case '+': return tensor_value(add_scalar_op(L, OP_ADD_SCALAR, t, c, loc));
   case '*': return tensor_value(add_scalar_op(L, OP_MUL_SCALAR, t, c, loc));
@@ -232,8 +261,10 @@ static Value eval_binary(Lower *L, Scope *s, const Expr *e, Value a) {
   Value b = eval(L, s, e->rhs);
   if (a.kind == V_ERROR || b.kind == V_ERROR) return error_value;
   if (a.kind == V_NUM && b.kind == V_NUM) return eval_number_binary(L, e->op, a, b, e->loc);
-  if (a.kind == V_TENSOR && b.kind == V_NUM) return eval_scalar_binary(L, e->op, a.node, b.num, false, e->loc);
-  if (a.kind == V_NUM) return eval_scalar_binary(L, e->op, b.node, a.num, true, e->loc);
+  if (a.kind == V_TENSOR && b.kind == V_NUM)
+    return eval_scalar_binary(L, e->op, a.node, b.num, false, e->loc, e->rhs->loc);
+  if (a.kind == V_NUM)
+    return eval_scalar_binary(L, e->op, b.node, a.num, true, e->loc, e->lhs->loc);
   static const struct { int op; OpKind kind; } ops[] = {
       {'+', OP_ADD}, {'-', OP_SUB}, {'*', OP_MUL}, {'/', OP_DIV}, {'@', OP_MATMUL}};
   const Node *bn = &L->g->nodes[b.node];
@@ -601,7 +632,8 @@ static bool lower_stmts(Lower *L, Scope *s, const Stmt *body, Value *ret) {
     case ST_CONST: {
       Value v = eval(L, s, st->value);
       if (v.kind == V_TENSOR) diag_error(L->diag, st->value->loc, "a const must be a number");
-      else if (v.kind == V_NUM) bind(L, s, st->name, B_CONST, v, st->loc);
+      else if (v.kind == V_NUM && const_fits_f32(L, st, v.num))
+        bind(L, s, st->name, B_CONST, v, st->loc);
       break;
     }
     case ST_ASSIGN: {

@@ -563,7 +563,8 @@ static bool infer_bmm(const Graph *g, Node *n, Diag *diag) {
 
 static double flops_bmm(const Graph *g, const Node *n) {
   BmmOperand a;
-  bmm_operand(n, 0, &in_node(g, n, 0)->shape, &a);
+  if (!bmm_operand(n, 0, &in_node(g, n, 0)->shape, &a)) /* infer_bmm checked it */
+    diag_internal_error("bmm %d: its first operand has not the bmm layout", n->id);
   return 2.0 * (double)shape_numel(&n->shape) * (double)op_cols(&a, n->attr.i[0]);
 }
 
@@ -864,7 +865,8 @@ static bool infer_cross_entropy(const Graph *g, Node *n, Diag *diag) {
                shape_str(y, sy), shape_str(x, sx));
     return false;
   }
-  if (!shape_equal(&rows, &in_node(g, n, 2)->shape)) abort(); /* only lowering makes it */
+  if (!shape_equal(&rows, &in_node(g, n, 2)->shape)) /* only lowering makes it */
+    diag_internal_error("cross_entropy %d: its third input is not one value per row", n->id);
   n->shape = (Shape){.rank = 0};
   return true;
 }
@@ -1976,7 +1978,9 @@ void conv_dims(const Graph *g, const Node *n, ConvDims *d) {
   d->n = x->dim[0], d->c = x->dim[1], d->h = x->dim[2], d->w = x->dim[3];
   d->o = w->dim[0], d->k = w->dim[2], d->stride = n->attr.i[0], d->pad = n->attr.i[1];
   d->accumulate = n->grad_of_param >= 0;
-  if (d->accumulate && d->pass != TRC_CONV_BACKWARD_WEIGHTS) abort(); /* a parameter is no image */
+  if (d->accumulate && d->pass != TRC_CONV_BACKWARD_WEIGHTS) /* a parameter is no image */
+    diag_internal_error("convolution %d accumulates into a parameter's gradient, not as the "
+                        "weights' gradient", n->id);
 }
 
 /* Multiply-adds of the convolution (each pass has as many). */

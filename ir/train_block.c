@@ -72,6 +72,10 @@ static void lower_optimizer(Lower *L, const Setting *st, trc_train_config *t) {
                  sig->names[i]);
       return;
     }
+  if (is_adamw && x[3] == 0) {
+    diag_error(L->diag, locs[3], "eps must be above 0 (AdamW divides by sqrt(v) + eps)");
+    return;
+  }
   if (is_sgd) {
     t->optimizer = TRC_SGD, t->lr = x[0], t->momentum = x[1], t->weight_decay = x[2], t->nesterov = x[3] != 0;
   } else {

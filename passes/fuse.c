@@ -131,7 +131,7 @@ static KExpr *clone(Kernel *k, const KExpr *e, KExpr *const *vars, const int *lo
   case KE_TO_FLOAT: return k_to_float(k, clone(k, e->a, vars, locals));
   case KE_RANDOM: return k_random(k, e->buf, e->i, clone(k, e->a, vars, locals));
   }
-  abort();
+  diag_internal_error("clone of an expression of unknown kind %d", (int)e->kind);
 }
 
 static void replace_var(KExpr *e, int var, const KExpr *with) {

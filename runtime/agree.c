@@ -55,7 +55,10 @@ static int run_settings(const trc_model *m, const trc_options *o, const char *ar
   n = put(s, n, "--eval-data", "%s", yes_no(o->eval_dir));
   n = put(s, n, "--text", "%s", yes_no(o->text_path));
   n = put(s, n, "--eval-text", "%s", yes_no(o->eval_text_path));
-  n = put(s, n, "--tokenizer", "%s", strcmp(o->tokenizer, "bytes") ? "a BPE folder" : "bytes");
+  n = put(s, n, "--pairs", "%s", yes_no(o->pairs_path));
+  n = put(s, n, "--eval-pairs", "%s", yes_no(o->eval_pairs_path));
+  n = put(s, n, "--pair-fields", "%.40s", o->pair_fields);
+  n = put(s, n, "--tokenizer", "%s", strcmp(o->tokenizer, "bytes") ? "a folder" : "bytes");
   n = put(s, n, "--init", "%s", yes_no(o->init_path));
   n = put(s, n, "--save-state", "%s", yes_no(o->state_dir));
   n = put(s, n, "--resume", "%s", yes_no(o->resume_dir));

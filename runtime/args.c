@@ -43,8 +43,14 @@ static const flag flags[] = {
      "training text instead of --data: .txt, or .jsonl with a \"text\" field (.gz too)"},
     {"eval-text", FLAG_PATH, OPT(eval_text_path), 0, TRAIN, "FILE",
      "evaluation text instead of --eval-data"},
+    {"pairs", FLAG_PATH, OPT(pairs_path), 0, TRAIN, "FILE",
+     "training sentence pairs instead of --data: .tsv or .jsonl (.gz too), BERT-encoded"},
+    {"eval-pairs", FLAG_PATH, OPT(eval_pairs_path), 0, TRAIN, "FILE",
+     "evaluation sentence pairs instead of --eval-data"},
+    {"pair-fields", FLAG_TEXT, OPT(pair_fields), 0, TRAIN, "A,B,LABEL",
+     "the pairs' field names (default text_a,text_b,label; B empty: single sentences)"},
     {"tokenizer", FLAG_PATH, OPT(tokenizer), 0, TRAIN, "DIR|bytes",
-     "for --text and --sample: GPT-2 BPE (vocab.json, merges.txt) or bytes (default)"},
+     "GPT-2 BPE (vocab.json, merges.txt), BERT WordPiece (vocab.txt) or bytes (default)"},
     {"tensorboard", FLAG_PATH, OPT(tensorboard_dir), 0, TRAIN, "DIR",
      "also write the logged numbers as a TensorBoard event file in DIR"},
     {"init", FLAG_PATH, OPT(init_path), 0, ANY, "FILE", "start from these weights (.safetensors)"},
@@ -181,6 +187,8 @@ static int parse_flag(int argc, char **argv, int *i, const trc_config_field *set
   size_t len = eq ? (size_t)(eq - name) : strlen(name);
   int k = find_flag(settings, name, len);
   if (k < 0) return trc_fail(err, "unknown flag '%.*s'", (int)len + 2, arg);
+  if (given[k]) /* as a train block setting: a second one would silently win */
+    return trc_fail(err, "--%.*s is given twice; give it once", (int)len, name);
   given[k] = 1;
   if (k < N_FLAGS && flags[k].kind == FLAG_SWITCH) {
     if (eq) return trc_fail(err, "--%s takes no value", flags[k].name);
@@ -224,13 +232,19 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
     return trc_fail(err, "--prompt, --temperature, --top-k and --top-p need --sample N");
   if (o->top_p <= 0 || o->top_p > 1)
     return trc_fail(err, "--top-p: expected a number in (0, 1], got %g", o->top_p);
-  if (o->text_path && o->data_dir)
-    return trc_fail(err, "--text and --data both give the training data: give one");
-  if (o->eval_text_path && o->eval_dir)
-    return trc_fail(err, "--eval-text and --eval-data both give the evaluation data: give one");
+  if (!!o->data_dir + !!o->text_path + !!o->pairs_path > 1)
+    return trc_fail(err, "--data, --text and --pairs each give the training data: give one");
+  if (!!o->eval_dir + !!o->eval_text_path + !!o->eval_pairs_path > 1)
+    return trc_fail(err, "--eval-data, --eval-text and --eval-pairs each give the evaluation "
+                         "data: give one");
   if (was_given(settings, given, "tokenizer") && !o->text_path && !o->eval_text_path &&
-      o->sample == 0)
-    return trc_fail(err, "--tokenizer is for --text, --eval-text and --sample");
+      !o->pairs_path && !o->eval_pairs_path && o->sample == 0)
+    return trc_fail(err, "--tokenizer is for --text, --eval-text, --pairs, --eval-pairs and "
+                         "--sample");
+  if (was_given(settings, given, "pair-fields") && !o->pairs_path && !o->eval_pairs_path)
+    return trc_fail(err, "--pair-fields is for --pairs and --eval-pairs");
+  trc_pair_fields fields;
+  if (trc_pair_fields_parse(o->pair_fields, &fields, err)) return -1;
   static const char *const state_flags[] = {"save-every", "save-total-limit"};
   for (int i = 0; i < 2; i++)
     if (was_given(settings, given, state_flags[i]) && !o->state_dir)
@@ -239,6 +253,12 @@ static int check_combinations(const trc_options *o, const trc_config_field *sett
     return trc_fail(err, "--metric-for-best needs --load-best or --early-stopping PATIENCE");
   if (was_given(settings, given, "early-stopping-threshold") && !o->early_stopping)
     return trc_fail(err, "--early-stopping-threshold needs --early-stopping PATIENCE");
+  /* the watchdog's deadline, now + timeout, must fit the timed wait's time_t
+   * seconds; a billion seconds (31 years) is far inside that */
+  static const double max_comm_timeout = 1e9;
+  if (o->comm_timeout > max_comm_timeout)
+    return trc_fail(err, "--comm-timeout: at most %g seconds (0: no limit), got %g",
+                    max_comm_timeout, o->comm_timeout);
   if (o->threads > TRC_MAX_THREADS)
     return trc_fail(err, "--threads: at most %d, got %lld", TRC_MAX_THREADS, (long long)o->threads);
   return 0;
@@ -251,8 +271,9 @@ static int check_best(const trc_model *m, const trc_options *o, trc_error *err) 
   const trc_train_config *c = &o->cfg;
   const char *what = o->load_best ? "--load-best" : "--early-stopping";
   if (!o->load_best && !o->early_stopping) return 0;
-  if (!o->eval_dir && !o->eval_text_path && c->validation == 0)
-    return trc_fail(err, "%s needs evaluation data: --eval-data DIR or --validation X", what);
+  if (!o->eval_dir && !o->eval_text_path && !o->eval_pairs_path && c->validation == 0)
+    return trc_fail(err, "%s needs evaluation data: --eval-data DIR (--eval-text, --eval-pairs) "
+                         "or --validation X", what);
   if (!c->eval_every_epoch && c->eval_every_steps == 0)
     return trc_fail(err, "%s needs evaluations during training: --eval-every-epoch yes or "
                          "--eval-every-steps N", what);
@@ -265,8 +286,28 @@ static int check_best(const trc_model *m, const trc_options *o, trc_error *err) 
   return 0;
 }
 
-/* Settings that the train block refuses together are refused as flags too. */
+/* AdamW divides by sqrt(v) + eps and by 1 - beta^t: as the train block does,
+ * eps 0 and beta 1 are refused (after every flag, whichever set them). */
+static int check_adamw(const trc_train_config *c, trc_error *err) {
+  if (c->optimizer != TRC_ADAMW) return 0;
+  if (c->eps <= 0)
+    return trc_fail(err, "--eps: AdamW's eps must be above 0 (it divides by sqrt(v) + eps)");
+  const double betas[2] = {c->beta1, c->beta2};
+  for (int i = 0; i < 2; i++)
+    if (betas[i] >= 1)
+      return trc_fail(err, "--beta%d: AdamW's beta%d must be below 1 (it divides by 1 - "
+                           "beta%d^t)", i + 1, i + 1, i + 1);
+  return 0;
+}
+
+/* Settings that the train block refuses together are refused as flags too,
+ * whether the flags or the compiled values set them. */
 static int check_settings(const trc_model *m, const trc_train_config *c, trc_error *err) {
+  if (c->schedule != TRC_SCHED_CONSTANT && c->min_lr > c->lr) /* the decay would climb */
+    return trc_fail(err, "--min-lr: min_lr %g is above lr %g (--lr); the %s schedule decays "
+                         "from lr to min_lr", c->min_lr, c->lr,
+                    c->schedule == TRC_SCHED_LINEAR ? "linear" : "cosine");
+  if (check_adamw(c, err)) return -1;
   if ((c->metrics & TRC_METRIC_F1_BINARY) && m->has_predict && m->predict_classes != 2)
     return trc_fail(err, "metric f1_binary: the model predicts %lld classes; binary F1 needs 2 "
                          "(f1_macro averages over classes)", (long long)m->predict_classes);
@@ -286,6 +327,7 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   o->temperature = 1.0;
   o->top_p = 1.0;
   o->tokenizer = "bytes";
+  o->pair_fields = "text_a,text_b,label";
   o->comm_timeout = 300;
   trc_config_fields(&m->defaults, settings);
   for (int i = 1; i < argc; i++)
@@ -300,8 +342,8 @@ int trc_parse_args(const trc_model *m, int argc, char **argv, trc_options *o, tr
   if (o->sample > 0 && !trc_can_sample(m))
     return trc_fail(err, "--sample: model '%s' is not a sequence model (predict [B, T, vocab] "
                          "over an embedded token input)", m->name);
-  if (!o->data_dir && !o->text_path && !(o->steps_given && o->cfg.steps == 0))
-    return trc_fail(err, "--data DIR (or --text FILE) is required");
+  if (!o->data_dir && !o->text_path && !o->pairs_path && !(o->steps_given && o->cfg.steps == 0))
+    return trc_fail(err, "--data DIR (or --text FILE, or --pairs FILE) is required");
   return check_settings(m, &o->cfg, err) || check_best(m, o, err) ? -1 : 0;
 }
 
@@ -335,6 +377,9 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
   fprintf(out, "usage: %s --data DIR [options]\n", prog);
   if (m->token_input >= 0 && m->label_input >= 0)
     fprintf(out, "       %s --text FILE [--tokenizer DIR] [options]\n", prog);
+  for (int i = 0; i < m->n_inputs; i++)
+    if (strcmp(m->inputs[i].name, "input_ids") == 0)
+      fprintf(out, "       %s --pairs FILE --tokenizer DIR [options]\n", prog);
   fputc('\n', out);
   fprintf(out, "Trains model '%s'%s%s.\n", m->name, m->source ? " compiled from " : "",
           m->source ? m->source : "");

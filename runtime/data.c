@@ -74,6 +74,13 @@ static int convert_elements(const unsigned char *src, const trc_array_header *h,
   return 0;
 }
 
+void trc_store_index(const trc_input *in, unsigned char *data, uint64_t i, int32_t v) {
+  if (in->dtype == TRC_U8)
+    data[i] = (unsigned char)v;
+  else
+    memcpy(data + 4 * i, &v, 4);
+}
+
 static int64_t load_index(const trc_input *in, const unsigned char *data, uint64_t i) {
   if (in->dtype == TRC_U8) return data[i];
   int32_t v;
@@ -292,7 +299,8 @@ static int load_column(const trc_model *m, int i, const char *dir, trc_dataset *
       trc_input_load_file(path, &labels, &ds->columns[i].data, &rows, err))
     return -1;
   ds->n_columns = i + 1; /* freed with the dataset from here on */
-  if (ignored && check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err))
+  if (ignored && (check_index_limit(in, ds->columns[i].data, rows, &m->ignore_label, path, err) ||
+                  trc_check_labels_count(m, ds->columns[i].data, rows, path, err)))
     return -1;
   ds->columns[i].example_bytes = in->example_bytes;
   if (i == 0) {

@@ -77,7 +77,7 @@ static int hex4(const char *p, unsigned *out) {
   return 0;
 }
 
-static size_t put_utf8(char *out, unsigned cp) {
+size_t trc_utf8_encode(char *out, uint32_t cp) {
   if (cp < 0x80) {
     out[0] = (char)cp;
     return 1;
@@ -126,7 +126,7 @@ static int parse_escape(trc_json *j, char *out, size_t *n) {
   }
   unsigned cp;
   if (c != 'u' || parse_unicode_escape(j, &cp) || cp == 0) return -1; /* no NUL in C strings */
-  *n += put_utf8(out + *n, cp);
+  *n += trc_utf8_encode(out + *n, cp);
   return 0;
 }
 
@@ -265,3 +265,11 @@ static int skip_nested(trc_json *j, int depth, trc_error *err) {
 }
 
 int trc_json_skip_value(trc_json *j, trc_error *err) { return skip_nested(j, 0, err); }
+
+int trc_json_value_text(trc_json *j, const char **text, size_t *len, trc_error *err) {
+  skip_space(j);
+  *text = j->p;
+  if (trc_json_skip_value(j, err)) return -1;
+  *len = (size_t)(j->p - *text);
+  return 0;
+}

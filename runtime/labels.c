@@ -36,3 +36,12 @@ int64_t trc_count_labels_in_arena(const trc_model *m, const char *arena) {
   return count_in(m, (const unsigned char *)arena + in->offset,
                   in->example_bytes / 4 * (uint64_t)m->batch);
 }
+
+int trc_check_labels_count(const trc_model *m, const unsigned char *labels, int64_t rows,
+                           const char *path, trc_error *err) {
+  const trc_input *in = &m->inputs[m->ignore_input];
+  if (rows == 0 || count_in(m, labels, (uint64_t)rows * (in->example_bytes / 4)) > 0) return 0;
+  return trc_fail_at(err, path, "every label of input '%s' is %lld, the ignored label: no "
+                     "example has a label that counts, nothing to train on or evaluate",
+                     in->name, (long long)m->ignore_label);
+}

@@ -32,15 +32,17 @@ static int malformed(cursor *c, trc_error *err, const char *expected) {
                   (long)(c->p - c->start));
 }
 
-/* A quoted Python string without escapes (none occur in numpy's keys or
- * the dtypes we accept). */
+/* A quoted Python string without escapes or control bytes (none occur in
+ * numpy's keys or the dtypes we accept; a NUL would end the C string early:
+ * '|u1\0' read as '|u1'). */
 static int parse_string(cursor *c, char *out, size_t cap, trc_error *err) {
   skip_space(c);
   if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return malformed(c, err, "a string");
   char quote = *c->p++;
   size_t n = 0;
   while (c->p < c->end && *c->p != quote) {
-    if (*c->p == '\\' || n + 1 >= cap) return malformed(c, err, "a short string without escapes");
+    if (*c->p == '\\' || (unsigned char)*c->p < 0x20 || n + 1 >= cap)
+      return malformed(c, err, "a short string without escapes or control bytes");
     out[n++] = *c->p++;
   }
   if (c->p >= c->end) return malformed(c, err, "a closing quote");

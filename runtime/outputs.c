@@ -1,8 +1,9 @@
 /* outputs.c — a run's output paths, checked before anything is loaded or
  * trained, so no work is lost to a path that cannot take its file: each can
  * be written (trc_check_output: an atomic output never replaces a device
- * node, FIFO or directory), none is one of the run's inputs, no two are one
- * file. Then the temp files interrupted saves left beside them go.
+ * node, FIFO or directory), none is one of the run's inputs or its own
+ * binary, no two are one file. Then the temp files interrupted saves left
+ * beside them go.
  *
  * --save may name the --init file: that is read whole at the start, and
  * replaced (atomically) only when the run succeeds, as continuing training
@@ -17,7 +18,8 @@ typedef struct {
 } output;
 
 /* Fails when `out` is a data file of --data or --eval-data, a --text or
- * --eval-text file, or the --init file (which --save may replace). */
+ * --eval-text file, the --init file (which --save may replace), or the
+ * running binary: the trainer (or trainc, under `trainc run`). */
 static int check_not_input(const trc_model *m, const trc_options *o, const output *out,
                            trc_error *err) {
   const char *dirs[2] = {o->data_dir, o->eval_dir};
@@ -29,11 +31,14 @@ static int check_not_input(const trc_model *m, const trc_options *o, const outpu
           trc_same_file(out->path, path))
         return trc_fail_at(err, out->path, "%s names the input file %s; refusing to overwrite it",
                            out->flag, path);
-  const char *texts[2] = {o->text_path, o->eval_text_path};
-  for (int d = 0; d < 2; d++)
+  const char *texts[4] = {o->text_path, o->eval_text_path, o->pairs_path, o->eval_pairs_path};
+  for (int d = 0; d < 4; d++)
     if (texts[d] && trc_same_file(out->path, texts[d]))
       return trc_fail_at(err, out->path, "%s names the text file %s; refusing to overwrite it",
                          out->flag, texts[d]);
+  if (trc_same_file(out->path, "/proc/self/exe"))
+    return trc_fail_at(err, out->path, "%s names this program's own binary; refusing to "
+                       "overwrite it", out->flag);
   if (o->init_path && strcmp(out->flag, "--save") != 0 && trc_same_file(out->path, o->init_path))
     return trc_fail_at(err, out->path, "%s names the --init file; refusing to overwrite it",
                        out->flag);

@@ -62,6 +62,8 @@ void trc_param_parts(const trc_model *m, int64_t lo, int64_t hi, trc_param_part_
 
 /* Elements per example of an input: the product of dims[1..rank). */
 uint64_t trc_input_example_elems(const trc_input *in);
+/* Element i of an integer input's data (u8 or i32) set to v (data.c). */
+void trc_store_index(const trc_input *in, unsigned char *data, uint64_t i, int32_t v);
 
 /* Bytes of one element of a .npy / IDX array. */
 size_t trc_elem_size(trc_elem_type elem);
@@ -180,9 +182,27 @@ int trc_json_at_end(trc_json *j);
 int trc_json_fail(trc_json *j, trc_error *err, const char *expected);
 /* Skips one value of any kind (nested at most 64 deep). */
 int trc_json_skip_value(trc_json *j, trc_error *err);
+/* The same, giving the value's JSON text ("1.5", "false", "[1, 2]"). */
+int trc_json_value_text(trc_json *j, const char **text, size_t *len, trc_error *err);
 /* Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 if invalid:
  * no overlong forms, no surrogates, nothing above U+10FFFF. */
 size_t trc_utf8_sequence(const unsigned char *p, const unsigned char *end);
+/* Writes code point cp as UTF-8 (1 to 4 bytes); returns the length. */
+size_t trc_utf8_encode(char *out, uint32_t cp);
+
+/* Text and tokens (tokenizer.c), shared with wordpiece.c. */
+/* The code point at s[0..len) (valid UTF-8, checked before) and its length. */
+uint32_t trc_utf8_decode(const unsigned char *s, size_t len, size_t *n);
+/* Unicode's White_Space property. */
+int trc_is_white_space(uint32_t cp);
+/* Whether cp lies in one of n sorted, disjoint, inclusive ranges. */
+int trc_in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n);
+/* The id of the token with these bytes, or -1. */
+int32_t trc_tokenizer_find(const trc_tokenizer *t, const unsigned char *s, size_t n);
+/* BERT's WordPiece (wordpiece.c) over t's vocabulary: the ids of valid
+ * UTF-8 text, appended to out. */
+int trc_wordpiece_encode(const trc_tokenizer *t, const unsigned char *text, size_t len,
+                         trc_tokens *out, trc_error *err);
 
 /* ---- the train config, field by field (config.c) ---- */
 
@@ -367,6 +387,10 @@ int64_t trc_count_labels(const trc_model *m, const trc_dataset *ds, const int64_
                          int64_t count);
 /* The same for the batch now in the arena's input slot. */
 int64_t trc_count_labels_in_arena(const trc_model *m, const char *arena);
+/* Fails when none of the `rows` examples of the ignored input's file at path
+ * has a label that counts: nothing to train on or evaluate. */
+int trc_check_labels_count(const trc_model *m, const unsigned char *labels, int64_t rows,
+                           const char *path, trc_error *err);
 
 /* ---- pieces of trc_main (train.c) ---- */
 

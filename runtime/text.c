@@ -46,13 +46,14 @@ static int encode_plain(const trc_tokenizer *tok, const unsigned char *text, siz
   if (bad < len) {
     size_t line, col;
     line_col(text, bad, &line, &col);
-    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (the BPE tokenizer reads UTF-8 "
+    return trc_fail(err, "line %zu, column %zu: invalid UTF-8 (this tokenizer reads UTF-8 "
                          "text)", line, col);
   }
   return trc_tokenizer_encode(tok, text, len, out, err);
 }
 
-/* The "text" string of one JSON Lines object; other members are skipped. */
+/* The "text" string of one JSON Lines object (one only); other members are
+ * skipped. */
 static int document_text(const char *line, size_t len, char **text, trc_error *err) {
   trc_json j;
   trc_json_init(&j, line, len);
@@ -65,8 +66,10 @@ static int document_text(const char *line, size_t len, char **text, trc_error *e
         free(key);
         return -1;
       }
-      int is_text = strcmp(key, "text") == 0 && !*text;
+      int is_text = strcmp(key, "text") == 0;
       free(key);
+      if (is_text && *text) /* which one is the document? */
+        return trc_fail(err, "the object has two \"text\" members");
       if (is_text ? trc_json_string(&j, text, err) : trc_json_skip_value(&j, err)) return -1;
     } while (trc_json_accept(&j, ','));
     if (trc_json_expect(&j, '}', err)) return -1;
@@ -107,13 +110,6 @@ static int ends_with(const char *s, const char *suffix) {
 }
 
 /* Windows of T + 1 tokens, stored in each input's element type. */
-static void store_id(const trc_input *in, unsigned char *col, uint64_t i, int32_t id) {
-  if (in->dtype == TRC_U8)
-    col[i] = (unsigned char)id;
-  else
-    memcpy(col + 4 * i, &id, 4);
-}
-
 static int make_windows(const trc_model *m, const trc_tokens *tk, trc_dataset *ds,
                         trc_error *err) {
   const int64_t T = m->predict_rows;
@@ -137,7 +133,7 @@ static int make_windows(const trc_model *m, const trc_tokens *tk, trc_dataset *d
     }
     for (int64_t e = 0; e < n; e++)
       for (int64_t t = 0; t < T; t++)
-        store_id(in, c->data, (uint64_t)(e * T + t), tk->ids[e * T + t + k]);
+        trc_store_index(in, c->data, (uint64_t)(e * T + t), tk->ids[e * T + t + k]);
   }
   return 0;
 }

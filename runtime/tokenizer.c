@@ -1,7 +1,8 @@
-/* tokenizer.c — text to token ids and back, for --text and --sample: the
- * byte-level tokenizer (token = byte, 256 ids) and GPT-2's byte-level BPE
- * read from a folder with `vocab.json` and `merges.txt` in the format GPT-2
- * and Hugging Face ship.
+/* tokenizer.c — text to token ids and back, for --text, --pairs and
+ * --sample: the byte-level tokenizer (token = byte, 256 ids), GPT-2's
+ * byte-level BPE read from a folder with `vocab.json` and `merges.txt` in the
+ * format GPT-2 and Hugging Face ship, and BERT's WordPiece from a folder with
+ * `vocab.txt` (its vocabulary here; its algorithm in wordpiece.c).
  *
  * GPT-2's BPE, as its encoder.py does it: the text is cut into pre-tokens by
  * the pattern  's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -15,8 +16,10 @@
 #include "rt_internal.h"
 #include "unicode_classes.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum { MAX_VOCAB = 1 << 24 };
 
@@ -26,15 +29,17 @@ typedef struct {
   int32_t result;      /* the id of the merged token */
 } merge;
 
+typedef enum { KIND_BYTES, KIND_BPE, KIND_WORDPIECE } tokenizer_kind;
+
 struct trc_tokenizer {
-  int bpe;                 /* 0: one token per byte */
+  tokenizer_kind kind;
   int64_t vocab;           /* ids are 0..vocab-1 */
   unsigned char *bytes;    /* every token's bytes, in id order */
   uint64_t *offset;        /* token id is bytes[offset[id] .. offset[id + 1]) */
   int32_t byte_token[256]; /* the id of each one-byte token */
   int32_t *by_text;        /* hash table of ids by their bytes; -1: empty */
   uint64_t text_slots;
-  merge *merges;           /* hash table by (left, right); rank -1: empty */
+  merge *merges;           /* BPE: hash table by (left, right); rank -1: empty */
   uint64_t merge_slots;
   int32_t eot;             /* <|endoftext|>, or -1 */
 };
@@ -60,8 +65,7 @@ static int byte_of_char(uint32_t cp) {
 
 /* ---- UTF-8 ---- */
 
-/* The code point at s[0..len) (valid UTF-8, checked before) and its length. */
-static uint32_t decode_char(const unsigned char *s, size_t len, size_t *n) {
+uint32_t trc_utf8_decode(const unsigned char *s, size_t len, size_t *n) {
   if (s[0] < 0x80) {
     *n = 1;
     return s[0];
@@ -86,7 +90,7 @@ size_t trc_utf8_invalid_at(const unsigned char *s, size_t len) {
 static int64_t alphabet_to_bytes(unsigned char *s, size_t len, uint32_t *bad) {
   size_t out = 0;
   for (size_t i = 0, n; i < len; i += n) {
-    uint32_t cp = decode_char(s + i, len - i, &n);
+    uint32_t cp = trc_utf8_decode(s + i, len - i, &n);
     int b = n ? byte_of_char(cp) : -1;
     if (b < 0) {
       *bad = n ? cp : s[i];
@@ -128,7 +132,7 @@ static uint64_t text_slot(const trc_tokenizer *t, const unsigned char *s, size_t
   }
 }
 
-static int32_t find_token(const trc_tokenizer *t, const unsigned char *s, size_t n) {
+int32_t trc_tokenizer_find(const trc_tokenizer *t, const unsigned char *s, size_t n) {
   return t->by_text[text_slot(t, s, n)];
 }
 
@@ -250,11 +254,11 @@ static int build_vocab(trc_tokenizer *t, vocab_entry *e, size_t n, trc_error *er
 static int find_byte_tokens(trc_tokenizer *t, trc_error *err) {
   for (int b = 0; b < 256; b++) {
     unsigned char c = (unsigned char)b;
-    if ((t->byte_token[b] = find_token(t, &c, 1)) < 0)
+    if ((t->byte_token[b] = trc_tokenizer_find(t, &c, 1)) < 0)
       return trc_fail(err, "no token for byte 0x%02X (a byte-level BPE needs all 256 bytes)", b);
   }
   static const char eot[] = "<|endoftext|>";
-  t->eot = find_token(t, (const unsigned char *)eot, sizeof eot - 1);
+  t->eot = trc_tokenizer_find(t, (const unsigned char *)eot, sizeof eot - 1);
   return 0;
 }
 
@@ -278,9 +282,9 @@ static int parse_merge(const trc_tokenizer *t, unsigned char *line, size_t len, 
   if (!joined) return trc_fail(err, "out of memory (merges)");
   memcpy(joined, line, (size_t)a);
   memcpy(joined + a, space + 1, (size_t)b);
-  m->left = find_token(t, line, (size_t)a);
-  m->right = find_token(t, space + 1, (size_t)b);
-  m->result = find_token(t, joined, (size_t)(a + b));
+  m->left = trc_tokenizer_find(t, line, (size_t)a);
+  m->right = trc_tokenizer_find(t, space + 1, (size_t)b);
+  m->result = trc_tokenizer_find(t, joined, (size_t)(a + b));
   free(joined);
   const char *missing = m->left < 0 ? "its left part" : m->right < 0 ? "its right part"
                         : m->result < 0 ? "the merged token" : NULL;
@@ -326,7 +330,7 @@ static int parse_bpe(trc_tokenizer *t, const char *vocab, size_t vocab_len,
                      const char *merges_name, trc_error *err) {
   vocab_entry *e = NULL;
   size_t n = 0;
-  t->bpe = 1;
+  t->kind = KIND_BPE;
   int rc = parse_vocab(vocab, vocab_len, &e, &n, err) || build_vocab(t, e, n, err) ||
            find_byte_tokens(t, err);
   free_entries(e, n);
@@ -336,6 +340,63 @@ static int parse_bpe(trc_tokenizer *t, const char *vocab, size_t vocab_len,
                        : add_merges(t, merges, merges_len, err))
     return trc_set_where(err, merges_name);
   return 0;
+}
+
+/* ---- vocab.txt ---- */
+
+/* One token a line, its id the line's number from 0, as BERT ships it; the
+ * end of a line (\n or \r\n) and spaces or tabs after the token are not part
+ * of it (Hugging Face trims them too). */
+static int parse_wordpiece_lines(const unsigned char *text, size_t len, vocab_entry **out,
+                                 size_t *count, trc_error *err) {
+  size_t lines = 0, n = 0;
+  for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+  vocab_entry *e = calloc(lines + 1, sizeof *e);
+  if (!e) return trc_fail(err, "out of memory (vocabulary)");
+  for (size_t at = 0; at < len; n++) {
+    const unsigned char *line = text + at, *nl = memchr(line, '\n', len - at);
+    size_t k = nl ? (size_t)(nl - line) : len - at;
+    at += k + 1;
+    while (k > 0 && (line[k - 1] == '\r' || line[k - 1] == ' ' || line[k - 1] == '\t')) k--;
+    if (k == 0 || !(e[n].text = malloc(k))) {
+      free_entries(e, n);
+      return k ? trc_fail(err, "out of memory (vocabulary)")
+               : trc_fail(err, "line %zu: an empty token", n + 1);
+    }
+    memcpy(e[n].text, line, k);
+    e[n].len = k;
+    e[n].id = n;
+  }
+  *out = e;
+  *count = n;
+  return n ? 0 : trc_fail(err, "the vocabulary is empty");
+}
+
+/* vocab.txt's content; `name` is the file's for messages. A word that
+ * matches nothing becomes [UNK], which must be there. */
+static int parse_wordpiece(trc_tokenizer *t, const unsigned char *text, size_t len,
+                           const char *name, trc_error *err) {
+  static const char unk[] = "[UNK]";
+  vocab_entry *e = NULL;
+  size_t n = 0, bad = trc_utf8_invalid_at(text, len);
+  t->kind = KIND_WORDPIECE;
+  int rc = bad < len ? trc_fail(err, "invalid UTF-8 at byte %zu", bad)
+                     : parse_wordpiece_lines(text, len, &e, &n, err) ||
+                           build_vocab(t, e, n, err);
+  free_entries(e, n);
+  if (rc == 0 && trc_tokenizer_find(t, (const unsigned char *)unk, sizeof unk - 1) < 0)
+    rc = trc_fail(err, "no [UNK] token (BERT's WordPiece needs it)");
+  static const char sep[] = "[SEP]"; /* what joins documents, as <|endoftext|> does */
+  t->eot = rc ? -1 : trc_tokenizer_find(t, (const unsigned char *)sep, sizeof sep - 1);
+  return rc ? trc_set_where(err, name) : 0;
+}
+
+static int load_wordpiece(trc_tokenizer *t, const char *path, trc_error *err) {
+  unsigned char *text = NULL;
+  size_t len;
+  int rc = trc_read_file(path, &text, &len, err) || parse_wordpiece(t, text, len, path, err);
+  free(text);
+  return rc ? -1 : 0;
 }
 
 /* ---- loading ---- */
@@ -377,11 +438,90 @@ static int hand_over(trc_tokenizer **out, int rc, trc_tokenizer *t) {
   return 0;
 }
 
+static int file_exists(const char *dir, const char *name) {
+  char path[4096];
+  struct stat st;
+  return (size_t)snprintf(path, sizeof path, "%s/%s", dir, name) < sizeof path &&
+         stat(path, &st) == 0;
+}
+
+/* ---- tokenizer_config.json ---- */
+
+/* Why member `key` (its value's JSON text v) of Hugging Face's
+ * tokenizer_config.json says the tokenizer is not BERT's uncased one, or
+ * NULL. strip_accents null or true, as do_lower_case true, are uncased. */
+static const char *cased_setting(const char *key, const char *v, size_t n) {
+  if (n != 5 || memcmp(v, "false", 5) != 0) return NULL;
+  return strcmp(key, "do_lower_case") == 0   ? "do_lower_case is false"
+         : strcmp(key, "strip_accents") == 0 ? "strip_accents is false"
+                                             : NULL;
+}
+
+static int check_config(const char *text, size_t len, trc_error *err) {
+  trc_json j;
+  trc_json_init(&j, text, len);
+  if (trc_json_expect(&j, '{', err)) return -1;
+  if (trc_json_accept(&j, '}')) return 0;
+  do {
+    char *key = NULL;
+    const char *v;
+    size_t n;
+    int rc = trc_json_string(&j, &key, err) || trc_json_expect(&j, ':', err) ||
+             trc_json_value_text(&j, &v, &n, err);
+    const char *why = rc ? NULL : cased_setting(key, v, n);
+    free(key);
+    if (rc) return -1;
+    if (why)
+      return trc_fail(err, "%s: only BERT's uncased WordPiece is implemented (lowercased, "
+                           "accents stripped)", why);
+  } while (trc_json_accept(&j, ','));
+  return trc_json_expect(&j, '}', err);
+}
+
+/* A folder's tokenizer_config.json, when it has one, must describe the
+ * uncased tokenizer that wordpiece.c implements. */
+static int check_uncased(const char *dir, trc_error *err) {
+  char path[4096];
+  unsigned char *text = NULL;
+  size_t len;
+  if ((size_t)snprintf(path, sizeof path, "%s/tokenizer_config.json", dir) >= sizeof path ||
+      !file_exists(dir, "tokenizer_config.json"))
+    return 0;
+  int rc = trc_read_file(path, &text, &len, err) || check_config((const char *)text, len, err);
+  free(text);
+  return rc ? trc_set_where(err, path) : 0;
+}
+
+/* A folder with vocab.txt holds BERT's WordPiece; one with vocab.json,
+ * GPT-2's BPE. */
+static int load_folder(trc_tokenizer *t, const char *dir, trc_error *err) {
+  struct stat st;
+  if (stat(dir, &st) != 0) return trc_fail_at(err, dir, "cannot open: %s", strerror(errno));
+  if (!S_ISDIR(st.st_mode))
+    return trc_fail_at(err, dir, "not a folder (--tokenizer takes `bytes` or a folder)");
+  char path[4096];
+  if ((size_t)snprintf(path, sizeof path, "%s/vocab.txt", dir) >= sizeof path)
+    return trc_fail_at(err, dir, "the tokenizer's folder name is too long");
+  if (file_exists(dir, "vocab.txt"))
+    return check_uncased(dir, err) || load_wordpiece(t, path, err) ? -1 : 0;
+  if (file_exists(dir, "vocab.json")) return load_bpe(t, dir, err);
+  return trc_fail_at(err, dir, "no tokenizer here: expected vocab.txt (BERT's WordPiece) or "
+                               "vocab.json and merges.txt (GPT-2's BPE)");
+}
+
 int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err) {
   trc_tokenizer *t = calloc(1, sizeof *t);
   if (!t) return trc_fail(err, "out of memory (tokenizer)");
-  int rc = strcmp(spec, "bytes") == 0 ? load_bytes(t, err) : load_bpe(t, spec, err);
+  int rc = strcmp(spec, "bytes") == 0 ? load_bytes(t, err) : load_folder(t, spec, err);
   return hand_over(out, rc, t);
+}
+
+int trc_tokenizer_parse_wordpiece(const char *vocab, size_t len, trc_tokenizer **out,
+                                  trc_error *err) {
+  trc_tokenizer *t = calloc(1, sizeof *t);
+  if (!t) return trc_fail(err, "out of memory (tokenizer)");
+  return hand_over(out, parse_wordpiece(t, (const unsigned char *)vocab, len, "vocab.txt", err),
+                   t);
 }
 
 int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
@@ -410,7 +550,8 @@ void trc_tokenizer_free(trc_tokenizer *t) {
 
 int64_t trc_tokenizer_vocab(const trc_tokenizer *t) { return t->vocab; }
 int32_t trc_tokenizer_eot(const trc_tokenizer *t) { return t->eot; }
-int trc_tokenizer_needs_utf8(const trc_tokenizer *t) { return t->bpe; }
+int trc_tokenizer_needs_utf8(const trc_tokenizer *t) { return t->kind != KIND_BYTES; }
+int trc_tokenizer_is_wordpiece(const trc_tokenizer *t) { return t->kind == KIND_WORDPIECE; }
 
 const unsigned char *trc_tokenizer_token(const trc_tokenizer *t, int32_t id, size_t *len) {
   return token_bytes(t, id, len);
@@ -437,7 +578,7 @@ void trc_tokens_free(trc_tokens *tk) {
 
 typedef enum { CH_LETTER, CH_NUMBER, CH_SPACE, CH_OTHER } char_class;
 
-static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n) {
+int trc_in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n) {
   size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -448,8 +589,7 @@ static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n) {
   return 0;
 }
 
-/* Unicode's White_Space property. */
-static int is_space(uint32_t cp) {
+int trc_is_white_space(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
          (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
          cp == 0x205F || cp == 0x3000;
@@ -458,14 +598,14 @@ static int is_space(uint32_t cp) {
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 static char_class class_of(uint32_t cp) {
-  if (is_space(cp)) return CH_SPACE;
-  if (in_ranges(cp, trc_unicode_letters, COUNT(trc_unicode_letters))) return CH_LETTER;
-  if (in_ranges(cp, trc_unicode_numbers, COUNT(trc_unicode_numbers))) return CH_NUMBER;
+  if (trc_is_white_space(cp)) return CH_SPACE;
+  if (trc_in_ranges(cp, trc_unicode_letters, COUNT(trc_unicode_letters))) return CH_LETTER;
+  if (trc_in_ranges(cp, trc_unicode_numbers, COUNT(trc_unicode_numbers))) return CH_NUMBER;
   return CH_OTHER;
 }
 
 static char_class class_at(const unsigned char *s, size_t len, size_t i, size_t *n) {
-  return class_of(decode_char(s + i, len - i, n));
+  return class_of(trc_utf8_decode(s + i, len - i, n));
 }
 
 /* The end of the run of characters of class c starting at i. */
@@ -499,7 +639,7 @@ static size_t pretoken_end(const unsigned char *s, size_t len, size_t i) {
   if (c != CH_SPACE) return run_end(s, len, i, c);
   size_t end = run_end(s, len, i, CH_SPACE), last = i; /* "\s+(?!\S)|\s+" */
   for (size_t p = i; p < end; p += n) {
-    decode_char(s + p, len - p, &n);
+    trc_utf8_decode(s + p, len - p, &n);
     last = p;
   }
   return end == len || last == i ? end : last;
@@ -535,13 +675,14 @@ static int encode_word(const trc_tokenizer *t, const unsigned char *s, size_t le
 
 int trc_tokenizer_encode(const trc_tokenizer *t, const unsigned char *text, size_t len,
                          trc_tokens *out, trc_error *err) {
-  if (!t->bpe) {
+  if (t->kind == KIND_BYTES) {
     for (size_t i = 0; i < len; i++)
       if (trc_tokens_push(out, text[i], err)) return -1;
     return 0;
   }
   size_t bad = trc_utf8_invalid_at(text, len);
   if (bad < len) return trc_fail(err, "invalid UTF-8 at byte %zu", bad);
+  if (t->kind == KIND_WORDPIECE) return trc_wordpiece_encode(t, text, len, out, err);
   int32_t *sym = NULL; /* room for the longest pre-token so far */
   size_t cap = 0;
   int rc = 0;

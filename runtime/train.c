@@ -71,26 +71,47 @@ static int load_tokenizer(trainer *t, trc_error *err) {
   return t->tok ? 0 : trc_tokenizer_load(t->opt.tokenizer, &t->tok, err);
 }
 
-/* A folder of input files (--data DIR) or a text file (--text FILE). */
-static int load_set(trainer *t, const char *dir, const char *text, trc_dataset *ds,
-                    trc_error *err) {
-  if (dir) return trc_dataset_load(t->m, dir, ds, err);
-  if (!text) return 0;
-  return load_tokenizer(t, err) || trc_text_check_model(t->m, t->tok, err) ||
-                 trc_text_load(t->m, t->tok, text, ds, err)
-             ? -1
-             : 0;
+/* Where a set of examples comes from: one of a folder of input files
+ * (--data DIR), a text file (--text FILE) or sentence pairs (--pairs FILE). */
+typedef struct {
+  const char *dir, *text, *pairs;
+} data_source;
+
+static int load_set(trainer *t, data_source src, trc_dataset *ds, trc_error *err) {
+  trc_pair_fields fields;
+  if (src.dir) return trc_dataset_load(t->m, src.dir, ds, err);
+  if (src.text)
+    return load_tokenizer(t, err) || trc_text_check_model(t->m, t->tok, err) ||
+                   trc_text_load(t->m, t->tok, src.text, ds, err)
+               ? -1
+               : 0;
+  if (src.pairs)
+    return load_tokenizer(t, err) || trc_pair_fields_parse(t->opt.pair_fields, &fields, err) ||
+                   trc_pairs_load(t->m, t->tok, src.pairs, &fields, ds, err)
+               ? -1
+               : 0;
+  return 0;
+}
+
+static data_source training_source(const trc_options *o) {
+  return (data_source){o->data_dir, o->text_path, o->pairs_path};
+}
+
+static const char *source_name(data_source src) {
+  return src.dir ? src.dir : src.text ? src.text : src.pairs;
 }
 
 /* Training rows: --data less its validation share when there is no
  * --eval-data (rows drawn by the seed, moved to the end of the set: see
  * holdout.c); evaluation rows: --eval-data, else those; this rank's share.
- * --text and --eval-text stand for --data and --eval-data. */
+ * --text and --pairs (--eval-text, --eval-pairs) stand for --data
+ * (--eval-data). */
 static int load_data(trainer *t, trc_error *err) {
-  const char *data = t->opt.data_dir ? t->opt.data_dir : t->opt.text_path;
-  const char *eval = t->opt.eval_dir ? t->opt.eval_dir : t->opt.eval_text_path;
-  if (load_set(t, t->opt.data_dir, t->opt.text_path, &t->data, err) ||
-      load_set(t, t->opt.eval_dir, t->opt.eval_text_path, &t->eval_file, err))
+  const trc_options *o = &t->opt;
+  const data_source train = training_source(o),
+                    evaluation = {o->eval_dir, o->eval_text_path, o->eval_pairs_path};
+  const char *data = source_name(train), *eval = source_name(evaluation);
+  if (load_set(t, train, &t->data, err) || load_set(t, evaluation, &t->eval_file, err))
     return -1;
   int64_t n = t->data.n, n_val = eval ? 0 : (int64_t)((double)n * t->opt.cfg.validation);
   int64_t val_first = eval ? 0 : n - n_val, val_n = eval ? t->eval_file.n : n_val;
@@ -320,7 +341,7 @@ static int setup_training(trainer *t, trc_error *err) {
   trc_step_plan_spec spec = {t->train.n, t->m->batch, c->accumulate, t->rank, t->ranks,
                              c->seed,    c->steps,    c->epochs};
   if (trc_step_plan_init(&t->plan, &spec, err))
-    return trc_set_where(err, t->opt.data_dir ? t->opt.data_dir : t->opt.text_path);
+    return trc_set_where(err, source_name(training_source(&t->opt)));
   if (trc_optimizer_init(&t->optim, c, t->m->param_count, err) ||
       trc_sync_init(&t->sync, c, t->m, t->arena, &t->optim, err) ||
       trc_best_init(&t->best, &t->opt, t->m->param_count, err))
@@ -335,6 +356,7 @@ static int setup_training(trainer *t, trc_error *err) {
 static int stop_on_bad_loss(trainer *t, double loss, double lr, double grad_norm,
                             trc_error *err) {
   trc_step_record rec = step_record(t, loss, lr, 0.0, grad_norm);
+  rec.step = t->step + 1; /* the step that failed, never counted as done */
   trc_log_step(&t->log, &rec);
   trc_progress_break(&t->progress);
   return trc_fail(err,

@@ -331,7 +331,9 @@ typedef struct {
   int no_overlap;          /* --no-overlap: averaged gradients all-reduced after
                               backward, not bucket by bucket during it */
   const char *text_path, *eval_text_path; /* --text, --eval-text: instead of the folders */
-  const char *tokenizer;   /* --tokenizer: "bytes" (default) or a BPE folder */
+  const char *pairs_path, *eval_pairs_path; /* --pairs, --eval-pairs: sentence pairs */
+  const char *pair_fields; /* --pair-fields A,B,LABEL: the pairs' field names */
+  const char *tokenizer;   /* --tokenizer: "bytes" (default) or a BPE or WordPiece folder */
   const char *tensorboard_dir; /* --tensorboard DIR */
   int64_t sample;          /* tokens to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
@@ -385,19 +387,27 @@ int trc_dump_step(const trc_model *model, char *arena, const char *data_dir, uin
                   const char *path, trc_error *err);
 
 /* ---- tokenizers (tokenizer.c) ---- */
-/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding GPT-2's
- * byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1, every byte a
- * token) and merges.txt (one "LEFT RIGHT" pair a line, by rank; a first
- * "#version" line is skipped), both in GPT-2's byte alphabet (space is 'Ġ').
- * Errors name the file and what is wrong. */
+/* "bytes": one token per byte, ids 0..255. Otherwise a folder holding BERT's
+ * WordPiece (uncased, as Hugging Face's BertTokenizerFast; wordpiece.c):
+ * vocab.txt, one token a line, its id the line's number from 0, with [UNK]
+ * (a tokenizer_config.json there must not make it cased);
+ * or GPT-2's byte-level BPE: vocab.json ({"token": id}, ids exactly 0..n-1,
+ * every byte a token) and merges.txt (one "LEFT RIGHT" pair a line, by rank;
+ * a first "#version" line is skipped), both in GPT-2's byte alphabet (space
+ * is 'Ġ'). Errors name the file and what is wrong. */
 int trc_tokenizer_load(const char *spec, trc_tokenizer **out, trc_error *err);
 /* The BPE from the two files' contents, held in memory (for tests). */
 int trc_tokenizer_parse(const char *vocab, size_t vocab_len, const char *merges,
                         size_t merges_len, trc_tokenizer **out, trc_error *err);
+/* The WordPiece from vocab.txt's content (for tests). */
+int trc_tokenizer_parse_wordpiece(const char *vocab, size_t len, trc_tokenizer **out,
+                                  trc_error *err);
 void trc_tokenizer_free(trc_tokenizer *t);
 int64_t trc_tokenizer_vocab(const trc_tokenizer *t); /* ids are below this */
-int32_t trc_tokenizer_eot(const trc_tokenizer *t);   /* <|endoftext|>'s id, or -1 */
-int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 for the BPE */
+/* <|endoftext|>'s id (WordPiece: [SEP]'s), or -1: what joins documents */
+int32_t trc_tokenizer_eot(const trc_tokenizer *t);
+int trc_tokenizer_needs_utf8(const trc_tokenizer *t); /* 1 but for bytes */
+int trc_tokenizer_is_wordpiece(const trc_tokenizer *t);
 
 typedef struct {
   int32_t *ids;
@@ -432,6 +442,38 @@ int trc_text_load(const trc_model *m, const trc_tokenizer *tok, const char *path
  * whether it is JSON Lines), appended to out. */
 int trc_text_tokenize(const trc_tokenizer *tok, const char *name, const unsigned char *data,
                       size_t len, trc_tokens *out, trc_error *err);
+
+/* ---- sentence pairs: --pairs FILE (pairs.c) ---- */
+/* The names of a pairs file's fields: --pair-fields A,B,LABEL (default
+ * text_a,text_b,label); B empty: one sentence an example. */
+typedef struct {
+  char a[128], b[128], label[128];
+} trc_pair_fields;
+int trc_pair_fields_parse(const char *spec, trc_pair_fields *f, trc_error *err);
+/* How many of a pair's na and nb tokens are kept so that they fit in
+ * `budget`, as Hugging Face's truncation="longest_first": the shorter keeps
+ * its tokens up to half the budget, the longer (b on a tie) the rest. */
+void trc_pair_truncate(int64_t na, int64_t nb, int64_t budget, int64_t *ka, int64_t *kb);
+/* One example as Hugging Face's tokenizer(a, b, truncation=True,
+ * padding="max_length", max_length=T): ids [CLS] a [SEP] b [SEP] (b NULL:
+ * [CLS] a [SEP]) then [PAD]s; types 0 up to the first [SEP], 1 after it, 0
+ * on the padding; mask 1 on the tokens, 0 on the padding. T each. Needs a
+ * WordPiece tokenizer with [CLS], [SEP] and [PAD]. */
+int trc_pair_encode(const trc_tokenizer *tok, const char *a, size_t a_len, const char *b,
+                    size_t b_len, int64_t T, int32_t *ids, int32_t *types, int32_t *mask,
+                    trc_error *err);
+/* Fails unless the pairs can feed the model: inputs input_ids [B, T],
+ * optionally token_type_ids and attention_mask [B, T], and its labels [B];
+ * nothing else. T is input_ids'. */
+int trc_pairs_check_model(const trc_model *m, const trc_tokenizer *tok, trc_error *err);
+/* Reads FILE (.tsv or .jsonl, either may be .gz) into one example a line;
+ * a bad line fails with where = "FILE:LINE". */
+int trc_pairs_load(const trc_model *m, const trc_tokenizer *tok, const char *path,
+                   const trc_pair_fields *fields, trc_dataset *ds, trc_error *err);
+/* The same for a file's content held in memory; `path` names it. */
+int trc_pairs_parse(const trc_model *m, const trc_tokenizer *tok, const char *path,
+                    const trc_pair_fields *fields, const unsigned char *data, size_t len,
+                    trc_dataset *ds, trc_error *err);
 
 /* ---- TensorBoard event files: --tensorboard DIR (tensorboard.c) ---- */
 /* DIR/events.out.tfevents.SECONDS.HOST.PID: TFRecord records (length,

@@ -87,7 +87,8 @@ mkdir -p nomerges && cp "$bpe/vocab.json" nomerges/
 expect_error "nomerges/merges.txt" -- ./bpe --text train.txt --tokenizer nomerges
 expect_error "the tokenizer has 274 tokens, but input 'tokens' takes ids below 256" -- \
   ./bytes --text train.txt --tokenizer "$bpe"
-expect_error "--text and --data both give the training data" -- ./bytes --text train.txt --data .
+expect_error "--data, --text and --pairs each give the training data" -- \
+  ./bytes --text train.txt --data .
 expect_error "--top-p: expected a number in (0, 1]" -- ./bytes --steps 0 --sample 3 --top-p 2
 expect_error "--tokenizer is for --text" -- ./bytes --data . --tokenizer bytes
 echo "text.sh: ok"

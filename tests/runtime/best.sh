@@ -41,7 +41,8 @@ for flag in "--weight-decay 0.5" "--early-stopping 3 --eval-every-steps 5"; do
   expect other_run err "saved by a different run"
 done
 # --save-every epoch: 320 training rows / batch 32 / accumulate 2 = 5 steps an epoch
-run every_epoch 0 "$TRAINER" "${common[@]}" se --save-every epoch --save-total-limit 0 --steps 12
+run every_epoch 0 "$TRAINER" --data d --steps 12 --quiet --save-state se --save-every epoch \
+  --save-total-limit 0
 [ "$(states se)" = "state-5$s state-10$s state-12$s " ] ||
   fail "--save-every epoch saved: $(states se)"
 

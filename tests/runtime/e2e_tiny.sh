@@ -44,7 +44,7 @@ run bogus 2 "$TRAINER" --data "$WORK/train" --bogus
 expect bogus err "trainer: error: unknown flag '--bogus'"
 expect bogus err "--help"
 run nodata 2 "$TRAINER"
-expect nodata err "--data DIR (or --text FILE) is required"
+expect nodata err "--data DIR (or --text FILE, or --pairs FILE) is required"
 run saveevery 2 "$TRAINER" --data "$WORK/train" --save-every 3
 expect saveevery err "--save-every needs --save-state DIR"
 run badvalue 2 "$TRAINER" --data="$WORK/train" --epochs=zero

@@ -6,7 +6,8 @@
 #  2. ranks started with different --lr / --seed / --steps are refused at
 #     start, naming what differs;
 #  3. a rank stopped with SIGSTOP ends the job after --comm-timeout with a
-#     message, instead of leaving the other spinning.
+#     message, instead of leaving the other spinning; a timeout past what the
+#     watchdog's timed wait can represent is refused (it used to spin);
 #  4. --load-best and --early-stopping decide alike on both ranks (the
 #     evaluation is summed over them): the job ends at the same step on
 #     both, says the best step, and saves every rank's state.
@@ -53,6 +54,13 @@ wait "$job"
 rc=$?
 [ "$rc" -ne 0 ] || fail "a stopped rank: the job exited 0"
 expect stopped err "the all-reduce has waited 3 s for the other ranks (--comm-timeout)"
+
+echo "3b. a --comm-timeout past what the timed wait can represent is refused"
+timeout 30 mpirun "${MPI_OPTS[@]}" -np 2 "$TRAINER" --data d --steps 5 --quiet \
+  --comm-timeout 1e19 >huge.out 2>huge.err
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "--comm-timeout 1e19: exit $rc"
+expect huge err "--comm-timeout: at most 1e+09 seconds"
 
 echo "4. --load-best and --early-stopping on 2 ranks"
 timeout 120 mpirun "${MPI_OPTS[@]}" -np 2 "$TRAINER" --data d --steps 40 --lr 0.2 \

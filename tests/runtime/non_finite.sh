@@ -3,7 +3,7 @@
 # (docs/trainer.md): an f32 input holding one is refused at load, naming the
 # file, row and column; --init weights holding one are refused, naming the
 # tensor and element; weights or state that became non-finite while the loss
-# stayed finite are not saved.
+# stayed finite are not saved; a non-finite loss has its own step in the log.
 NAME=non_finite
 . "$(dirname "$0")/harness.sh" "$1" "$2" 200
 
@@ -53,5 +53,13 @@ cmp -s w.safetensors before.safetensors || fail "non-finite weights replaced the
 run overflow_state 1 "$TRAINER" --data d --steps 2 --lr 1e40 --quiet --save-state st
 expect overflow_state err "st: error: refusing to save non-finite state: parameter 'fc1.weight'"
 [ ! -e st/state-2.rank-0.safetensors ] || fail "non-finite state was saved"
+
+echo "4. a non-finite loss: stderr and the log name the same step"
+# lr 0 at step 1 (warm-up), then 1e19: step 3's forward overflows
+run nan_loss 1 "$TRAINER" --data d --steps 3 --lr 1e20 --quiet --log nan.jsonl --log-every 1
+expect nan_loss err "the training loss is nan at step 3"
+[ "$(cut -d, -f1 nan.jsonl | tr '\n' ' ')" = '{"step":1 {"step":2 {"step":3 ' ] ||
+  fail "the log's steps: $(cut -d, -f1 nan.jsonl | tr '\n' ' ')"
+tail -n 1 nan.jsonl | grep -q '"loss":null' || fail "the log's last record has a loss"
 
 finish

@@ -3,10 +3,10 @@
 # Outputs), with the tiny hand-written trainer: an output that is a device
 # node, FIFO or directory is refused before training and left as it was (a
 # log may be a character device or a FIFO with a reader: written in place);
-# no output overwrites an input or another output (--save over the --init
-# file is allowed); temp files of interrupted saves are removed at start;
-# flags the run would ignore are refused; a full disk or `ulimit -f` gives
-# the reason. Device nodes and FIFOs are made in a temporary folder.
+# no output overwrites an input, the trainer's binary or another output
+# (--save over the --init file is allowed); temp files of interrupted saves
+# are removed at start; flags the run would ignore are refused; a full disk
+# or `ulimit -f` gives the reason. Device nodes and FIFOs are made in a temporary folder.
 NAME=outputs
 . "$(dirname "$0")/harness.sh" "$1" "$2" 200
 # refused NAME TEXT ARGS...: exit 1 before any training (no evaluation printed), TEXT on stderr
@@ -50,13 +50,22 @@ fi
 echo "2. no output overwrites an input or another output"
 cp -r d d2
 ln d2/y.npy labels-link
-refused log_data "d2/x.npy: error: --log names the input file d2/x.npy" --data d2 --log d2/x.npy
-refused log_hardlink "--log names the input file d2/y.npy" --data d2 --log labels-link
+run log_data 1 "$TRAINER" --data d2 --steps 30 --quiet --log d2/x.npy
+expect log_data err "d2/x.npy: error: --log names the input file d2/x.npy"
+run log_hardlink 1 "$TRAINER" --data d2 --steps 30 --quiet --log labels-link
+expect log_hardlink err "--log names the input file d2/y.npy"
 refused save_eval_data "--save names the input file d2/y.npy" --eval-data d2 --save d2/y.npy
 cmp -s d/x.npy d2/x.npy && cmp -s d/y.npy d2/y.npy || fail "a data file was changed"
 run dump_init 1 "$TRAINER" --data d --init w0.safetensors --dump-step w0.safetensors
 expect dump_init err "--dump-step names the --init file"
 refused save_is_log "--save and --log name the same file" --save out.st --log ./out.st
+cp "$TRAINER" trainer-copy # replaced, if the check fails, instead of the build's trainer
+ln trainer-copy trainer-link
+run save_self 1 ./trainer-copy --data d --steps 30 --quiet --save trainer-copy
+expect save_self err "trainer-copy: error: --save names this program's own binary"
+run log_self 1 ./trainer-link --data d --steps 30 --quiet --log trainer-copy
+expect log_self err "--log names this program's own binary"
+cmp -s "$TRAINER" trainer-copy || fail "the trainer's binary was replaced"
 cp w0.safetensors w1.safetensors
 run continue_apart 0 "$TRAINER" --data d --steps 5 --quiet --init w0.safetensors --save apart.safetensors
 run continue_in_place 0 "$TRAINER" --data d --steps 5 --quiet --init w1.safetensors --save w1.safetensors

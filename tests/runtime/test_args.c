@@ -45,6 +45,9 @@ static void test_good(void) {
   CHECK(o.comm_timeout == 300);
   CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=2.5", NULL) == 0 && o.comm_timeout == 2.5);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "-1", NULL), err, ">= 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--comm-timeout", "1e19", NULL), err,
+                   "--comm-timeout: at most 1e+09 seconds (0: no limit), got 1e+19");
+  CHECK(parse(&o, &err, "--data", "d", "--comm-timeout=1e9", NULL) == 0);
   CHECK(parse(&o, &err, "--gradcheck", NULL) == 0 && o.gradcheck);
   CHECK(parse(&o, &err, "--data", "d", NULL) == 0 && o.cfg.precision == TRC_FP32);
   CHECK(parse(&o, &err, "--data", "d", "--precision", "bf16", NULL) == 0 &&
@@ -97,8 +100,9 @@ static void test_sample(void) {
 static void test_bad(void) {
   trc_options o;
   trc_error err;
-  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, "--data DIR (or --text FILE) is required");
-  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, "--data DIR (or --text FILE) is required");
+  const char *required = "--data DIR (or --text FILE, or --pairs FILE) is required";
+  CHECK_FAILS_WITH(parse(&o, &err, NULL), err, required);
+  CHECK_FAILS_WITH(parse(&o, &err, "--steps", "5", NULL), err, required);
   CHECK_FAILS_WITH(parse(&o, &err, "--dump-step", "s", NULL), err, "--dump-step needs --data DIR");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--bogus", NULL), err, "unknown flag '--bogus'");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--lr=1=2", NULL), err,
@@ -141,6 +145,32 @@ static void test_bad(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "extra", NULL), err,
                    "unexpected argument 'extra'");
   CHECK_FAILS_WITH(parse(&o, &err, "-x", NULL), err, "unexpected argument '-x'");
+}
+
+/* Flags are settings too: each is given once, and what the train block
+ * refuses together is refused after every flag is applied (issue 26). */
+static void test_as_train_block(void) {
+  trc_options o;
+  trc_error err;
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--save", "a", "--save=b", NULL), err,
+                   "--save is given twice");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--steps", "1", "--steps", "2", NULL), err,
+                   "--steps is given twice");
+  CHECK_FAILS_WITH(parse(&o, &err, "--quiet", "--data", "d", "--quiet", NULL), err,
+                   "--quiet is given twice");
+  /* min_lr above lr: a decaying schedule would climb to it */
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--min-lr", "1", NULL), err,
+                   "min_lr 1 is above lr 0.001");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--min-lr", "1e-4", "--lr", "1e-5", NULL), err,
+                   "min_lr 0.0001 is above lr 1e-05");
+  CHECK(parse(&o, &err, "--data", "d", "--min-lr", "1", "--lr", "2", NULL) == 0);
+  CHECK(parse(&o, &err, "--data", "d", "--min-lr", "1", "--schedule", "constant", NULL) == 0);
+  /* AdamW divides by sqrt(v) + eps, and by 1 - beta^t */
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--eps", "0", NULL), err,
+                   "eps must be above 0");
+  CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--beta2=1", NULL), err,
+                   "beta2 must be below 1");
+  CHECK(parse(&o, &err, "--data", "d", "--eps", "0", "--optimizer", "sgd", NULL) == 0);
 }
 
 /* A flag the run would ignore is refused, naming what makes it moot. */
@@ -270,7 +300,8 @@ static void test_save_strategy(void) {
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "0", NULL), err,
                    "--early-stopping: expected an integer >= 1");
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", NULL), err,
-                   "--load-best needs evaluation data: --eval-data DIR or --validation X");
+                   "--load-best needs evaluation data: --eval-data DIR (--eval-text, "
+                   "--eval-pairs) or --validation X");
   CHECK(parse(&o, &err, "--data", "d", "--load-best", "--validation", "0", "--eval-data", "e",
               NULL) == 0);
   CHECK_FAILS_WITH(parse(&o, &err, "--data", "d", "--early-stopping", "2", "--eval-every-epoch",
@@ -333,6 +364,7 @@ int main(void) {
                                       .local_sgd = 1};
   test_good();
   test_bad();
+  test_as_train_block();
   test_moot_combinations();
   test_every_setting();
   test_save_strategy();

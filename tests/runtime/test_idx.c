@@ -148,6 +148,30 @@ static void test_dataset_from_directory(void) {
   CHECK_FAILS_WITH(trc_dataset_load(&two_input_model, path, &ds, &err), err, "not a directory");
 }
 
+/* cross_entropy(..., ignore = -100) with every label ignored has nothing to
+ * learn from or evaluate: refused at load, naming the file (issue 26). */
+static void test_every_label_ignored(void) {
+  trc_model m = two_input_model;
+  m.has_ignore = 1, m.ignore_input = 1, m.ignore_label = -100;
+  char sub[1024], path[1100];
+  test_path(sub, sizeof sub, dir, "ignored");
+  CHECK(mkdir(sub, 0700) == 0);
+  uint8_t pixels[18] = {0};
+  snprintf(path, sizeof path, "%s/image.npy", sub);
+  CHECK(test_write_npy(path, "|u1", 2, (int64_t[]){3, 6}, pixels, sizeof pixels) == 0);
+  snprintf(path, sizeof path, "%s/label.npy", sub);
+  int32_t none[3] = {-100, -100, -100}, one[3] = {-100, 2, -100};
+  CHECK(test_write_npy(path, "<i4", 1, (int64_t[]){3}, none, sizeof none) == 0);
+  trc_dataset ds;
+  trc_error err;
+  CHECK_FAILS_WITH(trc_dataset_load(&m, sub, &ds, &err), err,
+                   "every label of input 'label' is -100, the ignored label");
+  CHECK(strstr(err.where, "label.npy") != NULL);
+  CHECK(test_write_npy(path, "<i4", 1, (int64_t[]){3}, one, sizeof one) == 0);
+  CHECK(trc_dataset_load(&m, sub, &ds, &err) == 0);
+  trc_dataset_free(&ds);
+}
+
 static void test_corrupt_gzip(void) {
   char path[1024];
   unsigned char junk[64] = {0};
@@ -203,6 +227,7 @@ int main(void) {
   test_parse();
   test_big_endian_conversion();
   test_dataset_from_directory();
+  test_every_label_ignored();
   test_corrupt_gzip();
   test_fashion_mnist();
   test_remove_dir(dir);

@@ -11,10 +11,10 @@ static const trc_input feature_input = {"x", TRC_F32, 2, {4, 3}, 0, 12, 0};
 
 static char dir[512];
 
-/* Parses a .npy image built from a raw header string (preamble added). */
-static int parse_raw_header(const char *header, size_t data_bytes, trc_array_header *h,
-                            trc_error *err) {
-  size_t hl = strlen(header), len = 10 + hl + data_bytes;
+/* Parses a .npy image built from hl bytes of raw header (preamble added). */
+static int parse_header_bytes(const char *header, size_t hl, size_t data_bytes,
+                              trc_array_header *h, trc_error *err) {
+  size_t len = 10 + hl + data_bytes;
   unsigned char *buf = calloc(1, len);
   memcpy(buf, "\x93NUMPY\x01\x00", 8);
   buf[8] = (unsigned char)(hl & 0xFF);
@@ -23,6 +23,11 @@ static int parse_raw_header(const char *header, size_t data_bytes, trc_array_hea
   int rc = trc_npy_parse(buf, len, h, err);
   free(buf);
   return rc;
+}
+
+static int parse_raw_header(const char *header, size_t data_bytes, trc_array_header *h,
+                            trc_error *err) {
+  return parse_header_bytes(header, strlen(header), data_bytes, h, err);
 }
 
 static void test_valid_headers(void) {
@@ -117,6 +122,10 @@ static void test_malformed_headers(void) {
                                     "'shape': (1,1,1,1,1,1,1,1,1)}",
                                     4, &h, &err),
                    err, "more than 8");
+  /* a NUL byte inside a string: '|u1\0' is not '|u1' (issue 26) */
+  static const char nul_descr[] = "{'descr': '|u1\0', 'fortran_order': False, 'shape': (2,)}";
+  CHECK_FAILS_WITH(parse_header_bytes(nul_descr, sizeof nul_descr - 1, 2, &h, &err), err,
+                   "malformed .npy header");
 }
 
 /* Writes an .npy into the test dir and loads it for `in`. */

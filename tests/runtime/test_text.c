@@ -75,6 +75,12 @@ static void test_jsonl(const char *dir, const trc_tokenizer *bytes, const trc_to
   CHECK(strstr(err.where, "f.jsonl") != NULL);
   CHECK_FAILS_WITH(load(dir, "g.jsonl", "{\"txt\": \"ok\"}\n", bytes, &ds, &err), err,
                    "line 1: the object has no \"text\" string");
+  /* two "text" members: which one is the document? (issue 26) */
+  CHECK_FAILS_WITH(load(dir, "k.jsonl",
+                        "{\"text\": \"hello\"}\n{\"text\": \"world\", \"text\": \"there\"}\n",
+                        bytes, &ds, &err),
+                   err, "line 2: the object has two \"text\" members");
+  CHECK(strstr(err.where, "k.jsonl") != NULL);
   CHECK_FAILS_WITH(load(dir, "h.jsonl", "{\"text\": \"ok\"} x\n", bytes, &ds, &err), err,
                    "line 1: malformed JSON: expected the end of the line");
   CHECK_FAILS_WITH(load(dir, "i.jsonl", "{\"text\": \"o\xffk\"}\n", bytes, &ds, &err), err,
