@@ -1499,17 +1499,6 @@ static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]
   dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
 }
 
-/* causal_softmax (attention's softmax(causal_mask(x, scale)) as one op):
- * row t of each [T, T] matrix is the softmax of scale * x over columns
- * c <= t and 0 above, and only columns c <= t are read or exp'd. The loops
- * over the matrices and their rows, with each column loop bounded by the
- * row (k_for_bounded), and a last loop that writes the zeros. Every float
- * is the operation causal_mask then softmax computed on the same operands
- * (the masked columns only added exp(-inf) = 0 to the sum, and a row's lane
- * of a column stays its index's), so with the same math functions the
- * result is bitwise theirs (where a compiler vectorizes a loop, libmvec's
- * expf is within 4 ulp of libm's, and which loops it vectorizes may
- * differ). */
 /* The rows of n's output in `blocks` blocks (a loop over the blocks around
  * the loop over their rows), loads of `scaled` multiplied by n's scale. */
 static RowLoop block_row_loop(const Node *n, int64_t blocks, int scaled) {
@@ -1521,6 +1510,17 @@ static RowLoop block_row_loop(const Node *n, int64_t blocks, int scaled) {
   return rl;
 }
 
+/* causal_softmax (attention's softmax(causal_mask(x, scale)) as one op):
+ * row t of each [T, T] matrix is the softmax of scale * x over columns
+ * c <= t and 0 above, and only columns c <= t are read or exp'd. The loops
+ * over the matrices and their rows, with each column loop bounded by the
+ * row (k_for_bounded), and a last loop that writes the zeros. Every float
+ * is the operation causal_mask then softmax computed on the same operands
+ * (the masked columns only added exp(-inf) = 0 to the sum, and a row's lane
+ * of a column stays its index's), so with the same math functions the
+ * result is bitwise theirs (where a compiler vectorizes a loop, libmvec's
+ * expf is within 4 ulp of libm's, and which loops it vectorizes may
+ * differ). */
 static RowLoop causal_row_loop(const Node *n, int scaled) {
   int64_t t = last_dim(&n->shape);
   RowLoop rl = block_row_loop(n, shape_numel(&n->shape) / (t * t), scaled);
