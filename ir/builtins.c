@@ -463,6 +463,16 @@ static bool want_mask(Lower *L, Value v, SrcLoc loc, int x, int *mask) {
   return true;
 }
 
+/* x is [B, T, C] with C a multiple of the heads. */
+static bool want_heads_input(Lower *L, const char *builtin, int x, int64_t heads, SrcLoc loc) {
+  const Shape *xs = shape_of(L, x);
+  if (xs->rank == 3 && xs->dim[2] % heads == 0) return true;
+  char sb[128];
+  diag_error(L->diag, loc, "%s needs [B, T, C] with C divisible by the %lld heads, got %s",
+             builtin, (long long)heads, shape_str(xs, sb));
+  return false;
+}
+
 /* causal_self_attention(x, heads, dropout = 0) on x [B, T, C], as GPT-2:
  * q, k, v = linear(x, C) each, split into heads; softmax of the causally
  * masked q k^T / sqrt(C/H); (dropout;) times v; heads merged; linear(C).
@@ -478,16 +488,11 @@ static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, S
   const char *input = causal ? "causal_self_attention's input" : "self_attention's input";
   if (!want_tensor(L, v[0], locs[0], input) ||
       !want_int_value(L, v[1], locs[1], "the number of heads", 1, MAX_NUMEL, &heads) ||
+      !want_heads_input(L, call->name, v[0].node, heads, locs[0]) ||
       (!causal && !want_mask(L, v[2], locs[2], v[0].node, &mask)) ||
       !want_probability(L, v[p_arg], locs[p_arg], &p))
     return error_value;
   const Shape xs = *shape_of(L, v[0].node);
-  if (xs.rank != 3 || xs.dim[2] % heads != 0) {
-    char sb[128];
-    diag_error(L->diag, locs[0], "%s needs [B, T, C] with C divisible by the %lld heads, got %s",
-               call->name, (long long)heads, shape_str(&xs, sb));
-    return error_value;
-  }
   char *prefix = param_prefix(s, call->name);
   static const char *parts[] = {"q", "k", "v"};
   int qkv[3], y = 0, first = L->g->n;
