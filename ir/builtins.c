@@ -101,6 +101,20 @@ static Value builtin_layernorm(Lower *L, Scope *s, const Expr *call, Value *v, S
   return tensor_value(graph_add_attr(L->g, OP_LAYERNORM, in, 4, eps, 0, 0, call->loc, L->diag));
 }
 
+/* The embedding op of ids in table; `padding_idx` (NaN: none) is a row
+ * whose gradient is 0, as torch.nn.Embedding's (attr.i[1] = 1, attr.i[2] =
+ * the row). -1 on error. */
+static int embedding_node(Lower *L, int table, Value ids, Value padding_idx, SrcLoc loc,
+                          SrcLoc pad_loc) {
+  int64_t vocab = shape_of(L, table)->dim[0], pad = 0;
+  bool padded = !(padding_idx.kind == V_NUM && isnan(padding_idx.num));
+  if (padded && !want_int_value(L, padding_idx, pad_loc, "padding_idx", 0, vocab - 1, &pad))
+    return -1;
+  Attr a = {.i = {0, padded, pad}};
+  int in[2] = {table, ids.node};
+  return graph_add_op(L->g, OP_EMBEDDING, in, 2, &a, loc, L->diag);
+}
+
 /* embedding(ids, vocab, dim) declares its table [vocab, dim];
  * embedding(ids, table) looks rows up in a given [vocab, dim] tensor (a
  * param the model also uses elsewhere, e.g. a tied output layer). */
@@ -116,7 +130,7 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
       if (t->rank != 2) diag_error(L->diag, locs[1], "embedding needs a [vocab, dim] table");
       return error_value;
     }
-    return tensor_value(add_node(L, OP_EMBEDDING, v[1].node, v[0].node, call->loc));
+    return tensor_value(embedding_node(L, v[1].node, v[0], v[3], call->loc, locs[3]));
   }
   int64_t vocab, dim;
   if (!want_int_value(L, v[1], locs[1], "vocabulary size", 1, MAX_NUMEL, &vocab) ||
@@ -128,7 +142,7 @@ static Value builtin_embedding(Lower *L, Scope *s, const Expr *call, Value *v, S
   Init init = {.kind = TRC_INIT_NORMAL, .a = 0, .b = 1};
   int table = add_param(L, name, &(Shape){.rank = 2, .dim = {vocab, dim}}, init, true, call->loc);
   free(prefix), free(name);
-  return tensor_value(table < 0 ? -1 : add_node(L, OP_EMBEDDING, table, v[0].node, call->loc));
+  return tensor_value(table < 0 ? -1 : embedding_node(L, table, v[0], v[3], call->loc, locs[3]));
 }
 
 /* `ignore = L`: rows labelled L (negative, as PyTorch's -100) add no loss
@@ -360,16 +374,11 @@ static Value builtin_softmax(Lower *L, Scope *s, const Expr *call, Value *v, Src
   return tensor_value(transpose_node(L, add_node(L, op, t, -1, call->loc), axis, last, call->loc));
 }
 
-/* causal_mask or causal_softmax of x with that scale. */
-static int causal_node(Lower *L, OpKind op, int x, double scale, SrcLoc loc) {
-  Attr a = {.f = {scale}};
-  return graph_add_op(L->g, op, &x, 1, &a, loc, L->diag);
-}
-
 static Value builtin_causal_mask(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
   if (!want_tensor(L, v[0], locs[0], "causal_mask's scores") || !want_number(L, v[1], locs[1], "scale"))
     return error_value;
-  return tensor_value(causal_node(L, OP_CAUSAL_MASK, v[0].node, v[1].num, call->loc));
+  Attr a = {.f = {v[1].num}};
+  return tensor_value(graph_add_op(L->g, OP_CAUSAL_MASK, &v[0].node, 1, &a, call->loc, L->diag));
 }
 
 /* The dropout key and training flag: leaves the runtime sets, made once. */
@@ -417,48 +426,97 @@ static int head_projection(Lower *L, int x, const char *prefix, const char *part
   return y;
 }
 
-/* causal_softmax(q k^T, scale) (dropout) v per head — one op that never
- * reads the masked half — with q, k, v and the result [B, T, H*D], the heads
- * interleaved in each row: the bmms' strides split and merge the heads
- * (ops.def); the scores are [B, H, T, T]. -1 on error (scores too large). */
-static int attend(Lower *L, const int qkv[3], int64_t heads, double scale, double p, SrcLoc loc) {
+/* softmax(q k^T * scale) (dropout) v per head, the softmax one op: `softmax`
+ * (causal_softmax, which never reads the masked half, or masked_softmax)
+ * of the scores, with the key mask as its second input when key_mask >= 0.
+ * q, k, v and the result are [B, T, H*D], the heads interleaved in each
+ * row: the bmms' strides split and merge the heads (ops.def); the scores
+ * are [B, H, T, T]. -1 on error (scores too large). */
+static int attend(Lower *L, const int qkv[3], int64_t heads, OpKind softmax, int key_mask,
+                  double scale, double p, SrcLoc loc) {
   int in[2] = {qkv[0], qkv[1]};
   int scores = graph_add_bmm(L->g, in, 0, 1, heads, BMM_HEADS_A | BMM_HEADS_B, loc, L->diag);
   if (scores < 0) return -1;
-  int probs = dropout_node(L, causal_node(L, OP_CAUSAL_SOFTMAX, scores, scale, loc), p, loc);
-  int out[2] = {probs, qkv[2]};
+  int soft_in[2] = {scores, key_mask};
+  Attr a = {.f = {scale}};
+  int probs = graph_add_op(L->g, softmax, soft_in, key_mask >= 0 ? 2 : 1, &a, loc, L->diag);
+  int out[2] = {dropout_node(L, probs, p, loc), qkv[2]};
   return graph_add_bmm(L->g, out, 0, 0, heads, BMM_HEADS_B | BMM_HEADS_C, loc, L->diag);
+}
+
+/* A 0/1 mask over the [B, T] positions of x [B, T, ...] (attention's keys,
+ * pooling's tokens): an integer model input, whose values the trainer
+ * checks when data loads; the default NaN is no mask (-1). False on error. */
+static bool want_mask(Lower *L, Value v, SrcLoc loc, int x, int *mask) {
+  *mask = -1;
+  if (v.kind == V_NUM && isnan(v.num)) return true;
+  if (!want_tensor(L, v, loc, "the mask") || !mark_index_input(L, v, loc, 2, "the mask"))
+    return false;
+  const Shape *m = shape_of(L, v.node), *xs = shape_of(L, x);
+  if (xs->rank < 2 || m->rank != 2 || m->dim[0] != xs->dim[0] || m->dim[1] != xs->dim[1]) {
+    char sm[128], sx[128];
+    diag_error(L->diag, loc, "the mask %s does not fit the positions of %s (expected [B, T])",
+               shape_str(m, sm), shape_str(xs, sx));
+    return false;
+  }
+  *mask = v.node;
+  return true;
+}
+
+/* x is [B, T, C] with C a multiple of the heads. */
+static bool want_heads_input(Lower *L, const char *builtin, int x, int64_t heads, SrcLoc loc) {
+  const Shape *xs = shape_of(L, x);
+  if (xs->rank == 3 && xs->dim[2] % heads == 0) return true;
+  char sb[128];
+  diag_error(L->diag, loc, "%s needs [B, T, C] with C divisible by the %lld heads, got %s",
+             builtin, (long long)heads, shape_str(xs, sb));
+  return false;
 }
 
 /* causal_self_attention(x, heads, dropout = 0) on x [B, T, C], as GPT-2:
  * q, k, v = linear(x, C) each, split into heads; softmax of the causally
  * masked q k^T / sqrt(C/H); (dropout;) times v; heads merged; linear(C).
+ * self_attention(x, heads, mask = M, dropout = 0), as BERT: the same with
+ * every query seeing every key whose M [B, T] is 1 (all, without M).
  * Parameters: <name>.q, .k, .v, .proj (weight [C, C] and bias [C] each). */
 static Value builtin_attention(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  bool causal = strcmp(call->name, "causal_self_attention") == 0;
   int64_t heads;
   double p;
-  if (!want_tensor(L, v[0], locs[0], "causal_self_attention's input") ||
+  int mask = -1;
+  int p_arg = causal ? 2 : 3;
+  const char *input = causal ? "causal_self_attention's input" : "self_attention's input";
+  if (!want_tensor(L, v[0], locs[0], input) ||
       !want_int_value(L, v[1], locs[1], "the number of heads", 1, MAX_NUMEL, &heads) ||
-      !want_probability(L, v[2], locs[2], &p))
+      !want_heads_input(L, call->name, v[0].node, heads, locs[0]) ||
+      (!causal && !want_mask(L, v[2], locs[2], v[0].node, &mask)) ||
+      !want_probability(L, v[p_arg], locs[p_arg], &p))
     return error_value;
   const Shape xs = *shape_of(L, v[0].node);
-  if (xs.rank != 3 || xs.dim[2] % heads != 0) {
-    char sb[128];
-    diag_error(L->diag, locs[0], "causal_self_attention needs [B, T, C] with C divisible by the %lld heads, got %s",
-               (long long)heads, shape_str(&xs, sb));
-    return error_value;
-  }
-  char *prefix = param_prefix(s, "causal_self_attention");
+  char *prefix = param_prefix(s, call->name);
   static const char *parts[] = {"q", "k", "v"};
   int qkv[3], y = 0, first = L->g->n;
   for (int i = 0; i < 3 && y >= 0; i++)
     y = qkv[i] = head_projection(L, v[0].node, prefix, parts[i], call->loc);
-  if (y >= 0) y = attend(L, qkv, heads, 1.0 / sqrt((double)(xs.dim[2] / heads)), p, call->loc);
+  double scale = 1.0 / sqrt((double)(xs.dim[2] / heads));
+  OpKind softmax = causal ? OP_CAUSAL_SOFTMAX : OP_MASKED_SOFTMAX;
+  if (y >= 0) y = attend(L, qkv, heads, softmax, mask, scale, p, call->loc);
   char *proj = xsprintf("%sproj.", prefix);
   if (y >= 0) y = linear_layer(L, y, xs.dim[2], true, proj, call->loc);
   set_layer_path(L, first, prefix);
   free(proj), free(prefix);
   return tensor_value(y);
+}
+
+/* mean_pool(x, mask): x [B, T, ...] averaged over the positions whose mask
+ * is 1 (all, without a mask), as sentence-transformers' mean pooling. */
+static Value builtin_mean_pool(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc *locs) {
+  int mask;
+  if (!want_tensor(L, v[0], locs[0], "mean_pool's input") ||
+      !want_mask(L, v[1], locs[1], v[0].node, &mask))
+    return error_value;
+  int in[2] = {v[0].node, mask};
+  return tensor_value(graph_add(L->g, OP_MEAN_POOL, in, mask >= 0 ? 2 : 1, call->loc, L->diag));
 }
 
 static bool want_image_input(Lower *L, Value v, SrcLoc loc, const char *what) {
@@ -552,7 +610,8 @@ static Value builtin_pool(Lower *L, Scope *s, const Expr *call, Value *v, SrcLoc
 static const Builtin builtins[] = {
     {"linear", builtin_linear, {{"x", "out", "bias"}, 3, 2, {0, 0, 1}}},
     {"layernorm", builtin_layernorm, {{"x", "eps"}, 2, 1, {0, 1e-5}}},
-    {"embedding", builtin_embedding, {{"ids", "vocab", "dim"}, 3, 2, {0, 0, 0}}},
+    {"embedding", builtin_embedding,
+     {{"ids", "vocab", "dim", "padding_idx"}, 4, 2, {0, 0, 0, NAN}}},
     {"cross_entropy", builtin_cross_entropy, {{"logits", "labels", "ignore"}, 3, 2, {0, 0, NAN}}},
     {"mse", builtin_mse, {{"prediction", "target"}, 2, 2, {0}}},
     {"mean", builtin_mean, {{"x"}, 1, 1, {0}}},
@@ -571,6 +630,9 @@ static const Builtin builtins[] = {
     {"causal_mask", builtin_causal_mask, {{"x", "scale"}, 2, 1, {0, 1}}},
     {"dropout", builtin_dropout, {{"x", "p"}, 2, 2, {0}}},
     {"causal_self_attention", builtin_attention, {{"x", "heads", "dropout"}, 3, 2, {0, 0, 0}}},
+    {"self_attention", builtin_attention,
+     {{"x", "heads", "mask", "dropout"}, 4, 2, {0, 0, NAN, 0}}},
+    {"mean_pool", builtin_mean_pool, {{"x", "mask"}, 2, 1, {0, NAN}}},
     {"conv2d", builtin_conv2d, {{"x", "channels", "kernel", "stride", "padding", "bias"}, 6, 3, {0, 0, 0, 1, 0, 1}}},
     {"maxpool", builtin_pool, {{"x", "size", "stride"}, 3, 2, {0, 0, 0}}},
     {"avgpool", builtin_pool, {{"x", "size", "stride"}, 3, 2, {0, 0, 0}}},

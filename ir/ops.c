@@ -642,31 +642,37 @@ typedef struct {
   KStmt *row;   /* the loop over rows */
   int r;        /* its variable */
   int64_t cols;
-  /* A causal row kernel (causal_row_loop): rows are row r of matrix `mat`
-   * (a loop around the row loop), its column loops run over c <= r only,
-   * and loads of buffer `scaled` are multiplied by `scale`. -1: none. */
-  int mat, scaled;
+  /* Attention's row kernels (block_row_loop): the rows come in blocks of
+   * `block_rows`, row r of block `block` (a loop around the row loop; -1:
+   * none) — a causal kernel's [T, T] matrices, a masked softmax's batch
+   * elements. Loads of buffer `scaled` are multiplied by `scale` (-1:
+   * none). A causal kernel's column loops run over c <= r only. With a
+   * `key_mask` (a [blocks, cols] 0/1 buffer; -1: none) a column whose mask
+   * is 0 adds a reduction's identity and stores 0. */
+  int block, scaled, key_mask;
+  int64_t block_rows;
+  bool causal;
   double scale;
 } RowLoop;
 
 /* Appends to k a loop over the rows of `shape`. */
 static RowLoop row_loop_in(Kernel *k, const Shape *shape) {
-  RowLoop rl = {.k = k, .cols = last_dim(shape), .mat = -1, .scaled = -1};
+  RowLoop rl = {.k = k, .cols = last_dim(shape), .block = -1, .scaled = -1, .key_mask = -1};
   rl.row = k_for(k, NULL, rows_of(shape), &rl.r);
   return rl;
 }
 
-/* The row number: r, or mat * cols + r in a causal kernel. */
+/* The row number: r, or block * block_rows + r. */
 static KExpr *row_number(RowLoop *rl) {
   Kernel *k = rl->k;
-  if (rl->mat < 0) return k_index(k, rl->r);
-  return k_iadd(k, k_imul(k, k_index(k, rl->mat), rl->cols), k_index(k, rl->r));
+  if (rl->block < 0) return k_index(k, rl->r);
+  return k_iadd(k, k_imul(k, k_index(k, rl->block), rl->block_rows), k_index(k, rl->r));
 }
 
 /* A loop over the row's columns: all of them, or c <= r in a causal kernel. */
 static KStmt *column_loop(RowLoop *rl, int *c) {
   Kernel *k = rl->k;
-  if (rl->mat < 0) return k_for(k, rl->row, rl->cols, c);
+  if (!rl->causal) return k_for(k, rl->row, rl->cols, c);
   KExpr *through_diagonal = k_iadd(k, k_index(k, rl->r), k_iconst(k, 1));
   return k_for_bounded(k, rl->row, rl->cols, through_diagonal, c);
 }
@@ -686,14 +692,25 @@ static KExpr *row_elem(RowLoop *rl, int buf, int c) {
   return buf == rl->scaled ? k_binary(k, KB_MUL, x, k_const(k, rl->scale)) : x;
 }
 
-/* Declares a local holding a reduction of f(column c) over the row. */
+/* v at column c, or `fill` where the row's key mask is 0 (no mask: v). */
+static KExpr *unless_masked(RowLoop *rl, int c, KExpr *v, double fill) {
+  Kernel *k = rl->k;
+  if (rl->key_mask < 0) return v;
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, rl->block), rl->cols), k_index(k, c));
+  KExpr *keep = k_to_float(k, k_load(k, rl->key_mask, at, true));
+  return k_select(k, keep, v, k_const(k, fill));
+}
+
+/* Declares a local holding a reduction of f(column c) over the row (masked
+ * columns add init, op's identity). */
 static int row_reduce(RowLoop *rl, KBinaryOp op, double init, KExpr *(*f)(RowLoop *, int c, const void *),
                       const void *ctx) {
   int acc, c;
   Kernel *k = rl->k;
   k_local(k, rl->row, k_const(k, init), &acc);
   KStmt *loop = column_loop(rl, &c);
-  k_set(k, loop, acc, k_binary(k, op, k_localv(k, acc), f(rl, c, ctx)));
+  KExpr *v = unless_masked(rl, c, f(rl, c, ctx), init);
+  k_set(k, loop, acc, k_binary(k, op, k_localv(k, acc), v));
   return acc;
 }
 
@@ -733,11 +750,12 @@ static void row_logsumexp(RowLoop *rl, int buf, int *m, int *lse) {
   k_local(k, rl->row, k_binary(k, KB_ADD, k_localv(k, *m), k_unary(k, KU_LOG, k_localv(k, s))), lse);
 }
 
-/* Stores f(c) over the row into n's output. */
+/* Stores f(c) over the row into n's output (0 in masked columns). */
 static void row_store(RowLoop *rl, const Node *n, KExpr *(*f)(RowLoop *, int c, const void *), const void *ctx) {
   int c;
   KStmt *loop = column_loop(rl, &c);
-  k_store(rl->k, loop, n->id, row_index(rl, c), f(rl, c, ctx), accumulates(n));
+  KExpr *v = unless_masked(rl, c, f(rl, c, ctx), 0);
+  k_store(rl->k, loop, n->id, row_index(rl, c), v, accumulates(n));
 }
 
 static bool infer_rows(const Graph *g, Node *n, Diag *diag) {
@@ -1136,11 +1154,19 @@ static Kernel *kernel_embedding(const Graph *g, const Node *n) {
   return k;
 }
 
+/* embedding(..., padding_idx = P): attr.i[1] = 1, attr.i[2] = P. */
+static void print_padding_idx(FILE *out, const Node *n) {
+  if (n->attr.i[1]) fprintf(out, " {padding_idx=%lld}", (long long)n->attr.i[2]);
+}
+
+/* The gradient keeps the padding row (attr.i[1], [2]); attr.i[0] = the table. */
 static void bwd_embedding(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Node x = g->nodes[n];
   if (want[0]) {
     int in[2] = {x.in[1], dy};
-    dx[0] = graph_add_attr(g, OP_EMBEDDING_GRAD, in, 2, 0, x.in[0], 0, no_loc, NULL);
+    Attr a = x.attr;
+    a.i[0] = x.in[0];
+    dx[0] = graph_add_op(g, OP_EMBEDDING_GRAD, in, 2, &a, no_loc, NULL);
   }
 }
 
@@ -1159,7 +1185,159 @@ static Kernel *kernel_embedding_grad(const Graph *g, const Node *n) {
   KExpr *row = k_load(k, n->in[0], k_index(k, r), true);
   KExpr *dst = k_iadd(k, k_imul(k, row, cols), block_col(k, b, w, d));
   KExpr *src = k_iadd(k, k_imul(k, k_index(k, r), cols), block_col(k, b, w, d));
-  k_store(k, loop, n->id, dst, k_load(k, n->in[1], src, false), true);
+  KExpr *dy = k_load(k, n->in[1], src, false);
+  if (n->attr.i[1]) { /* the padding row adds 0 */
+    KExpr *pad = k_eq(k, k_load(k, n->in[0], k_index(k, r), true), k_iconst(k, n->attr.i[2]));
+    dy = k_select(k, k_binary(k, KB_SUB, k_const(k, 1), pad), dy, k_const(k, 0));
+  }
+  k_store(k, loop, n->id, dst, dy, true);
+  return k;
+}
+
+/* ---------------------------------------- pooling over positions (encoders) */
+
+/* x [B, T, ...] → [B, ...]: one value per batch element and feature. */
+static bool infer_position_pool(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  char sx[128], sm[128];
+  if (x->rank < 2) {
+    diag_error(diag, n->loc, "%s needs a sequence batch [B, T, ...], got %s", op_info(n->op)->name,
+               shape_str(x, sx));
+    return false;
+  }
+  if (n->nin == 2) {
+    const Shape *m = &in_node(g, n, 1)->shape;
+    if (!want_int(g, n, 1, diag)) return false;
+    if (m->rank != 2 || m->dim[0] != x->dim[0] || m->dim[1] != x->dim[1]) {
+      diag_error(diag, n->loc, "%s: the mask %s does not fit %s (expected [%lld, %lld])",
+                 op_info(n->op)->name, shape_str(m, sm), shape_str(x, sx), (long long)x->dim[0],
+                 (long long)x->dim[1]);
+      return false;
+    }
+  }
+  n->shape = *x;
+  n->shape.rank--;
+  for (int d = 1; d < n->shape.rank; d++) n->shape.dim[d] = x->dim[d + 1];
+  return true;
+}
+
+/* The features of one position of a [B, T, ...] buffer: F = numel / (B T). */
+static int64_t position_features(const Shape *seq) {
+  return shape_numel(seq) / (seq->dim[0] * seq->dim[1]);
+}
+
+/* Element j of batch element b of a pooled [B, F] buffer. */
+static KExpr *pooled_index(Kernel *k, int b, int64_t features, int j) {
+  return k_iadd(k, k_imul(k, k_index(k, b), features), k_index(k, j));
+}
+
+/* Element j of position t of batch element b of a [B, T, F] buffer. */
+static KExpr *seq_index(Kernel *k, const Shape *seq, int b, KExpr *t, int j) {
+  KExpr *pos = k_iadd(k, k_imul(k, k_index(k, b), seq->dim[1]), t);
+  return k_iadd(k, k_imul(k, pos, position_features(seq)), k_index(k, j));
+}
+
+/* cls_pool(x) = x[:, 0]: BERT's [CLS] token, the first position. */
+static Kernel *kernel_cls_pool(const Graph *g, const Node *n) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  Kernel *k = kernel_new(n->id);
+  int b, j;
+  KStmt *loop = k_for(k, k_for(k, NULL, x->dim[0], &b), position_features(x), &j);
+  KExpr *first = k_load(k, n->in[0], seq_index(k, x, b, k_iconst(k, 0), j), false);
+  k_store(k, loop, n->id, pooled_index(k, b, position_features(x), j), first, accumulates(n));
+  return k;
+}
+
+/* The input's shape for a pooling gradient (attr.shape). */
+static Attr pooled_from(const Graph *g, int n) {
+  return (Attr){.shape = g->nodes[g->nodes[n].in[0]].shape};
+}
+
+static void bwd_cls_pool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = pooled_from(g, n);
+  dx[0] = add_with(g, OP_CLS_POOL_GRAD, dy, &a);
+}
+
+/* dx = dy at the first position, 0 at the others: one pass over dx (no
+ * zeroing pass and scatter). */
+static Kernel *kernel_cls_pool_grad(const Graph *g, const Node *n) {
+  Kernel *k = kernel_new(n->id);
+  int64_t features = position_features(&n->shape);
+  int b, t, j;
+  KStmt *loop = k_for(k, k_for(k, NULL, n->shape.dim[0], &b), n->shape.dim[1], &t);
+  loop = k_for(k, loop, features, &j);
+  KExpr *dy = k_load(k, n->in[0], pooled_index(k, b, features, j), false);
+  KExpr *first = k_eq(k, k_index(k, t), k_iconst(k, 0));
+  k_store(k, loop, n->id, seq_index(k, &n->shape, b, k_index(k, t), j),
+          k_select(k, first, dy, k_const(k, 0)), accumulates(n));
+  return k;
+}
+
+/* Mask value of position t of batch element b as a float (1 without a mask). */
+static KExpr *position_mask(Kernel *k, int mask, int64_t t_count, int b, int t) {
+  if (mask < 0) return k_const(k, 1);
+  KExpr *at = k_iadd(k, k_imul(k, k_index(k, b), t_count), k_index(k, t));
+  return k_to_float(k, k_load(k, mask, at, true));
+}
+
+/* A local of `parent` (the loop over b): the count of b's real positions,
+ * at least 1e-9 (sentence-transformers' clamp: a sequence of padding pools
+ * to 0, not NaN). */
+static int pool_count(Kernel *k, KStmt *parent, int mask, int64_t t_count, int b) {
+  int count, t;
+  k_local(k, parent, k_const(k, 0), &count);
+  KStmt *loop = k_for(k, parent, t_count, &t);
+  KExpr *real = position_mask(k, mask, t_count, b, t);
+  k_set(k, loop, count, k_binary(k, KB_ADD, k_localv(k, count), real));
+  int clamped;
+  k_local(k, parent, k_binary(k, KB_MAX, k_localv(k, count), k_const(k, 1e-9)), &clamped);
+  return clamped;
+}
+
+/* mean_pool(x, mask) = sum over t of x[:, t] * mask[:, t], divided by the
+ * clamped count of the mask's ones (sentence-transformers' mean pooling;
+ * without a mask, every position counts). */
+static Kernel *kernel_mean_pool(const Graph *g, const Node *n) {
+  const Shape *x = &in_node(g, n, 0)->shape;
+  int64_t features = position_features(x), t_count = x->dim[1];
+  int mask = n->nin == 2 ? n->in[1] : -1;
+  Kernel *k = kernel_new(n->id);
+  int b, j, t, sum;
+  KStmt *batch = k_for(k, NULL, x->dim[0], &b);
+  int count = pool_count(k, batch, mask, t_count, b);
+  KStmt *feature = k_for(k, batch, features, &j);
+  k_local(k, feature, k_const(k, 0), &sum);
+  KStmt *loop = k_for(k, feature, t_count, &t);
+  KExpr *v = k_binary(k, KB_MUL, k_load(k, n->in[0], seq_index(k, x, b, k_index(k, t), j), false),
+                      position_mask(k, mask, t_count, b, t));
+  k_set(k, loop, sum, k_binary(k, KB_ADD, k_localv(k, sum), v));
+  KExpr *mean = k_binary(k, KB_DIV, k_localv(k, sum), k_localv(k, count));
+  k_store(k, feature, n->id, pooled_index(k, b, features, j), mean, accumulates(n));
+  return k;
+}
+
+static void bwd_mean_pool(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  Attr a = pooled_from(g, n);
+  int in[2] = {dy, g->nodes[n].in[1]};
+  if (want[0]) dx[0] = graph_add_op(g, OP_MEAN_POOL_GRAD, in, g->nodes[n].nin, &a, no_loc, NULL);
+}
+
+/* dx[b, t] = dy[b] / count * mask[b, t], as PyTorch differentiates the
+ * division, then the product. */
+static Kernel *kernel_mean_pool_grad(const Graph *g, const Node *n) {
+  const Shape *x = &n->shape;
+  int64_t features = position_features(x), t_count = x->dim[1];
+  int mask = n->nin == 2 ? n->in[1] : -1;
+  Kernel *k = kernel_new(n->id);
+  int b, t, j;
+  KStmt *batch = k_for(k, NULL, x->dim[0], &b);
+  int count = pool_count(k, batch, mask, t_count, b);
+  KStmt *loop = k_for(k, k_for(k, batch, t_count, &t), features, &j);
+  KExpr *dy = k_load(k, n->in[0], pooled_index(k, b, features, j), false);
+  KExpr *v = k_binary(k, KB_MUL, k_binary(k, KB_DIV, dy, k_localv(k, count)),
+                      position_mask(k, mask, t_count, b, t));
+  k_store(k, loop, n->id, seq_index(k, x, b, k_index(k, t), j), v, accumulates(n));
   return k;
 }
 
@@ -1322,6 +1500,17 @@ static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]
   dx[0] = add_with(g, OP_CAUSAL_MASK_GRAD, dy, &g->nodes[n].attr);
 }
 
+/* The rows of n's output in `blocks` blocks (a loop over the blocks around
+ * the loop over their rows), loads of `scaled` multiplied by n's scale. */
+static RowLoop block_row_loop(const Node *n, int64_t blocks, int scaled) {
+  Kernel *k = kernel_new(n->id);
+  RowLoop rl = {.k = k, .cols = last_dim(&n->shape), .scaled = scaled, .key_mask = -1,
+                .block_rows = rows_of(&n->shape) / blocks, .scale = n->attr.f[0]};
+  KStmt *blocks_loop = k_for(k, NULL, blocks, &rl.block);
+  rl.row = k_for(k, blocks_loop, rl.block_rows, &rl.r);
+  return rl;
+}
+
 /* causal_softmax (attention's softmax(causal_mask(x, scale)) as one op):
  * row t of each [T, T] matrix is the softmax of scale * x over columns
  * c <= t and 0 above, and only columns c <= t are read or exp'd. The loops
@@ -1334,11 +1523,9 @@ static void bwd_causal_mask(Graph *g, int n, int dy, const bool want[], int dx[]
  * expf is within 4 ulp of libm's, and which loops it vectorizes may
  * differ). */
 static RowLoop causal_row_loop(const Node *n, int scaled) {
-  Kernel *k = kernel_new(n->id);
   int64_t t = last_dim(&n->shape);
-  RowLoop rl = {.k = k, .cols = t, .scaled = scaled, .scale = n->attr.f[0]};
-  KStmt *mats = k_for(k, NULL, shape_numel(&n->shape) / (t * t), &rl.mat);
-  rl.row = k_for(k, mats, t, &rl.r);
+  RowLoop rl = block_row_loop(n, shape_numel(&n->shape) / (t * t), scaled);
+  rl.causal = true;
   return rl;
 }
 
@@ -1364,42 +1551,108 @@ static double causal_share(const Node *n) {
   return (t + 1) / (2 * t);
 }
 
+/* A softmax of scaled scores and its gradient (the scale: one more FLOP
+ * per element); the masked ones touch every column. */
+static double flops_masked_softmax(const Graph *g, const Node *n) {
+  return flops_per_element(g, n, 21);
+}
+
+static double flops_masked_softmax_grad(const Graph *g, const Node *n) {
+  return flops_per_element(g, n, 5) + (double)shape_numel(&n->shape);
+}
+
 static double flops_causal_softmax(const Graph *g, const Node *n) {
-  return flops_per_element(g, n, 21) * causal_share(n);
+  return flops_masked_softmax(g, n) * causal_share(n);
 }
 
 static double flops_causal_softmax_grad(const Graph *g, const Node *n) {
-  return (flops_per_element(g, n, 5) + (double)shape_numel(&n->shape)) * causal_share(n);
+  return flops_masked_softmax_grad(g, n) * causal_share(n);
 }
 
-static Kernel *kernel_causal_softmax(const Graph *g, const Node *n) {
-  RowLoop rl = causal_row_loop(n, n->in[0]);
+/* Softmax of the row's scaled scores (rl says which columns) into n. */
+static Kernel *scaled_softmax_kernel(RowLoop rl, const Node *n) {
   SoftCtx s = {.x = n->in[0]};
   int m;
   row_logsumexp(&rl, s.x, &m, &s.lse);
   row_store(&rl, n, f_softmax, &s);
+  return rl.k;
+}
+
+static Kernel *kernel_causal_softmax(const Graph *g, const Node *n) {
+  RowLoop rl = causal_row_loop(n, n->in[0]);
+  scaled_softmax_kernel(rl, n);
   if (!accumulates(n)) store_zeros_above(&rl, n);
   return rl.k;
 }
 
-static void bwd_causal_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
+/* The gradient of causal_softmax or masked_softmax: (y, dy), the scale. */
+static void bwd_scaled_softmax(Graph *g, int n, int dy, const bool want[], int dx[]) {
   int in[2] = {n, dy};
-  dx[0] = graph_add_op(g, OP_CAUSAL_SOFTMAX_GRAD, in, 2, &g->nodes[n].attr, no_loc, NULL);
+  bool causal = g->nodes[n].op == OP_CAUSAL_SOFTMAX;
+  OpKind grad = causal ? OP_CAUSAL_SOFTMAX_GRAD : OP_MASKED_SOFTMAX_GRAD;
+  dx[0] = graph_add_op(g, grad, in, 2, &g->nodes[n].attr, no_loc, NULL);
 }
 
-/* dx = (y * (dy - sum_{c<=t} y*dy)) * scale on and below the diagonal. */
-static KExpr *f_causal_softmax_grad(RowLoop *rl, int c, const void *p) {
+/* dx = (y * (dy - sum y*dy)) * scale over the row's columns (c <= t in a
+ * causal row). */
+static KExpr *f_scaled_softmax_grad(RowLoop *rl, int c, const void *p) {
   return k_binary(rl->k, KB_MUL, f_softmax_grad(rl, c, p), k_const(rl->k, rl->scale));
+}
+
+static Kernel *scaled_softmax_grad_kernel(RowLoop rl, const Node *n) {
+  SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
+  RowCtx dot = {.buf = s.y, .other_buf = s.dy};
+  s.s = row_reduce(&rl, KB_ADD, 0, f_product, &dot);
+  row_store(&rl, n, f_scaled_softmax_grad, &s);
+  return rl.k;
 }
 
 static Kernel *kernel_causal_softmax_grad(const Graph *g, const Node *n) {
   RowLoop rl = causal_row_loop(n, -1);
-  SoftCtx s = {.y = n->in[0], .dy = n->in[1]};
-  RowCtx dot = {.buf = s.y, .other_buf = s.dy};
-  s.s = row_reduce(&rl, KB_ADD, 0, f_product, &dot);
-  row_store(&rl, n, f_causal_softmax_grad, &s);
+  scaled_softmax_grad_kernel(rl, n);
   if (!accumulates(n)) store_zeros_above(&rl, n);
   return rl.k;
+}
+
+/* masked_softmax(x, mask): x [N, ..., K] (attention's scores [B, H, T, T]),
+ * mask [N, K] integer 0/1, optional. Row r of batch element b is the
+ * softmax of scale * x over the columns (keys) c with mask[b, c] = 1, and 0
+ * at the others: a masked key gets exactly zero weight (PyTorch's -inf fill
+ * before the softmax). A row whose keys are all masked is 0 throughout (the
+ * max is -inf, the sum 0, and every column stores the fill): no NaN, and
+ * attention over no key outputs 0. */
+static bool infer_masked_softmax(const Graph *g, Node *n, Diag *diag) {
+  if (!want_f32(g, n, 0, diag)) return false;
+  const Shape *x = &in_node(g, n, 0)->shape;
+  char sx[128], sm[128];
+  if (x->rank < 2) {
+    diag_error(diag, n->loc, "masked_softmax needs scores [N, ..., K], got %s", shape_str(x, sx));
+    return false;
+  }
+  if (n->nin == 2) {
+    const Shape *m = &in_node(g, n, 1)->shape;
+    if (!want_int(g, n, 1, diag)) return false;
+    if (m->rank != 2 || m->dim[0] != x->dim[0] || m->dim[1] != last_dim(x)) {
+      diag_error(diag, n->loc, "the key mask %s does not fit scores %s (expected [%lld, %lld])",
+                 shape_str(m, sm), shape_str(x, sx), (long long)x->dim[0], (long long)last_dim(x));
+      return false;
+    }
+  }
+  n->shape = *x;
+  return true;
+}
+
+/* The rows in blocks of one batch element each, so that the mask's row is
+ * the block's. */
+static Kernel *kernel_masked_softmax(const Graph *g, const Node *n) {
+  RowLoop rl = block_row_loop(n, n->shape.dim[0], n->in[0]);
+  rl.key_mask = n->nin == 2 ? n->in[1] : -1;
+  return scaled_softmax_kernel(rl, n);
+}
+
+/* A masked column has y = 0, so its dx is 0 with no mask to read. */
+static Kernel *kernel_masked_softmax_grad(const Graph *g, const Node *n) {
+  return scaled_softmax_grad_kernel(block_row_loop(n, n->shape.dim[0], -1), n);
 }
 
 static bool infer_dropout(const Graph *g, Node *n, Diag *diag) {

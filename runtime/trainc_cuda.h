@@ -45,7 +45,12 @@ extern "C" {
 
 #ifdef TRC_CUDA_EMULATE
 
-#define __global__
+/* A kernel stays a function of its own, as on a GPU. Inlined into the
+ * launch loops (and so into one step function), GCC 12 at -O3 miscompiled
+ * tests/e2e/gradcheck/encoder.nn's step: a layernorm gamma gradient came
+ * out 0. GCC at -O2, with -fno-ivopts, or with the kernels not inlined,
+ * and clang at -O3, computed it right. */
+#define __global__ __attribute__((noinline))
 #define __device__
 #define __host__
 #define TRC_DEVICE_NAME "cuda-emulate"

@@ -9,8 +9,9 @@
 # recomputed dropout regenerates its masks.
 # usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
 #   DATA: fashion (Fashion-MNIST), kjv (scripts/fetch-kjv, T = 32), pairs
-#   (scripts/make-pair-data); gpt-small builds examples/gpt.nn at the size
-#   of tests/e2e/gpt.sh (dropout kept).
+#   (scripts/make-pair-data), random (tests/e2e/random_data.py: random rows);
+#   gpt-small builds examples/gpt.nn at the size of tests/e2e/gpt.sh (dropout
+#   kept).
 # TRAINC_TEST_BACKEND=run: the trainers are `trainc run` (LLVM's JIT).
 set -euo pipefail
 trainc=$1 src=$2 work=$3
@@ -19,8 +20,12 @@ mkdir -p "$work"
 PY=/usr/bin/python3
 fail=0
 
-data_dir() {
+data_dir() { # kind model
   case $1 in
+  random) # 64 random rows of every input (index inputs below their limit)
+    local rows=$work/random_$(basename "$2" .nn)
+    "$trainc" emit "$2" -o "$rows.c" >/dev/null &&
+      "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 && echo "$rows" ;;
   fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
   kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
   pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
@@ -30,7 +35,7 @@ data_dir() {
 total_peak() { "$trainc" plan "$1" --policy "$2" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["peak"]["total"])'; }
 
 for arg in "$@"; do
-  model=${arg%=*} data=$(data_dir "${arg#*=}")
+  model=${arg%=*} data=$(data_dir "${arg#*=}" "${arg%=*}")
   if [[ $model == gpt-small ]]; then
     sed -e 's/^const T = 64 /const T = 32 /' -e 's/^const D = 128 /const D = 48 /' \
       -e 's/^const LAYERS = 4$/const LAYERS = 2/' -e 's/^  batch 32$/  batch 8/' "$src/examples/gpt.nn" >"$work/gpt_small.nn"

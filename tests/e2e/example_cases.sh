@@ -2,7 +2,7 @@
 # Sourced by the tests that train every example (threads.sh, fuse.sh): fetches
 # or makes their data under $work and shrinks the large examples by sed (fewer
 # layers, narrower, smaller batches: the same ops), then sets `cases` to
-# MODEL=DATA_DIR pairs. Needs $src (the source tree) and $work.
+# MODEL=DATA_DIR pairs. Needs $trainc, $src (the source tree) and $work.
 PY=/usr/bin/python3
 "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null
 [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null
@@ -28,3 +28,9 @@ done
 cases=("$ex/fashion_mlp.nn=fashion/train" "$ex/fashion_cnn.nn=fashion/train"
   "$ex/pair_classifier.nn=pairs/train" "$work/gpt.nn=kjv/train" "$work/gpt124m.nn=kjv/train"
   "$work/deep_mlp.nn=random")
+# No example has the encoder ops (self_attention over a padding mask, the
+# pools): the checkpoint tests' BERT-style encoder, on random rows, stands in.
+encoder=$src/tests/e2e/checkpoint/encoder.nn
+[[ -d $work/random_encoder ]] || { "$trainc" emit "$encoder" -o "$work/encoder.c" >/dev/null &&
+  "$PY" "$src/tests/e2e/random_data.py" "$work/encoder.c" "$work/random_encoder" 64; }
+cases+=("$encoder=random_encoder")

@@ -396,9 +396,51 @@ static void op_kernels(void) {
   graph_free(g);
 }
 
+/* The kernel of the pooling gradient `op` of dy into x's shape. */
+static Kernel *pool_grad_kernel(Graph *g, OpKind op, const int *in, int nin, int x) {
+  Attr a = {.shape = g->nodes[x].shape};
+  int id = graph_add_op(g, op, in, nin, &a, (SrcLoc){0}, NULL);
+  return op_info(op)->kernel(g, &g->nodes[id]);
+}
+
+/* An encoder's ops: one batch element per top-level iteration (the masked
+ * softmax's key mask row and the pools' counts are the element's), on the
+ * grid a row of scores, an element's features or one element each. */
+static void encoder_kernels(void) {
+  Graph *g = graph_new();
+  int scores = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 4, .dim = {2, 3, 4, 4}});
+  int mask = leaf(g, OP_INPUT, DT_I32, (Shape){.rank = 2, .dim = {2, 4}});
+  int seq = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 3, .dim = {2, 4, 5}});
+  int pooled = leaf(g, OP_PARAM, DT_F32, (Shape){.rank = 2, .dim = {2, 5}});
+  int soft[2] = {scores, mask}, grad[2] = {scores, scores}, pool[2] = {seq, mask};
+  int dpool[2] = {pooled, mask};
+  for (int masked = 0; masked < 2; masked++) {
+    CHECK(top_loop_parallel(op_kernel(g, OP_MASKED_SOFTMAX, soft, 1 + masked, 0, 0), 0),
+          "masked_softmax over batch elements");
+    CHECK(grid_threads(op_kernel(g, OP_MASKED_SOFTMAX, soft, 1 + masked, 0, 0), 0) == 24,
+          "masked_softmax: a row each");
+    CHECK(top_loop_parallel(op_kernel(g, OP_MEAN_POOL, pool, 1 + masked, 0, 0), 0),
+          "mean_pool over batch elements");
+    CHECK(grid_threads(op_kernel(g, OP_MEAN_POOL, pool, 1 + masked, 0, 0), 0) == 2,
+          "mean_pool: a batch element each (its count, then its features)");
+    CHECK(top_loop_parallel(pool_grad_kernel(g, OP_MEAN_POOL_GRAD, dpool, 1 + masked, seq), 0),
+          "mean_pool_grad over batch elements");
+  }
+  CHECK(top_loop_parallel(op_kernel(g, OP_MASKED_SOFTMAX_GRAD, grad, 2, 0, 0), 0),
+        "masked_softmax_grad over batch elements");
+  CHECK(grid_threads(op_kernel(g, OP_CLS_POOL, &seq, 1, 0, 0), 0) == 10,
+        "cls_pool: an element each");
+  CHECK(top_loop_parallel(pool_grad_kernel(g, OP_CLS_POOL_GRAD, &pooled, 1, seq), 0),
+        "cls_pool_grad over batch elements");
+  CHECK(grid_threads(pool_grad_kernel(g, OP_CLS_POOL_GRAD, &pooled, 1, seq), 0) == 40,
+        "cls_pool_grad: an element of dx each");
+  graph_free(g);
+}
+
 int main(void) {
   grids();
   hand_built();
   op_kernels();
+  encoder_kernels();
   return failures != 0;
 }

@@ -202,5 +202,107 @@ class GPT(nn.Module):
         return loss, logits
 
 
+class SelfAttention(nn.Module):
+    """BERT's attention: q, k, v projections, heads, a softmax over the keys
+    whose mask is 1, output projection. A query whose keys are all masked
+    gets weights 0 (trainc's choice; Hugging Face's large negative fill
+    gives such a row uniform weights instead): its scores are zeroed before
+    the softmax, so that no NaN arises, and its weights multiplied by 0."""
+
+    def __init__(self, weights, prefix, heads):
+        super().__init__()
+        self.heads = heads
+        for part in ("q", "k", "v", "proj"):
+            setattr(self, part, linear_like(weights, f"{prefix}.{part}"))
+
+    def forward(self, x, mask):
+        b, t, c = x.shape
+        split = lambda y: y.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(c // self.heads)
+        keep = mask.bool()[:, None, None, :]
+        any_key = keep.any(-1, keepdim=True)
+        scores = scores.masked_fill(~keep, float("-inf")).masked_fill(~any_key, 0.0)
+        probs = F.softmax(scores, dim=-1) * keep
+        return self.proj((probs @ v).transpose(1, 2).reshape(b, t, c))
+
+
+class EncoderLayer(nn.Module):
+    """BERT's post-layernorm layer: ln(x + attn(x)), then ln(y + ffn_1(gelu(ffn(y))))."""
+
+    def __init__(self, weights, prefix, heads):
+        super().__init__()
+        width = weights[prefix + ".layernorm.weight"].shape[0]
+        self.attention = SelfAttention(weights, prefix + ".attention", heads)
+        self.attention_ln = nn.LayerNorm(width, eps=1e-12)
+        self.ffn = linear_like(weights, prefix + ".ffn")
+        self.ffn_1 = linear_like(weights, prefix + ".ffn_1")
+        self.layernorm = nn.LayerNorm(width, eps=1e-12)
+
+    def forward(self, x, mask):
+        y = self.attention_ln(x + self.attention(x, mask))
+        return self.layernorm(y + self.ffn_1(F.gelu(self.ffn(y))))
+
+
+def mean_pool(h, mask):
+    """sentence-transformers' mean pooling: the mean over the real tokens."""
+    m = mask.unsqueeze(-1).to(h.dtype)
+    return (h * m).sum(1) / torch.clamp(m.sum(1), min=1e-9)
+
+
+def encoder_batch(rng, n, t, vocab, classes, all_padding):
+    """n sequences of 1..t real tokens then padding (the mask 0 there), the
+    second half of each of type 1; with all_padding, the last sequence is
+    padding only."""
+    lengths = rng.integers(1, t + 1, n)
+    if all_padding:
+        lengths[-1] = 0
+    positions = np.arange(t)[None, :]
+    mask = (positions < lengths[:, None]).astype(np.int32)
+    types = (positions >= (lengths[:, None] + 1) // 2).astype(np.int32) * mask
+    return {"ids": rng.integers(0, vocab, (n, t), dtype=np.int32) * mask,
+            "token_types": types, "mask": mask,
+            "label": rng.integers(0, classes, n, dtype=np.int32)}
+
+
+class Bert(nn.Module):
+    """tests/torch/bert_small.nn: embeddings words + types + positions (the
+    first T rows of the table) → layernorm → post-layernorm layers (4 heads)
+    → mean pooling over the mask and a tanh pooler of the [CLS] position,
+    each through a linear map to the classes, summed."""
+    HEADS = 4
+    T = 10  # the model file's sequence length (its position table has more rows)
+
+    def __init__(self, weights):
+        super().__init__()
+        width = weights["words.weight"].shape[1]
+        depth = sum(1 for k in weights
+                    if k.startswith("layer.") and k.endswith(".layernorm.weight"))
+        self.words = nn.Embedding(*weights["words.weight"].shape, padding_idx=0)
+        self.types = nn.Embedding(*weights["types.weight"].shape)
+        self.position = nn.Parameter(torch.empty(weights["position"].shape))
+        self.h = nn.LayerNorm(width, eps=1e-12)
+        self.layer = nn.ModuleList(EncoderLayer(weights, f"layer.{i}", self.HEADS)
+                                   for i in range(depth))
+        self.pooler = linear_like(weights, "pooler")
+        self.logits = linear_like(weights, "logits")
+        self.logits_1 = linear_like(weights, "logits_1")
+
+    def make_data(self, rng, n):
+        """Padded sequences, the last one all padding (encoder_batch)."""
+        return encoder_batch(rng, n, self.T, self.words.num_embeddings, self.logits.out_features,
+                             all_padding=True)
+
+    def forward(self, batch):
+        ids, mask = batch["ids"].long(), batch["mask"]
+        t = ids.shape[1]
+        h = self.h(self.words(ids) + self.types(batch["token_types"].long()) + self.position[:t])
+        for layer in self.layer:
+            h = layer(h, mask)
+        pooler = torch.tanh(self.pooler(h[:, 0]))
+        logits = self.logits(mean_pool(h, mask)) + self.logits_1(pooler)
+        return F.cross_entropy(logits, batch["label"].long()), logits
+
+
 MODELS = {"fashion_mlp": FashionMLP, "pair_classifier": PairClassifier, "deep_mlp": DeepMLP,
-          "fashion_cnn": FashionCNN, "gpt": GPT}
+          "fashion_cnn": FashionCNN, "gpt": GPT, "bert": Bert}

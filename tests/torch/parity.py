@@ -95,9 +95,18 @@ class Report:
         sys.exit(EXIT_MISMATCH if n else 0)
 
 
+def model_class(name):
+    """models.py's model `name`, or hf_models.py's for an hf_ name (which
+    needs the transformers package)."""
+    if name.startswith("hf_"):
+        import hf_models
+        return hf_models.MODELS[name]
+    return MODELS[name]
+
+
 def build_model(name, weights, **kwargs):
     """The PyTorch model holding `weights` ({name: array}, every one used)."""
-    model = MODELS[name](weights, **kwargs)
+    model = model_class(name)(weights, **kwargs)
     model.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()}, strict=True)
     return model
 

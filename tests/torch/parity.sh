@@ -9,13 +9,21 @@
 #   3. with `train` given: 10 optimizer steps (the train block's optimizer and
 #      schedule) give the same loss at every step and the same weights.
 # TRAINC_TEST_BACKEND=run: the trainer is `trainc run` (LLVM's JIT).
-# Skipped (77) when Debian's python3 has no torch.
+# TRAINC_TEST_PYTHON: the Python with torch (default Debian's python3,
+# skipped (77) when it has no torch). An hf_ TORCH_MODEL (hf_models.py) runs
+# in the reference environment of scripts/install-peers: skipped only where
+# that Python does not exist; a missing package there is a failure.
 # usage: parity.sh TRAINC MODEL.nn TORCH_MODEL WORKDIR [train]
 set -euo pipefail
 trainc=$1 model=$2 torch_model=$3 work=$4 train=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
-py=/usr/bin/python3
-$py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
+py=${TRAINC_TEST_PYTHON:-/usr/bin/python3}
+if [[ $torch_model == hf_* ]]; then
+  [[ -x $py ]] || { echo "SKIP: no $py (scripts/install-peers makes it)"; exit 77; }
+  $py -c 'import torch, numpy, transformers' || { echo "FAIL: $py lacks a package"; exit 1; }
+else
+  $py -c 'import torch, numpy' 2>/dev/null || { echo "no torch in $py: skipped"; exit 77; }
+fi
 parity() { $py "$here/parity.py" "$@"; }
 rm -rf "$work" && mkdir -p "$work"
 trainer=("$trainc" run "$model")
