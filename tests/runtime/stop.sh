@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# stop.sh TRAINER MAKE_DATA [MPI_TRAINER] — stopping on a signal
+# (docs/trainer.md, Stopping), with the tiny trainer, whose TINY_RAISE
+# raises a signal inside a given step (deterministic, no sleeps):
+#  1. SIGTERM mid-training finishes the step, saves the state, says so and
+#     exits 143; resuming gives bitwise the uninterrupted run's weights;
+#  2. SIGINT exits 130; without --save-state it says that nothing was saved;
+#  3. a second signal ends the process at once: no message, no state;
+#  4. under mpirun -np 2 (MPI_TRAINER), a signal to rank 1 alone stops both
+#     ranks at the same step with both states saved; resuming gives bitwise
+#     the uninterrupted job's weights.
+NAME=stop
+MPI_TRAINER=${3:-}
+. "$(dirname "$0")/harness.sh" "$1" "$2" 400
+TRAIN=(--data d --steps 20 --quiet)
+
+echo "1. SIGTERM: the step finished, the state saved, exit 143, resumed bitwise"
+run full 0 "$TRAINER" "${TRAIN[@]}" --save full.safetensors
+run term 143 env TINY_RAISE=15,7,1 "$TRAINER" "${TRAIN[@]}" --save-state st --save-every 5 \
+  --save term.safetensors
+expect term err "tiny_trainer: stopped by SIGTERM after step 7; state saved in \
+st/state-7.rank-0.safetensors; resume with --resume st"
+[ -e st/state-7.rank-0.safetensors ] || fail "SIGTERM: no state of step 7"
+[ ! -e term.safetensors ] || fail "SIGTERM: the weights of an unfinished run were saved"
+run resumed 0 "$TRAINER" "${TRAIN[@]}" --resume st --save resumed.safetensors
+cmp -s full.safetensors resumed.safetensors || fail "the resumed run's weights differ"
+
+echo "2. SIGINT: exit 130; without --save-state nothing is saved"
+run int 130 env TINY_RAISE=2,3,1 "$TRAINER" "${TRAIN[@]}"
+expect int err "tiny_trainer: stopped by SIGINT after step 3; no state saved (no --save-state)"
+
+echo "3. a second signal ends the process at once"
+run twice 143 env TINY_RAISE=15,7,2 "$TRAINER" "${TRAIN[@]}" --save-state st2
+! grep -q "stopped by" twice.err || fail "a second signal: the trainer still stopped gracefully"
+[ -z "$(ls st2)" ] || fail "a second signal: a state was saved"
+
+if [ -n "$MPI_TRAINER" ] && command -v mpirun >/dev/null; then
+  echo "4. under MPI, a signal to one rank stops both at the same step"
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 # Open MPI's own allocations
+  MPI=(mpirun --oversubscribe --mca btl self,vader --mca btl_vader_single_copy_mechanism none
+       --mca mpi_yield_when_idle 1)
+  run mpi_full 0 "${MPI[@]}" -np 2 "$MPI_TRAINER" "${TRAIN[@]}" --save mpi_full.safetensors
+  # MPMD: rank 1 alone gets SIGTERM in its 7th step; the ranks agree one step later
+  run mpi_term 143 "${MPI[@]}" -np 1 "$MPI_TRAINER" "${TRAIN[@]}" --save-state mst : \
+    -np 1 env TINY_RAISE=15,7,1 "$MPI_TRAINER" "${TRAIN[@]}" --save-state mst
+  expect mpi_term err "stopped by SIGTERM after step 8; state saved in \
+mst/state-8.rank-*.safetensors; resume with --resume mst"
+  [ "$(ls mst)" = "state-8.rank-0.safetensors
+state-8.rank-1.safetensors" ] || fail "under MPI: the ranks' states are $(ls mst)"
+  run mpi_resumed 0 "${MPI[@]}" -np 2 "$MPI_TRAINER" "${TRAIN[@]}" --resume mst \
+    --save mpi_resumed.safetensors
+  cmp -s mpi_full.safetensors mpi_resumed.safetensors || fail "under MPI: the resumed weights differ"
+fi
+
+finish
