@@ -21,6 +21,7 @@ static void set_action(int signo, void (*handler)(int)) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART; /* a read or write the signal lands in goes on, not fails */
   sigemptyset(&sa.sa_mask);
   sigaction(signo, &sa, NULL);
 }
