@@ -467,12 +467,12 @@ int trc_check_memory(const trc_model *m, const trc_options *o, trc_error *err);
 
 /* ---- stopping on a signal (stop.c) ---- */
 
-/* From now on SIGTERM and SIGINT are recorded, not fatal, once: the first
- * asks the training loop to stop after the step in flight; the handler
- * gives both signals back their default action, so a second one ends the
- * process at once. */
+/* From now on SIGTERM and SIGINT (unless ignored) are recorded, not fatal,
+ * once: the first asks the training loop to stop after the step in flight;
+ * the handler gives both signals back their actions from before (the
+ * default: the end of the process), so a second one ends it at once. */
 void trc_stop_catch(void);
-/* Their default action again (after the training loop). */
+/* Their actions from before again (after the training loop). */
 void trc_stop_release(void);
 /* At a step boundary: the signal every rank stops on now, or 0. `votes` is
  * the ranks' tally, zeroed before the first call and left to these calls. */

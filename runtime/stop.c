@@ -17,30 +17,33 @@
 
 static volatile sig_atomic_t caught;
 
-static void set_action(int signo, void (*handler)(int)) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = handler;
-  sa.sa_flags = SA_RESTART; /* a read or write the signal lands in goes on, not fails */
-  sigemptyset(&sa.sa_mask);
-  sigaction(signo, &sa, NULL);
+/* SIGTERM's and SIGINT's actions before trc_stop_catch. */
+static const int signals[2] = {SIGTERM, SIGINT};
+static struct sigaction before[2];
+
+static void restore(void) {
+  for (int i = 0; i < 2; i++) sigaction(signals[i], &before[i], NULL); /* async-signal-safe */
 }
 
 static void record(int signo) {
   caught = signo;
-  set_action(SIGTERM, SIG_DFL); /* sigaction is async-signal-safe */
-  set_action(SIGINT, SIG_DFL);
+  restore(); /* a second signal acts as if the trainer did not catch them */
 }
 
 void trc_stop_catch(void) {
-  set_action(SIGTERM, record);
-  set_action(SIGINT, record);
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = record;
+  sa.sa_flags = SA_RESTART; /* a read or write the signal lands in goes on, not fails */
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 2; i++) {
+    sigaction(signals[i], NULL, &before[i]);
+    /* ignored, as `nohup` and a shell's background jobs leave SIGINT: it stays so */
+    if (before[i].sa_handler != SIG_IGN) sigaction(signals[i], &sa, NULL);
+  }
 }
 
-void trc_stop_release(void) {
-  set_action(SIGTERM, SIG_DFL);
-  set_action(SIGINT, SIG_DFL);
-}
+void trc_stop_release(void) { restore(); }
 
 int trc_stop_agreed(float votes[2], int ranks) {
   if (ranks == 1) return caught;

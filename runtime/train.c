@@ -544,10 +544,12 @@ static int run(trainer *t, trc_error *err) {
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
   keep_heap_touched();
-  if (training) trc_stop_catch();
-  int failed = training && train(t, err);
-  trc_stop_release();
-  if (failed) return EXIT_FAILURE;
+  if (training) {
+    trc_stop_catch();
+    int failed = train(t, err);
+    trc_stop_release();
+    if (failed) return EXIT_FAILURE;
+  }
   if (t->signal) return 128 + t->signal; /* the shell's status for a process a signal ended */
   if (training && t->rank == 0) report_high_water(t);
   if (!training && t->has_eval) evaluate(t);

@@ -28,8 +28,8 @@ typedef struct {
 } trc_memory_room;
 
 /* The unsigned number after `key` at the start of a line of FILE ("" for
- * the file's first line), times `scale` (1024 for /proc/meminfo's kB);
- * 0 when there is none. */
+ * the file's first line) into *out, times `scale` (1024 for /proc/meminfo's
+ * kB); returns 0 when there is none. */
 static inline int trc_memory_read(const char *file, const char *key, uint64_t scale,
                                   uint64_t *out) {
   const char *root = getenv("TRAINC_MEMORY_ROOT");
@@ -55,6 +55,7 @@ static inline uint64_t trc_memory_cgroup_room(const char *limit, const char *usa
   return max > used ? max - used : 0;
 }
 
+/* A figure that lowers the room, or the first one. */
 static inline void trc_memory_limit(trc_memory_room *r, uint64_t bytes, const char *source) {
   if (bytes < r->bytes || !r->source) *r = (trc_memory_room){bytes, source};
 }
@@ -66,11 +67,12 @@ static inline trc_memory_room trc_memory_available(void) {
   uint64_t meminfo;
   if (trc_memory_read("/proc/meminfo", "MemAvailable:", 1024, &meminfo))
     trc_memory_limit(&r, meminfo, "MemAvailable");
-  uint64_t cgroup = trc_memory_cgroup_room(v2, "/sys/fs/cgroup/memory.current");
   const char *source = v2;
-  if (cgroup == UINT64_MAX)
-    cgroup = trc_memory_cgroup_room(v1, "/sys/fs/cgroup/memory/memory.usage_in_bytes"),
+  uint64_t cgroup = trc_memory_cgroup_room(v2, "/sys/fs/cgroup/memory.current");
+  if (cgroup == UINT64_MAX) {
     source = v1;
+    cgroup = trc_memory_cgroup_room(v1, "/sys/fs/cgroup/memory/memory.usage_in_bytes");
+  }
   if (cgroup != UINT64_MAX) trc_memory_limit(&r, cgroup, source);
   return r;
 }
