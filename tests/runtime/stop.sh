@@ -5,6 +5,7 @@
 #  1. SIGTERM mid-training finishes the step, saves the state, says so and
 #     exits 143; resuming gives bitwise the uninterrupted run's weights;
 #  2. SIGINT exits 130; without --save-state it says that nothing was saved;
+#     started with SIGINT ignored (nohup), the trainer leaves it ignored;
 #  3. a second signal ends the process at once: no message, no state;
 #  4. under mpirun -np 2 (MPI_TRAINER), a signal to rank 1 alone stops both
 #     ranks at the same step with both states saved; resuming gives bitwise
@@ -13,6 +14,11 @@ NAME=stop
 MPI_TRAINER=${3:-}
 . "$(dirname "$0")/harness.sh" "$1" "$2" 400
 TRAIN=(--data d --steps 20 --quiet)
+# SIGINT's default action for what follows (a shell's background job, and
+# so maybe this test, starts with SIGINT ignored)
+DEFAULT_INT=("$PY" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execvp(sys.argv[1], sys.argv[1:])')
 
 echo "1. SIGTERM: the step finished, the state saved, exit 143, resumed bitwise"
 run full 0 "$TRAINER" "${TRAIN[@]}" --save full.safetensors
@@ -25,9 +31,10 @@ st/state-7.rank-0.safetensors; resume with --resume st"
 run resumed 0 "$TRAINER" "${TRAIN[@]}" --resume st --save resumed.safetensors
 cmp -s full.safetensors resumed.safetensors || fail "the resumed run's weights differ"
 
-echo "2. SIGINT: exit 130; without --save-state nothing is saved"
-run int 130 env TINY_RAISE=2,3,1 "$TRAINER" "${TRAIN[@]}"
+echo "2. SIGINT: exit 130; without --save-state nothing is saved; ignored stays ignored"
+run int 130 "${DEFAULT_INT[@]}" env TINY_RAISE=2,3,1 "$TRAINER" "${TRAIN[@]}"
 expect int err "tiny_trainer: stopped by SIGINT after step 3; no state saved (no --save-state)"
+run ignored 0 sh -c 'trap "" INT; exec "$@"' sh env TINY_RAISE=2,3,1 "$TRAINER" "${TRAIN[@]}"
 
 echo "3. a second signal ends the process at once"
 run twice 143 env TINY_RAISE=15,7,2 "$TRAINER" "${TRAIN[@]}" --save-state st2
@@ -50,7 +57,8 @@ mst/state-8.rank-*.safetensors; resume with --resume mst"
 state-8.rank-1.safetensors" ] || fail "under MPI: the ranks' states are $(ls mst)"
   run mpi_resumed 0 "${MPI[@]}" -np 2 "$MPI_TRAINER" "${TRAIN[@]}" --resume mst \
     --save mpi_resumed.safetensors
-  cmp -s mpi_full.safetensors mpi_resumed.safetensors || fail "under MPI: the resumed weights differ"
+  cmp -s mpi_full.safetensors mpi_resumed.safetensors ||
+    fail "under MPI: the resumed weights differ"
 fi
 
 finish
