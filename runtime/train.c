@@ -189,7 +189,8 @@ static int64_t page_faults(void) {
 
 static void report_step(trainer *t, double loss, double lr, double grad_norm) {
   const int64_t done = t->step;
-  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped;
+  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped ||
+                  t->signal;
   if (log_point && t->ranks > 1) {
     loss = mean_over_ranks(loss, t->ranks);
     grad_norm = mean_over_ranks(grad_norm, t->ranks);
@@ -414,9 +415,9 @@ static int train(trainer *t, trc_error *err) {
     t->run_examples += examples;
     t->steps_run++;
     if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, grad_norm, err);
+    t->signal = trc_stop_agreed(t->stop_votes, t->ranks);
     evaluated_last = scheduled_eval(t);
     report_step(t, loss, lr, grad_norm);
-    t->signal = trc_stop_agreed(t->stop_votes, t->ranks);
     if (save_state_if_due(t, err)) return -1;
     if (t->signal) return report_signal(t), 0;
   }

@@ -2,8 +2,8 @@
 # stop.sh TRAINER MAKE_DATA [MPI_TRAINER] — stopping on a signal
 # (docs/trainer.md, Stopping), with the tiny trainer, whose TINY_RAISE
 # raises a signal inside a given step (deterministic, no sleeps):
-#  1. SIGTERM mid-training finishes the step, saves the state, says so and
-#     exits 143; resuming gives bitwise the uninterrupted run's weights;
+#  1. SIGTERM mid-training finishes the step, logs it, saves the state, says
+#     so and exits 143; resuming gives bitwise the uninterrupted run's weights;
 #  2. SIGINT exits 130; without --save-state it says that nothing was saved;
 #     started with SIGINT ignored (nohup), the trainer leaves it ignored;
 #  3. a second signal ends the process at once: no message, no state;
@@ -23,10 +23,11 @@ os.execvp(sys.argv[1], sys.argv[1:])')
 echo "1. SIGTERM: the step finished, the state saved, exit 143, resumed bitwise"
 run full 0 "$TRAINER" "${TRAIN[@]}" --save full.safetensors
 run term 143 env TINY_RAISE=15,7,1 "$TRAINER" "${TRAIN[@]}" --save-state st --save-every 5 \
-  --save term.safetensors
+  --save term.safetensors --log term.jsonl
 expect term err "tiny_trainer: stopped by SIGTERM after step 7; state saved in \
 st/state-7.rank-0.safetensors; resume with --resume st"
 [ -e st/state-7.rank-0.safetensors ] || fail "SIGTERM: no state of step 7"
+grep -q '^{"step":7,"epoch"' term.jsonl || fail "SIGTERM: the log lacks step 7"
 [ ! -e term.safetensors ] || fail "SIGTERM: the weights of an unfinished run were saved"
 run resumed 0 "$TRAINER" "${TRAIN[@]}" --resume st --save resumed.safetensors
 cmp -s full.safetensors resumed.safetensors || fail "the resumed run's weights differ"
