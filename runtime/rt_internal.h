@@ -467,16 +467,19 @@ int trc_check_memory(const trc_model *m, const trc_options *o, trc_error *err);
 
 /* ---- stopping on a signal (stop.c) ---- */
 
-/* From now on SIGTERM and SIGINT (unless ignored) are recorded, not fatal,
- * once: the first asks the training loop to stop after the step in flight;
- * the handler gives both signals back their actions from before (the
+/* From now on SIGTERM, SIGINT and SIGUSR1 (unless ignored) are recorded,
+ * not fatal, once: the first asks the training loop to stop after the step
+ * in flight; the handler gives them back their actions from before (the
  * default: the end of the process), so a second one ends it at once. */
+enum { TRC_STOP_SIGNALS = 3 };
 void trc_stop_catch(void);
 /* Their actions from before again (after the training loop). */
 void trc_stop_release(void);
 /* At a step boundary: the signal every rank stops on now, or 0. `votes` is
  * the ranks' tally, zeroed before the first call and left to these calls. */
-int trc_stop_agreed(float votes[2], int ranks);
+int trc_stop_agreed(float votes[TRC_STOP_SIGNALS], int ranks);
+/* "SIGTERM", ... */
+const char *trc_stop_signal_name(int signo);
 
 /* ---- GEMMs (gemm.c, gemm_bf16.c) ---- */
 /* One trc_gemm call and its partition: `parts` parts per matrix, each a

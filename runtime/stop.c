@@ -1,5 +1,7 @@
-/* stop.c — graceful preemption (docs/trainer.md, Stopping): SIGTERM or
- * SIGINT during training asks the loop to stop after the step in flight;
+/* stop.c — graceful preemption (docs/trainer.md, Stopping): SIGTERM,
+ * SIGINT or SIGUSR1 (which Open MPI's mpirun forwards to every rank and
+ * lives on; on SIGTERM it ends the ranks before they can save) during
+ * training asks the loop to stop after the step in flight;
  * train.c then saves the resumable state and exits with 128 + the signal's
  * number. The handler only records the signal.
  *
@@ -8,7 +10,7 @@
  * finishes the sum of the votes started at the boundary before, which has
  * had a whole step to travel (with synchronous gradients the step's own
  * trc_comm_wait_all finishes it), and starts the next. So the ranks stop
- * together at the boundary after the signal's, for two floats per step. */
+ * together at the boundary after the signal's, for three floats per step. */
 #define _DEFAULT_SOURCE /* sigaction */
 #include "rt_internal.h"
 
@@ -17,12 +19,15 @@
 
 static volatile sig_atomic_t caught;
 
-/* SIGTERM's and SIGINT's actions before trc_stop_catch. */
-static const int signals[2] = {SIGTERM, SIGINT};
-static struct sigaction before[2];
+/* The signals that stop training, in the order a vote prefers them, and
+ * their actions before trc_stop_catch. */
+static const int signals[TRC_STOP_SIGNALS] = {SIGTERM, SIGINT, SIGUSR1};
+static const char *const names[TRC_STOP_SIGNALS] = {"SIGTERM", "SIGINT", "SIGUSR1"};
+static struct sigaction before[TRC_STOP_SIGNALS];
 
 static void restore(void) {
-  for (int i = 0; i < 2; i++) sigaction(signals[i], &before[i], NULL); /* async-signal-safe */
+  for (int i = 0; i < TRC_STOP_SIGNALS; i++)
+    sigaction(signals[i], &before[i], NULL); /* async-signal-safe */
 }
 
 static void record(int signo) {
@@ -36,7 +41,7 @@ void trc_stop_catch(void) {
   sa.sa_handler = record;
   sa.sa_flags = SA_RESTART; /* a read or write the signal lands in goes on, not fails */
   sigemptyset(&sa.sa_mask);
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < TRC_STOP_SIGNALS; i++) {
     sigaction(signals[i], NULL, &before[i]);
     /* ignored, as `nohup` and a shell's background jobs leave SIGINT: it stays so */
     if (before[i].sa_handler != SIG_IGN) sigaction(signals[i], &sa, NULL);
@@ -45,14 +50,18 @@ void trc_stop_catch(void) {
 
 void trc_stop_release(void) { restore(); }
 
-int trc_stop_agreed(float votes[2], int ranks) {
+const char *trc_stop_signal_name(int signo) {
+  for (int i = 0; i < TRC_STOP_SIGNALS; i++)
+    if (signals[i] == signo) return names[i];
+  return "a signal";
+}
+
+int trc_stop_agreed(float votes[TRC_STOP_SIGNALS], int ranks) {
   if (ranks == 1) return caught;
   trc_comm_wait_all(); /* the votes started at the boundary before */
-  int agreed = votes[1] > 0 ? SIGTERM : votes[0] > 0 ? SIGINT : 0;
-  if (!agreed) {
-    votes[0] = caught == SIGINT;
-    votes[1] = caught == SIGTERM;
-    trc_comm_iallreduce_f32(votes, 2);
-  }
-  return agreed;
+  for (int i = 0; i < TRC_STOP_SIGNALS; i++)
+    if (votes[i] > 0) return signals[i];
+  for (int i = 0; i < TRC_STOP_SIGNALS; i++) votes[i] = caught == signals[i];
+  trc_comm_iallreduce_f32(votes, TRC_STOP_SIGNALS);
+  return 0;
 }

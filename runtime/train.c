@@ -37,7 +37,7 @@ typedef struct {
   trc_best best;               /* --load-best, --early-stopping */
   int stopped;                 /* early stopping ended training */
   int signal;                  /* the signal that stopped training (stop.c), or 0 */
-  float stop_votes[2];         /* the ranks' tally of signals (trc_stop_agreed) */
+  float stop_votes[TRC_STOP_SIGNALS]; /* the ranks' tally of signals (trc_stop_agreed) */
   trc_log log;
   trc_progress progress;
   trc_tokenizer *tok;          /* --tokenizer, loaded when --text, --eval-text or --sample
@@ -380,14 +380,12 @@ static void print_summary(const trainer *t) {
     fprintf(stderr, "time to first step: %.2f s (from the process's start)\n", t->first_step_at);
 }
 
-static const char *signal_name(int signo) { return signo == SIGINT ? "SIGINT" : "SIGTERM"; }
-
 /* Where a signal stopped training (the state's files: state.c). */
 static void report_signal(trainer *t) {
   if (t->rank != 0) return;
   trc_progress_break(&t->progress);
-  fprintf(stderr, "%s: stopped by %s after step %" PRId64, t->prog, signal_name(t->signal),
-          t->step);
+  fprintf(stderr, "%s: stopped by %s after step %" PRId64, t->prog,
+          trc_stop_signal_name(t->signal), t->step);
   if (t->opt.state_dir)
     fprintf(stderr, "; state saved in %s/state-%" PRId64 ".rank-%s.safetensors; resume with "
                     "--resume %s\n",

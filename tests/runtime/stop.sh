@@ -9,7 +9,9 @@
 #  3. a second signal ends the process at once: no message, no state;
 #  4. under mpirun -np 2 (MPI_TRAINER), a signal to rank 1 alone stops both
 #     ranks at the same step with both states saved; resuming gives bitwise
-#     the uninterrupted job's weights.
+#     the uninterrupted job's weights;
+#  5. SIGUSR1 to mpirun, which forwards it (on SIGTERM Open MPI's mpirun ends
+#     the ranks before they can save): both ranks stop at one step, exit 138.
 NAME=stop
 MPI_TRAINER=${3:-}
 . "$(dirname "$0")/harness.sh" "$1" "$2" 400
@@ -60,6 +62,20 @@ state-8.rank-1.safetensors" ] || fail "under MPI: the ranks' states are $(ls mst
     --save mpi_resumed.safetensors
   cmp -s mpi_full.safetensors mpi_resumed.safetensors ||
     fail "under MPI: the resumed weights differ"
+
+  echo "5. SIGUSR1 to mpirun stops every rank at one step"
+  "${MPI[@]}" -np 2 "$MPI_TRAINER" --data d --steps 300000 --log-every 100 --quiet \
+    --log usr1.jsonl --save-state ust >usr1.out 2>usr1.err &
+  job=$!
+  for _ in $(seq 300); do [ -s usr1.jsonl ] && break; sleep 0.1; done # training has begun
+  kill -USR1 "$job"
+  wait "$job"
+  rc=$?
+  [ "$rc" -eq 138 ] || fail "SIGUSR1 to mpirun: exit $rc, expected 138"
+  expect usr1 err "stopped by SIGUSR1 after step"
+  saved=$(ls ust | sed 's/\.rank-[01]\././' | uniq)
+  [ "$(ls ust | wc -l)" -eq 2 ] && [ "$(echo "$saved" | wc -l)" -eq 1 ] ||
+    fail "SIGUSR1 to mpirun: the ranks' states are $(ls ust)"
 fi
 
 finish
