@@ -4,6 +4,7 @@
  * passes do not (the model file, a machine profile, the machine's free
  * memory, output files). Every error goes through one Diag. */
 #include "codegen.h"
+#include "trc_memory.h" /* the figure `checkpoint auto` plans for, shared with the runtime */
 
 #include <errno.h>
 #include <signal.h>
@@ -477,21 +478,19 @@ static int run(const Program *p, const Options *o) {
 }
 
 /* The memory `checkpoint auto` fits the plan in: --memory, else what this
- * machine has free now (Linux's MemAvailable). */
+ * machine lets a process use now (trc_memory.h: the figure a trainer checks
+ * its plan against). */
 static bool auto_memory(const Options *o, uint64_t *bytes) {
-  static const char path[] = "/proc/meminfo";
   if (o->memory_bytes) {
     *bytes = o->memory_bytes;
     return true;
   }
-  SourceFile *f = source_read(path, &diag);
-  const char *line = f ? strstr(f->text, "MemAvailable:") : NULL;
-  unsigned long long kib = 0;
-  bool ok = line && sscanf(line, "MemAvailable: %llu kB", &kib) == 1 && kib > 0;
-  if (f && !ok) diag_file_error(&diag, path, "no MemAvailable figure (give --memory SIZE for checkpoint auto)");
-  source_free(f);
-  *bytes = (uint64_t)kib * 1024;
-  return ok;
+  trc_memory_room room = trc_memory_available();
+  *bytes = room.bytes;
+  if (room.bytes > 0) return true;
+  diag_error(&diag, NO_LOC, "%s: give --memory SIZE for checkpoint auto",
+             room.source ? "no memory is free" : "cannot read the free memory (/proc/meminfo)");
+  return false;
 }
 
 /* The checkpoint policy: --policy / --budget, else the train block's. */

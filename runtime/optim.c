@@ -69,14 +69,19 @@ trc_update_scalars trc_optimizer_scalars(trc_optimizer *o, const trc_train_confi
   return u;
 }
 
+int trc_optimizer_needs_m(const trc_train_config *cfg) {
+  return cfg->optimizer == TRC_ADAMW || cfg->momentum != 0.0;
+}
+
+int trc_optimizer_needs_v(const trc_train_config *cfg) { return cfg->optimizer == TRC_ADAMW; }
+
 int trc_optimizer_init(trc_optimizer *o, const trc_train_config *cfg, uint64_t count,
                        trc_error *err) {
   memset(o, 0, sizeof *o);
   o->kind = cfg->optimizer;
   o->count = count;
   size_t bytes = (size_t)(count ? count : 1) * sizeof(float);
-  int needs_m = cfg->optimizer == TRC_ADAMW || cfg->momentum != 0.0;
-  int needs_v = cfg->optimizer == TRC_ADAMW;
+  int needs_m = trc_optimizer_needs_m(cfg), needs_v = trc_optimizer_needs_v(cfg);
   /* Zeroed and touched now, as the arena: fresh pages would otherwise cost
    * ~12 us each inside the first step (measured on this project's machine). */
   if (needs_m && !(o->m = (float *)trc_arena_alloc(bytes, err))) return -1;

@@ -476,6 +476,34 @@ void trc_progress_update(trc_progress *p, int64_t done, double loss, double per_
 /* Ends a redrawn line before other output. */
 void trc_progress_break(trc_progress *p);
 
+/* ---- memory checked before it is touched (memory.c) ---- */
+
+/* Whether cfg's optimizer keeps moment arrays m and v (optim.c). */
+int trc_optimizer_needs_m(const trc_train_config *cfg);
+int trc_optimizer_needs_v(const trc_train_config *cfg);
+/* What the run maps that is known before it starts (the arena, the
+ * optimizer's moments, --load-best's copy, the outer optimizer's arrays)
+ * against the memory this process may use (trc_memory.h); fails naming
+ * both. No check when that memory cannot be read, or under
+ * TRAINC_NO_MEMORY_CHECK=1. */
+int trc_check_memory(const trc_model *m, const trc_options *o, trc_error *err);
+
+/* ---- stopping on a signal (stop.c) ---- */
+
+/* From now on SIGTERM, SIGINT and SIGUSR1 (unless ignored) are recorded,
+ * not fatal, once: the first asks the training loop to stop after the step
+ * in flight; the handler gives them back their actions from before (the
+ * default: the end of the process), so a second one ends it at once. */
+enum { TRC_STOP_SIGNALS = 3 };
+void trc_stop_catch(void);
+/* Their actions from before again (after the training loop). */
+void trc_stop_release(void);
+/* At a step boundary: the signal every rank stops on now, or 0. `votes` is
+ * the ranks' tally, zeroed before the first call and left to these calls. */
+int trc_stop_agreed(float votes[TRC_STOP_SIGNALS], int ranks);
+/* "SIGTERM", ... */
+const char *trc_stop_signal_name(int signo);
+
 /* ---- GEMMs (gemm.c, gemm_bf16.c) ---- */
 /* One trc_gemm call and its partition: `parts` parts per matrix, each a
  * block of rows of C (split_rows) or of its columns. batch: the number of

@@ -36,6 +36,8 @@ typedef struct {
   trc_evaluator evaluator;
   trc_best best;               /* --load-best, --early-stopping */
   int stopped;                 /* early stopping ended training */
+  int signal;                  /* the signal that stopped training (stop.c), or 0 */
+  float stop_votes[TRC_STOP_SIGNALS]; /* the ranks' tally of signals (trc_stop_agreed) */
   trc_log log;
   trc_progress progress;
   trc_tokenizer *tok;          /* --tokenizer, loaded when --text, --eval-text or --sample
@@ -208,7 +210,8 @@ static int64_t page_faults(void) {
 
 static void report_step(trainer *t, double loss, double lr, double grad_norm) {
   const int64_t done = t->step;
-  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped;
+  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped ||
+                  t->signal;
   if (log_point && t->ranks > 1) {
     loss = mean_over_ranks(loss, t->ranks);
     grad_norm = mean_over_ranks(grad_norm, t->ranks);
@@ -326,11 +329,12 @@ static int resume(trainer *t, trc_error *err) {
 }
 
 /* Every --save-every steps or epoch, and at the end (the last step, or the
- * step early stopping stopped at). */
+ * step early stopping or a signal stopped at). */
 static int save_state_if_due(trainer *t, trc_error *err) {
   int64_t every = t->opt.save_every;
   int due = every < 0 ? trc_step_ends_epoch(&t->plan, t->step) : t->step % every == 0;
-  if (!t->opt.state_dir || !(due || t->step == t->plan.total_steps || t->stopped)) return 0;
+  int last = t->step == t->plan.total_steps || t->stopped || t->signal;
+  if (!t->opt.state_dir || !(due || last)) return 0;
   trc_device_host_current(t->m, t->arena, &t->optim);
   trc_run_state st = run_state(t);
   return trc_state_save(t->opt.state_dir, &st, err);
@@ -397,6 +401,20 @@ static void print_summary(const trainer *t) {
     fprintf(stderr, "time to first step: %.2f s (from the process's start)\n", t->first_step_at);
 }
 
+/* Where a signal stopped training (the state's files: state.c). */
+static void report_signal(trainer *t) {
+  if (t->rank != 0) return;
+  trc_progress_break(&t->progress);
+  fprintf(stderr, "%s: stopped by %s after step %" PRId64, t->prog,
+          trc_stop_signal_name(t->signal), t->step);
+  if (t->opt.state_dir)
+    fprintf(stderr, "; state saved in %s/state-%" PRId64 ".rank-%s.safetensors; resume with "
+                    "--resume %s\n",
+            t->opt.state_dir, t->step, t->ranks > 1 ? "*" : "0", t->opt.state_dir);
+  else
+    fputs("; no state saved (no --save-state)\n", stderr);
+}
+
 static int train(trainer *t, trc_error *err) {
   const trc_train_config *c = &t->opt.cfg;
   const int64_t total = t->plan.total_steps;
@@ -416,10 +434,13 @@ static int train(trainer *t, trc_error *err) {
     t->run_examples += examples;
     t->steps_run++;
     if (!isfinite(loss)) return stop_on_bad_loss(t, loss, lr, grad_norm, err);
+    t->signal = trc_stop_agreed(t->stop_votes, t->ranks);
     evaluated_last = scheduled_eval(t);
     report_step(t, loss, lr, grad_norm);
     if (save_state_if_due(t, err)) return -1;
+    if (t->signal) return report_signal(t), 0;
   }
+  trc_comm_wait_all(); /* the last step's votes (trc_stop_agreed) */
   trc_device_host_current(t->m, t->arena, &t->optim); /* what is saved and sampled */
   ensure_in_sync(t);
   if (t->has_eval && !evaluated_last) evaluate(t);
@@ -526,7 +547,8 @@ static int run(trainer *t, trc_error *err) {
   const trc_model *m = t->m;
   if (trc_model_check(m, err) || trc_check_outputs(m, &t->opt, t->rank, err)) return EXIT_FAILURE;
   if (m->device && m->device->start() != 0) return EXIT_FAILURE; /* it said why */
-  if (!(t->arena = trc_arena_alloc(m->arena_bytes, err)) || prepare_weights(t, err) ||
+  if (trc_check_memory(m, &t->opt, err) || !(t->arena = trc_arena_alloc(m->arena_bytes, err)) ||
+      prepare_weights(t, err) ||
       (t->ranks > 1 && trc_ranks_agree(m, &t->opt, t->arena, err)))
     return EXIT_FAILURE;
   if (t->opt.gradcheck) {
@@ -553,7 +575,13 @@ static int run(trainer *t, trc_error *err) {
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m, &t->opt.cfg);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
   keep_heap_touched();
-  if (training && train(t, err)) return EXIT_FAILURE;
+  if (training) {
+    trc_stop_catch();
+    int failed = train(t, err);
+    trc_stop_release();
+    if (failed) return EXIT_FAILURE;
+  }
+  if (t->signal) return 128 + t->signal; /* the shell's status for a process a signal ended */
   if (training && t->rank == 0) report_high_water(t);
   if (!training && t->has_eval) evaluate(t);
   restore_best(t);
@@ -623,6 +651,6 @@ int trc_main(const trc_model *m, int argc, char **argv) {
   t.ranks = trc_comm_size();
   t.in_sync = 1; /* every rank starts from the same seed or --init file */
   int rc = trainer_main(&t, argc, argv, &err);
-  trc_comm_finalize(rc);
+  trc_comm_finalize(t.signal ? 0 : rc); /* every rank stopped at the same step: no abort */
   return rc;
 }

@@ -9,10 +9,16 @@
  * time: tiny_trainer_mpi (-DTINY_MPI), whose backward can be told to make a
  * NaN gradient on one rank. Its step() is the generated one's without
  * gradient buckets: averaged gradients are all-reduced after the last
- * backward. */
+ * backward.
+ *
+ * TINY_RAISE=SIGNO,K,N raises signal SIGNO N times inside the K-th step()
+ * of the process: a signal in the middle of a step, at a known step, for
+ * the tests of stopping on a signal (stop.sh). */
 #include "trainc_rt.h"
 
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,7 +118,19 @@ static void backward(char *a, trc_step *s) {
 #endif
 }
 
+/* TINY_RAISE (above), when this is the step it names. */
+static void raise_if_asked(void) {
+  static long calls;
+  const char *spec = getenv("TINY_RAISE");
+  int signo, times;
+  long at;
+  calls++;
+  if (spec && sscanf(spec, "%d,%ld,%d", &signo, &at, &times) == 3 && calls == at)
+    for (int i = 0; i < times; i++) raise(signo);
+}
+
 static double step(trc_step *s) {
+  raise_if_asked();
   char *a = trc_step_arena(s);
   const int64_t window = trc_step_micro_batches(s);
   const float seed = trc_step_loss_seed(s);
