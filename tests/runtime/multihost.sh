@@ -175,19 +175,26 @@ rm -rf st
 two_hosts 60 "${LONG[@]}" --comm-timeout 60 --save-state st --save-every 500 &
 job=$!
 wait_for 'st/state-*.rank-1.safetensors' 30 || fail "no state saved within 30 s"
-victim=
-for pid in $(ip netns pids "$NS2"); do
-  [ "$(readlink "/proc/$pid/exe")" = "$(readlink -f "$TRAINER")" ] && victim=$pid
-done
+# trainers NS: the pids of the trainers running in namespace NS
+trainers() {
+  local pid
+  for pid in $(ip netns pids "$1"); do
+    [ "$(readlink "/proc/$pid/exe")" = "$(readlink -f "$TRAINER")" ] && echo "$pid"
+  done
+}
+victim=$(trainers "$NS2")
 [ -n "$victim" ] || fail "no trainer found running on h2"
 killed=$(now)
-[ -n "$victim" ] && kill -KILL "$victim"
+[ -n "$victim" ] && kill -KILL $victim
+# rank 0 is ended by mpirun (its wrapper too: no rank0.exit): watch it go
+for _ in $(seq 600); do [ -z "$(trainers "$NS1")" ] && break; sleep 0.1; done
+gone=$(seconds "$killed" "$(now)")
 wait "$job"
 rc=$?
 took=$(seconds "$killed" "$(now)")
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: mpirun exit $rc"
 awk -v t="$took" 'BEGIN { exit !(t <= 10) }' || fail "a killed rank: the job ended after $took s"
-echo "   mpirun exited with status $rc $took s after rank 1 was killed"
+echo "   rank 0 ended $gone s, mpirun exited with status $rc $took s after rank 1 was killed"
 
 echo "5. a lossy, slow link"
 # qdisc on both ends of the veth: each direction is delayed and loses packets
