@@ -44,6 +44,13 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM # through cleanup
+# A run killed outright (SIGKILL: ctest's timeout) cannot clean up: its
+# namespaces, named after a process that no longer exists, go now.
+for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(trc-h[12]-\([0-9]*\)\)\( .*\)\{0,1\}$/\1 \2/p' | tr ' ' :); do
+  kill -0 "${ns#*:}" 2>/dev/null && continue # that test still runs
+  for pid in $(ip netns pids "${ns%:*}"); do kill -KILL "$pid" 2>/dev/null; done
+  ip netns del "${ns%:*}" && echo "removed the namespace ${ns%:*} of an earlier run"
+done
 
 ip netns add "$NS1" 2>netns.err || skip "cannot create a network namespace: $(cat netns.err)"
 ip netns add "$NS2" 2>netns.err || skip "cannot create a network namespace: $(cat netns.err)"
@@ -125,8 +132,8 @@ for mode in "--sync-gradients yes" "--local-sgd 4"; do
   rc=$?
   clean_link=$(seconds "$start" "$(now)") # the last one, LocalSGD's: for 5.
   [ "$rc" -eq 0 ] || { fail "$mode on 2 hosts: exit $rc"; cat two.err rank?.err >&2; continue; }
-  hosts=$(cat rank0.host rank1.host | tr '\n' ' ')
-  [ "$hosts" = "h1 h2 " ] || fail "$mode: the ranks ran on '$hosts', not on h1 and h2"
+  hosts=$(cat rank0.host rank1.host | paste -sd ' ')
+  [ "$hosts" = "h1 h2" ] || fail "$mode: the ranks ran on '$hosts', not on h1 and h2"
   one_host --data d --steps 60 $mode --quiet --save "one-$tag.st" || fail "$mode on 1 host: exit $?"
   cmp -s "two-$tag.st" "one-$tag.st" || fail "$mode: 2 hosts and 1 host trained different weights"
   echo "   $mode: ranks on $hosts; the weights are bitwise those of 1 host"
