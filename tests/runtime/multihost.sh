@@ -233,6 +233,9 @@ if [ -n "$link" ]; then
   took=$(seconds "$start" "$(now)")
   [ "$rc" -eq 0 ] || { fail "over $link: exit $rc"; cat two.err rank?.err >&2; }
   cmp -s lossy.st two-local-sgd.st || fail "over $link: not the weights of a clean link"
+  # (a clean link took well under a second; every sync now waits on the link)
+  awk -v t="$took" -v c="$clean_link" 'BEGIN { exit !(t > c) }' ||
+    fail "over $link: $took s, no slower than a clean link ($clean_link s): is the qdisc in the path?"
   dropped=$(ip netns exec "$NS1" tc -s qdisc show dev "$IF1" | sed -n 's/.*dropped \([0-9]*\).*/\1/p')
   dropped2=$(ip netns exec "$NS2" tc -s qdisc show dev "$IF2" | sed -n 's/.*dropped \([0-9]*\).*/\1/p')
   echo "   over $link: the same weights in $took s (clean link: $clean_link s);" \
