@@ -60,11 +60,12 @@ ip -n "$NS1" addr add "$IP1/24" dev "$IF1" && ip -n "$NS2" addr add "$IP2/24" de
   ip -n "$NS1" link set "$IF1" up && ip -n "$NS2" link set "$IF2" up &&
   ip -n "$NS1" link set lo up && ip -n "$NS2" link set lo up || { echo "FAIL: cannot set up the veth pair"; exit 1; }
 for ns in "$NS1" "$NS2"; do
-  # A TCP connection whose peer vanished is given up after a few retransmits
-  # (~6 s) instead of the default 15 (~15 min): mpirun, which cannot reach
+  # A TCP connection whose peer vanished is given up after 4 retransmits
+  # (seconds) instead of the default 15 (~15 min): mpirun, which cannot reach
   # the other host's daemon to end the job after the link went down, then
   # ends in seconds too. Per namespace: the machine's setting is untouched.
-  ip netns exec "$ns" sysctl -qw net.ipv4.tcp_retries2=4
+  ip netns exec "$ns" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2' ||
+    { echo "FAIL: cannot set tcp_retries2 in $ns"; exit 1; }
 done
 
 # The launcher agent: mpirun runs `agent HOST orted ARGS` where it would run
