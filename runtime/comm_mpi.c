@@ -17,6 +17,10 @@
 #include <unistd.h>
 
 static int world_rank, world_size = 1;
+/* Where this rank runs and, with 2 ranks, the one it waits for: the
+ * watchdog's message names them (across hosts, "the other ranks" does not
+ * say which machine or link to look at). */
+static char own_host[MPI_MAX_PROCESSOR_NAME], peer_host[MPI_MAX_PROCESSOR_NAME];
 
 static struct {
   pthread_mutex_t lock;
@@ -35,10 +39,12 @@ static double monotonic_now(void) {
 }
 
 static void give_up(void) {
+  char late[MPI_MAX_PROCESSOR_NAME + 32] = "a rank";
+  if (world_size == 2) snprintf(late, sizeof late, "rank %d on %s", 1 - world_rank, peer_host);
   fprintf(stderr,
-          "trainer: error: rank %d: the %s has waited %.0f s for the other ranks "
-          "(--comm-timeout); a rank is stopped, hung or far slower; ending the job\n",
-          world_rank, watchdog.doing, watchdog.timeout);
+          "trainer: error: rank %d on %s: the %s has waited %.0f s for the other ranks "
+          "(--comm-timeout); %s is stopped, hung, far slower or unreachable; ending the job\n",
+          world_rank, own_host, watchdog.doing, watchdog.timeout, late);
   fflush(stderr);
   _exit(1); /* MPI cannot be called from this thread; mpirun ends the others */
 }
@@ -96,6 +102,11 @@ int trc_comm_init(int *argc, char ***argv, trc_error *err) {
   if (MPI_Init(argc, argv) != MPI_SUCCESS) return trc_fail(err, "MPI_Init failed");
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  int len;
+  MPI_Get_processor_name(own_host, &len);
+  if (world_size == 2) /* each sends its name and receives the other's */
+    MPI_Sendrecv(own_host, sizeof own_host, MPI_CHAR, 1 - world_rank, 0, peer_host, sizeof peer_host,
+                 MPI_CHAR, 1 - world_rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   return 0;
 }
 
