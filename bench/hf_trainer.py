@@ -8,7 +8,11 @@ documentation writes it. Run by bench/hf_trainer.sh beside trainc.
   hf_trainer.py init MODEL_DIR|scratch OUT_DIR SEED
       writes the initial weights (OUT_DIR/model.safetensors, config.json):
       all-MiniLM-L6-v2's with a new classifier head drawn by SEED, or the same
-      architecture drawn wholly by SEED; both sides start from these.
+      architecture drawn wholly by SEED; both sides start from these. The
+      tensors are saved under the pretrained file's names (BertModel's, no
+      "bert." prefix) and the head's `classifier.*`, which from_pretrained
+      loads into BertForSequenceClassification with no missing or unexpected
+      keys, and which examples/minilm_pairs.nn's weights block maps.
   hf_trainer.py train INIT_DIR VOCAB_DIR DATA_DIR T B EPOCHS LR SEED
       fine-tunes INIT_DIR on DATA_DIR/{train,test}.tsv (text_a, text_b,
       label), pairs tokenized by BertTokenizerFast (truncation longest_first,
@@ -45,7 +49,11 @@ def init(source, out, seed):
         model = BertForSequenceClassification(config)
     else:
         model = BertForSequenceClassification.from_pretrained(source, num_labels=2)
-    model.save_pretrained(out, safe_serialization=True)
+    from safetensors.torch import save_file
+    os.makedirs(out, exist_ok=True)
+    model.config.save_pretrained(out)
+    tensors = {k.removeprefix("bert."): v.contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 
 
 class Dataset(torch.utils.data.Dataset):
