@@ -115,6 +115,11 @@ def main(w0, help_path, data_dir, epochs, k, accumulate):
                           "syncs": CountingLocalSGD.syncs,
                           "mb_allreduced": CountingLocalSGD.syncs * param_bytes / 1e6,
                           "accuracy": accuracy}), flush=True)
+    # every rank leaves together and closes gloo itself: a rank that exits
+    # while another still evaluates aborts in gloo's teardown ("terminate
+    # called without an active exception"), and torchrun kills the other
+    accelerator.wait_for_everyone()
+    torch.distributed.destroy_process_group()
 
 
 if __name__ == "__main__":
