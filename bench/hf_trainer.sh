@@ -10,8 +10,9 @@
 # activation memory they hold (trainc's plan: stored activations; Hugging
 # Face's: the bytes autograd saves for one micro-batch, saved_tensors_hooks).
 # From the pretrained all-MiniLM-L6-v2 and from scratch, for each seed. Both
-# sides on 2 threads; PyTorch with tcmalloc and OMP_WAIT_POLICY=passive, the
-# environment bench/torch_compare.sh found fastest for the GPTs (its sweep).
+# sides on 2 threads; PyTorch with tcmalloc and OMP_WAIT_POLICY=active, the
+# environment bench/torch_compare.sh's quiet-machine sweep found fastest for
+# the transformers (gpt124m: tcmalloc/active).
 # The load average is printed before and after; the sides alternate.
 # usage: bench/hf_trainer.sh [BUILD_DIR] [EPOCHS] [SEEDS] [N_TRAIN] [N_TEST]
 #        (default: build 2 "1" 2000 500)
@@ -49,7 +50,7 @@ trainc_side() { # init seed
     --log "$work/trainc_$1_$2.jsonl" --quiet >/dev/null 2>"$work/trainc_$1_$2.err"
 }
 hf_side() { # init seed
-  OMP_NUM_THREADS=2 OMP_WAIT_POLICY=passive LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 \
+  OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 \
     "$py" bench/hf_trainer.py train "$work/w0_$1_$2" data/minilm "$work/data" "$t" "$batch" \
     "$epochs" "$lr" "$2" >"$work/hf_$1_$2.json" 2>"$work/hf_$1_$2.err"
 }
