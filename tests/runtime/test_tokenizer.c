@@ -2,41 +2,9 @@
  * BPE on a hand-made vocab/merges (bpe_small/, see make_fixture.py there)
  * with known output, round trips, and hostile files refused with a message.
  * usage: test_tokenizer BPE_DIR */
-#include "test_util.h"
+#include "test_tokens.h"
 
 #include <stdlib.h>
-
-/* Encodes `text`; its tokens' bytes joined by '|' into out. */
-static int tokens_of(const trc_tokenizer *t, const char *text, char *out, size_t cap) {
-  trc_tokens tk = {0};
-  trc_error err;
-  size_t n = 0;
-  out[0] = '\0';
-  if (trc_tokenizer_encode(t, (const unsigned char *)text, strlen(text), &tk, &err)) {
-    fprintf(stderr, "encode failed: %s\n", err.msg);
-    return -1;
-  }
-  for (uint64_t i = 0; i < tk.n && n + 64 < cap; i++) {
-    size_t len;
-    const unsigned char *b = trc_tokenizer_token(t, tk.ids[i], &len);
-    if (i) out[n++] = '|';
-    memcpy(out + n, b, len);
-    n += len;
-  }
-  out[n] = '\0';
-  trc_tokens_free(&tk);
-  return 0;
-}
-
-#define CHECK_TOKENS(t, text, expected)                                                            \
-  do {                                                                                             \
-    char got_[512];                                                                                \
-    if (tokens_of(t, text, got_, sizeof got_) || strcmp(got_, expected) != 0) {                    \
-      fprintf(stderr, "%s:%d: '%s' gave '%s', expected '%s'\n", __FILE__, __LINE__, text, got_,   \
-              expected);                                                                           \
-      test_failures++;                                                                             \
-    }                                                                                              \
-  } while (0)
 
 /* decode(encode(s)) == s */
 static void check_round_trip(const trc_tokenizer *t, const unsigned char *s, size_t len) {

@@ -3,7 +3,7 @@
  * words over 100 characters), controls and whitespace, special tokens
  * written in the text; and vocab.txt files refused with a message.
  * (wordpiece_reference.py compares the ids with Hugging Face's on real text.) */
-#include "test_util.h"
+#include "test_tokens.h"
 
 #include <stdlib.h>
 
@@ -11,38 +11,6 @@ static const char vocab[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nun\n##aff\n##ab
                             "##b\n,\n.\n!\ncafe\nnaive\n\xe4\xb8\xad\n\xe6\x96\x87\n"
                             "\xe1\x84\x92\n##\xe1\x85\xa1\n##\xe1\x86\xab\nistanbul\r\n"
                             "\xcf\x83\n##\xcf\x83\n";
-
-/* Encodes `text`; its tokens joined by '|' into out. */
-static int tokens_of(const trc_tokenizer *t, const char *text, char *out, size_t cap) {
-  trc_tokens tk = {0};
-  trc_error err;
-  size_t n = 0;
-  out[0] = '\0';
-  if (trc_tokenizer_encode(t, (const unsigned char *)text, strlen(text), &tk, &err)) {
-    fprintf(stderr, "encode failed: %s\n", err.msg);
-    return -1;
-  }
-  for (uint64_t i = 0; i < tk.n && n + 64 < cap; i++) {
-    size_t len;
-    const unsigned char *b = trc_tokenizer_token(t, tk.ids[i], &len);
-    if (i) out[n++] = '|';
-    memcpy(out + n, b, len);
-    n += len;
-  }
-  out[n] = '\0';
-  trc_tokens_free(&tk);
-  return 0;
-}
-
-#define CHECK_TOKENS(t, text, expected)                                                            \
-  do {                                                                                             \
-    char got_[2048];                                                                               \
-    if (tokens_of(t, text, got_, sizeof got_) || strcmp(got_, expected) != 0) {                    \
-      fprintf(stderr, "%s:%d: '%s' gave '%s', expected '%s'\n", __FILE__, __LINE__, text, got_,   \
-              expected);                                                                           \
-      test_failures++;                                                                             \
-    }                                                                                              \
-  } while (0)
 
 /* n copies of s, joined. */
 static char *repeat(const char *s, int n) {
