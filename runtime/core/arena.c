@@ -6,7 +6,7 @@
  * as it is first touched; that zeroing is the whole cost (no second pass in
  * user space), and several threads fault their own 2 MiB pages at once. */
 #define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE, MAP_ANONYMOUS */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <string.h>
 #include <sys/mman.h>

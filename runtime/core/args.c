@@ -2,7 +2,7 @@
  * and one flag per train setting (TRC_TRAIN_CONFIG: --weight-decay X sets
  * weight_decay, config.c parses it), each accepted as `--flag VALUE` or
  * `--flag=VALUE`, values checked strictly. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <errno.h>
 #include <math.h>

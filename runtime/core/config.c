@@ -3,7 +3,7 @@
  * defaults, what a resumable state's fingerprint records, and the trainer's
  * flag for each field (--weight-decay X sets weight_decay), parsed by the
  * field's kind and checked against its range. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* error.c — how the runtime reports failures: a trc_error filled where the
  * problem is found, printed once by whoever gives up. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * only) and writing outputs: atomic writes (temp file, fsync, rename), logs
  * opened in place, the checks that keep an output off a device node or an
  * input, and the clean-up of temp files an interrupted write left. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -2,7 +2,7 @@
  * loaded by --init or --resume, and in parameters and gradients before they
  * are saved or sent to the other ranks, so a non-finite value stops the run
  * with a message naming where it is instead of reaching a saved file. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* json.c — the little JSON the runtime needs: writing numbers and strings
  * (logs, safetensors headers) and a strict pull reader (RFC 8259 syntax,
  * valid UTF-8) for the fixed shapes of safetensors headers. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <math.h>
 #include <stdlib.h>

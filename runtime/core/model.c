@@ -1,6 +1,6 @@
 /* model.c — facts about a trc_model descriptor, and its consistency check
  * (a generated descriptor that lies would otherwise corrupt memory). */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * stream is a pure function of (key, counter) — splitmix64's output function
  * applied to key + (counter+1)*golden — so init, shuffling and gradcheck data
  * are deterministic and independent of the order anything is computed in. */
-#include "rt_internal.h"
+#include "rt_core.h"
 
 #include <math.h>
 #include <string.h>

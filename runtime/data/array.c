@@ -1,6 +1,6 @@
 /* array.c — what the .npy and IDX readers share: element sizes and the check
  * that a header's shape matches the bytes that follow it. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 size_t trc_elem_size(trc_elem_type elem) {
   switch (elem) {

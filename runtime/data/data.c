@@ -1,7 +1,7 @@
 /* data.c — a model's training data: one array file per input, checked against
  * the input's dtype and per-example shape, converted once, held in memory, and
  * copied example by example into the arena's input slots. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -9,7 +9,7 @@
  * The rows are then reordered in place, stably: the training rows first in
  * file order, the held-out rows last in file order, so the trainer takes
  * both as views. Extra memory: one byte per row and the held-out rows. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <stdlib.h>
 #include <string.h>

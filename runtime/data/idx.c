@@ -1,7 +1,7 @@
 /* idx.c — the IDX format of the MNIST family, parsed strictly from memory.
  * Big-endian: bytes 0-1 zero, byte 2 the element type, byte 3 the rank, one
  * u32 per dimension, then the elements, filling the rest of the buffer. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <string.h>
 

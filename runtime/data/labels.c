@@ -6,7 +6,7 @@
  * runs, so the loss seed 1/count gives the gradient of the mean over every
  * real label of the window — not a mean of per-micro-batch means, which
  * weighs a micro-batch with few real labels as much as a full one. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <string.h>
 

@@ -6,7 +6,7 @@
  * padded with spaces and a newline, then the elements. Only the four dtypes
  * trainers read are accepted, and the elements must fill the rest of the
  * buffer exactly. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <string.h>
 

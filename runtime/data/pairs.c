@@ -9,7 +9,7 @@
  * names given by --pair-fields. The model's inputs are fed by name
  * (input_ids, token_type_ids, attention_mask) and its labels input; the
  * result is an ordinary trc_dataset, batched, shuffled and split as --data's. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <stdlib.h>
 #include <string.h>

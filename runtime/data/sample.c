@@ -3,7 +3,7 @@
  * sliding context, one token per call, drawn from the logits at the
  * context's last position (temperature, then top-k, then top-p, in the order
  * Hugging Face's generate() applies them), each token written as its bytes. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * data loader does: the first T go to the token input, the last T to the
  * labels, so every position's label is the token after it. The result is an
  * ordinary trc_dataset, batched, shuffled and split like --data. */
-#include "rt_internal.h"
+#include "rt_data.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,7 +13,7 @@
  * pair has a rank. vocab.json and merges.txt spell bytes as GPT-2's
  * bytes_to_unicode() characters (space is 'Ġ'); they are turned back into
  * bytes when the files are read, so the merge table works on token ids. */
-#include "rt_internal.h"
+#include "rt_data.h"
 #include "unicode_classes.h"
 
 #include <errno.h>

@@ -20,7 +20,7 @@
  * What is not done: NFD's canonical reordering, which matters only for
  * the 46 spacing marks with a combining class that survive accent stripping
  * (musical symbols, a few Brahmic viramas) when two of them meet out of order. */
-#include "rt_internal.h"
+#include "rt_data.h"
 #include "unicode_bert.h"
 
 #include <string.h>

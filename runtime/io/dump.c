@@ -10,7 +10,8 @@
  *   "grad.<param>"  the parameter's shape  d(loss)/d(param), for every parameter
  * It is a training step: dropout is on, with the key of the first training
  * micro-batch. */
-#include "rt_internal.h"
+#include "rt_io.h"
+#include "data/rt_data.h"
 
 #include <stdio.h>
 #include <stdlib.h>

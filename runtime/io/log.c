@@ -1,7 +1,7 @@
 /* log.c — the JSON Lines log: one object per logged step or evaluation,
  * numbers with 9 significant digits, null for NaN and infinities. Each line is
  * flushed so `tail -f` and crashed runs see everything logged so far. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <errno.h>
 #include <string.h>

@@ -8,7 +8,8 @@
  * --save may name the --init file: that is read whole at the start, and
  * replaced (atomically) only when the run succeeds, as continuing training
  * in place should. */
-#include "rt_internal.h"
+#include "rt_io.h"
+#include "data/rt_data.h"
 
 #include <string.h>
 

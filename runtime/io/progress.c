@@ -1,7 +1,7 @@
 /* progress.c — what a person watching sees: on a terminal one line redrawn
  * in place (at most 10 times a second), otherwise a plain line each time the
  * trainer logs. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,7 +4,7 @@
  * the true class, columns: the predicted one). Models with more than
  * TRC_CONFUSION_MAX_CLASSES classes (a language model's vocabulary) get
  * neither: a table of thousands of rows is not a report. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <inttypes.h>
 

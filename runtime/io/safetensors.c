@@ -6,7 +6,7 @@
  * offsets are relative to its start. Reading is strict: the header must be
  * valid JSON of exactly that shape, and the tensors' byte ranges must match
  * their shapes, not overlap, and cover the data section exactly. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <errno.h>
 #include <math.h>

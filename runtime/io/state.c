@@ -17,7 +17,7 @@
  * this rank's files older than the newest --save-total-limit ones. So at any
  * instant some step has a complete file on every rank, and --resume takes
  * the newest such step. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -11,7 +11,7 @@
  *
  * tests/runtime/tensorboard.sh reads a trainer's file back with a reader of
  * its own. A write that fails is said once; training goes on, as with --log. */
-#include "rt_internal.h"
+#include "rt_io.h"
 
 #include <errno.h>
 #include <string.h>
@@ -68,7 +68,7 @@ static void put_bytes(pb *p, int field, const void *data, size_t n) {
 
 static void put_fixed(pb *p, int field, const void *le, size_t n) {
   put_key(p, field, n == 8 ? WIRE_FIXED64 : WIRE_FIXED32);
-  memcpy(p->b + p->n, le, n); /* the host is little-endian (rt_internal.h) */
+  memcpy(p->b + p->n, le, n); /* the host is little-endian (rt_core.h) */
   p->n += n;
 }
 

@@ -14,7 +14,7 @@
  * convolution) on the first call, and kept; the scratchpads (user-managed,
  * one per thread) and the partial gradients live in one workspace outside
  * the arena, whose size trc_conv_workspace_bytes reports. */
-#include "rt_internal.h"
+#include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>

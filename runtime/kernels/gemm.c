@@ -6,7 +6,7 @@
  * is. oneDNN rather than OpenBLAS: on this machine's AVX-512 its sgemm is
  * 10-25% faster at the trainers' shapes, cut in parts or not (docs/trainer.md,
  * *Memory and speed*). */
-#include "rt_internal.h"
+#include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>

@@ -10,7 +10,7 @@
  * oneDNN starts no OpenMP team of its own and never competes with the pool.
  * Primitives are cached per part shape (at most two shapes per GEMM);
  * scratch buffers grow to the largest GEMM once and are kept. */
-#include "rt_internal.h"
+#include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
  * machine, 28 ms with passive waiting.) oneDNN, built with OpenMP, follows
  * the calling thread's OpenMP setting: one thread. */
 #define _GNU_SOURCE /* sched_getaffinity */
-#include "rt_internal.h"
+#include "rt_kernels.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -5,7 +5,7 @@
  * different collectives and fail far from the cause (MPI_ERR_TRUNCATE). Each
  * setting is hashed, the hashes compared across ranks in one all-reduce, and
  * the settings that differ are named. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

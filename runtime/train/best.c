@@ -7,7 +7,7 @@
  * does resets it. The counters and the best weights are part of the
  * resumable state (state.c), so a resumed run chooses and stops exactly as
  * an uninterrupted one. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <math.h>
 #include <stdlib.h>

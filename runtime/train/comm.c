@@ -1,6 +1,6 @@
 /* comm.c — the communication interface for a trainer built without MPI: one
  * process, rank 0 of 1, so every sum over ranks is the value itself. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <stdlib.h>
 

@@ -7,7 +7,7 @@
  * slower) says so and exits, and mpirun then ends the other ranks. The
  * collectives themselves are the blocking ones, untouched; the watchdog only
  * reads a deadline that each sets before and clears after. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <limits.h>
 #include <mpi.h>

@@ -8,7 +8,8 @@
  * Under MPI each rank evaluates its own slice of the set, and the sums behind
  * the metrics (confusion counts, loss sums, example counts) are added across
  * ranks before any ratio is taken: one all-reduce of a buffer allocated once. */
-#include "rt_internal.h"
+#include "rt_train.h"
+#include "data/rt_data.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -20,7 +20,8 @@
  *
  * Dropout runs in training mode with one fixed key, the same mask for every
  * evaluation of the loss. */
-#include "rt_internal.h"
+#include "rt_train.h"
+#include "data/rt_data.h"
 
 #include <math.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * of (seed, i, e) only (see rng.c), so it does not depend on the order the
  * parameters are visited in, or on threads: the parameter region is drawn
  * on the trainer's threads, each its own range of elements. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <math.h>
 

@@ -3,7 +3,7 @@
  * only when the mapping or the OOM killer fails, maybe hours in. The figure
  * it is checked against is the one `checkpoint auto` plans for
  * (trc_memory.h). */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

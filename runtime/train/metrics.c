@@ -4,7 +4,7 @@
  * present in labels or predictions; binary: class 1's), per-class
  * precision and recall, the confusion matrix (for up to
  * TRC_CONFUSION_MAX_CLASSES classes) and mean cross-entropy from the logits. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <math.h>
 #include <stdlib.h>

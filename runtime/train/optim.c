@@ -4,7 +4,7 @@
  * Per-step scalars are computed once in double (as PyTorch does in Python)
  * and rounded to float; the element loops are pure float, in PyTorch's order
  * of operations. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <math.h>
 #include <stdlib.h>

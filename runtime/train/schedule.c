@@ -2,7 +2,7 @@
  * get_{constant,linear,cosine}_schedule_with_warmup: step s (0-based) of
  * `total` gets lr*s/warmup during warm-up (so the first step's lr is 0 when
  * warmup > 0), then decays from lr to min_lr, reaching min_lr at s = total. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <math.h>
 

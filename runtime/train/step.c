@@ -3,7 +3,7 @@
  * settings (window, clip, sync mode) behind them. The structure of the step
  * is the generated code's; train.c's loop over steps builds a trc_step and
  * calls it. */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 
 static float *gradients(trc_step *s) { return (float *)(s->arena + s->model->grad_offset); }

@@ -9,7 +9,7 @@
  * and every rank must run the same number of micro-batches. An optimizer step
  * is a window of `accumulate` micro-batches inside one epoch; the epoch's last
  * window holds what is left (batches_per_epoch mod accumulate, when not 0). */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <stdlib.h>
 

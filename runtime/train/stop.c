@@ -12,7 +12,7 @@
  * trc_comm_wait_all finishes it), and starts the next. So the ranks stop
  * together at the boundary after the signal's, for three floats per step. */
 #define _DEFAULT_SOURCE /* sigaction */
-#include "rt_internal.h"
+#include "rt_train.h"
 
 #include <signal.h>
 #include <string.h>

@@ -10,7 +10,8 @@
  * (contiguous pieces of the region), each started when backward has
  * finished it. With two ranks every element is one sum a + b either way, so
  * the buckets give the very same bits. */
-#include "rt_internal.h"
+#include "rt_train.h"
+#include "io/rt_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,10 @@
  *
  * Under MPI, rank 0 alone prints, logs and saves weights; every rank saves
  * its own resumable state. */
-#include "rt_internal.h"
+#include "rt_train.h"
+#include "data/rt_data.h"
+#include "kernels/rt_kernels.h"
+#include "io/rt_io.h"
 
 #include <inttypes.h>
 #include <limits.h>
