@@ -31,10 +31,6 @@ int64_t last_dim(const Shape *s) { return s->rank ? s->dim[s->rank - 1] : 1; }
 int64_t rows_of(const Shape *s) { return shape_numel(s) / (last_dim(s) ? last_dim(s) : 1); }
 bool accumulates(const Node *n) { return n->grad_of_param >= 0; }
 
-/* Backward rules build their nodes with these (shapes cannot fail). Their
- * location is left empty: autodiff gives every node a rule makes the
- * location (and origin) of the forward node whose rule it is. */
-
 int add1(Graph *g, OpKind op, int a) { return graph_add(g, op, &a, 1, no_loc, NULL); }
 
 int add2(Graph *g, OpKind op, int a, int b) {

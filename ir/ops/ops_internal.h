@@ -31,14 +31,18 @@ int64_t last_dim(const Shape *s);
 int64_t rows_of(const Shape *s);
 bool accumulates(const Node *n);
 
+/* Backward rules build their nodes with these (shapes cannot fail). Their
+ * location is left empty: autodiff gives every node a rule makes the
+ * location (and origin) of the forward node whose rule it is. */
 static const SrcLoc no_loc;
-
 int add1(Graph *g, OpKind op, int a);
 int add2(Graph *g, OpKind op, int a, int b);
 int add3(Graph *g, OpKind op, int a, int b, int c, double f0);
 
 /* An op on one input with the attributes `attr`. */
 int add_with(Graph *g, OpKind op, int x, const Attr *attr);
+
+/* The FLOP count of a loop kernel: k per element touched. */
 double flops_per_element(const Graph *g, const Node *n, double k);
 
 /* out[...] = 0 over the whole output — unless the kernel accumulates into a
