@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tokenizer throughput (runtime/tokenizer.c) on the King James Bible
+# Tokenizer throughput (runtime/data/tokenizer.c) on the King James Bible
 # (scripts/fetch-kjv): the byte tokenizer, and GPT-2's BPE with MERGES merges
 # learned from the text's first 300 KB by tests/runtime/bpe_reference.py
 # (GPT-2's own algorithm; needs python3-regex). Prints tokens, seconds (best

@@ -4,12 +4,12 @@
  * Graph whose every node has a static shape (B, the micro-batch, is a number
  * here). Every op is declared once, as a record of the op table ir/ops.def:
  * its class (leaf, view, GEMM or loop kernel), its model-file builtin name if
- * it has one, and its functions, which ir/ops.c defines beside the other ops
- * of its family: shape rule, cost, backward rule written with other ops,
- * kernel as a loop nest, attribute printer. Lowering, autodiff, the planner
+ * it has one, and its functions, which ir/ops/ defines in the file of its
+ * family (pointwise.c, rows.c, ...): shape rule, cost, backward rule written
+ * with other ops, kernel as a loop nest, attribute printer. Lowering, autodiff, the planner
  * and every backend read that table and the class and infer nothing from
  * which parts an op lacks, so adding an op is its record in ops.def and its
- * functions in ops.c (a pointwise op: a backward rule and a scalar formula;
+ * functions in ir/ops/ (a pointwise op: a backward rule and a scalar formula;
  * see docs/architecture.md).
  *
  * Invariants of a Graph:
@@ -395,7 +395,7 @@ struct Kernel {
  * an array the caller frees. */
 int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
 
-/* Builders, for op kernels in ir/ops.c and for tests. */
+/* Builders, for op kernels in ir/ops/ and for tests. */
 Kernel *kernel_new(int node);
 void kernel_free(Kernel *k);
 KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var);

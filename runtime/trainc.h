@@ -156,7 +156,7 @@ enum {
  * below): I64, U64, F64, BOOL (int, 0 or 1), OPTIMIZER and SCHEDULE (the
  * enums above), METRICS (TRC_METRIC_* bits). RUN is 1 when the setting
  * shapes the trained weights, so that a resumable state saved under another
- * value is refused (the run's fingerprint, runtime/train.c); eval and log
+ * value is refused (the run's fingerprint, runtime/train/train.c); eval and log
  * settings do not, and epochs and the validation split enter the
  * fingerprint as the step count and the number of training examples. The
  * compiler prints the defaults from this table (codegen/c_backend.c), the
@@ -272,7 +272,7 @@ trc_update_scalars trc_step_update_scalars(trc_step *s);
 /* The host's optimizer state, `count` floats each: SGD's momentum buffer or
  * AdamW's first moment, and AdamW's second; NULL where the run keeps none. */
 void trc_step_optimizer_state(trc_step *s, float **m, float **v);
-/* DiLoCo's outer optimizer (runtime/sync.c): the host's anchor and outer
+/* DiLoCo's outer optimizer (runtime/train/sync.c): the host's anchor and outer
  * momentum, `count` floats each (NULL without an outer optimizer), which a
  * device keeps current as it does the optimizer's state, and the floats of
  * its step (trc_outer_element). */
@@ -401,7 +401,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
  * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
- * (runtime/parallel.c), which runs the loop kernels, the runtime's flat
+ * (runtime/kernels/parallel.c), which runs the loop kernels, the runtime's flat
  * loops and the GEMMs (trc_gemm: single-threaded oneDNN calls). Idle
  * threads spin a few microseconds, then sleep. */
 
@@ -446,7 +446,7 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
  *   TRC_CONV_BACKWARD_WEIGHTS  a = x, b = dy, out = dw (+= when accumulate)
  * on oneDNN's primitives, on the trainer's threads, cut into blocks of images
  * fixed by the shapes: bitwise the same for any number of threads
- * (runtime/conv.c). */
+ * (runtime/kernels/conv.c). */
 typedef enum { TRC_CONV_FORWARD, TRC_CONV_BACKWARD_DATA, TRC_CONV_BACKWARD_WEIGHTS } trc_conv_pass;
 void trc_conv2d(int pass, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k,
                 int64_t stride, int64_t pad, const float *a, const float *b, float *out,

@@ -1,5 +1,5 @@
 """GPT-2's BPE as its encoder.py does it (the `regex` module's \\p{L}, \\p{N}
-and \\s; merges by rank), independent of runtime/tokenizer.c, for
+and \\s; merges by rank), independent of runtime/data/tokenizer.c, for
 bpe_reference.sh.
   bpe_reference.py learn CORPUS DIR N    writes DIR/vocab.json and DIR/merges.txt:
                                          the 256 bytes and N merges learned from CORPUS

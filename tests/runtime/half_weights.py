@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Half-precision .safetensors for --init (runtime/safetensors.c), with
+"""Half-precision .safetensors for --init (runtime/io/safetensors.c), with
 NumPy: `write SRC.safetensors OUT_PREFIX` writes the F32 weights of SRC as
 OUT_PREFIX_f16 (NumPy's float16, with subnormal and negative-zero values
 planted), OUT_PREFIX_bf16 (bf16 as uint16 bit patterns: the high half of the

@@ -2,7 +2,7 @@
  * model, --epochs/--steps precedence, one flag per train setting that
  * overrides it alone, the save strategy's flags, and every kind of bad
  * value; the usage text lists the inputs and every setting's default. */
-#include "../../runtime/rt_internal.h" /* the config table, field by field */
+#include "core/rt_core.h" /* the config table, field by field */
 #include "test_util.h"
 
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* test_init.c — parameter init statistics and determinism (on any number of
  * threads), the normal numbers against libm's Box-Muller on the same random
  * bits, the counter-based generator, and the per-epoch shuffle. */
-#include "rt_internal.h"
+#include "core/rt_core.h"
 #include "test_util.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Sentence pairs (runtime/pairs.c): truncation longest first as Hugging
+/* Sentence pairs (runtime/data/pairs.c): truncation longest first as Hugging
  * Face's tokenizers does it, [CLS] a [SEP] b [SEP] with token types, padding
  * and attention mask, TSV and JSON Lines files fed to a model's inputs by
  * name, and bad files and models refused with the file and line. */

@@ -1,7 +1,7 @@
-/* test_steps.c — the step schedule (runtime/steps.c) and the sync rounds
+/* test_steps.c — the step schedule (runtime/train/steps.c) and the sync rounds
  * (sync.c): window sizes, every rank's rows, and when syncs fall. Internal
- * pieces, so this test includes rt_internal.h. */
-#include "../../runtime/rt_internal.h"
+ * pieces, so this test includes rt_train.h. */
+#include "train/rt_train.h"
 #include "test_util.h"
 
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* --text (runtime/text.c): a text file or JSON Lines cut into windows of
+/* --text (runtime/data/text.c): a text file or JSON Lines cut into windows of
  * T + 1 tokens (tokens, next tokens), checked element by element; hostile
  * files refused with the line; models that text cannot feed refused.
  * Also TFRecord's CRC-32C against its published check value.

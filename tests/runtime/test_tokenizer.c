@@ -1,4 +1,4 @@
-/* Tokenizers (runtime/tokenizer.c): the byte tokenizer's round trip, GPT-2's
+/* Tokenizers (runtime/data/tokenizer.c): the byte tokenizer's round trip, GPT-2's
  * BPE on a hand-made vocab/merges (bpe_small/, see make_fixture.py there)
  * with known output, round trips, and hostile files refused with a message.
  * usage: test_tokenizer BPE_DIR */

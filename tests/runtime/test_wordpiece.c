@@ -1,4 +1,4 @@
-/* BERT's WordPiece (runtime/wordpiece.c) on a hand-made vocab.txt with known
+/* BERT's WordPiece (runtime/data/wordpiece.c) on a hand-made vocab.txt with known
  * output: accents, punctuation, CJK, ## continuations, [UNK] (no match, and
  * words over 100 characters), controls and whitespace, special tokens
  * written in the text; and vocab.txt files refused with a message.

@@ -1,0 +1,74 @@
+/* gemm.c — trc_gemm (trainc.h): the GEMMs of generated code, cut into
+ * single-threaded oneDNN sgemm calls by a partition fixed by the shapes,
+ * run by trc_parallel_for. Each pool thread has set OpenMP's count to 1
+ * (parallel.c), so oneDNN's OpenMP build starts no team: every element of C
+ * is computed by the same call, with the same blocking, whatever --threads
+ * is. oneDNN rather than OpenBLAS: on this machine's AVX-512 its sgemm is
+ * 10-25% faster at the trainers' shapes, cut in parts or not (docs/trainer.md,
+ * *Memory and speed*). */
+#include "rt_kernels.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+
+enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MAX_PARTS = 16 };
+
+/* How many parts a matrix whose larger side is `dim` is cut into: the
+ * largest power of two (at most MAX_PARTS) that leaves each part at least
+ * MIN_PART rows or columns. Each part repacks the operand it shares with
+ * the others, so thin parts cost: at 1024x256x1024 one core runs 64-row
+ * parts at ~72 GFLOP/s, 256-row parts at ~94. A power of two divides evenly
+ * among 2, 4, 8 or 16 threads (the pool hands each thread one block). */
+static int parts_of(int64_t dim) {
+  int parts = 1;
+  while (parts < MAX_PARTS && dim / (2 * parts) >= MIN_PART) parts *= 2;
+  return parts;
+}
+
+
+/* Task t: part t % parts of matrix t / parts. */
+static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
+  const trc_gemm_job *j = ctx;
+  for (int64_t t = lo; t < hi; t++) {
+    int64_t i = t / j->parts, part = t % j->parts, dim = j->split_rows ? j->m : j->n;
+    int64_t from = dim * part / j->parts, to = dim * (part + 1) / j->parts;
+    const float *a = j->a + trc_gemm_at(i, j->heads, j->stride_a, j->head_stride_a);
+    const float *b = j->b + trc_gemm_at(i, j->heads, j->stride_b, j->head_stride_b);
+    float *c = j->c + trc_gemm_at(i, j->heads, j->stride_c, j->head_stride_c);
+    int64_t m = j->m, n = j->n;
+    if (j->split_rows) { /* rows of op(A): A's rows, or its columns when transposed */
+      a += j->ta ? from : from * j->lda;
+      c += from * j->ldc;
+      m = to - from;
+    } else { /* columns of op(B) */
+      b += j->tb ? from * j->ldb : from;
+      c += from;
+      n = to - from;
+    }
+    dnnl_status_t status = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', m, n, j->k, 1.0f, a,
+                                      j->lda, b, j->ldb, j->beta, c, j->ldc);
+    /* Only a broken installation fails here (the shapes are the compiler's):
+     * the GEMM cannot report, so the trainer stops, every rank under MPI. */
+    if (status != dnnl_success) {
+      fprintf(stderr, "trainer: error: oneDNN sgemm failed (status %d)\n", (int)status);
+      trc_comm_abort(1);
+    }
+  }
+}
+
+void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+              const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+              float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
+  trc_gemm_job j = {.batch = batch * heads, .heads = heads, .m = m, .n = n, .k = k, .ta = ta,
+                    .tb = tb, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
+                    .stride_a = stride_a, .stride_b = stride_b, .stride_c = stride_c,
+                    .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
+                    .head_stride_c = head_stride_c, .beta = beta, .split_rows = m >= n,
+                    .parts = 1};
+  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(m >= n ? m : n);
+  if (trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0)
+    trc_gemm_bf16(&j);
+  else
+    trc_parallel_for(j.batch * j.parts, gemm_tasks, &j);
+}

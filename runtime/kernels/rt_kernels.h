@@ -1,0 +1,39 @@
+/* rt_kernels.h — what kernels/'s GEMMs and convolutions share:
+ * a GEMM's partition, the bf16 path, oneDNN's primitive caches. Not
+ * installed. */
+#ifndef TRAINC_RT_KERNELS_H
+#define TRAINC_RT_KERNELS_H
+
+#include "core/rt_core.h"
+
+/* ---- GEMMs (gemm.c, gemm_bf16.c) ---- */
+/* One trc_gemm call and its partition: `parts` parts per matrix, each a
+ * block of rows of C (split_rows) or of its columns. batch: the number of
+ * matrices, trc_gemm's batch * heads. */
+typedef struct {
+  int64_t batch, heads, m, n, k, parts;
+  int ta, tb, split_rows;
+  const float *a, *b;
+  float *c;
+  int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
+  int64_t head_stride_a, head_stride_b, head_stride_c;
+  float beta;
+} trc_gemm_job;
+/* The offset of matrix i, (i / heads, i % heads), of a trc_gemm operand. */
+static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int64_t head_stride) {
+  return i / heads * stride + i % heads * head_stride;
+}
+trc_precision trc_get_precision(void);
+/* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
+void trc_gemm_bf16(const trc_gemm_job *j);
+/* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
+ * the end of *items (len entries of `size` bytes, room for *cap, doubled
+ * when full); NULL when out of memory. */
+void *trc_cache_append(void **items, int *len, int *cap, size_t size);
+/* Bytes of trc_conv2d's workspace so far (oneDNN's scratchpads and the
+ * per-block weight gradients): memory outside the arena (conv.c). */
+uint64_t trc_conv_workspace_bytes(void);
+/* f32 to bf16, rounded to nearest even (NaN stays NaN). */
+uint16_t trc_to_bf16(float x);
+
+#endif
