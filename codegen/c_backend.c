@@ -236,11 +236,6 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
   fputs(");", out);
 }
 
-static void zero_gradients(FILE *out, const Program *p) {
-  fprintf(out, "  memset(A + %llu, 0, %llu); /* the gradients */\n", (unsigned long long)p->grad_offset,
-          (unsigned long long)p->trained_bytes);
-}
-
 static const StepForm c_form = {
     .forward_def = "static void forward(char *A)",
     .backward_def = "static void backward(char *A, trc_step *s)",
@@ -248,7 +243,6 @@ static const StepForm c_form = {
     .backward_call = "backward(A, ",
     .declare = declare_values,
     .call = print_call,
-    .gradients_zeroed = zero_gradients,
 };
 
 void emit_c(FILE *out, const Program *p) {

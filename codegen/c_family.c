@@ -387,9 +387,6 @@ static void print_calls(FILE *out, const Program *p, const StepForm *f, int id) 
   print_call_comment(out, p, id);
 }
 
-static const char *comm_prefix(const StepForm *f) {
-  return f->comm_prefix ? f->comm_prefix : "trc_step_";
-}
 
 /* The buckets final after backward kernel `at` (-1: before the first). */
 static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, int at) {
@@ -398,7 +395,7 @@ static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, 
     const GradBucket *bk = &p->buckets[b];
     if (bk->ready != at) continue;
     fprintf(out, "  if (s) %sbucket_ready(s, %llu, %llu); /* bucket %d final: grad(%s)",
-            comm_prefix(f), (unsigned long long)bk->first, (unsigned long long)bk->count, b,
+            step_comm_prefix(f), (unsigned long long)bk->first, (unsigned long long)bk->count, b,
             g->nodes[g->params[bk->first_param]].name);
     if (bk->n_params > 1)
       fprintf(out, " .. grad(%s)", g->nodes[g->params[bk->first_param + bk->n_params - 1]].name);
@@ -421,56 +418,6 @@ void print_forward_backward(FILE *out, const Program *p, const StepForm *f) {
     print_buckets_ready(out, p, f, i);
   }
   fputs("}\n\n", out);
-}
-
-static void hook(FILE *out, const Program *p, void (*h)(FILE *, const Program *)) {
-  if (h) h(out, p);
-}
-
-/* The optimizer step the runtime's loop calls (runtime/trainc.h). What the
- * run decides (window, sync mode, clip, optimizer) comes from the trc_step_*
- * calls; the order of the work is this function's. */
-void print_step(FILE *out, const Program *p, const StepForm *f) {
-  const Graph *g = p->g;
-  fputs("/* One optimizer step: the accumulation window's micro-batches, each forward and\n"
-        " * backward (with the planner's recompute); with gradients averaged over the\n"
-        " * ranks, each bucket's all-reduce starts in the last backward as soon as it is\n"
-        " * final (or the whole region's after it); then clipping, the optimizer, and\n"
-        " * LocalSGD's parameter average when a round ends. Returns the mean loss. */\n",
-        out);
-  fputs("static double step(trc_step *s) {\n  char *A = trc_step_arena(s);\n", out);
-  fputs("  const int64_t window = trc_step_micro_batches(s);\n", out);
-  fputs("  const int average = trc_step_averages_gradients(s); /* sync gradients, local_sgd_warmup "
-        "*/\n",
-        out);
-  fputs("  trc_step *overlap = average && trc_step_overlaps(s) ? s : NULL;\n", out);
-  fputs("  const float seed = trc_step_loss_seed(s); /* 1/window, 1/(window*ranks) when averaged "
-        "*/\n",
-        out);
-  fputs("  double loss_sum = 0.0;\n", out);
-  hook(out, p, f->gradients_zeroed);
-  fputs("  for (int64_t k = 0; k < window; k++) {\n", out);
-  fputs("    trc_step_micro_batch(s, k); /* its rows, dropout key and training flag */\n", out);
-  fprintf(out, "    *(float *)(A + %llu) = seed;\n", (unsigned long long)p->seed_offset);
-  hook(out, p, f->micro_batch_loaded);
-  fprintf(out, "    %s;\n", f->forward_call);
-  if (f->add_loss)
-    f->add_loss(out, p);
-  else
-    fprintf(out, "    loss_sum += *(const float *)(A + %llu);\n",
-            (unsigned long long)p->offset[g->loss]);
-  fprintf(out, "    %sk == window - 1 ? overlap : NULL);\n  }\n", f->backward_call);
-  hook(out, p, f->window_loss);
-  fprintf(out, "  if (overlap) %swait_gradients(s);\n", comm_prefix(f));
-  fprintf(out, "  else if (average) %sallreduce_gradients(s);\n", comm_prefix(f));
-  fputs("  const double loss = loss_sum / (double)window;\n", out);
-  fputs("  if (!isfinite(loss)) return loss; /* no update: the runtime stops */\n", out);
-  if (f->update)
-    f->update(out, p);
-  else
-    fputs("  trc_step_clip_gradients(s);\n  trc_step_update(s);\n", out);
-  fprintf(out, "  if (trc_step_ends_round(s)) %saverage_parameters(s);\n  return loss;\n}\n\n",
-          comm_prefix(f));
 }
 
 /* ---- tables for the runtime ---- */
@@ -500,17 +447,18 @@ static void print_params(FILE *out, const Program *p) {
   int *declared = graph_params_declared(g);
   for (int i = 0; i < g->n_params; i++) {
     const Node *n = &g->nodes[declared[i]];
-    fprintf(out, "    {\"%s\", %d, ", n->name, n->shape.rank);
+    fprintf(out, "    {.name = \"%s\", .rank = %d, .dims = ", n->name, n->shape.rank);
     print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %lld, %s, ", (unsigned long long)p->offset[n->id],
-            (long long)shape_numel(&n->shape), init_enum[n->init.kind]);
+    fprintf(out, ", .offset = %llu, .count = %lld, .init = %s, .a = ",
+            (unsigned long long)p->offset[n->id], (long long)shape_numel(&n->shape),
+            init_enum[n->init.kind]);
     print_float(out, n->init.a);
-    fputs(", ", out);
+    fputs(", .b = ", out);
     print_float(out, n->init.b);
-    fprintf(out, ", %lld, %lld, %d, %d, ", (long long)n->init.fan_in, (long long)n->init.fan_out,
-            n->decay, n->frozen);
+    fprintf(out, ", .fan_in = %lld, .fan_out = %lld, .decay = %d, .frozen = %d, .file_name = ",
+            (long long)n->init.fan_in, (long long)n->init.fan_out, n->decay, n->frozen);
     print_c_string_or_null(out, n->file_name);
-    fprintf(out, ", %d},\n", n->transposed);
+    fprintf(out, ", .transposed = %d},\n", n->transposed);
   }
   free(declared);
   fputs("};\n\n", out);
@@ -525,10 +473,12 @@ static void print_inputs(FILE *out, const Program *p) {
     const Node *n = &g->nodes[g->inputs[i]];
     uint64_t example =
         (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
-    fprintf(out, "    {\"%s\", %s, %d, ", n->name, dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
+    fprintf(out, "    {.name = \"%s\", .dtype = %s, .rank = %d, .dims = ", n->name,
+            dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
     print_dims(out, &n->shape);
-    fprintf(out, ", %llu, %llu, %lld},\n", (unsigned long long)p->offset[n->id],
-            (unsigned long long)example, (long long)n->index_limit);
+    fprintf(out, ", .offset = %llu, .example_bytes = %llu, .index_limit = %lld},\n",
+            (unsigned long long)p->offset[n->id], (unsigned long long)example,
+            (long long)n->index_limit);
   }
   fputs("};\n\n", out);
 }

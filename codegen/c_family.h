@@ -9,6 +9,7 @@
 #define TRAINC_C_FAMILY_H
 
 #include "codegen.h"
+#include "step.h"
 
 const char *c_type(DType t);
 /* A float literal C and C++ read back to the same float. */
@@ -69,22 +70,21 @@ typedef struct {
   void (*declare)(FILE *out, const Program *p, const int *ids, int n, const void *data);
   /* A kernel's call, no newline. */
   void (*call)(FILE *out, const Program *p, int id, const void *data);
-  void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
-  void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
-  /* Where the step's arithmetic outside the kernels runs; NULL: on the host,
-   * through the runtime. add_loss adds micro-batch k's loss to loss_sum (or
-   * to the device's sum, which window_loss then reads into loss_sum); update
-   * clips and updates (trc_step_clip_gradients, trc_step_update). */
-  void (*add_loss)(FILE *out, const Program *p);
-  /* The prefix of the step's four communication calls (bucket_ready,
+  /* The step's operations (step.h) this backend prints its own way; NULL:
+   * the host's (nothing for a device's copies). */
+  void (*ops[STEP_OPS])(FILE *out, const Program *p);
+  /* The prefix of the step's communication calls (bucket_ready,
    * wait_gradients, allreduce_gradients, average_parameters; NULL: the
    * runtime's, "trc_step_"), which a device replaces with its own. */
   const char *comm_prefix;
-  void (*window_loss)(FILE *out, const Program *p);
-  void (*update)(FILE *out, const Program *p);
 } StepForm;
 
+static inline const char *step_comm_prefix(const StepForm *f) {
+  return f->comm_prefix ? f->comm_prefix : "trc_step_";
+}
+
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);
+/* step(): the step's operations in order (c_step.c). */
 void print_step(FILE *out, const Program *p, const StepForm *f);
 /* The parameter and input tables, the trc_model descriptor (its fields in
  * declaration order, so that C++20 reads it too; .device = &DEVICE unless

@@ -175,11 +175,12 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
 }
 
 static void take_host_state(FILE *out, const Program *p) {
+  (void)p;
   fputs("  char *D = trc_cuda_arena;\n", out);
   fputs("  trc_cuda_take_host_state(s, A); /* parameters, optimizer state: up once, then kept */\n",
         out);
-  fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients */\n",
-          (unsigned long long)p->grad_offset, (unsigned long long)p->trained_bytes);
+  fputs("  trc_cuda_zero(gradients - A, gradient_bytes); /* the same offsets on the device */\n",
+        out);
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {
@@ -189,8 +190,8 @@ static void upload_micro_batch(FILE *out, const Program *p) {
 }
 
 static void add_loss(FILE *out, const Program *p) {
-  fprintf(out, "    trc_cuda_add_loss(%llu, k); /* summed on the device */\n",
-          (unsigned long long)p->offset[p->g->loss]);
+  (void)p;
+  fputs("    trc_cuda_add_loss((const char *)loss - A, k); /* summed on the device */\n", out);
 }
 
 static void window_loss(FILE *out, const Program *p) {
@@ -236,11 +237,11 @@ static const StepForm cuda_form = {
     .forward_call = "device_forward(D)",
     .backward_call = "device_backward(D, ",
     .call = print_call,
-    .gradients_zeroed = take_host_state,
-    .micro_batch_loaded = upload_micro_batch,
-    .add_loss = add_loss,
-    .window_loss = window_loss,
-    .update = update_on_device,
+    .ops = {[STEP_ZERO_GRADIENTS] = take_host_state,
+            [STEP_INPUTS_TO_DEVICE] = upload_micro_batch,
+            [STEP_ADD_LOSS] = add_loss,
+            [STEP_LOSS_FROM_DEVICE] = window_loss,
+            [STEP_UPDATE] = update_on_device},
     .comm_prefix = "trc_cuda_step_",
 };
 

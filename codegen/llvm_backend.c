@@ -20,6 +20,7 @@
  * llvm.sqrt, which like sqrtf is correctly rounded. Kernel buffers are
  * noalias parameters, as the C kernels' pointers are restrict. */
 #include "llvm_internal.h"
+#include "step.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
@@ -893,61 +894,104 @@ static void do_if(Gen *g, LLVMValueRef cond, const char *name, LLVMValueRef s) {
   LLVMPositionBuilderAtEnd(g->b, next);
 }
 
-/* step(s), as c_backend.c's print_step writes it: zero the gradients; per
- * micro-batch: load it, store the loss seed, forward, add the loss,
- * backward (the last one handing its buckets to the all-reduce when the
- * step overlaps); wait for or run the all-reduce; the mean loss; when it is
- * finite: clip, update, and LocalSGD's average when a round ends. */
-static Callee define_step(Gen *g, Callee forward, Callee backward) {
-  const Program *p = g->p;
-  Callee c = define(g, "step", g->f64, &g->ptr, 1);
-  LLVMValueRef s = LLVMGetParam(c.fn, 0), zero32 = i32c(g, 0);
-  LLVMValueRef loss_sum = LLVMBuildAlloca(g->b, g->f64, "loss_sum");
-  LLVMBuildStore(g->b, LLVMConstReal(g->f64, 0), loss_sum);
-  LLVMValueRef a = ask(g, "arena", g->ptr, s);
-  LLVMValueRef window = ask(g, "micro_batches", g->i64, s);
-  LLVMValueRef average =
-      LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "averages_gradients", g->i32, s), zero32, "");
-  LLVMValueRef overlaps = LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "overlaps", g->i32, s), zero32, "");
-  LLVMValueRef overlap = LLVMBuildAnd(g->b, average, overlaps, "overlap");
-  LLVMValueRef seed = ask(g, "loss_seed", g->f32, s);
-  LLVMBuildMemSet(g->b, at(g, a, p->grad_offset), LLVMConstInt(g->i8, 0, 0),
-                  u64c(g, p->trained_bytes), 1);
-  Loop l;
-  LLVMValueRef k = loop_begin(g, window, &l);
-  LLVMValueRef micro[2] = {s, k};
-  call_ext(g, "trc_step_micro_batch", g->void_t, micro, 2);
-  LLVMBuildStore(g->b, seed, at(g, a, p->seed_offset));
-  call(g, forward, &a, 1);
-  LLVMValueRef loss = LLVMBuildFPExt(
-      g->b, LLVMBuildLoad2(g->b, g->f32, at(g, a, p->offset[p->g->loss]), ""), g->f64, "");
-  LLVMBuildStore(g->b, LLVMBuildFAdd(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""), loss, ""),
-                 loss_sum);
-  LLVMValueRef last =
-      LLVMBuildICmp(g->b, LLVMIntEQ, k, LLVMBuildSub(g->b, window, i64c(g, 1), ""), "");
-  LLVMValueRef hand =
-      LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, last, overlap, ""), s, LLVMConstNull(g->ptr), "");
-  call(g, backward, (LLVMValueRef[]){a, hand}, 2);
-  loop_end(g, &l);
-  do_if(g, overlap, "wait_gradients", s);
-  do_if(g, LLVMBuildAnd(g->b, average, LLVMBuildNot(g->b, overlap, ""), ""), "allreduce_gradients",
-        s);
-  LLVMValueRef mean = LLVMBuildFDiv(g->b, LLVMBuildLoad2(g->b, g->f64, loss_sum, ""),
-                                    LLVMBuildSIToFP(g->b, window, g->f64, ""), "loss");
+/* What step(s) has built so far: its settings and named places (step.h). */
+typedef struct {
+  LLVMValueRef fn, s, a, window, average, overlap, seed, loss_sum, mean;
+  LLVMValueRef gradients, loss_seed, loss, k;
+  Loop window_loop;
+} StepState;
+
+static void build_settings(Gen *g, StepState *st) {
+  StepPlaces places = step_places(g->p);
+  LLVMValueRef zero32 = i32c(g, 0);
+  st->loss_sum = LLVMBuildAlloca(g->b, g->f64, "loss_sum");
+  LLVMBuildStore(g->b, LLVMConstReal(g->f64, 0), st->loss_sum);
+  st->a = ask(g, "arena", g->ptr, st->s);
+  LLVMSetValueName2(st->gradients = at(g, st->a, places.gradients), "gradients", 9);
+  LLVMSetValueName2(st->loss_seed = at(g, st->a, places.loss_seed), "loss_seed", 9);
+  LLVMSetValueName2(st->loss = at(g, st->a, places.loss), "loss", 4);
+  st->window = ask(g, "micro_batches", g->i64, st->s);
+  st->average =
+      LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "averages_gradients", g->i32, st->s), zero32, "");
+  LLVMValueRef overlaps = LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "overlaps", g->i32, st->s), zero32, "");
+  st->overlap = LLVMBuildAnd(g->b, st->average, overlaps, "overlap");
+  st->seed = ask(g, "loss_seed", g->f32, st->s);
+}
+
+static void build_add_loss(Gen *g, StepState *st) {
+  LLVMValueRef loss = LLVMBuildFPExt(g->b, LLVMBuildLoad2(g->b, g->f32, st->loss, ""), g->f64, "");
+  LLVMBuildStore(g->b, LLVMBuildFAdd(g->b, LLVMBuildLoad2(g->b, g->f64, st->loss_sum, ""), loss, ""),
+                 st->loss_sum);
+}
+
+/* backward(A, k == window - 1 && overlap ? s : NULL) */
+static void build_backward(Gen *g, StepState *st, Callee backward) {
+  LLVMValueRef last = LLVMBuildICmp(g->b, LLVMIntEQ, st->k,
+                                    LLVMBuildSub(g->b, st->window, i64c(g, 1), ""), "");
+  LLVMValueRef hand = LLVMBuildSelect(g->b, LLVMBuildAnd(g->b, last, st->overlap, ""), st->s,
+                                      LLVMConstNull(g->ptr), "");
+  call(g, backward, (LLVMValueRef[]){st->a, hand}, 2);
+}
+
+/* The mean loss; returns it at once when it is not finite (no update: the
+ * runtime stops). */
+static void build_mean_loss(Gen *g, StepState *st) {
+  st->mean = LLVMBuildFDiv(g->b, LLVMBuildLoad2(g->b, g->f64, st->loss_sum, ""),
+                           LLVMBuildSIToFP(g->b, st->window, g->f64, ""), "mean");
   Callee fabs64 = intrinsic(g, "llvm.fabs", g->f64);
-  LLVMValueRef finite = LLVMBuildFCmp(g->b, LLVMRealONE, call(g, fabs64, &mean, 1),
+  LLVMValueRef finite = LLVMBuildFCmp(g->b, LLVMRealONE, call(g, fabs64, &st->mean, 1),
                                       LLVMConstReal(g->f64, INFINITY), "");
-  LLVMBasicBlockRef update = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "update");
-  LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(g->ctx, c.fn, "not_finite");
+  LLVMBasicBlockRef update = LLVMAppendBasicBlockInContext(g->ctx, st->fn, "update");
+  LLVMBasicBlockRef stop = LLVMAppendBasicBlockInContext(g->ctx, st->fn, "not_finite");
   LLVMBuildCondBr(g->b, finite, update, stop);
   LLVMPositionBuilderAtEnd(g->b, stop);
-  LLVMBuildRet(g->b, mean); /* no update: the runtime stops */
+  LLVMBuildRet(g->b, st->mean);
   LLVMPositionBuilderAtEnd(g->b, update);
-  ask(g, "clip_gradients", g->void_t, s);
-  ask(g, "update", g->void_t, s);
-  do_if(g, LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "ends_round", g->i32, s), zero32, ""),
-        "average_parameters", s);
-  LLVMBuildRet(g->b, mean);
+}
+
+/* One operation of the step (step.h) as c_step.c prints it for the host. */
+static void build_op(Gen *g, StepState *st, StepOp op, Callee forward, Callee backward) {
+  switch (op) {
+  case STEP_SETTINGS: build_settings(g, st); break;
+  case STEP_ZERO_GRADIENTS:
+    LLVMBuildMemSet(g->b, st->gradients, LLVMConstInt(g->i8, 0, 0),
+                    u64c(g, step_places(g->p).gradient_bytes), 1);
+    break;
+  case STEP_WINDOW_BEGIN: st->k = loop_begin(g, st->window, &st->window_loop); break;
+  case STEP_LOAD_MICRO_BATCH:
+    call_ext(g, "trc_step_micro_batch", g->void_t, (LLVMValueRef[]){st->s, st->k}, 2);
+    break;
+  case STEP_STORE_LOSS_SEED: LLVMBuildStore(g->b, st->seed, st->loss_seed); break;
+  case STEP_INPUTS_TO_DEVICE: break;
+  case STEP_FORWARD: call(g, forward, &st->a, 1); break;
+  case STEP_ADD_LOSS: build_add_loss(g, st); break;
+  case STEP_BACKWARD: build_backward(g, st, backward); break;
+  case STEP_WINDOW_END: loop_end(g, &st->window_loop); break;
+  case STEP_LOSS_FROM_DEVICE: break;
+  case STEP_SYNC_GRADIENTS:
+    do_if(g, st->overlap, "wait_gradients", st->s);
+    do_if(g, LLVMBuildAnd(g->b, st->average, LLVMBuildNot(g->b, st->overlap, ""), ""),
+          "allreduce_gradients", st->s);
+    break;
+  case STEP_MEAN_LOSS: build_mean_loss(g, st); break;
+  case STEP_UPDATE:
+    ask(g, "clip_gradients", g->void_t, st->s);
+    ask(g, "update", g->void_t, st->s);
+    break;
+  case STEP_END_ROUND:
+    do_if(g, LLVMBuildICmp(g->b, LLVMIntNE, ask(g, "ends_round", g->i32, st->s), i32c(g, 0), ""),
+          "average_parameters", st->s);
+    break;
+  case STEP_OPS: break;
+  }
+}
+
+/* step(s): the step's operations (step.h) in order, returning the mean loss. */
+static Callee define_step(Gen *g, Callee forward, Callee backward) {
+  Callee c = define(g, "step", g->f64, &g->ptr, 1);
+  StepState st = {.fn = c.fn, .s = LLVMGetParam(c.fn, 0)};
+  for (int op = 0; op < STEP_OPS; op++) build_op(g, &st, (StepOp)op, forward, backward);
+  LLVMBuildRet(g->b, st.mean);
   return c;
 }
 

@@ -47,13 +47,11 @@ static const char *usage_text =
     "  --format table|json|dot  plan: output format (default table)\n"
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
-    "  --dump=STAGE             also print the program after a stage (check,\n"
-    "                           plan, emit, build): ast (the parsed file), ir\n"
-    "                           (the forward graph), grad (with its backward\n"
-    "                           pass), weave (after recompute weaving: the\n"
-    "                           planned graph, recompute nodes marked), schedule\n"
-    "                           (forward and backward steps, arena offsets and\n"
-    "                           sizes, views, stored values)\n"
+    "  --dump=PASS              also print the program after a pass (check,\n"
+    "                           plan, emit, build), in pipeline order:\n"
+#define DUMP_HELP(id, name, doc) "                           " name ": " doc "\n"
+    TRAINC_PASSES(DUMP_HELP)
+#undef DUMP_HELP
     "  -o, --output PATH        where emit/build write\n"
     "  --backend B              emit/build: c (default; the C compiler compiles\n"
     "                           it), llvm (emit writes a .ll file), cuda (nvcc,\n"
@@ -101,12 +99,24 @@ typedef struct {
 
 static Diag diag; /* where every message of this run goes */
 
-/* --time-phases: seconds per compiler phase, -1 for a phase not run. */
+/* --time-phases: seconds per compiler phase, -1 for a phase not run (the
+ * pipeline times its passes; emit is the driver's). */
 typedef enum { PH_PARSE, PH_LOWER, PH_AUTODIFF, PH_PLAN, PH_SCHEDULE, PH_EMIT, PH_COUNT } Phase;
 static const char *const phase_names[PH_COUNT] = {"parse", "lower", "autodiff",
                                                   "plan", "schedule", "emit"};
 static double phase_seconds[PH_COUNT] = {-1, -1, -1, -1, -1, -1};
 static double phase_started;
+
+/* The phases from the pipeline's passes: plan is WEAVE less the program
+ * builds of its candidates, which are schedule. */
+static void phases_of(const Compilation *c) {
+  phase_seconds[PH_PARSE] = c->seconds[PASS_AST];
+  phase_seconds[PH_LOWER] = c->seconds[PASS_IR];
+  phase_seconds[PH_AUTODIFF] = c->seconds[PASS_GRAD];
+  if (!c->plan) return;
+  phase_seconds[PH_PLAN] = c->seconds[PASS_WEAVE] - c->plan->schedule_seconds;
+  phase_seconds[PH_SCHEDULE] = c->plan->schedule_seconds;
+}
 
 static double seconds_now(void) {
   struct timespec t;
@@ -130,19 +140,10 @@ static int usage_error(const char *fmt, const char *arg) {
   return 2;
 }
 
-/* The stages --dump can show, in pipeline order. */
-static const char *dump_stages[] = {"ast", "ir", "grad", "weave", "schedule"};
+static Pass dump_pass(const Options *o) { return o->dump ? pass_named(o->dump) : PASS_NONE; }
 
-static bool dump_is(const Options *o, const char *stage) { return o->dump && !strcmp(o->dump, stage); }
-
-/* weave and schedule show a plan, so even `check` plans for them. */
-static bool dump_needs_plan(const Options *o) { return dump_is(o, "weave") || dump_is(o, "schedule"); }
-
-static bool known_dump(const char *stage) {
-  for (size_t i = 0; i < sizeof dump_stages / sizeof dump_stages[0]; i++)
-    if (!strcmp(stage, dump_stages[i])) return true;
-  return false;
-}
+/* weave and the passes after it show a plan, so even `check` plans for them. */
+static bool dump_needs_plan(const Options *o) { return dump_pass(o) >= PASS_WEAVE; }
 
 /* Takes the value of --flag VALUE or --flag=VALUE; NULL when absent. */
 static const char *flag_value(int argc, char **argv, int *i, const char *name) {
@@ -265,8 +266,12 @@ static int parse_options(int argc, char **argv, Options *o) {
   if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
     return usage_error("%s", "--format, --sweep and --svg go with the plan command");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
-  if (o->dump && !known_dump(o->dump))
-    return usage_error("--dump takes ast, ir, grad, weave or schedule, not '%s'", o->dump);
+  if (o->dump && pass_named(o->dump) == PASS_NONE) {
+    char *takes = xsprintf("--dump takes %s, not '%%s'", pass_names_listed());
+    int rc = usage_error(takes, o->dump);
+    free(takes);
+    return rc;
+  }
   if (o->sweep && dump_needs_plan(o)) return usage_error("--dump=%s shows one plan, not a --sweep", o->dump);
   if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
     return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
@@ -543,57 +548,45 @@ static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
   return rc;
 }
 
-/* plan, emit or build (or check with a dump of a plan), from the graph with
- * its backward pass. */
-static int plan_and_generate(const Graph *g, const Options *o) {
-  CheckpointSpec spec;
-  MachineProfile m;
-  if (!checkpoint_spec(o, g, &spec)) return 2;
-  if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
-  if (!machine_profile(o, &m)) return 1;
-  if (o->sweep) return sweep(g, &m, o);
-  phase_start();
-  Plan *pl = plan_checkpoints(g, spec, &m, &diag);
-  phase_end(PH_PLAN);
-  if (!pl) return 1;
-  phase_seconds[PH_PLAN] -= pl->schedule_seconds;
-  phase_seconds[PH_SCHEDULE] = pl->schedule_seconds;
-  if (dump_is(o, "weave")) graph_print(stdout, pl->graph);
-  if (dump_is(o, "schedule")) program_print(stdout, pl->program);
-  if (o->bucket_bytes) program_bucket_gradients(pl->program, o->bucket_bytes);
-  int rc = 0;
-  if (!strcmp(o->command, "plan")) plan_print(stdout, pl, plan_format(o));
-  else if (!strcmp(o->command, "emit")) rc = emit(pl->program, o);
-  else if (!strcmp(o->command, "build")) rc = build(pl->program, o);
-  else if (!strcmp(o->command, "run")) rc = run(pl->program, o);
-  plan_free(pl);
-  return rc;
+static CompileOptions compile_options(const Options *o) {
+  return (CompileOptions){.model = o->model,
+                          .conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY,
+                          .no_fuse = o->no_fuse,
+                          .dump = dump_pass(o),
+                          .dump_out = stdout,
+                          .bucket_bytes = o->bucket_bytes};
 }
 
-/* Runs the pipeline up to the stage the command (or the dump) needs. */
+/* The pipeline's planned half (WEAVE .. BUCKETS), then what the command
+ * does with the program. */
+static int plan_and_generate(Compilation *c, const Options *o) {
+  CheckpointSpec spec;
+  MachineProfile m;
+  if (!checkpoint_spec(o, c->graph, &spec)) return 2;
+  if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
+  if (!machine_profile(o, &m)) return 1;
+  if (o->sweep) return sweep(c->graph, &m, o);
+  CompileOptions co = compile_options(o);
+  if (!compile_program(c, spec, &m, &co, &diag)) return 1;
+  const Program *p = c->plan->program;
+  if (!strcmp(o->command, "plan")) plan_print(stdout, c->plan, plan_format(o));
+  else if (!strcmp(o->command, "emit")) return emit(p, o);
+  else if (!strcmp(o->command, "build")) return build(p, o);
+  else if (!strcmp(o->command, "run")) return run(p, o);
+  return 0;
+}
+
+/* Runs the pipeline up to the pass the command (or the dump) needs. */
 static int compile(const Options *o) {
   SourceFile *src = source_read(o->file, &diag);
   if (!src) return 1;
+  Compilation c = {0};
+  CompileOptions co = compile_options(o);
   int rc = 1;
-  phase_start();
-  Ast *ast = parse_source(src, &diag);
-  phase_end(PH_PARSE);
-  phase_start();
-  ConvForm conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY;
-  Graph *g = ast ? lower_ast(ast, o->model, conv, &diag) : NULL;
-  phase_end(PH_LOWER);
-  if (dump_is(o, "ast") && ast) ast_print(stdout, ast);
-  if (g) {
-    g->train.no_fuse = o->no_fuse;
-    if (dump_is(o, "ir")) graph_print(stdout, g);
-    phase_start();
-    autodiff(g);
-    phase_end(PH_AUTODIFF);
-    if (dump_is(o, "grad")) graph_print(stdout, g);
-    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(g, o);
-  }
-  graph_free(g);
-  ast_free(ast);
+  if (compile_graph(&c, src, &co, &diag))
+    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(&c, o);
+  phases_of(&c);
+  compilation_free(&c);
   source_free(src);
   return rc;
 }

@@ -611,10 +611,14 @@ static double seconds_now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* program_schedule or program_build, its time added to the plan's. */
-static Program *timed_schedule(Plan *pl, const Graph *g, Program *(*make)(const Graph *)) {
+/* A candidate is built to SCHEDULE: its peak and predicted time are known
+ * there (parallel marks and buckets change neither). */
+static const ProgramOptions candidate = {.last = PASS_SCHEDULE, .dump = PASS_NONE};
+
+/* program_build with o, its time added to the plan's. */
+static Program *timed_build(Plan *pl, const Graph *g, const ProgramOptions *o) {
   double start = seconds_now();
-  Program *p = make(g);
+  Program *p = program_build(g, o);
   pl->schedule_seconds += seconds_now() - start;
   return p;
 }
@@ -665,24 +669,27 @@ static void predict_times(Plan *pl) {
   free(scheduled);
 }
 
-/* Weaves the decisions into a graph and builds its program: kernels, fusion
- * and memory plan, so that every candidate's peak and time are those of the
- * program that would be built. */
-static void realize(Plan *pl, const Graph *g) {
+/* Weaves the decisions into a graph and builds its program with o: kernels,
+ * fusion and memory plan, so that every candidate's peak and time are those
+ * of the program that would be built. */
+static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   program_free(pl->program);
   graph_free(pl->graph);
   pl->graph = weave_recompute(g, pl->recompute);
   pl->graph->train.checkpoint = pl->spec;
-  pl->program = timed_schedule(pl, pl->graph, program_build);
+  pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
   pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
   predict_times(pl);
 }
 
-static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
+/* The plan of these modes, its program built with o (a candidate's, or
+ * pl->build for the one chosen). */
+static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes,
+                        const ProgramOptions *o) {
   memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
   decide(pl, g, live);
-  realize(pl, g);
+  realize(pl, g, o);
 }
 
 static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t every, StageMode *modes) {
@@ -708,7 +715,7 @@ static void add_candidate(Plan *pl, const Graph *g, const bool *live, const Stag
   size_t bytes = (size_t)(pl->model.n + 1) * sizeof *modes;
   for (int i = 0; i < *n; i++) /* stages count from 1 */
     if (memcmp(c[i].modes + 1, modes + 1, bytes - sizeof *modes) == 0) return;
-  apply_modes(pl, g, live, modes);
+  apply_modes(pl, g, live, modes, &candidate);
   c[*n] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .peak = pl->peak_bytes,
                       .seconds = pl->recompute_seconds};
   (*n)++;
@@ -796,15 +803,17 @@ static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t b
       best = i;
   }
   bool ok = c[best].peak <= budget;
-  apply_modes(pl, g, live, c[best].modes);
+  apply_modes(pl, g, live, c[best].modes, ok ? &pl->build : &candidate);
   for (int i = 0; i < n; i++) free(c[i].modes);
   free(c);
   return ok;
 }
 
-static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile *m) {
+static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                      const ProgramOptions *o) {
   Plan *pl = xcalloc(1, sizeof *pl);
   pl->spec = spec;
+  pl->build = o ? *o : (ProgramOptions){.last = PASS_BUCKETS, .dump = PASS_NONE};
   pl->profile = *m;
   pl->n_forward = g->n_forward;
   pl->recompute = xcalloc((size_t)g->n_forward, sizeof *pl->recompute);
@@ -814,13 +823,14 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
 }
 
 /* Stages and the stage model of g; modes not chosen yet. */
-static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProfile *m, bool **live) {
-  Plan *pl = plan_new(g, spec, m);
+static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                          const ProgramOptions *o, bool **live) {
+  Plan *pl = plan_new(g, spec, m, o);
   *live = live_nodes(g);
   pl->model.n = assign_stages(pl, g, *live);
   pl->modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *pl->modes);
   /* The fixed part of the peak: everything but the activations. */
-  Program *bare = timed_schedule(pl, g, program_schedule);
+  Program *bare = timed_build(pl, g, &(ProgramOptions){.last = PASS_STEPS, .dump = PASS_NONE});
   uint64_t optimizer = optimizer_state_bytes(g, bare->trained_bytes);
   build_model(pl, g, *live, bare->activation_offset + optimizer);
   program_free(bare);
@@ -832,9 +842,10 @@ static Plan *plan_finish(Plan *pl, bool *live) {
   return pl;
 }
 
-Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak) {
+Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                   const ProgramOptions *o, uint64_t *least_peak) {
   bool *live;
-  Plan *pl = plan_prepare(g, spec, m, &live);
+  Plan *pl = plan_prepare(g, spec, m, o, &live);
   if (spec.policy == CKPT_BUDGET || spec.policy == CKPT_AUTO) {
     if (!search_budget(pl, g, live, spec.budget)) {
       *least_peak = pl->peak_bytes;
@@ -845,15 +856,16 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
   } else {
     StageMode *modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *modes);
     modes_for_policy(pl, spec.policy, spec.every, modes);
-    apply_modes(pl, g, live, modes);
+    apply_modes(pl, g, live, modes, &pl->build);
     free(modes);
   }
   return plan_finish(pl, live);
 }
 
-Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, Diag *diag) {
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                       const ProgramOptions *o, Diag *diag) {
   uint64_t least;
-  Plan *pl = plan_fitting(g, spec, m, &least);
+  Plan *pl = plan_fitting(g, spec, m, o, &least);
   if (!pl) {
     char b1[32], b2[32];
     diag_file_error(diag, g->source_path, "%s %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
@@ -865,8 +877,8 @@ Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile
 
 Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m) {
   bool *live;
-  Plan *pl = plan_prepare(g, (CheckpointSpec){.policy = CKPT_OFF}, m, &live);
-  apply_modes(pl, g, live, modes);
+  Plan *pl = plan_prepare(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &live);
+  apply_modes(pl, g, live, modes, &pl->build);
   return plan_finish(pl, live);
 }
 

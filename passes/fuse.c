@@ -271,3 +271,37 @@ int fused_consumer(const Program *p, int id) {
   while (p->fused_into[id] >= 0) id = p->fused_into[id];
   return id;
 }
+
+/* g's program to SCHEDULE with this fusion scope. */
+static Program *fused_trial(const Graph *g, FuseScope scope) {
+  Program *t = program_steps(g);
+  program_lower_kernels(t);
+  program_fuse(t, scope);
+  program_plan_memory(t);
+  return t;
+}
+
+static void program_swap(Program *a, Program *b) {
+  Program t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Fusion keeps a fused value's inputs alive until its reader runs, and
+ * first-fit placement is sensitive to what it places, so a fused program's
+ * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
+ * hold for what is built, so p becomes the widest fusion of all,
+ * forward-only, backward-only, none, whose arena is no larger than the
+ * unfused one. */
+void program_fuse_widest(Program *p) {
+  if (p->g->train.no_fuse) return;
+  program_plan_memory(p);
+  FuseScope scopes[] = {FUSE_ALL, FUSE_FORWARD, FUSE_BACKWARD};
+  for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++) {
+    Program *t = fused_trial(p->g, scopes[i]);
+    bool wins = t->n_fused > 0 && t->arena_bytes <= p->arena_bytes;
+    if (wins) program_swap(p, t);
+    program_free(t);
+    if (wins) return;
+  }
+}

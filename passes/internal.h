@@ -19,17 +19,23 @@ static inline bool is_leaf(const Node *n) { return op_info(n->op)->op_class == O
  * the loss, the prediction or a parameter's gradient. Caller frees. */
 bool *live_nodes(const Graph *g);
 
+/* The fixed regions' layout: parameters (trained first), their gradients,
+ * inputs, the scalars; activation_offset after them (memplan.c). */
+void place_leaves(Program *p);
+
 /* plan_checkpoints without the message: NULL when no plan fits spec's
  * budget, *least_peak then the smallest peak found (the sweep asks this of
  * budgets it knows may be too small). */
-Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m, uint64_t *least_peak);
+Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                   const ProgramOptions *o, uint64_t *least_peak);
 
 /* Which steps may fuse into their reader: a fused value computed in
  * forward() (FUSE_FORWARD), in backward() (FUSE_BACKWARD), both or none. */
 typedef enum { FUSE_NONE, FUSE_FORWARD, FUSE_BACKWARD, FUSE_ALL } FuseScope;
-/* Fuses pointwise steps into their one reader (fuse.c): sets fused_into,
+/* Fuses the pointwise steps of scope into their one reader: sets fused_into,
  * rewrites the readers' kernels and drops the fused steps from forward and
- * backward. Runs on a scheduled program with kernels, before its memory plan. */
+ * backward. Runs on a program with kernels, before its memory plan
+ * (program_fuse_widest picks the scope). */
 void program_fuse(Program *p, FuseScope scope);
 /* The step whose kernel computes id: id itself unless it was fused. */
 int fused_consumer(const Program *p, int id);

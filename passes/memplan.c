@@ -1,9 +1,5 @@
-/* memplan.c — the schedule and the memory plan.
- *
- * Schedule: forward() computes, in graph order, every forward node that the
- * loss, the prediction or a gradient needs; backward() then computes the
- * backward nodes in graph order (autodiff built them in reverse topological
- * order of the forward graph, so graph order is a valid schedule).
+/* memplan.c — liveness and placement: which nodes are live, the fixed
+ * regions' layout, and the memory plan of the activations (SCHEDULE).
  *
  * Memory: each computed value lives from the step that writes it to the last
  * step that reads it (loss and prediction until the end, since the runtime
@@ -30,16 +26,8 @@ bool *live_nodes(const Graph *g) {
   return live;
 }
 
-static void order_steps(Program *p, const bool *live) {
-  const Graph *g = p->g;
-  for (int i = 0; i < g->n; i++) {
-    if (!live[i] || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i])) continue;
-    if (i < g->n_forward) p->forward[p->n_forward++] = i;
-    else p->backward[p->n_backward++] = i;
-  }
-}
-
-static void place_leaves(Program *p) {
+/* The fixed regions: parameters, their gradients, inputs, the scalars. */
+void place_leaves(Program *p) {
   const Graph *g = p->g;
   uint64_t at = 0;
   p->param_offset = 0;
@@ -247,26 +235,6 @@ static uint64_t place_intervals(Interval *iv, int n) {
   return peak;
 }
 
-static void lower_kernels(Program *p) {
-  const Graph *g = p->g;
-  p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
-  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
-    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
-    const OpInfo *info = op_info(g->nodes[id].op);
-    if (op_calls_library(g->nodes[id].op)) continue;
-    p->kernels[id] = info->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
-  }
-}
-
-/* What the backends read from the final kernels: parallel loops, eager selects. */
-static void mark_kernels(Program *p) {
-  for (int i = 0; i < p->g->n; i++)
-    if (p->kernels[i]) {
-      kernel_mark_parallel(p->kernels[i]);
-      kernel_mark_eager_selects(p->g, p->kernels[i]);
-    }
-}
-
 /* Forward values still alive when backward() starts: what forward stores. */
 static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
   uint64_t bytes = 0;
@@ -275,30 +243,13 @@ static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
   return bytes;
 }
 
-/* The steps, in order, and the leaves' places. */
-static Program *schedule_steps(const Graph *g) {
-  Program *p = xcalloc(1, sizeof *p);
-  p->g = g;
-  p->forward = xmalloc((size_t)g->n * sizeof(int));
-  p->backward = xmalloc((size_t)g->n * sizeof(int));
-  p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
-  p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
-  p->storage_root = graph_storage_roots(g);
-  for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
-  bool *live = live_nodes(g);
-  order_steps(p, live);
-  free(live);
-  place_leaves(p);
-  return p;
-}
-
-/* Every computed value's place in the activation region, from liveness. */
-static void plan_memory(Program *p) {
+void program_plan_memory(Program *p) {
   const Graph *g = p->g;
   int n;
   Interval *iv = lifetimes(p, &n);
   p->activation_bytes = place_intervals(iv, n);
   p->stored_bytes = stored_bytes(iv, n, p->n_forward);
+  free(p->live_until); /* a program is planned again after FUSE's trial */
   p->live_until = xmalloc((size_t)g->n * sizeof *p->live_until);
   for (int i = 0; i < g->n; i++) p->live_until[i] = -1;
   for (int i = 0; i < n; i++) {
@@ -312,59 +263,4 @@ static void plan_memory(Program *p) {
       p->offset[i] = p->offset[g->nodes[i].in[0]] + view_offset(g, &g->nodes[i]);
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
-  program_bucket_gradients(p, GRAD_BUCKET_BYTES);
-}
-
-Program *program_schedule(const Graph *g) {
-  Program *p = schedule_steps(g);
-  plan_memory(p);
-  return p;
-}
-
-static Program *build(const Graph *g, FuseScope scope) {
-  Program *p = schedule_steps(g);
-  lower_kernels(p);
-  program_fuse(p, scope);
-  mark_kernels(p);
-  plan_memory(p);
-  return p;
-}
-
-/* Fusion keeps a fused value's inputs alive until its reader runs, and
- * first-fit placement is sensitive to what it places, so a fused program's
- * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
- * hold for what is built, so the program keeps the widest fusion of all,
- * forward-only, backward-only, none, whose arena is no larger than the
- * unfused one. */
-Program *program_build(const Graph *g) {
-  Program *plain = build(g, FUSE_NONE);
-  if (g->train.no_fuse) return plain;
-  FuseScope scopes[] = {FUSE_ALL, FUSE_FORWARD, FUSE_BACKWARD};
-  for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++) {
-    Program *fused = build(g, scopes[i]);
-    if (fused->n_fused > 0 && fused->arena_bytes <= plain->arena_bytes) {
-      program_free(plain);
-      return fused;
-    }
-    program_free(fused);
-  }
-  return plain;
-}
-
-uint64_t program_grad_offset(const Program *p, int param) {
-  return p->offset[param] - p->param_offset + p->grad_offset;
-}
-
-void program_free(Program *p) {
-  if (!p) return;
-  for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
-  free(p->kernels);
-  free(p->offset);
-  free(p->live_until);
-  free(p->fused_into);
-  free(p->storage_root);
-  free(p->forward);
-  free(p->backward);
-  free(p->buckets);
-  free(p);
 }

@@ -64,25 +64,83 @@ typedef struct {
   int n_buckets;             /* from the end of the region to its start */
 } Program;
 
-/* Orders the graph's live nodes into forward and backward and gives every
- * value an arena offset from liveness (kernels stays NULL). */
-Program *program_schedule(const Graph *g);
-/* program_schedule, then every kernel lowered to its loop nest, and each
- * pointwise step read by one flat pointwise kernel only fused into it
- * (fused_into; none under g->train.no_fuse). */
-Program *program_build(const Graph *g);
+/* ---- the pass pipeline (pipeline.c): every pass in order, one line each ----
+ * (constant, --dump name, what the program is after it). The program-level
+ * passes, STEPS on, each take the Program the one before left. */
+#define TRAINC_PASSES(X)                                                     \
+  X(AST, "ast", "the model file as the parser read it")                     \
+  X(IR, "ir", "lowering: the forward graph")                                \
+  X(GRAD, "grad", "autodiff: the backward graph added")                     \
+  X(WEAVE, "weave", "the planner's recomputes woven into backward")         \
+  X(STEPS, "steps", "forward and backward steps; the fixed regions")        \
+  X(KERNELS, "kernels", "each step's loops or library call")                \
+  X(FUSE, "fuse", "pointwise steps fused into their reader")                \
+  X(SCHEDULE, "schedule", "the memory plan: offsets, lifetimes, stored")    \
+  X(PARALLEL, "parallel", "the loops proved parallel")                      \
+  X(BUCKETS, "buckets", "the gradients' all-reduce buckets")
+
+typedef enum {
+  PASS_NONE = -1,
+#define PASS_ENUM(id, name, doc) PASS_##id,
+  TRAINC_PASSES(PASS_ENUM)
+#undef PASS_ENUM
+  PASS_COUNT
+} Pass;
+
+/* The pass's --dump name; pass_named: the pass of a name, PASS_NONE if none. */
+const char *pass_name(Pass pass);
+Pass pass_named(const char *name);
+/* "ast, ir, ..., or buckets": the names for an error message. */
+const char *pass_names_listed(void);
+
+/* How program_build runs the program passes (NULL: every pass, buckets of
+ * GRAD_BUCKET_BYTES, no dump). */
+typedef struct {
+  uint64_t bucket_bytes; /* the gradient buckets' least size; 0: GRAD_BUCKET_BYTES */
+  Pass last;             /* stop after this pass (the planner's candidates stop
+                            after SCHEDULE: their peak and time are known then) */
+  Pass dump;             /* print the program after this pass to dump_out */
+  FILE *dump_out;
+} ProgramOptions;
+
+/* The program passes in order, STEPS to o->last, from a graph with its
+ * backward pass (and the planner's recomputes). */
+Program *program_build(const Graph *g, const ProgramOptions *o);
 void program_free(Program *p);
 
-/* Cuts the gradient region into buckets of at least bucket_bytes
- * (program_schedule uses GRAD_BUCKET_BYTES). */
+
+/* ---- the program passes, each with one contract (STEPS .. BUCKETS) ---- */
+
+/* STEPS: a new Program of g: the live nodes ordered into forward (graph order
+ * of the forward part) and backward (graph order of the rest), every leaf's
+ * place in the fixed regions (parameters, gradients, inputs, scalars); no
+ * kernels, no fusion, no activation placed. */
+Program *program_steps(const Graph *g);
+/* KERNELS: every step's loop nest (p->kernels; NULL for a library call). */
+void program_lower_kernels(Program *p);
+/* FUSE: the widest fusion (all steps, forward only, backward only) whose
+ * arena is no larger than the unfused program's, or none (fuse.c; nothing
+ * under g->train.no_fuse): fused_into set, readers' kernels rewritten, fused
+ * steps dropped. */
+void program_fuse_widest(Program *p);
+/* SCHEDULE: every computed value's place in the activation region from its
+ * lifetime (memplan.c); live_until, stored_bytes, arena_bytes. */
+void program_plan_memory(Program *p);
+/* PARALLEL: the kernels' parallel loops and eager selects marked
+ * (kernel_mark_parallel, kernel_mark_eager_selects), which backends read. */
+void program_mark_kernels(Program *p);
+/* BUCKETS: the gradient region cut into buckets of at least bucket_bytes
+ * (buckets.c); cutting again replaces them. */
 void program_bucket_gradients(Program *p, uint64_t bucket_bytes);
 
 /* Byte offset of the gradient slot of parameter node `param`. */
 uint64_t program_grad_offset(const Program *p, int param);
-/* The schedule as text (`--dump=schedule`; golden tests): the arena's
- * regions, then one line per leaf, step and view in graph order (offset,
- * bytes, lifetime, what forward stores), then the stored set. */
-void program_print(FILE *out, const Program *p);
+/* The program after a pass as text (`--dump=<pass>`; golden tests): the
+ * arena's regions, then one line per leaf, step and view in graph order with
+ * what that pass knows of it (its kernel's loops; offset, bytes, lifetime,
+ * what forward stores; its parallel loops), then the stored set or the
+ * buckets. */
+void program_print(FILE *out, const Program *p, Pass after);
 
 /* ---- cost model: FLOPs and bytes per op, turned into seconds ---- */
 typedef struct {
@@ -145,8 +203,9 @@ double stage_model_seconds(const StageModel *sm, const StageMode *modes);
  * is found. */
 bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes);
 
-typedef struct {
+typedef struct Plan {
   CheckpointSpec spec;
+  ProgramOptions build;    /* how the chosen plan's program is built */
   int n_forward;           /* forward ids are [0, n_forward) in graph and source */
   bool *recompute;         /* per forward id: RECOMPUTE (else STORE) */
   int *stage;              /* per forward id: its stage (1..), 0 for leaves and dead values */
@@ -164,12 +223,15 @@ typedef struct {
                               memory plans of its candidates took (--time-phases) */
 } Plan;
 
-/* Plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is the
- * memory the caller found for it (`--memory`, else the machine's). Returns
- * NULL after reporting an impossible budget (naming the smallest feasible
- * peak) against g's source file. g is only read; the plan owns its
- * rewritten graph and program. */
-Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m, Diag *diag);
+/* WEAVE: plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is
+ * the memory the caller found for it (`--memory`, else the machine's). Each
+ * candidate is woven and built to SCHEDULE for its true peak and time; the
+ * chosen one is built with o (NULL: program_build's defaults). Returns NULL
+ * after reporting an impossible budget (naming the smallest feasible peak)
+ * against g's source file. g is only read; the plan owns its rewritten graph
+ * and program. */
+Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                       const ProgramOptions *o, Diag *diag);
 void plan_free(Plan *p);
 /* The plan with the given stage modes, 1..n, n from a plan of the same graph
  * (exhaustive searches in tests compare against the planner with it). */
@@ -188,5 +250,32 @@ typedef struct {
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count);
 void sweep_print(FILE *out, const SweepPoint *pts, int n);
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
+
+/* ---- the whole pipeline ---- */
+/* The passes from source text to the planned Program, in two parts so that
+ * the caller can pick the checkpoint policy from the graph's train block. */
+typedef struct {
+  const char *model;  /* the model to compile when the file holds several */
+  ConvForm conv;
+  bool no_fuse;       /* --no-fuse */
+  Pass dump;          /* print the program after this pass (PASS_NONE: none) */
+  FILE *dump_out;
+  uint64_t bucket_bytes; /* 0: GRAD_BUCKET_BYTES */
+} CompileOptions;
+
+typedef struct {
+  Ast *ast;
+  Graph *graph;      /* after GRAD */
+  Plan *plan;        /* after WEAVE: the woven graph and its Program */
+  double seconds[PASS_COUNT]; /* per pass run; the program passes are in
+                                 WEAVE's (plan->schedule_seconds) */
+} Compilation;
+
+/* AST, IR, GRAD: false after reporting an error. */
+bool compile_graph(Compilation *c, SourceFile *src, const CompileOptions *o, Diag *diag);
+/* WEAVE and the program passes: false after reporting an error. */
+bool compile_program(Compilation *c, CheckpointSpec spec, const MachineProfile *m,
+                     const CompileOptions *o, Diag *diag);
+void compilation_free(Compilation *c);
 
 #endif

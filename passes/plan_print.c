@@ -187,8 +187,8 @@ void plan_print(FILE *out, const Plan *pl, PlanFormat format) {
 
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count) {
   uint64_t least;
-  Plan *lo = plan_fitting(g, (CheckpointSpec){.policy = CKPT_ALL}, m, &least);
-  Plan *hi = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, &least);
+  Plan *lo = plan_fitting(g, (CheckpointSpec){.policy = CKPT_ALL}, m, NULL, &least);
+  Plan *hi = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &least);
   uint64_t min = lo->peak_bytes < hi->peak_bytes ? lo->peak_bytes : hi->peak_bytes, max = hi->peak_bytes;
   plan_free(lo);
   plan_free(hi);
@@ -197,7 +197,7 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count) {
   int n = 0;
   for (int i = 0; i <= STEPS; i++) {
     uint64_t budget = min + (max - min) * (uint64_t)i / STEPS;
-    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget}, m, &least);
+    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget}, m, NULL, &least);
     pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
     if (pl) pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl);
     n++;

@@ -16,7 +16,7 @@ mkdir -p "$work"
 "$trainc" build "$model" -o "$work/frozen" --keep-c "$work/frozen.c" \
   --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
 "$PY" "$(dirname "$0")/random_data.py" "$work/frozen.c" "$work/data" 64
-frozen_names=$(sed -n 's/^    {"\([^"]*\)", .*, 1, NULL, 0},$/\1/p' "$work/frozen.c" | paste -sd,)
+frozen_names=$(sed -n 's/^    {\.name = "\([^"]*\)", .*\.frozen = 1, .*/\1/p' "$work/frozen.c" | paste -sd,)
 [[ -n $frozen_names ]] || { echo "FAIL: no frozen parameter in the trainer's table"; exit 1; }
 "$work/frozen" --data "$work/data" --steps 0 --save "$work/init.safetensors" --quiet
 compare() { # AFTER.safetensors: frozen ones equal to init, all others changed

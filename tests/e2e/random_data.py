@@ -10,7 +10,8 @@ import sys
 
 import numpy as np
 
-ROW = re.compile(r'\{"(\w+)", TRC_(F32|I32|U8), (\d+), \{([\d, ]+)\}, \d+, \d+, (\d+)\}')
+ROW = re.compile(r'\{\.name = "(\w+)", \.dtype = TRC_(F32|I32|U8), \.rank = (\d+), \.dims = \{([\d, ]+)\}, '
+                 r'\.offset = \d+, \.example_bytes = \d+, \.index_limit = (\d+)\}')
 
 
 def main():

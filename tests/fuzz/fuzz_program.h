@@ -28,7 +28,7 @@ static void fuzz_program_build(FuzzProgram *f, const uint8_t *data, size_t size,
   CheckpointSpec spec = f->g->train.checkpoint;
   if (spec.policy == CKPT_AUTO)
     spec.budget = 1ull << 30; /* the memory the driver would hand down */
-  f->plan = plan_checkpoints(f->g, spec, &m, diag);
+  f->plan = plan_checkpoints(f->g, spec, &m, NULL, diag);
 }
 
 static void fuzz_program_free(FuzzProgram *f) {

@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
       CheckpointSpec spec;
       checkpoint_spec_parse(policies[i], &spec);
       MachineProfile m = profile_default();
-      Plan *pl = plan_checkpoints(g, spec, &m, &diag);
+      Plan *pl = plan_checkpoints(g, spec, &m, NULL, &diag);
       CHECK(pl != NULL, "%s: no plan", argv[a]);
       for (int k = 0; pl && k < 4; k++) {
         char what[600];

@@ -32,7 +32,7 @@ static const char *model_text(bool frozen) {
 static Program *build(bool frozen) {
   Graph *g = compile_source(source_from_string("frozen.nn", model_text(frozen)));
   if (!g) return NULL;
-  return program_build(g);
+  return program_build(g, NULL);
 }
 
 static uint64_t frozen_bytes(const Program *p) {

@@ -162,7 +162,7 @@ static Plan *plan_policy(const Graph *g, CheckpointSpec spec) {
   MachineProfile m = profile_default();
   Diag quiet;
   diag_init(&quiet, sink);
-  return plan_checkpoints(g, spec, &m, &quiet);
+  return plan_checkpoints(g, spec, &m, NULL, &quiet);
 }
 
 /* The least recompute time over all stage-mode vectors whose true peak fits. */

@@ -694,6 +694,9 @@ entry:
   %loss_sum = alloca double, align 8
   store double 0.000000e+00, ptr %loss_sum, align 8
   %1 = call ptr @trc_step_arena(ptr %0)
+  %gradients = getelementptr inbounds i8, ptr %1, i64 448
+  %loss_seed = getelementptr inbounds i8, ptr %1, i64 1088
+  %loss = getelementptr inbounds i8, ptr %1, i64 1408
   %2 = call i64 @trc_step_micro_batches(ptr %0)
   %3 = call i32 @trc_step_averages_gradients(ptr %0)
   %4 = icmp ne i32 %3, 0
@@ -701,72 +704,69 @@ entry:
   %6 = icmp ne i32 %5, 0
   %overlap = and i1 %4, %6
   %7 = call float @trc_step_loss_seed(ptr %0)
-  %8 = getelementptr inbounds i8, ptr %1, i64 448
-  call void @llvm.memset.p0.i64(ptr align 1 %8, i8 0, i64 448, i1 false)
-  %9 = icmp sgt i64 %2, 0
-  br i1 %9, label %loop, label %done
+  call void @llvm.memset.p0.i64(ptr align 1 %gradients, i8 0, i64 448, i1 false)
+  %8 = icmp sgt i64 %2, 0
+  br i1 %8, label %loop, label %done
 
 loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %20, %loop ]
+  %i = phi i64 [ 0, %entry ], [ %17, %loop ]
   call void @trc_step_micro_batch(ptr %0, i64 %i)
-  %10 = getelementptr inbounds i8, ptr %1, i64 1088
-  store float %7, ptr %10, align 4
+  store float %7, ptr %loss_seed, align 4
   call void @forward(ptr %1)
-  %11 = getelementptr inbounds i8, ptr %1, i64 1408
-  %12 = load float, ptr %11, align 4
-  %13 = fpext float %12 to double
-  %14 = load double, ptr %loss_sum, align 8
-  %15 = fadd double %14, %13
-  store double %15, ptr %loss_sum, align 8
-  %16 = sub i64 %2, 1
-  %17 = icmp eq i64 %i, %16
-  %18 = and i1 %17, %overlap
-  %19 = select i1 %18, ptr %0, ptr null
-  call void @backward(ptr %1, ptr %19)
-  %20 = add nsw i64 %i, 1
-  %21 = icmp slt i64 %20, %2
-  br i1 %21, label %loop, label %done
+  %9 = load float, ptr %loss, align 4
+  %10 = fpext float %9 to double
+  %11 = load double, ptr %loss_sum, align 8
+  %12 = fadd double %11, %10
+  store double %12, ptr %loss_sum, align 8
+  %13 = sub i64 %2, 1
+  %14 = icmp eq i64 %i, %13
+  %15 = and i1 %14, %overlap
+  %16 = select i1 %15, ptr %0, ptr null
+  call void @backward(ptr %1, ptr %16)
+  %17 = add nsw i64 %i, 1
+  %18 = icmp slt i64 %17, %2
+  br i1 %18, label %loop, label %done
 
 done:                                             ; preds = %loop, %entry
-  br i1 %overlap, label %wait_gradients, label %22
+  br i1 %overlap, label %wait_gradients, label %19
 
 wait_gradients:                                   ; preds = %done
   call void @trc_step_wait_gradients(ptr %0)
+  br label %19
+
+19:                                               ; preds = %wait_gradients, %done
+  %20 = xor i1 %overlap, true
+  %21 = and i1 %4, %20
+  br i1 %21, label %allreduce_gradients, label %22
+
+allreduce_gradients:                              ; preds = %19
+  call void @trc_step_allreduce_gradients(ptr %0)
   br label %22
 
-22:                                               ; preds = %wait_gradients, %done
-  %23 = xor i1 %overlap, true
-  %24 = and i1 %4, %23
-  br i1 %24, label %allreduce_gradients, label %25
+22:                                               ; preds = %allreduce_gradients, %19
+  %23 = sitofp i64 %2 to double
+  %24 = load double, ptr %loss_sum, align 8
+  %mean = fdiv double %24, %23
+  %25 = call double @llvm.fabs.f64(double %mean)
+  %26 = fcmp one double %25, 0x7FF0000000000000
+  br i1 %26, label %update, label %not_finite
 
-allreduce_gradients:                              ; preds = %22
-  call void @trc_step_allreduce_gradients(ptr %0)
-  br label %25
-
-25:                                               ; preds = %allreduce_gradients, %22
-  %26 = sitofp i64 %2 to double
-  %27 = load double, ptr %loss_sum, align 8
-  %loss = fdiv double %27, %26
-  %28 = call double @llvm.fabs.f64(double %loss)
-  %29 = fcmp one double %28, 0x7FF0000000000000
-  br i1 %29, label %update, label %not_finite
-
-update:                                           ; preds = %25
+update:                                           ; preds = %22
   call void @trc_step_clip_gradients(ptr %0)
   call void @trc_step_update(ptr %0)
-  %30 = call i32 @trc_step_ends_round(ptr %0)
-  %31 = icmp ne i32 %30, 0
-  br i1 %31, label %average_parameters, label %32
+  %27 = call i32 @trc_step_ends_round(ptr %0)
+  %28 = icmp ne i32 %27, 0
+  br i1 %28, label %average_parameters, label %29
 
-not_finite:                                       ; preds = %25
-  ret double %loss
+not_finite:                                       ; preds = %22
+  ret double %mean
 
 average_parameters:                               ; preds = %update
   call void @trc_step_average_parameters(ptr %0)
-  br label %32
+  br label %29
 
-32:                                               ; preds = %average_parameters, %update
-  ret double %loss
+29:                                               ; preds = %average_parameters, %update
+  ret double %mean
 }
 
 declare ptr @trc_step_arena(ptr)

@@ -1,0 +1,71 @@
+/* program.c — a Program's steps and kernels (the STEPS, KERNELS and
+ * PARALLEL passes) and its lifetime.
+ *
+ * forward() computes, in graph order, every forward node that the loss, the
+ * prediction or a gradient needs; backward() then computes the backward
+ * nodes in graph order (autodiff built them in reverse topological order of
+ * the forward graph, so graph order is a valid schedule). */
+#include "internal.h"
+
+#include <stdlib.h>
+
+static void order_steps(Program *p, const bool *live) {
+  const Graph *g = p->g;
+  for (int i = 0; i < g->n; i++) {
+    if (!live[i] || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i])) continue;
+    if (i < g->n_forward) p->forward[p->n_forward++] = i;
+    else p->backward[p->n_backward++] = i;
+  }
+}
+
+Program *program_steps(const Graph *g) {
+  Program *p = xcalloc(1, sizeof *p);
+  p->g = g;
+  p->forward = xmalloc((size_t)g->n * sizeof(int));
+  p->backward = xmalloc((size_t)g->n * sizeof(int));
+  p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
+  p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
+  p->storage_root = graph_storage_roots(g);
+  for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
+  bool *live = live_nodes(g);
+  order_steps(p, live);
+  free(live);
+  place_leaves(p);
+  return p;
+}
+
+void program_lower_kernels(Program *p) {
+  const Graph *g = p->g;
+  p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
+  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
+    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    if (op_calls_library(g->nodes[id].op)) continue;
+    p->kernels[id] = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
+  }
+}
+
+void program_mark_kernels(Program *p) {
+  for (int i = 0; i < p->g->n; i++)
+    if (p->kernels[i]) {
+      kernel_mark_parallel(p->kernels[i]);
+      kernel_mark_eager_selects(p->g, p->kernels[i]);
+    }
+}
+
+uint64_t program_grad_offset(const Program *p, int param) {
+  return p->offset[param] - p->param_offset + p->grad_offset;
+}
+
+void program_free(Program *p) {
+  if (!p) return;
+  for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
+  free(p->kernels);
+  free(p->offset);
+  free(p->live_until);
+  free(p->fused_into);
+  free(p->storage_root);
+  free(p->forward);
+  free(p->backward);
+  free(p->buckets);
+  free(p);
+}
