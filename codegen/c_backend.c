@@ -148,21 +148,39 @@ static const char *input_name(const Program *p, const CFunction *fn, int k) {
   return fn->param_names[kernel_form_param(&fn->form, p->g->nodes[fn->first].in[k])];
 }
 
-/* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
- * the trainer's threads, bitwise the same on any number of them. */
+/* `, .name = v` of a GEMM dimension, left out when it is the descriptor's
+ * default (0; 1 for batch and heads) and not a leading dimension. */
+static void print_dim(FILE *out, const char *name, int64_t v, int64_t dflt, bool always) {
+  if (always || v != dflt) fprintf(out, ", .%s = %lld", name, (long long)v);
+}
+
+/* C = op(A) op(B), batched (gemm_dims in ir.h), its dimensions a static
+ * trc_gemm_shape: the runtime's trc_gemm runs it on the trainer's threads,
+ * bitwise the same on any number of them. */
 static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
   const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
   gemm_dims(p->g, n, &d);
   print_function_head(out, p, fn);
-  fprintf(out, "  trc_gemm(%lld, %lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch,
-          (long long)d.heads, d.trans_a, d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 0), (long long)d.lda,
-          (long long)d.stride_a, (long long)d.head_stride_a);
-  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 1), (long long)d.ldb,
-          (long long)d.stride_b, (long long)d.head_stride_b);
-  fprintf(out, "           %s, out, %lld, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
-          (long long)d.ldc, (long long)d.stride_c, (long long)d.head_stride_c);
+  fprintf(out, "  static const trc_gemm_shape dims = {.m = %lld, .n = %lld, .k = %lld",
+          (long long)d.m, (long long)d.n, (long long)d.k);
+  print_dim(out, "batch", d.batch, 1, false);
+  print_dim(out, "heads", d.heads, 1, false);
+  print_dim(out, "trans_a", d.trans_a, 0, false);
+  print_dim(out, "trans_b", d.trans_b, 0, false);
+  print_dim(out, "accumulate", d.accumulate, 0, false);
+  fputs(",\n      ", out);
+  fprintf(out, ".lda = %lld", (long long)d.lda);
+  print_dim(out, "stride_a", d.stride_a, 0, false);
+  print_dim(out, "head_stride_a", d.head_stride_a, 0, false);
+  print_dim(out, "ldb", d.ldb, 0, true);
+  print_dim(out, "stride_b", d.stride_b, 0, false);
+  print_dim(out, "head_stride_b", d.head_stride_b, 0, false);
+  print_dim(out, "ldc", d.ldc, 0, true);
+  print_dim(out, "stride_c", d.stride_c, 0, false);
+  print_dim(out, "head_stride_c", d.head_stride_c, 0, false);
+  fprintf(out, "};\n  trc_gemm_shaped(&dims, %s, %s, out);\n}\n\n", input_name(p, fn, 0),
+          input_name(p, fn, 1));
 }
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on
@@ -180,25 +198,42 @@ static void print_conv_function(FILE *out, const Program *p, const CFunction *fn
           d.accumulate);
 }
 
-/* `/ * also: %25 block.1 line 16, ... * /` for the kernels after fn's first,
- * wrapped within 100 columns where the layer paths allow. */
-static void print_other_uses(FILE *out, const Program *p, const CFunction *fn) {
-  if (fn->n_uses < 2) return;
-  int col = fprintf(out, "/* also:");
-  for (int u = 1; u < fn->n_uses; u++) {
-    int id = fn->uses[u], line = p->g->nodes[id].loc.line;
-    const char *path = node_layer_path(p->g, id), *sp = path ? " " : "";
-    path = path ? path : "";
-    int len = snprintf(NULL, 0, " %%%d%s%s line %d,", id, sp, path, line);
-    if (col + len > 96) col = fprintf(out, "\n *");
-    col += fprintf(out, " %%%d%s%s line %d%s", id, sp, path, line, u + 1 < fn->n_uses ? "," : "");
+/* `f32[4, 64, 768]` of node id. */
+static void print_type(FILE *out, const Program *p, int id) {
+  char sb[128];
+  const Node *n = &p->g->nodes[id];
+  fprintf(out, "%s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
+}
+
+/* What fn computes — its op on the types it reads, the values fused into
+ * it — and how many values it computes, the first named:
+ * `/ * layernorm of f32[4, 64, 768], ... -> f32[4, 64, 768]; 25 uses, the
+ * first %10 ln_1 in block.0, line 14 * /`. */
+static void print_function_comment(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
+  fprintf(out, "/* %s of ", op_info(n->op)->name);
+  for (int k = 0; k < n->nin; k++) {
+    if (k) fputs(", ", out);
+    print_type(out, p, n->in[k]);
   }
+  fputs(" -> ", out);
+  print_type(out, p, fn->first);
+  for (int v = 0; v < p->g->n; v++)
+    if (p->fused_into[v] == fn->first) fprintf(out, ", computing %s inline", op_info(p->g->nodes[v].op)->name);
+  if (n->grad_of_param >= 0) fputs(", added into a gradient", out);
+  if (fn->n_uses > 1)
+    fprintf(out, ";\n * %d uses, the first %%%d", fn->n_uses, fn->first);
+  else
+    fprintf(out, ";\n * one use, %%%d", fn->first);
+  if (n->name) fprintf(out, " %s", n->name);
+  const char *path = node_layer_path(p->g, fn->first);
+  if (path) fprintf(out, " in %s", path);
+  if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }
 
 static void print_function(FILE *out, const Program *p, const CFunction *fn) {
-  print_node_comment(out, p, fn->first);
-  print_other_uses(out, p, fn);
+  print_function_comment(out, p, fn);
   if (p->kernels[fn->first])
     print_loop_function(out, p, fn, p->kernels[fn->first]);
   else if (op_info(p->g->nodes[fn->first].op)->op_class == OPC_CONV)

@@ -15,7 +15,7 @@ static const char *const reserved[] = {
     "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "alignas",
     "alignof", "noreturn", "static_assert", "complex", "imaginary", "errno", "stdin", "stdout",
     "stderr", "assert", "linux", "unix", "i386", "math_errhandling", "A", "s", "arg", "ctx",
-    "lo", "hi", "lane", "c", "l", "w", "j", "out", "forward", "backward", "step", "main",
+    "lo", "hi", "lane", "c", "l", "w", "j", "out", "dims", "forward", "backward", "step", "main",
     "model", "params", "inputs", "memset", "expf", "logf", "tanhf", "erff", "sqrtf", "isfinite",
 };
 
@@ -126,28 +126,40 @@ static char *value_text(const Graph *g, int id) {
   return xsprintf("%s%s%s", path, dot, op);
 }
 
-/* The last part of a layer path that is not a repeat copy's number:
- * "attn" of block.0.attn, "block" of block.3; NULL for none. */
-static char *layer_word(const char *path) {
-  char *word = NULL;
-  for (const char *part = path; part; part = strchr(part, '.') ? strchr(part, '.') + 1 : NULL) {
-    size_t len = strcspn(part, ".");
-    if (strspn(part, "0123456789") == len) continue;
-    free(word);
-    word = xstrndup(part, len);
-  }
-  return word;
+/* The dimensions joined by x ("4x64x768"). */
+static void append_dims(StrBuf *s, const int64_t *dims, int n) {
+  for (int i = 0; i < n; i++) sb_printf(s, "%s%lld", i ? "x" : "", (long long)dims[i]);
 }
 
-/* The function's name: its op, and its first kernel's value or the layer
- * it is in ("matmul_q" in block.0.attn.q), else "<op>_kernel". */
+/* The function's name: what it computes and its shape, never its users.
+ * A GEMM: op, [batch x] m x n x k and its transposes and accumulation
+ * ("matmul_256x768x3072_tb_acc"); a convolution: op, images and weights;
+ * a loop kernel: op and output shape ("layernorm_4x64x768"). Kernels that
+ * differ at the same shape get _2, _3 (claim). */
 static char *function_text(const Graph *g, int id) {
-  const char *name = model_name(g, id), *op = op_info(g->nodes[id].op)->name;
-  const char *path = node_layer_path(g, id);
-  char *word = !name && path ? layer_word(path) : NULL;
-  char *text = xsprintf("%s_%s", op, name ? name : word ? word : "kernel");
-  free(word);
-  return text;
+  const Node *n = &g->nodes[id];
+  StrBuf s = {0};
+  sb_printf(&s, "%s_", op_info(n->op)->name);
+  OpClass cls = op_info(n->op)->op_class;
+  if (cls == OPC_GEMM) {
+    GemmDims d;
+    gemm_dims(g, n, &d);
+    int64_t dims[] = {d.batch * d.heads, d.m, d.n, d.k};
+    bool batched = dims[0] > 1;
+    append_dims(&s, dims + !batched, 4 - !batched);
+    sb_printf(&s, "%s%s%s", d.trans_a ? "_ta" : "", d.trans_b ? "_tb" : "",
+               d.accumulate ? "_acc" : "");
+  } else if (cls == OPC_CONV) {
+    ConvDims d;
+    conv_dims(g, n, &d);
+    int64_t dims[] = {d.n, d.c, d.h, d.w, d.o, d.k};
+    append_dims(&s, dims, 6);
+  } else if (n->shape.rank) {
+    append_dims(&s, n->shape.dim, n->shape.rank);
+  } else {
+    sb_printf(&s, "scalar");
+  }
+  return sb_take(&s);
 }
 
 static int parallel_loops(const Kernel *k) {
