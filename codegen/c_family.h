@@ -46,6 +46,9 @@ void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body,
 void print_node_comment(FILE *out, const Program *p, int id);
 /* `/ * block.3 line N: op -> name * /` after a kernel's call. */
 void print_call_comment(FILE *out, const Program *p, int id);
+/* The same inside a loop over layers, the layer path less its first
+ * layer_len bytes (the layer's own, "block.3"). */
+void print_call_comment_in(FILE *out, const Program *p, int id, size_t layer_len);
 /* The source path inside a C string or comment (octal escapes). */
 void print_safe_path(FILE *out, const char *path);
 
@@ -60,7 +63,7 @@ void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Progr
 
 /* How a backend's forward(), backward() and step() differ. Hooks may be
  * NULL (nothing printed there). */
-typedef struct {
+typedef struct StepForm {
   const char *forward_def, *backward_def;            /* the functions' heads */
   const char *forward_call, *backward_call;          /* as step() calls them; backward_call
                                                         is completed by its step argument */
@@ -69,6 +72,10 @@ typedef struct {
   void (*declare)(FILE *out, const Program *p, const int *ids, int n, const void *data);
   /* A kernel's call, no newline. */
   void (*call)(FILE *out, const Program *p, int id, const void *data);
+  /* Prints the calls of ids from `at` on as one loop when a loop over
+   * layers starts there (the gradient buckets final inside it included)
+   * and returns how many calls it printed, else 0. NULL: no loops. */
+  int (*loop)(FILE *out, const Program *p, const struct StepForm *f, const int *ids, int at);
   void (*gradients_zeroed)(FILE *out, const Program *p);   /* step(): before the window */
   void (*micro_batch_loaded)(FILE *out, const Program *p); /* after the loss seed is set */
   /* Where the step's arithmetic outside the kernels runs; NULL: on the host,
@@ -85,6 +92,8 @@ typedef struct {
 } StepForm;
 
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);
+/* The prefix of f's communication calls ("trc_step_" unless it says). */
+const char *step_comm_prefix(const StepForm *f);
 void print_step(FILE *out, const Program *p, const StepForm *f);
 /* The parameter and input tables, the trc_model descriptor (its fields in
  * declaration order, so that C++20 reads it too; .device = &DEVICE unless

@@ -44,17 +44,21 @@ static bool usable(const char *name) {
   return true;
 }
 
-/* The names taken in the file; c owns them. */
+/* The names taken in a scope (the file's: every name; a loop body's: its
+ * own and the file scope's, ns.also); c owns them. */
 typedef struct {
-  NameMap taken;
+  NameMap *taken;
+  const NameMap *also;
   CNames *c;
 } Names;
 
-static bool taken(const Names *ns, const char *name) { return namemap_get(&ns->taken, name, NULL); }
+static bool taken(const Names *ns, const char *name) {
+  return namemap_get(ns->taken, name, NULL) || (ns->also && namemap_get(ns->also, name, NULL));
+}
 
 static char *take(Names *ns, char *name) {
   VEC_PUSH(ns->c->owned, ns->c->n_owned, ns->c->cap_owned, name);
-  namemap_put(&ns->taken, name, 1);
+  namemap_put(ns->taken, name, 1);
   return name;
 }
 
@@ -218,20 +222,30 @@ void c_names_build(CNames *c, const Program *p) {
                 .forms = xcalloc((size_t)n, sizeof *c->forms),
                 .value = xcalloc((size_t)n, sizeof *c->value)};
   for (int i = 0; i < n; i++) c->fn_of[i] = -1;
-  Names ns = {.c = c};
+  Names ns = {.taken = &c->taken, .c = c};
   NameMap by_code = {0};
   add_kernels(c, &by_code, p, p->forward, p->n_forward);
   add_kernels(c, &by_code, p, p->backward, p->n_backward);
   /* values first: a reader meets them in forward() and in gdb */
   name_values(c, &ns, p, p->forward, p->n_forward);
   name_values(c, &ns, p, p->backward, p->n_backward);
+  Names file_scope = {.taken = &c->file_scope, .also = &c->taken, .c = c};
   for (int f = 0; f < c->n_fns; f++) {
     char *text = function_text(p->g, c->fns[f].first);
-    c->fns[f].name = claim(&ns, text, parallel_loops(p->kernels[c->fns[f].first]));
+    c->fns[f].name = claim(&file_scope, text, parallel_loops(p->kernels[c->fns[f].first]));
     free(text);
   }
   namemap_free(&by_code);
-  namemap_free(&ns.taken);
+}
+
+const char *c_names_claim_file_scope(CNames *c, const char *text) {
+  Names ns = {.taken = &c->file_scope, .also = &c->taken, .c = c};
+  return claim(&ns, text, 0);
+}
+
+const char *c_names_claim_local(CNames *c, NameMap *local, const char *text) {
+  Names ns = {.taken = local, .also = &c->file_scope, .c = c};
+  return claim(&ns, text, 0);
 }
 
 void c_names_free(CNames *c, const Program *p) {
@@ -242,6 +256,8 @@ void c_names_free(CNames *c, const Program *p) {
     free(fn->uses);
   }
   for (int i = 0; i < p->g->n; i++) kernel_form_free(&c->forms[i]);
+  namemap_free(&c->taken);
+  namemap_free(&c->file_scope);
   for (int i = 0; i < c->n_owned; i++) free(c->owned[i]);
   free(c->owned);
   free(c->fns);
