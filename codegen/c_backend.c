@@ -3,7 +3,8 @@
  * Layout of the output, top to bottom: a header comment, one static function
  * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
  * calls, the runtime's oneDNN; arena offsets as literals), forward() and
- * backward() as flat call lists (backward with the gradient buckets' all-reduce starts after the
+ * backward() as call lists, alike layers of a repeat one loop (c_layers.h;
+ * backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the
  * trc_model descriptor with its compiled defaults (printed from the config
