@@ -3,7 +3,8 @@
  * Layout of the output, top to bottom: a header comment, one static function
  * per kernel (loop nests as the op table built them; GEMMs as trc_gemm
  * calls, the runtime's oneDNN; arena offsets as literals), forward() and
- * backward() as flat call lists (backward with the gradient buckets' all-reduce starts after the
+ * backward() as call lists, alike layers of a repeat one loop (c_layers.h;
+ * backward with the gradient buckets' all-reduce starts after the
  * kernels that finish them), step() — the whole optimizer step, calling the
  * runtime through runtime/trainc.h — then the parameter and input tables, the
  * trc_model descriptor with its compiled defaults (printed from the config
@@ -14,7 +15,7 @@
  * run through trc_kernel_loop (runtime/trainc.h): on the trainer's threads
  * when it has enough work. The printer is shared with the CUDA backend
  * (c_family.h). */
-#include "c_names.h"
+#include "c_layers.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -91,13 +92,13 @@ static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, in
   BufNames names = c_function_buffers(fn);
   print_stmts_named(out, s->body, s->nbody, depth, &names);
   fputs(chunk == 1 ? "  }\n}\n\n" : "    }\n  }\n}\n\n", out);
-  fprintf(out, "static void %s_loop%d_task(void *ctx, int64_t lo, int64_t hi) {\n", fn->name, at);
-  fprintf(out, "  void *const *arg = ctx;\n  %s_loop%d(", fn->name, at);
+  fprintf(out, "static void %s_loop%d_task(void *ctx, int64_t lo, int64_t hi) {", fn->name, at);
+  fprintf(out, " void *const *arg = ctx; %s_loop%d(", fn->name, at);
   for (int i = 0; i < fn->form.n_params; i++)
     if (u.param[i]) fprintf(out, "arg[%d], ", i);
   for (int i = 0; i < fn->form.n_streams; i++)
     if (u.stream[i]) fprintf(out, "*(const uint64_t *)arg[%d], ", fn->form.n_params + i);
-  fputs("lo, hi);\n}\n\n", out);
+  fputs("lo, hi); }\n", out);
   uses_free(&u);
 }
 
@@ -148,21 +149,38 @@ static const char *input_name(const Program *p, const CFunction *fn, int k) {
   return fn->param_names[kernel_form_param(&fn->form, p->g->nodes[fn->first].in[k])];
 }
 
-/* C = op(A) op(B), batched (gemm_dims in ir.h): the runtime's trc_gemm runs it on
- * the trainer's threads, bitwise the same on any number of them. */
+/* `, .name = v` of a GEMM dimension, left out when it is the descriptor's
+ * default (0; 1 for batch and heads) and not a leading dimension. */
+static void print_dim(FILE *out, const char *name, int64_t v, int64_t dflt, bool always) {
+  if (always || v != dflt) fprintf(out, ", .%s = %lld", name, (long long)v);
+}
+
+/* C = op(A) op(B), batched (gemm_dims in ir.h), its dimensions a static
+ * trc_gemm_shape: the runtime's trc_gemm runs it on the trainer's threads,
+ * bitwise the same on any number of them. */
 static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
   const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
   gemm_dims(p->g, n, &d);
   print_function_head(out, p, fn);
-  fprintf(out, "  trc_gemm(%lld, %lld, %d, %d, %lld, %lld, %lld,\n", (long long)d.batch,
-          (long long)d.heads, d.trans_a, d.trans_b, (long long)d.m, (long long)d.n, (long long)d.k);
-  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 0), (long long)d.lda,
-          (long long)d.stride_a, (long long)d.head_stride_a);
-  fprintf(out, "           %s, %lld, %lld, %lld,\n", input_name(p, fn, 1), (long long)d.ldb,
-          (long long)d.stride_b, (long long)d.head_stride_b);
-  fprintf(out, "           %s, out, %lld, %lld, %lld);\n}\n\n", d.accumulate ? "1.0f" : "0.0f",
-          (long long)d.ldc, (long long)d.stride_c, (long long)d.head_stride_c);
+  fprintf(out, "  static const trc_gemm_shape dims = {.m = %lld, .n = %lld, .k = %lld",
+          (long long)d.m, (long long)d.n, (long long)d.k);
+  print_dim(out, "batch", d.batch, 1, false);
+  print_dim(out, "heads", d.heads, 1, false);
+  print_dim(out, "trans_a", d.trans_a, 0, false);
+  print_dim(out, "trans_b", d.trans_b, 0, false);
+  print_dim(out, "accumulate", d.accumulate, 0, false);
+  fprintf(out, ", .lda = %lld", (long long)d.lda);
+  print_dim(out, "stride_a", d.stride_a, 0, false);
+  print_dim(out, "head_stride_a", d.head_stride_a, 0, false);
+  print_dim(out, "ldb", d.ldb, 0, true);
+  print_dim(out, "stride_b", d.stride_b, 0, false);
+  print_dim(out, "head_stride_b", d.head_stride_b, 0, false);
+  print_dim(out, "ldc", d.ldc, 0, true);
+  print_dim(out, "stride_c", d.stride_c, 0, false);
+  print_dim(out, "head_stride_c", d.head_stride_c, 0, false);
+  fprintf(out, "};\n  trc_gemm_shaped(&dims, %s, %s, out);\n}\n\n", input_name(p, fn, 0),
+          input_name(p, fn, 1));
 }
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on
@@ -180,25 +198,42 @@ static void print_conv_function(FILE *out, const Program *p, const CFunction *fn
           d.accumulate);
 }
 
-/* `/ * also: %25 block.1 line 16, ... * /` for the kernels after fn's first,
- * wrapped within 100 columns where the layer paths allow. */
-static void print_other_uses(FILE *out, const Program *p, const CFunction *fn) {
-  if (fn->n_uses < 2) return;
-  int col = fprintf(out, "/* also:");
-  for (int u = 1; u < fn->n_uses; u++) {
-    int id = fn->uses[u], line = p->g->nodes[id].loc.line;
-    const char *path = node_layer_path(p->g, id), *sp = path ? " " : "";
-    path = path ? path : "";
-    int len = snprintf(NULL, 0, " %%%d%s%s line %d,", id, sp, path, line);
-    if (col + len > 96) col = fprintf(out, "\n *");
-    col += fprintf(out, " %%%d%s%s line %d%s", id, sp, path, line, u + 1 < fn->n_uses ? "," : "");
+/* `f32[4, 64, 768]` of node id. */
+static void print_type(FILE *out, const Program *p, int id) {
+  char sb[128];
+  const Node *n = &p->g->nodes[id];
+  fprintf(out, "%s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
+}
+
+/* What fn computes — its op on the types it reads, the values fused into
+ * it — and how many values it computes, the first named:
+ * `/ * layernorm of f32[4, 64, 768], ... -> f32[4, 64, 768]; 25 uses, the
+ * first %10 ln_1 in block.0, line 14 * /`. */
+static void print_function_comment(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
+  fprintf(out, "/* %s of ", op_info(n->op)->name);
+  for (int k = 0; k < n->nin; k++) {
+    if (k) fputs(", ", out);
+    print_type(out, p, n->in[k]);
   }
+  fputs(" -> ", out);
+  print_type(out, p, fn->first);
+  for (int v = 0; v < p->g->n; v++)
+    if (p->fused_into[v] == fn->first) fprintf(out, ", computing %s inline", op_info(p->g->nodes[v].op)->name);
+  if (n->grad_of_param >= 0) fputs(", added into a gradient", out);
+  if (fn->n_uses > 1)
+    fprintf(out, "; %d uses, the first %%%d", fn->n_uses, fn->first);
+  else
+    fprintf(out, "; one use, %%%d", fn->first);
+  if (n->name) fprintf(out, " %s", n->name);
+  const char *path = node_layer_path(p->g, fn->first);
+  if (path) fprintf(out, " in %s", path);
+  if (n->loc.line) fprintf(out, ", line %d", n->loc.line);
   fputs(" */\n", out);
 }
 
 static void print_function(FILE *out, const Program *p, const CFunction *fn) {
-  print_node_comment(out, p, fn->first);
-  print_other_uses(out, p, fn);
+  print_function_comment(out, p, fn);
   if (p->kernels[fn->first])
     print_loop_function(out, p, fn, p->kernels[fn->first]);
   else if (op_info(p->g->nodes[fn->first].op)->op_class == OPC_CONV)
@@ -207,16 +242,31 @@ static void print_function(FILE *out, const Program *p, const CFunction *fn) {
     print_gemm_function(out, p, fn);
 }
 
+/* What the C backend's forward() and backward() are printed from. */
+typedef struct {
+  CNames names;
+  LayerLoops forward, backward;
+} CEmit;
+
+static const LayerLoops *loops_of(const CEmit *e, const Program *p, const int *ids) {
+  return ids == p->forward ? &e->forward : &e->backward;
+}
+
 /* `  float *const block_0_ln_1 = (float *)(A + 7739456);` for each buffer
- * the calls of kernels ids[0..n) pass, once, in order of first use. */
+ * the calls of kernels ids[0..n) pass, once, in order of first use; inside
+ * a loop over layers only those that are the same in every layer. */
 static void declare_values(FILE *out, const Program *p, const int *ids, int n, const void *data) {
-  const CNames *c = data;
+  const CEmit *e = data;
+  const CNames *c = &e->names;
+  const LayerLoops *ll = loops_of(e, p, ids);
   bool *declared = xcalloc((size_t)p->g->n, sizeof *declared);
   for (int i = 0; i < n; i++) {
     const KernelForm *f = &c->forms[ids[i]];
+    const LayerLoop *L = ll->loop_of[i] >= 0 ? &ll->loops[ll->loop_of[i]] : NULL;
+    int at = L ? L->arg_at[(i - L->start) % L->calls] : 0;
     for (int k = 0; k < f->n_params; k++) {
       int b = f->params[k];
-      if (declared[b]) continue;
+      if (declared[b] || (L && L->arg_col[at + k] >= 0)) continue;
       declared[b] = true;
       const char *type = c_type(p->g->nodes[b].dtype);
       fprintf(out, "  %s *const %s = (%s *)(A + %llu);\n", type, c->value[b], type,
@@ -226,14 +276,84 @@ static void declare_values(FILE *out, const Program *p, const int *ids, int n, c
   free(declared);
 }
 
-static void print_call(FILE *out, const Program *p, int id, const void *data) {
-  (void)p;
-  const CNames *c = data;
+/* `  fn(args[0], ..., streams);`: kernel id's function with its buffers
+ * named args[k] and its streams as streams[t] says (NULL: the number). */
+static void print_call_named(FILE *out, const CNames *c, int id, const char *const *args,
+                             const char *const *streams) {
   const KernelForm *f = &c->forms[id];
   fprintf(out, "  %s(", c->fns[c->fn_of[id]].name);
-  for (int k = 0; k < f->n_params; k++) fprintf(out, "%s%s", k ? ", " : "", c->value[f->params[k]]);
-  for (int k = 0; k < f->n_streams; k++) fprintf(out, ", %lld", (long long)f->streams[k]);
+  for (int k = 0; k < f->n_params; k++) fprintf(out, "%s%s", k ? ", " : "", args[k]);
+  for (int t = 0; t < f->n_streams; t++)
+    if (streams && streams[t])
+      fprintf(out, ", %s", streams[t]);
+    else
+      fprintf(out, ", %lld", (long long)f->streams[t]);
   fputs(");", out);
+}
+
+static void print_call(FILE *out, const Program *p, int id, const void *data) {
+  const CNames *c = &((const CEmit *)data)->names;
+  const KernelForm *f = &c->forms[id];
+  const char **args = xmalloc((size_t)(f->n_params + 1) * sizeof *args);
+  for (int k = 0; k < f->n_params; k++) args[k] = c->value[f->params[k]];
+  (void)p;
+  print_call_named(out, c, id, args, NULL);
+  free(args);
+}
+
+/* Call j of loop L's layer, its buffers and streams read from the row. */
+static void print_loop_call(FILE *out, const Program *p, const CEmit *e, const LayerLoop *L,
+                            int id, int j) {
+  const KernelForm *f = &e->names.forms[id];
+  const int *cols = L->stream_col + L->stream_at[j];
+  char **streams = xcalloc((size_t)f->n_streams + 1, sizeof *streams);
+  char value[192];
+  for (int t = 0; t < f->n_streams; t++)
+    if (cols[t] >= 0) streams[t] = xstrdup(layer_value(L, cols[t], value, sizeof value));
+  fputs("  ", out);
+  print_call_named(out, &e->names, id, L->arg + L->arg_at[j], (const char *const *)streams);
+  for (int t = 0; t < f->n_streams; t++) free(streams[t]);
+  free(streams);
+  const char *path = node_layer_path(p->g, id);
+  size_t layer_len = strlen(L->repeat) + 1 + strcspn(path + strlen(L->repeat) + 1, ".");
+  print_call_comment_in(out, p, id, layer_len);
+}
+
+/* The loop L: its offsets' pointers, then each call of a layer and the
+ * gradient buckets final after it. */
+static void print_layer_loop(FILE *out, const Program *p, const StepForm *f, const LayerLoop *L,
+                             const int *ids) {
+  int lo = L->layer[0], hi = L->layer[L->layers - 1];
+  char value[192], count[192];
+  if (L->step > 0)
+    fprintf(out, "  for (int64_t l = %d; l <= %d; l++) { /* %s.l */\n", lo, hi, L->repeat);
+  else
+    fprintf(out, "  for (int64_t l = %d; l >= %d; l--) { /* %s.l */\n", hi, lo, L->repeat);
+  for (int k = 0; k < L->n_cols; k++) {
+    const LayerColumn *col = &L->cols[k];
+    if (col->kind != COL_OFFSET) continue;
+    const char *type = c_type(col->dtype);
+    fprintf(out, "    %s *const %s = (%s *)(A + %s);\n", type, col->name, type,
+            layer_value(L, k, value, sizeof value));
+  }
+  for (int j = 0; j < L->calls; j++) {
+    print_loop_call(out, p, f->data, L, ids[L->start + j], j);
+    for (int q = 0; q < L->ready[j]; q++) {
+      int first = L->ready_col[j] + 2 * q;
+      fprintf(out, "    if (s) %sbucket_ready(s, %s, %s); /* a gradient bucket final */\n",
+              step_comm_prefix(f), layer_value(L, first, value, sizeof value),
+              layer_value(L, first + 1, count, sizeof count));
+    }
+  }
+  fputs("  }\n", out);
+}
+
+static int print_loop(FILE *out, const Program *p, const StepForm *f, const int *ids, int at) {
+  const LayerLoops *ll = loops_of(f->data, p, ids);
+  if (ll->loop_at[at] < 0) return 0;
+  const LayerLoop *L = &ll->loops[ll->loop_at[at]];
+  print_layer_loop(out, p, f, L, ids);
+  return L->layers * L->calls;
 }
 
 static const StepForm c_form = {
@@ -243,21 +363,28 @@ static const StepForm c_form = {
     .backward_call = "backward(A, ",
     .declare = declare_values,
     .call = print_call,
+    .loop = print_loop,
 };
 
 void emit_c(FILE *out, const Program *p) {
-  CNames names;
-  c_names_build(&names, p);
+  CEmit e;
+  c_names_build(&e.names, p);
+  layer_loops_find(&e.forward, p, &e.names, p->forward, p->n_forward);
+  layer_loops_find(&e.backward, p, &e.names, p->backward, p->n_backward);
   StepForm form = c_form;
-  form.data = &names;
+  form.data = &e;
   print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n", out);
   fputs("#define TRC_VECTOR_MATH 1 /* vector expf, logf, tanhf, erff from libmvec */\n", out);
   fputs("#include \"trainc.h\"\n\n", out);
   fputs("/* ---- kernels: each distinct one once, a function of its buffers ---- */\n\n", out);
-  for (int f = 0; f < names.n_fns; f++) print_function(out, p, &names.fns[f]);
+  for (int f = 0; f < e.names.n_fns; f++) print_function(out, p, &e.names.fns[f]);
+  layer_loops_print_tables(out, &e.forward, "forward()");
+  layer_loops_print_tables(out, &e.backward, "backward()");
   print_forward_backward(out, p, &form);
   print_step(out, p, &form);
   print_runtime_tables(out, p, NULL);
-  c_names_free(&names, p);
+  layer_loops_free(&e.forward);
+  layer_loops_free(&e.backward);
+  c_names_free(&e.names, p);
 }

@@ -344,9 +344,12 @@ void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body,
   free(used);
 }
 
-void print_call_comment(FILE *out, const Program *p, int id) {
+void print_call_comment(FILE *out, const Program *p, int id) { print_call_comment_in(out, p, id, 0); }
+
+void print_call_comment_in(FILE *out, const Program *p, int id, size_t layer_len) {
   const Node *nd = &p->g->nodes[id];
   const char *path = node_layer_path(p->g, id);
+  if (path && layer_len) path = path[layer_len] ? path + layer_len + 1 : NULL;
   fprintf(out, " /* %s%sline %d: %s%s%s%s */\n", path ? path : "", path ? " " : "", nd->loc.line,
           nd->recompute_of >= 0 ? "recompute " : "", op_info(nd->op)->name, nd->name ? " -> " : "",
           nd->name ? nd->name : "");
@@ -403,20 +406,32 @@ static void print_buckets_ready(FILE *out, const Program *p, const StepForm *f, 
   }
 }
 
-/* forward(), and backward(..., s): the kernels, and with a step s each
- * gradient bucket handed to its all-reduce as soon as the kernel that
- * finishes it has run. */
+/* The calls of ids[0..n), in loops over layers where f prints them; in
+ * backward(), with a step s each gradient bucket handed to its all-reduce as
+ * soon as the kernel that finishes it has run. */
+static void print_call_list(FILE *out, const Program *p, const StepForm *f, const int *ids,
+                            int n) {
+  if (f->declare) f->declare(out, p, ids, n, f->data);
+  bool backward = ids == p->backward;
+  if (backward) print_buckets_ready(out, p, f, -1);
+  for (int i = 0; i < n;) {
+    int looped = f->loop ? f->loop(out, p, f, ids, i) : 0;
+    if (looped) {
+      i += looped;
+      continue;
+    }
+    print_calls(out, p, f, ids[i]);
+    if (backward) print_buckets_ready(out, p, f, i);
+    i++;
+  }
+}
+
+/* forward(), and backward(..., s). */
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f) {
   fprintf(out, "%s {\n", f->forward_def);
-  if (f->declare) f->declare(out, p, p->forward, p->n_forward, f->data);
-  for (int i = 0; i < p->n_forward; i++) print_calls(out, p, f, p->forward[i]);
+  print_call_list(out, p, f, p->forward, p->n_forward);
   fprintf(out, "}\n\n%s {\n", f->backward_def);
-  if (f->declare) f->declare(out, p, p->backward, p->n_backward, f->data);
-  print_buckets_ready(out, p, f, -1);
-  for (int i = 0; i < p->n_backward; i++) {
-    print_calls(out, p, f, p->backward[i]);
-    print_buckets_ready(out, p, f, i);
-  }
+  print_call_list(out, p, f, p->backward, p->n_backward);
   fputs("}\n\n", out);
 }
 

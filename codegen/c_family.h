@@ -47,6 +47,9 @@ void print_stmt_buffers(FILE *out, const Program *p, int id, KStmt *const *body,
 void print_node_comment(FILE *out, const Program *p, int id);
 /* `/ * block.3 line N: op -> name * /` after a kernel's call. */
 void print_call_comment(FILE *out, const Program *p, int id);
+/* The same inside a loop over layers, the layer path less its first
+ * layer_len bytes (the layer's own, "block.3"). */
+void print_call_comment_in(FILE *out, const Program *p, int id, size_t layer_len);
 /* The source path inside a C string or comment (octal escapes). */
 void print_safe_path(FILE *out, const char *path);
 
@@ -61,7 +64,7 @@ void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Progr
 
 /* How a backend's forward(), backward() and step() differ. Hooks may be
  * NULL (nothing printed there). */
-typedef struct {
+typedef struct StepForm {
   const char *forward_def, *backward_def;            /* the functions' heads */
   const char *forward_call, *backward_call;          /* as step() calls them; backward_call
                                                         is completed by its step argument */
@@ -70,6 +73,10 @@ typedef struct {
   void (*declare)(FILE *out, const Program *p, const int *ids, int n, const void *data);
   /* A kernel's call, no newline. */
   void (*call)(FILE *out, const Program *p, int id, const void *data);
+  /* Prints the calls of ids from `at` on as one loop when a loop over
+   * layers starts there (the gradient buckets final inside it included)
+   * and returns how many calls it printed, else 0. NULL: no loops. */
+  int (*loop)(FILE *out, const Program *p, const struct StepForm *f, const int *ids, int at);
   /* The step's operations (step.h) this backend prints its own way; NULL:
    * the host's (nothing for a device's copies). */
   void (*ops[STEP_OPS])(FILE *out, const Program *p);

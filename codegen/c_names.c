@@ -15,7 +15,7 @@ static const char *const reserved[] = {
     "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "alignas",
     "alignof", "noreturn", "static_assert", "complex", "imaginary", "errno", "stdin", "stdout",
     "stderr", "assert", "linux", "unix", "i386", "math_errhandling", "A", "s", "arg", "ctx",
-    "lo", "hi", "lane", "c", "l", "w", "j", "out", "forward", "backward", "step", "main",
+    "lo", "hi", "lane", "c", "l", "w", "j", "out", "dims", "forward", "backward", "step", "main",
     "model", "params", "inputs", "memset", "expf", "logf", "tanhf", "erff", "sqrtf", "isfinite",
 };
 
@@ -44,17 +44,21 @@ static bool usable(const char *name) {
   return true;
 }
 
-/* The names taken in the file; c owns them. */
+/* The names taken in a scope (the file's: every name; a loop body's: its
+ * own and the file scope's, ns.also); c owns them. */
 typedef struct {
-  NameMap taken;
+  NameMap *taken;
+  const NameMap *also;
   CNames *c;
 } Names;
 
-static bool taken(const Names *ns, const char *name) { return namemap_get(&ns->taken, name, NULL); }
+static bool taken(const Names *ns, const char *name) {
+  return namemap_get(ns->taken, name, NULL) || (ns->also && namemap_get(ns->also, name, NULL));
+}
 
 static char *take(Names *ns, char *name) {
   VEC_PUSH(ns->c->owned, ns->c->n_owned, ns->c->cap_owned, name);
-  namemap_put(&ns->taken, name, 1);
+  namemap_put(ns->taken, name, 1);
   return name;
 }
 
@@ -126,28 +130,40 @@ static char *value_text(const Graph *g, int id) {
   return xsprintf("%s%s%s", path, dot, op);
 }
 
-/* The last part of a layer path that is not a repeat copy's number:
- * "attn" of block.0.attn, "block" of block.3; NULL for none. */
-static char *layer_word(const char *path) {
-  char *word = NULL;
-  for (const char *part = path; part; part = strchr(part, '.') ? strchr(part, '.') + 1 : NULL) {
-    size_t len = strcspn(part, ".");
-    if (strspn(part, "0123456789") == len) continue;
-    free(word);
-    word = xstrndup(part, len);
-  }
-  return word;
+/* The dimensions joined by x ("4x64x768"). */
+static void append_dims(StrBuf *s, const int64_t *dims, int n) {
+  for (int i = 0; i < n; i++) sb_printf(s, "%s%lld", i ? "x" : "", (long long)dims[i]);
 }
 
-/* The function's name: its op, and its first kernel's value or the layer
- * it is in ("matmul_q" in block.0.attn.q), else "<op>_kernel". */
+/* The function's name: what it computes and its shape, never its users.
+ * A GEMM: op, [batch x] m x n x k and its transposes and accumulation
+ * ("matmul_256x768x3072_tb_acc"); a convolution: op, images and weights;
+ * a loop kernel: op and output shape ("layernorm_4x64x768"). Kernels that
+ * differ at the same shape get _2, _3 (claim). */
 static char *function_text(const Graph *g, int id) {
-  const char *name = model_name(g, id), *op = op_info(g->nodes[id].op)->name;
-  const char *path = node_layer_path(g, id);
-  char *word = !name && path ? layer_word(path) : NULL;
-  char *text = xsprintf("%s_%s", op, name ? name : word ? word : "kernel");
-  free(word);
-  return text;
+  const Node *n = &g->nodes[id];
+  StrBuf s = {0};
+  sb_printf(&s, "%s_", op_info(n->op)->name);
+  OpClass cls = op_info(n->op)->op_class;
+  if (cls == OPC_GEMM) {
+    GemmDims d;
+    gemm_dims(g, n, &d);
+    int64_t dims[] = {d.batch * d.heads, d.m, d.n, d.k};
+    bool batched = dims[0] > 1;
+    append_dims(&s, dims + !batched, 4 - !batched);
+    sb_printf(&s, "%s%s%s", d.trans_a ? "_ta" : "", d.trans_b ? "_tb" : "",
+               d.accumulate ? "_acc" : "");
+  } else if (cls == OPC_CONV) {
+    ConvDims d;
+    conv_dims(g, n, &d);
+    int64_t dims[] = {d.n, d.c, d.h, d.w, d.o, d.k};
+    append_dims(&s, dims, 6);
+  } else if (n->shape.rank) {
+    append_dims(&s, n->shape.dim, n->shape.rank);
+  } else {
+    sb_printf(&s, "scalar");
+  }
+  return sb_take(&s);
 }
 
 static int parallel_loops(const Kernel *k) {
@@ -206,20 +222,30 @@ void c_names_build(CNames *c, const Program *p) {
                 .forms = xcalloc((size_t)n, sizeof *c->forms),
                 .value = xcalloc((size_t)n, sizeof *c->value)};
   for (int i = 0; i < n; i++) c->fn_of[i] = -1;
-  Names ns = {.c = c};
+  Names ns = {.taken = &c->taken, .c = c};
   NameMap by_code = {0};
   add_kernels(c, &by_code, p, p->forward, p->n_forward);
   add_kernels(c, &by_code, p, p->backward, p->n_backward);
   /* values first: a reader meets them in forward() and in gdb */
   name_values(c, &ns, p, p->forward, p->n_forward);
   name_values(c, &ns, p, p->backward, p->n_backward);
+  Names file_scope = {.taken = &c->file_scope, .also = &c->taken, .c = c};
   for (int f = 0; f < c->n_fns; f++) {
     char *text = function_text(p->g, c->fns[f].first);
-    c->fns[f].name = claim(&ns, text, parallel_loops(p->kernels[c->fns[f].first]));
+    c->fns[f].name = claim(&file_scope, text, parallel_loops(p->kernels[c->fns[f].first]));
     free(text);
   }
   namemap_free(&by_code);
-  namemap_free(&ns.taken);
+}
+
+const char *c_names_claim_file_scope(CNames *c, const char *text) {
+  Names ns = {.taken = &c->file_scope, .also = &c->taken, .c = c};
+  return claim(&ns, text, 0);
+}
+
+const char *c_names_claim_local(CNames *c, NameMap *local, const char *text) {
+  Names ns = {.taken = local, .also = &c->file_scope, .c = c};
+  return claim(&ns, text, 0);
 }
 
 void c_names_free(CNames *c, const Program *p) {
@@ -230,6 +256,8 @@ void c_names_free(CNames *c, const Program *p) {
     free(fn->uses);
   }
   for (int i = 0; i < p->g->n; i++) kernel_form_free(&c->forms[i]);
+  namemap_free(&c->taken);
+  namemap_free(&c->file_scope);
   for (int i = 0; i < c->n_owned; i++) free(c->owned[i]);
   free(c->owned);
   free(c->fns);

@@ -27,12 +27,20 @@ typedef struct {
   int *fn_of;        /* node id → its function in fns, -1 when it has no kernel */
   KernelForm *forms; /* node id → its kernel's form (zero when it has none) */
   char **value;      /* node id → its pointer's name in forward() and backward() */
-  char **owned;      /* every name above */
+  char **owned;      /* every name above and those claimed after */
   int n_owned, cap_owned;
+  NameMap taken;      /* the values' names: those of forward() and backward() */
+  NameMap file_scope; /* functions and tables */
 } CNames;
 
 void c_names_build(CNames *c, const Program *p);
 void c_names_free(CNames *c, const Program *p);
+/* A free name for `text` at file scope (a table's), unique in the file. */
+const char *c_names_claim_file_scope(CNames *c, const char *text);
+/* A free name for `text` in a loop body whose names so far are `local`:
+ * unique there and against the file scope (the body may shadow a value of
+ * its function that it does not read). */
+const char *c_names_claim_local(CNames *c, NameMap *local, const char *text);
 /* The parameter names of fn as print_stmts_named takes them. */
 BufNames c_function_buffers(const CFunction *fn);
 

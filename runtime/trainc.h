@@ -438,6 +438,28 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
               const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
               float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c);
 
+/* trc_gemm's dimensions by name, as a generated GEMM kernel holds them (a
+ * static descriptor rather than twenty bare numbers); fields it leaves out
+ * are 0, and batch and heads of 0 mean 1. trc_gemm_shaped is trc_gemm with
+ * them: the same call, the same arithmetic. */
+typedef struct {
+  int64_t batch, heads;
+  int trans_a, trans_b;
+  int64_t m, n, k;
+  int64_t lda, stride_a, head_stride_a;
+  int64_t ldb, stride_b, head_stride_b;
+  int64_t ldc, stride_c, head_stride_c;
+  int accumulate; /* C += A B (beta 1) rather than C = A B */
+} trc_gemm_shape;
+
+static inline void trc_gemm_shaped(const trc_gemm_shape *s, const float *a, const float *b,
+                                   float *c) {
+  trc_gemm(s->batch ? s->batch : 1, s->heads ? s->heads : 1, s->trans_a, s->trans_b, s->m, s->n,
+           s->k, a, s->lda, s->stride_a, s->head_stride_a, b, s->ldb, s->stride_b,
+           s->head_stride_b, s->accumulate ? 1.0f : 0.0f, c, s->ldc, s->stride_c,
+           s->head_stride_c);
+}
+
 /* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
  * square kernel k, the same stride and zero padding on both axes) on NCHW
  * images [n, c, h, w] and OIHW weights [o, c, k, k], output [n, o, oh, ow]:
