@@ -480,7 +480,6 @@ static void print_params(FILE *out, const Program *p) {
 }
 
 static void print_inputs(FILE *out, const Program *p) {
-  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
   static const char *const dtype_enum[] = {TRC_DTYPES(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
   fputs("static const trc_input inputs[] = {\n", out);
@@ -489,7 +488,7 @@ static void print_inputs(FILE *out, const Program *p) {
     uint64_t example =
         (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
     fprintf(out, "    {.name = \"%s\", .dtype = %s, .rank = %d, .dims = ", n->name,
-            dtype_enum[abi_dtype[n->dtype]], n->shape.rank);
+            dtype_enum[dtype_abi(n->dtype)], n->shape.rank);
     print_dims(out, &n->shape);
     fprintf(out, ", .offset = %llu, .example_bytes = %llu, .index_limit = %lld},\n",
             (unsigned long long)p->offset[n->id], (unsigned long long)example,

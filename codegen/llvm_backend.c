@@ -1183,7 +1183,6 @@ static LLVMValueRef params_table(Gen *g, Diag *diag) {
 }
 
 static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
-  static const trc_dtype abi_dtype[] = {[DT_F32] = TRC_F32, [DT_I32] = TRC_I32, [DT_U8] = TRC_U8};
   const Graph *gr = g->p->g;
   LLVMValueRef *rows = xcalloc((size_t)gr->n_inputs + 1, sizeof *rows);
   for (int i = 0; i < gr->n_inputs; i++) {
@@ -1191,7 +1190,7 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
     uint64_t example =
         (uint64_t)(shape_numel(&n->shape) / n->shape.dim[0]) * (uint64_t)dtype_size(n->dtype);
     LLVMValueRef v[N_INPUT_FIELDS] = {[INPUT_name] = cstring(g, n->name),
-                                      [INPUT_dtype] = i32c(g, abi_dtype[n->dtype]),
+                                      [INPUT_dtype] = i32c(g, dtype_abi(n->dtype)),
                                       [INPUT_rank] = i32c(g, n->shape.rank),
                                       [INPUT_dims] = dims(g, &n->shape),
                                       [INPUT_offset] = u64c(g, g->p->offset[n->id]),

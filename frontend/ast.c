@@ -82,12 +82,10 @@ int expr_chain(const Expr *e, const Expr ***nodes) {
 }
 
 const char *dtype_name(DType dtype) {
-  switch (dtype) {
-  case DT_F32: return "f32";
-  case DT_I32: return "i32";
-  case DT_U8: return "u8";
-  }
-  return "?";
+#define DTYPE_WORD(id, word, size) [id] = word,
+  static const char *const words[] = {TRAINC_DTYPES(DTYPE_WORD)};
+#undef DTYPE_WORD
+  return (unsigned)dtype < DT_COUNT ? words[dtype] : "?";
 }
 
 void ast_free(Ast *ast) {

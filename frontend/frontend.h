@@ -45,7 +45,14 @@ struct Expr {
   int nargs;
 };
 
-typedef enum { DT_F32, DT_I32, DT_U8 } DType;
+/* The element types, one list: its enum, its spelling and its size. The
+ * runtime's trc_dtype (trainc.h) lists the same types in the same order,
+ * which ir/graph.c checks at compile time, so a DType is its ABI value. */
+#define TRAINC_DTYPES(X) X(DT_F32, "f32", 4) X(DT_I32, "i32", 4) X(DT_U8, "u8", 1)
+#define TRAINC_DTYPE_ENUM(id, word, size) id,
+#define TRAINC_DTYPE_ONE(id, word, size) +1
+typedef enum { TRAINC_DTYPES(TRAINC_DTYPE_ENUM) } DType;
+enum { DT_COUNT = 0 TRAINC_DTYPES(TRAINC_DTYPE_ONE) };
 const char *dtype_name(DType t); /* "f32", "i32", "u8" */
 
 /* A tensor type as written: `u8[B, 784]`. Dims are integer expressions over

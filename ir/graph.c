@@ -28,7 +28,20 @@ const char *shape_str(const Shape *s, char buf[128]) {
   return buf;
 }
 
-int dtype_size(DType t) { return t == DT_U8 ? 1 : 4; }
+int dtype_size(DType t) {
+#define DTYPE_SIZE(id, word, size) [id] = size,
+  static const int sizes[] = {TRAINC_DTYPES(DTYPE_SIZE)};
+#undef DTYPE_SIZE
+  return sizes[t];
+}
+
+/* The frontend's list and the runtime's name the same types in one order,
+ * so a DType is its trc_dtype: no conversion table. */
+_Static_assert(DT_F32 == (int)TRC_F32 && DT_I32 == (int)TRC_I32 && DT_U8 == (int)TRC_U8 &&
+                   DT_COUNT == sizeof(const char *[]){TRC_DTYPES(TRC_ENUM_WORD)} / sizeof(const char *),
+               "DType (frontend.h) and trc_dtype (trainc.h) must list the same types in one order");
+
+trc_dtype dtype_abi(DType t) { return (trc_dtype)t; }
 
 /* The node storage: IR_MAX_NODES nodes of address space, reserved once and
  * never moved (ir.h). MAP_NORESERVE asks for no swap or memory up front: the

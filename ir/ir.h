@@ -293,6 +293,7 @@ int graph_expand_to(Graph *g, int x, int like);
 int graph_sum_to(Graph *g, int x, int like);
 /* Number of bytes of one element of a dtype. */
 int dtype_size(DType t);
+trc_dtype dtype_abi(DType t); /* the runtime's value of the same type */
 
 /* A graph with g's model, train block, parameters, inputs and layer paths but no nodes;
  * nodes are then added back with graph_push (passes that rebuild a graph). */
