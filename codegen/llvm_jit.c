@@ -34,37 +34,20 @@ static void trc_jit_backward(char *arena, trc_step *step);
 static double trc_jit_step(trc_step *step);
 
 /* Every external function the modules call (llvm_backend.c). */
-#define RUNTIME_SYMBOL(f)                                                                          \
-  { #f, (void (*)(void))f }
+#define RUNTIME_SYMBOL(f) {#f, (void (*)(void))f},
 #define LIBMVEC_SYMBOL(isa, lanes, fn) {LIBMVEC_NAME(isa, lanes, fn), libmvec_##isa##_##fn},
 static const struct {
   const char *name;
   void (*fn)(void);
 } runtime_symbols[] = {
-    RUNTIME_SYMBOL(trc_main),
-    RUNTIME_SYMBOL(trc_jit_forward),
-    RUNTIME_SYMBOL(trc_jit_backward),
-    RUNTIME_SYMBOL(trc_jit_step),
-    RUNTIME_SYMBOL(trc_step_arena),
-    RUNTIME_SYMBOL(trc_step_micro_batches),
-    RUNTIME_SYMBOL(trc_step_averages_gradients),
-    RUNTIME_SYMBOL(trc_step_overlaps),
-    RUNTIME_SYMBOL(trc_step_loss_seed),
-    RUNTIME_SYMBOL(trc_step_micro_batch),
-    RUNTIME_SYMBOL(trc_step_bucket_ready),
-    RUNTIME_SYMBOL(trc_step_wait_gradients),
-    RUNTIME_SYMBOL(trc_step_allreduce_gradients),
-    RUNTIME_SYMBOL(trc_step_clip_gradients),
-    RUNTIME_SYMBOL(trc_step_update),
-    RUNTIME_SYMBOL(trc_step_ends_round),
-    RUNTIME_SYMBOL(trc_step_average_parameters),
-    RUNTIME_SYMBOL(trc_conv2d),
-    RUNTIME_SYMBOL(trc_gemm),
-    RUNTIME_SYMBOL(trc_parallel_for),
-    RUNTIME_SYMBOL(expf),
-    RUNTIME_SYMBOL(logf),
-    RUNTIME_SYMBOL(tanhf),
-    RUNTIME_SYMBOL(erff),
+    TRC_ENTRY_POINTS(RUNTIME_SYMBOL)
+    RUNTIME_SYMBOL(trc_jit_forward)
+    RUNTIME_SYMBOL(trc_jit_backward)
+    RUNTIME_SYMBOL(trc_jit_step)
+    RUNTIME_SYMBOL(expf)
+    RUNTIME_SYMBOL(logf)
+    RUNTIME_SYMBOL(tanhf)
+    RUNTIME_SYMBOL(erff)
     LIBMVEC_FUNCTIONS(LIBMVEC_SYMBOL)
 };
 

@@ -398,6 +398,17 @@ typedef struct trc_model {
  * 2 bad command line. Never calls exit(); everything it allocates is freed. */
 int trc_main(const trc_model *model, int argc, char **argv);
 
+/* Every function of the runtime that generated code calls, one list: the
+ * LLVM JIT (codegen/llvm_jit.c) resolves the modules' calls from it, so a
+ * new entry point the backends call is added here beside its declaration
+ * above. (The C and CUDA trainers reach them through this header.) */
+#define TRC_ENTRY_POINTS(X)                                                                        \
+  X(trc_main) X(trc_step_arena) X(trc_step_micro_batches) X(trc_step_averages_gradients)           \
+  X(trc_step_overlaps) X(trc_step_loss_seed) X(trc_step_micro_batch) X(trc_step_bucket_ready)      \
+  X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
+  X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
+  X(trc_gemm) X(trc_parallel_for)
+
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
  * OMP_NUM_THREADS, else every CPU it may run on): the runtime's pool
