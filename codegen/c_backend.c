@@ -305,11 +305,12 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
 static void print_loop_call(FILE *out, const Program *p, const CEmit *e, const LayerLoop *L,
                             int id, int j) {
   const KernelForm *f = &e->names.forms[id];
-  const int *cols = L->stream_col + L->stream_at[j];
   char **streams = xcalloc((size_t)f->n_streams + 1, sizeof *streams);
   char value[192];
-  for (int t = 0; t < f->n_streams; t++)
-    if (cols[t] >= 0) streams[t] = xstrdup(layer_value(L, cols[t], value, sizeof value));
+  for (int t = 0; t < f->n_streams; t++) { /* (no streams: stream_col may be NULL) */
+    int col = L->stream_col[L->stream_at[j] + t];
+    if (col >= 0) streams[t] = xstrdup(layer_value(L, col, value, sizeof value));
+  }
   fputs("  ", out);
   print_call_named(out, &e->names, id, L->arg + L->arg_at[j], (const char *const *)streams);
   for (int t = 0; t < f->n_streams; t++) free(streams[t]);
