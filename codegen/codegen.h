@@ -6,7 +6,7 @@
  * kernels or a schedule of its own: the C backend (c_backend.c, compiled by
  * build.c), the CUDA backend (cuda_backend.c, docs/cuda.md), which shares
  * the C backend's printer (c_family.h), and the LLVM backend
- * (llvm_backend.c: LLVM IR built in memory, compiled to an object or run in
+ * (llvm_backend.c and its parts llvm_*.c: LLVM IR built in memory, compiled to an object or run in
  * trainc's process by llvm_jit.c). Nothing from the model file reaches
  * generated code except identifiers (which the scanner restricts to
  * [A-Za-z_][A-Za-z0-9_]*)

@@ -1,5 +1,5 @@
-/* llvm_internal.h — what llvm_backend.c shares with llvm_jit.c and the
- * tests of the LLVM backend (not part of the codegen stage's interface,
+/* llvm_internal.h — what the LLVM backend's builders (llvm_*.c) share with
+ * llvm_jit.c and the tests of the LLVM backend (not part of the codegen stage's interface,
  * which is codegen.h). */
 #ifndef TRAINC_LLVM_INTERNAL_H
 #define TRAINC_LLVM_INTERNAL_H

@@ -19,7 +19,7 @@
 #include "trainc_rt.h"
 
 /* libmvec's vector versions of the math functions the module may call
- * (llvm_backend.c's vector math): ISA letter and lanes of each, declared by
+ * (llvm_kernels.c's vector math): ISA letter and lanes of each, declared by
  * their mangled names (only their addresses are taken here). */
 #define LIBMVEC_ISAS(X, fn) X(b, 4, fn) X(c, 8, fn) X(d, 8, fn) X(e, 16, fn)
 #define LIBMVEC_FUNCTIONS(X)                                                                       \
@@ -33,7 +33,7 @@ static void trc_jit_forward(char *arena);
 static void trc_jit_backward(char *arena, trc_step *step);
 static double trc_jit_step(trc_step *step);
 
-/* Every external function the modules call (llvm_backend.c). */
+/* Every external function the modules call (llvm_*.c). */
 #define RUNTIME_SYMBOL(f) {#f, (void (*)(void))f},
 #define LIBMVEC_SYMBOL(isa, lanes, fn) {LIBMVEC_NAME(isa, lanes, fn), libmvec_##isa##_##fn},
 static const struct {

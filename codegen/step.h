@@ -2,7 +2,7 @@
  *
  * step(s) is one optimizer step, as llm.c's train_gpt2.c writes it. Its
  * operations, in order, are this list; the C and CUDA printer (c_step.c)
- * and the LLVM builder (llvm_backend.c) each walk it, printing or building
+ * and the LLVM builder (llvm_step.c) each walk it, printing or building
  * each operation, so the step's logic lives here. A device backend
  * replaces the operations it does differently (StepForm.ops) and fills in
  * the ones that only a device has (copies up and down), which the host
