@@ -7,18 +7,20 @@
 # 3 steps left out); the script prints the median and range over the runs.
 # The load average must be below 0.5 first (bench/quiet.sh); --force runs
 # anyway and says so. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset.
-# usage: bench/gpt_ab.sh TRAINC_A TRAINC_B [--runs N] [--steps N] [--threads N] [--force]
+# usage: bench/gpt_ab.sh TRAINC_A TRAINC_B [--runs N] [--steps N] [--threads N]
+#                        [--precision fp32|bf16] [--force]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/quiet.sh
 a=$1 b=$2
 shift 2
-runs=3 steps=15 threads=2 force=0
+runs=3 steps=15 threads=2 precision=fp32 force=0
 while (($#)); do
   case $1 in
   --runs) runs=$2; shift 2 ;;
   --steps) steps=$2; shift 2 ;;
   --threads) threads=$2; shift 2 ;;
+  --precision) precision=$2; shift 2 ;;
   --force) force=1; shift ;;
   *) echo "gpt_ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -47,7 +49,7 @@ fi
 for ((i = 0; i < runs; i++)); do
   for side in A B; do
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$work/$side" --data "$work/data" \
-      --steps "$steps" --threads "$threads" --log-every 1 --log "$work/$side.$i.jsonl" \
+      --steps "$steps" --threads "$threads" --precision "$precision" --log-every 1 --log "$work/$side.$i.jsonl" \
       --quiet >/dev/null
   done
 done

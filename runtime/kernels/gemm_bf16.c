@@ -13,6 +13,9 @@
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,11 +86,50 @@ void *trc_cache_append(void **items, int *len, int *cap, size_t size) {
   return e;
 }
 
-uint16_t trc_to_bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16 | 0x40); /* NaN stays NaN */
-  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+/* Round to nearest even; a NaN stays a NaN (quieted). */
+static inline uint16_t bf16_bits(uint32_t u) {
+  uint32_t rounded = (u + 0x7fffu + (u >> 16 & 1)) >> 16, quiet_nan = u >> 16 | 0x40;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
+static void round_portable(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  const uint32_t *bits = (const uint32_t *)(const void *)from;
+  for (int64_t i = 0; i < n; i++) to[i] = bf16_bits(bits[i]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* AVX512_BF16's vcvtneps2bf16 rounds 16 floats to nearest even in one
+ * instruction and quiets NaNs as bf16_bits does, but flushes subnormal
+ * inputs to zero: those lanes (rare: below 1.2e-38) are redone by
+ * bf16_bits, so the result is bitwise the portable one's. Rounding was 38%
+ * of a bf16 gpt step when it was scalar, 17% vectorized by the compiler. */
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
+round_avx512_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  const uint32_t *bits = (const uint32_t *)(const void *)from;
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 x = _mm512_loadu_ps(from + i);
+    __m256bh y = _mm512_cvtneps_pbh(x);
+    memcpy(to + i, &y, sizeof y);
+    __m512i u = _mm512_castps_si512(x);
+    __mmask16 subnormal =
+        _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
+    for (int lane = 0; subnormal; lane++, subnormal >>= 1)
+      if (subnormal & 1) to[i + lane] = bf16_bits(bits[i + lane]);
+  }
+  round_portable(from + i, to + i, n - i);
+}
+#endif
+
+static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512bf16")) {
+    round_avx512_bf16(from, to, n);
+    return;
+  }
+#endif
+  round_portable(from, to, n);
 }
 
 /* ---- rounding A and B: rows of the stored (not transposed) matrices ---- */
@@ -105,8 +147,7 @@ static void round_rows(void *ctx, int64_t lo, int64_t hi) {
     int64_t i = t / r->rows;
     const float *from = r->src + trc_gemm_at(i, r->heads, r->stride, r->head_stride) +
                         t % r->rows * r->ld;
-    uint16_t *to = r->dst + t * r->cols;
-    for (int64_t c = 0; c < r->cols; c++) to[c] = trc_to_bf16(from[c]);
+    round_to_bf16(from, r->dst + t * r->cols, r->cols);
   }
 }
 

@@ -33,7 +33,5 @@ void *trc_cache_append(void **items, int *len, int *cap, size_t size);
 /* Bytes of trc_conv2d's workspace so far (oneDNN's scratchpads and the
  * per-block weight gradients): memory outside the arena (conv.c). */
 uint64_t trc_conv_workspace_bytes(void);
-/* f32 to bf16, rounded to nearest even (NaN stays NaN). */
-uint16_t trc_to_bf16(float x);
 
 #endif

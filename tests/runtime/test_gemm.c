@@ -118,6 +118,35 @@ static void check_precision(const gemm_case *g, trc_precision p) {
   free(a), free(b), free(start), free(one), free(many), free(want), free(scale);
 }
 
+/* Under bf16, op(A) = A^T [37 x 1] times B = [1] is A rounded to bf16, exactly:
+ * the rounding of a stored row of 37 floats (two blocks of 16 and a tail)
+ * on values where rounding is easy to get wrong. */
+static void check_bf16_rounding(void) {
+  enum { N = 37 };
+  const float special[] = {1.00390625f,  1.01171875f, -1.00390625f, -1.01171875f, /* ties */
+                           3.4028235e38f, -3.4028235e38f,                          /* to inf */
+                           INFINITY,      -INFINITY,   1e-30f,       -7.5f};
+  float a[N], one = 1.0f, c[N];
+  for (int i = 0; i < N; i++)
+    a[i] = i < (int)(sizeof special / sizeof *special) ? special[(i * 3) % 10] : 1.0f + i / 7.0f;
+  a[17] = 1.01171875f, a[18] = NAN;    /* a tie and a NaN in the second block */
+  a[34] = -1.01171875f, a[35] = NAN;   /* and in the tail */
+  trc_set_precision(TRC_BF16);
+  trc_gemm(1, 1, 1, 0, N, 1, 1, a, N, 0, 0, &one, 1, 0, 0, 0.0f, c, 1, 0, 0);
+  trc_set_precision(TRC_FP32);
+  for (int i = 0; i < N; i++) {
+    if (isnan(a[i])) {
+      CHECK(isnan(c[i]));
+    } else if (isinf(a[i]) || fabsf(a[i]) > 3e38f) {
+      CHECK(isinf(c[i]) && signbit(c[i]) == signbit(a[i]));
+    } else if ((double)c[i] != bf16(a[i])) {
+      fprintf(stderr, "bf16 rounding of element %d: %.9g gave %.9g, expected %.9g\n", i, a[i],
+              c[i], bf16(a[i]));
+      test_failures++;
+    }
+  }
+}
+
 int main(void) {
   const gemm_case cases[] = {
       {1, 1, 391, 7, 33, 0, 0, 0, 0},  /* cut by rows into 2 ragged parts */
@@ -140,5 +169,6 @@ int main(void) {
     check_precision(&cases[i], TRC_FP32);
     if (cases[i].heads > 1) check_precision(&cases[i], TRC_BF16);
   }
+  check_bf16_rounding();
   return test_failures != 0;
 }
