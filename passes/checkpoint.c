@@ -679,7 +679,8 @@ static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   pl->graph->train.checkpoint = pl->spec;
   pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
-  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes;
+  pl->bf16_bytes = g->train.run.precision == TRC_BF16 ? pl->program->param_bytes / 2 : 0;
+  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes + pl->bf16_bytes;
   predict_times(pl);
 }
 

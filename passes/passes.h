@@ -218,7 +218,8 @@ typedef struct Plan {
   double forward_seconds, backward_seconds, recompute_seconds;
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */
-  uint64_t peak_bytes;     /* arena + optimizer state: what the budget bounds */
+  uint64_t bf16_bytes;     /* precision bf16: the parameters' bf16 copy the GEMMs read */
+  uint64_t peak_bytes;     /* arena + optimizer state + bf16 copy: what the budget bounds */
   double schedule_seconds; /* of the time planning took, what the schedules and
                               memory plans of its candidates took (--time-phases) */
 } Plan;

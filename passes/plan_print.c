@@ -31,7 +31,7 @@ static bool listed(const Plan *pl, int v) {
 }
 
 typedef struct {
-  uint64_t params, grads, inputs, stored, workspace, optimizer, arena, total;
+  uint64_t params, grads, inputs, stored, workspace, optimizer, bf16, arena, total;
 } PeakParts;
 
 static PeakParts peak_parts(const Plan *pl) {
@@ -43,6 +43,7 @@ static PeakParts peak_parts(const Plan *pl) {
       .stored = p->stored_bytes,
       .workspace = p->activation_bytes - p->stored_bytes,
       .optimizer = pl->optimizer_bytes,
+      .bf16 = pl->bf16_bytes,
       .arena = p->arena_bytes,
       .total = pl->peak_bytes,
   };
@@ -91,14 +92,16 @@ static void print_table(FILE *out, const Plan *pl) {
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\npeak memory (planned; the trainer reports its measured high-water mark):\n");
-  const struct { const char *what; uint64_t bytes; } rows[] = {
-      {"parameters", pp.params},       {"gradients", pp.grads},
-      {"inputs", pp.inputs},           {"stored activations", pp.stored},
-      {"backward workspace", pp.workspace}, {"arena (high-water mark)", pp.arena},
-      {"optimizer state", pp.optimizer}, {"total peak", pp.total},
+  const struct { const char *what; uint64_t bytes; bool only_if_any; } rows[] = {
+      {"parameters", pp.params, false},       {"gradients", pp.grads, false},
+      {"inputs", pp.inputs, false},           {"stored activations", pp.stored, false},
+      {"backward workspace", pp.workspace, false}, {"arena (high-water mark)", pp.arena, false},
+      {"optimizer state", pp.optimizer, false}, {"bf16 copy of parameters", pp.bf16, true},
+      {"total peak", pp.total, false},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
+    if (rows[i].bytes || !rows[i].only_if_any)
+      fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
   print_frozen(out, pl);
   double total = step_flops(pl);
   fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
@@ -146,10 +149,11 @@ static void print_json(FILE *out, const Plan *pl) {
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "
-          "\"backward_workspace\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"total\": %llu},\n",
+          "\"backward_workspace\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"bf16_parameters\": %llu, "
+          "\"total\": %llu},\n",
           (unsigned long long)pp.params, (unsigned long long)pp.grads, (unsigned long long)pp.inputs,
           (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.arena,
-          (unsigned long long)pp.optimizer, (unsigned long long)pp.total);
+          (unsigned long long)pp.optimizer, (unsigned long long)pp.bf16, (unsigned long long)pp.total);
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"step\": %.6g}}\n",

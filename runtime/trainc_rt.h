@@ -67,6 +67,19 @@ void trc_set_threads(int n);
 /* What trc_gemm multiplies in from now on (the run's `precision`; fp32
  * until set): TRC_BF16 rounds A and B to bf16 and accumulates in f32. */
 void trc_set_precision(trc_precision p);
+/* Under bf16, the parameters' bf16 copy (gemm_bf16.c): GEMM operands that
+ * lie in the parameter region are read from it instead of being rounded on
+ * every call. Attached once the parameters are loaded (stale then); the
+ * optimizer keeps it current as it updates (trc_bf16_weights_update on the
+ * floats it wrote); anything else that writes the parameters calls
+ * trc_bf16_weights_changed, and the next GEMM rounds them all again.
+ * Attach returns -1 when out of memory; without a copy these do nothing. */
+int trc_bf16_weights_attach(const float *params, uint64_t count, trc_error *err);
+void trc_bf16_weights_detach(void);
+void trc_bf16_weights_changed(void);
+void trc_bf16_weights_update(uint64_t first, uint64_t count);
+/* Bytes of the copy (0 without one). */
+uint64_t trc_bf16_weights_bytes(void);
 
 /* ---- array files: .npy and IDX, parsed from memory ---- */
 typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;

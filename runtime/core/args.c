@@ -412,6 +412,9 @@ void trc_print_usage(const trc_model *m, const char *prog, FILE *out) {
   fprintf(out, "\nparameters: %d tensors, %d trained in one block of %llu bytes (what one sync "
           "sends), %d frozen (%llu floats)\n", m->n_params, m->n_params - frozen,
           (unsigned long long)block, frozen, (unsigned long long)frozen_floats);
+  if (!m->device) /* gemm_bf16.c */
+    fprintf(out, "  precision bf16 adds a bf16 copy of them for the GEMMs: %llu bytes\n",
+            (unsigned long long)(m->param_count * 2));
   print_weight_names(m, out);
   fprintf(out, "\noptions (--flag VALUE or --flag=VALUE):\n");
   for (int i = 0; i < N_FLAGS; i++) {

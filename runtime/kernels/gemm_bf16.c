@@ -9,7 +9,10 @@
  * every pool thread has set its OpenMP thread count to 1 (parallel.c), so
  * oneDNN starts no OpenMP team of its own and never competes with the pool.
  * Primitives are cached per part shape (at most two shapes per GEMM);
- * scratch buffers grow to the largest GEMM once and are kept. */
+ * scratch buffers grow to the largest GEMM once and are kept. Operands that
+ * lie in the parameter region are not rounded per call: they are read from
+ * the parameters' bf16 copy (trc_bf16_weights_*, trainc_rt.h), which holds
+ * the same bytes the rounding would make. */
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -44,6 +47,14 @@ static struct {
   char *scratchpad; /* one oneDNN scratchpad per slot */
   size_t scratchpad_cap, slot_bytes;
 } dnn;
+
+/* The parameters' bf16 copy: copy[i] is params[i] rounded when current. */
+static struct {
+  const float *params;
+  uint16_t *copy, *check; /* check: a second rounding, TRAINC_CHECK_BF16_WEIGHTS */
+  uint64_t count;
+  int current;
+} weights;
 
 static trc_precision precision = TRC_FP32;
 
@@ -159,6 +170,104 @@ static void round_matrices(const trc_gemm_job *j, const float *x, int64_t rows, 
   trc_parallel_for(j->batch * rows, round_rows, &r);
 }
 
+/* ---- the parameters' bf16 copy ---- */
+
+int trc_bf16_weights_attach(const float *params, uint64_t count, trc_error *err) {
+  trc_bf16_weights_detach();
+  size_t bytes = ((size_t)count * sizeof(uint16_t) + ALIGN - 1) / ALIGN * ALIGN;
+  const char *check = getenv("TRAINC_CHECK_BF16_WEIGHTS");
+  weights.copy = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
+  if (check && *check && strcmp(check, "0") != 0)
+    weights.check = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
+  if (!weights.copy || (check && *check && strcmp(check, "0") != 0 && !weights.check)) {
+    trc_bf16_weights_detach();
+    return trc_fail(err, "out of memory for the parameters' bf16 copy (%zu bytes)", bytes);
+  }
+  weights.params = params, weights.count = count, weights.current = 0;
+  return 0;
+}
+
+void trc_bf16_weights_detach(void) {
+  free(weights.copy);
+  free(weights.check);
+  memset(&weights, 0, sizeof weights);
+}
+
+void trc_bf16_weights_changed(void) { weights.current = 0; }
+
+uint64_t trc_bf16_weights_bytes(void) {
+  return weights.copy ? weights.count * sizeof(uint16_t) : 0;
+}
+
+void trc_bf16_weights_update(uint64_t first, uint64_t count) {
+  if (weights.current) round_to_bf16(weights.params + first, weights.copy + first, (int64_t)count);
+}
+
+enum { ROUND_BLOCK = 1 << 16 };
+
+static void round_weight_blocks(void *ctx, int64_t lo, int64_t hi) {
+  uint16_t *to = ctx;
+  for (int64_t b = lo; b < hi; b++) {
+    int64_t from = b * ROUND_BLOCK, n = (int64_t)weights.count - from;
+    round_to_bf16(weights.params + from, to + from, n < ROUND_BLOCK ? n : ROUND_BLOCK);
+  }
+}
+
+static void round_weights(uint16_t *to) {
+  trc_parallel_for(((int64_t)weights.count + ROUND_BLOCK - 1) / ROUND_BLOCK, round_weight_blocks,
+                   to);
+}
+
+/* The copy made current; under TRAINC_CHECK_BF16_WEIGHTS (tests) a copy
+ * that claims to be current is first compared with a fresh rounding: a
+ * writer of the parameters that did not call trc_bf16_weights_changed
+ * stops the trainer here instead of training on stale weights. */
+static void make_weights_current(void) {
+  if (weights.current && weights.check) {
+    round_weights(weights.check);
+    if (memcmp(weights.check, weights.copy, weights.count * sizeof(uint16_t)) != 0) {
+      fprintf(stderr, "trainer: internal error: the parameters' bf16 copy is stale\n");
+      trc_comm_abort(1);
+    }
+  }
+  if (!weights.current) round_weights(weights.copy);
+  weights.current = 1;
+}
+
+/* ---- the operands as the primitives read them ---- */
+
+/* bf16 data, op()'s strides within a matrix, the distance between matrices. */
+typedef struct {
+  const uint16_t *data;
+  int64_t stride[2], matrix_stride;
+} operand16;
+
+/* The bf16 copy of a stored rows x cols matrix at x (leading dimension ld),
+ * when the GEMM has one matrix and it lies in the parameter region; NULL
+ * otherwise. */
+static const uint16_t *weights_copy_of(const trc_gemm_job *j, const float *x, int64_t rows,
+                                       int64_t cols, int64_t ld) {
+  if (!weights.copy || j->batch != 1 || x < weights.params) return NULL;
+  uint64_t first = (uint64_t)(x - weights.params), span = (uint64_t)((rows - 1) * ld + cols);
+  if (first > weights.count || span > weights.count - first) return NULL;
+  make_weights_current();
+  return weights.copy + first;
+}
+
+/* Operand X of the job: op(X) is rows x cols (the stored matrix is its
+ * transpose when transposed); from the weights' copy, or rounded into
+ * scratch (packed, op() applied by the strides). */
+static operand16 operand(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
+                         int64_t cols, int64_t ld, int64_t stride, int64_t head_stride,
+                         uint16_t *scratch) {
+  int64_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
+  const uint16_t *copy = weights_copy_of(j, x, stored_rows, stored_cols, ld);
+  if (copy) return (operand16){copy, {transposed ? 1 : ld, transposed ? ld : 1}, 0};
+  round_matrices(j, x, stored_rows, stored_cols, ld, stride, head_stride, scratch);
+  return (operand16){scratch, {transposed ? 1 : stored_cols, transposed ? stored_cols : 1},
+                     rows * cols};
+}
+
 /* ---- primitives ---- */
 
 static void strided_md(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, dnnl_data_type_t type,
@@ -218,18 +327,21 @@ static const cached_matmul *get_matmul(const part_shape *s) {
 
 typedef struct {
   const trc_gemm_job *j;
+  operand16 a, b;
   int64_t tasks, slots;
 } bf16_run;
 
-/* Part `part` of matrix i: its primitive's shape and its operands. */
-static part_shape part_of(const trc_gemm_job *j, int64_t part, int64_t *from) {
+/* Part `part` of each matrix: its primitive's shape; *from, its first row
+ * (split_rows) or column of C. */
+static part_shape part_of(const bf16_run *r, int64_t part, int64_t *from) {
+  const trc_gemm_job *j = r->j;
   int64_t dim = j->split_rows ? j->m : j->n;
   int64_t lo = dim * part / j->parts, hi = dim * (part + 1) / j->parts;
   part_shape s = {.rows = j->split_rows ? hi - lo : j->m,
                   .cols = j->split_rows ? j->n : hi - lo,
                   .k = j->k,
-                  .a_stride = {j->ta ? 1 : j->k, j->ta ? j->m : 1},
-                  .b_stride = {j->tb ? 1 : j->n, j->tb ? j->k : 1},
+                  .a_stride = {r->a.stride[0], r->a.stride[1]},
+                  .b_stride = {r->b.stride[0], r->b.stride[1]},
                   .ldc = j->ldc,
                   .beta = j->beta};
   *from = lo;
@@ -242,11 +354,14 @@ static dnnl_memory_t memory(const dnnl_memory_desc_t *md, void *data) {
   return mem;
 }
 
-static void run_part(const trc_gemm_job *j, int64_t task, int64_t slot) {
+static void run_part(const bf16_run *r, int64_t task, int64_t slot) {
+  const trc_gemm_job *j = r->j;
   int64_t i = task / j->parts, from;
-  part_shape s = part_of(j, task % j->parts, &from);
+  part_shape s = part_of(r, task % j->parts, &from);
   const cached_matmul *e = find_matmul(&s);
-  uint16_t *a = dnn.a16 + i * j->m * j->k, *b = dnn.b16 + i * j->k * j->n;
+  /* oneDNN takes a non-const handle; it only reads A and B */
+  uint16_t *a = (uint16_t *)r->a.data + i * r->a.matrix_stride;
+  uint16_t *b = (uint16_t *)r->b.data + i * r->b.matrix_stride;
   float *c = j->c + trc_gemm_at(i, j->heads, j->stride_c, j->head_stride_c);
   if (j->split_rows) /* rows of op(A) */
     a += from * s.a_stride[0], c += from * j->ldc;
@@ -268,7 +383,7 @@ static void run_slots(void *ctx, int64_t lo, int64_t hi) {
   const bf16_run *r = ctx;
   for (int64_t slot = lo; slot < hi; slot++)
     for (int64_t t = r->tasks * slot / r->slots; t < r->tasks * (slot + 1) / r->slots; t++)
-      run_part(r->j, t, slot);
+      run_part(r, t, slot);
 }
 
 static void prepare(const trc_gemm_job *j, int64_t slots) {
@@ -276,24 +391,27 @@ static void prepare(const trc_gemm_job *j, int64_t slots) {
   for (int64_t s = 0; s < slots; s++)
     if (!dnn.streams[s])
       check(dnnl_stream_create(&dnn.streams[s], dnn.engine, dnnl_stream_default_flags), "stream");
-  for (int64_t part = 0, from; part < j->parts; part++) {
-    part_shape s = part_of(j, part, &from);
-    get_matmul(&s);
-  }
   dnn.a16 = grow(dnn.a16, &dnn.a16_cap, (size_t)(j->batch * j->m * j->k) * sizeof(uint16_t));
   dnn.b16 = grow(dnn.b16, &dnn.b16_cap, (size_t)(j->batch * j->k * j->n) * sizeof(uint16_t));
-  dnn.scratchpad = grow(dnn.scratchpad, &dnn.scratchpad_cap, (size_t)slots * dnn.slot_bytes + 1);
+}
+
+static void prepare_parts(const bf16_run *r) {
+  for (int64_t part = 0, from; part < r->j->parts; part++) {
+    part_shape s = part_of(r, part, &from);
+    get_matmul(&s);
+  }
+  dnn.scratchpad =
+      grow(dnn.scratchpad, &dnn.scratchpad_cap, (size_t)r->slots * dnn.slot_bytes + 1);
 }
 
 void trc_gemm_bf16(const trc_gemm_job *j) {
   int64_t tasks = j->batch * j->parts, slots = trc_threads();
   if (slots > tasks) slots = tasks;
   prepare(j, slots);
-  /* the stored matrices, op() applied by the primitives' strides */
-  round_matrices(j, j->a, j->ta ? j->k : j->m, j->ta ? j->m : j->k, j->lda, j->stride_a,
-                 j->head_stride_a, dnn.a16);
-  round_matrices(j, j->b, j->tb ? j->n : j->k, j->tb ? j->k : j->n, j->ldb, j->stride_b,
-                 j->head_stride_b, dnn.b16);
-  bf16_run r = {j, tasks, slots};
+  bf16_run r = {j,
+                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, dnn.a16),
+                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, dnn.b16),
+                tasks, slots};
+  prepare_parts(&r);
   trc_parallel_for(slots, run_slots, &r);
 }

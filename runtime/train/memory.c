@@ -12,7 +12,7 @@
 #include "trc_memory.h"
 
 typedef struct {
-  uint64_t arena, optimizer, copies; /* copies: --load-best, the outer optimizer */
+  uint64_t arena, optimizer, copies; /* copies: --load-best, the outer optimizer, bf16 */
 } planned_bytes;
 
 static planned_bytes planned(const trc_model *m, const trc_options *o) {
@@ -20,7 +20,8 @@ static planned_bytes planned(const trc_model *m, const trc_options *o) {
   uint64_t params = m->param_count * sizeof(float);
   uint64_t moments = (uint64_t)(trc_optimizer_needs_m(c) + trc_optimizer_needs_v(c));
   uint64_t copies = (uint64_t)(o->load_best != 0) + (c->outer_optimizer ? 2 : 0);
-  return (planned_bytes){m->arena_bytes, moments * params, copies * params};
+  uint64_t bf16 = c->precision == TRC_BF16 && !m->device ? params / 2 : 0; /* gemm_bf16.c */
+  return (planned_bytes){m->arena_bytes, moments * params, copies * params + bf16};
 }
 
 static double mib(uint64_t bytes) { return (double)bytes / 1048576.0; }

@@ -110,21 +110,34 @@ typedef struct {
   float grad_scale;
 } update_ctx;
 
-static void update_part(void *ctx, int i, uint64_t from, uint64_t to) {
-  const update_ctx *u = ctx;
+/* Floats [at, at + n) of the parameter region, with weight decay wd. */
+static void update_block(const update_ctx *u, uint64_t at, uint64_t n, double wd) {
   const trc_model *model = u->model;
   const trc_train_config *cfg = u->cfg;
-  const trc_param *p = &model->params[i];
-  uint64_t at = (p->offset - model->param_offset) / sizeof(float) + from, n = to - from;
   float *params = (float *)(u->arena + model->param_offset) + at;
   float *grads = (float *)(u->arena + model->grad_offset) + at;
-  double wd = p->decay ? cfg->weight_decay : 0.0;
   if (u->o->kind == TRC_SGD) {
     trc_sgd_hparams sgd = {u->lr, cfg->momentum, wd, cfg->nesterov};
     trc_sgd_update(params, grads, u->grad_scale, u->o->m ? u->o->m + at : NULL, n, &sgd);
   } else {
     trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, wd, u->o->step};
     trc_adamw_update(params, grads, u->grad_scale, u->o->m + at, u->o->v + at, n, &adam);
+  }
+}
+
+/* In blocks that stay in the cache, so that the bf16 copy of what a block
+ * wrote (under precision bf16) is made from the cache. */
+enum { UPDATE_BLOCK = 4096 };
+
+static void update_part(void *ctx, int i, uint64_t from, uint64_t to) {
+  const update_ctx *u = ctx;
+  const trc_param *p = &u->model->params[i];
+  uint64_t first = (p->offset - u->model->param_offset) / sizeof(float);
+  double wd = p->decay ? u->cfg->weight_decay : 0.0;
+  for (uint64_t at = first + from; at < first + to; at += UPDATE_BLOCK) {
+    uint64_t n = first + to - at < UPDATE_BLOCK ? first + to - at : UPDATE_BLOCK;
+    update_block(u, at, n, wd);
+    trc_bf16_weights_update(at, n);
   }
 }
 

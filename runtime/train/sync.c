@@ -164,6 +164,7 @@ void trc_sync_parameters(trc_sync *s, const trc_train_config *c, float *params,
     divide(params, s->count, s->ranks);
   }
   if (s->anchor) outer_step(s, c, params);
+  if (trc_sync_changes_parameters(s)) trc_bf16_weights_changed();
 }
 
 int trc_ranks_min_max_n(const int64_t *mine, int n, int64_t *min, int64_t *max, trc_error *err) {

@@ -459,6 +459,7 @@ static void restore_best(trainer *t) {
   trc_best *b = &t->best;
   if (!b->weights || b->step == 0) return;
   memcpy(params(t), b->weights, t->m->param_count * sizeof(float));
+  trc_bf16_weights_changed();
   if (t->rank == 0) {
     trc_log_best(&t->log, t->step, b);
     if (!t->opt.quiet)
@@ -506,6 +507,9 @@ static void report_planned_memory(const trc_model *m, const trc_train_config *c)
           (unsigned long long)frozen_floats,
           (unsigned long long)(4 * m->trained_count),
           (unsigned long long)(4 * m->trained_count * (uint64_t)state_arrays));
+  if (c->precision == TRC_BF16 && !m->device)
+    fprintf(stderr, "precision bf16: the GEMMs read the parameters from a bf16 copy of %llu "
+                    "bytes\n", (unsigned long long)(2 * m->param_count));
 }
 
 static void report_high_water(trainer *t) {
@@ -577,6 +581,9 @@ static int run(trainer *t, trc_error *err) {
   trc_arena_poison(m, t->arena);
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m, &t->opt.cfg);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
+  if (t->opt.cfg.precision == TRC_BF16 && !m->device &&
+      trc_bf16_weights_attach(params(t), m->param_count, err))
+    return EXIT_FAILURE;
   keep_heap_touched();
   if (training) {
     trc_stop_catch();
@@ -605,6 +612,7 @@ static void teardown(trainer *t) {
   trc_dataset_free(&t->eval_file);
   trc_dataset_free(&t->data);
   trc_arena_free(t->arena);
+  trc_bf16_weights_detach();
   trc_tokenizer_free(t->tok);
 }
 

@@ -7,7 +7,14 @@
 #  2. 200 steps each: the test accuracy within 0.02 of fp32's, and above 0.75;
 #  3. bf16 runs are bitwise reproducible: run to run, and on 1 and 2 threads;
 #  4. --gradcheck of the bf16 trainer runs in fp32 and says so; --precision
-#     with --gradcheck is refused.
+#     with --gradcheck is refused;
+#  5. the parameters' bf16 copy (the GEMMs read weights from it) is never
+#     stale: under TRAINC_CHECK_BF16_WEIGHTS=1 every GEMM that reads it
+#     first compares it with a fresh rounding and stops the trainer if they
+#     differ. Run where something other than the optimizer writes the
+#     parameters: --load-best (then evaluated), --resume, LocalSGD with the
+#     outer optimizer on 2 ranks (with mpirun), and frozen parameters (LoRA),
+#     which the optimizer does not write.
 # The loss bound is derived: a bf16 GEMM rounds each input by at most 2^-9
 # relative, so its result moves by at most 2^-8 of the magnitude |A||B|; 3
 # forward GEMMs move the logits (O(1) at init) by at most 3 * 2^-8, and cross
@@ -87,4 +94,33 @@ if "$bin" --gradcheck --precision bf16 2>"$work/refused.err"; then
   echo "FAIL: --precision with --gradcheck accepted"; exit 1
 fi
 grep -q -- "--precision does nothing with --gradcheck" "$work/refused.err"
+
+echo "5. the parameters' bf16 copy"
+export TRAINC_CHECK_BF16_WEIGHTS=1
+eval_data=(--eval-data "$work/data/test" --eval-every-epoch no)
+# lr 0.05: accuracy peaks before the last step (step 10 of 12), so the best
+# weights are loaded and evaluated again
+"$bin" --data "$work/data/train" "${eval_data[@]}" --steps 12 --eval-every-steps 2 --lr 0.05 \
+  --load-best --metric-for-best eval_accuracy 2>"$work/best.err" >/dev/null
+grep -q "loaded the best weights: step 10," "$work/best.err" ||
+  { cat "$work/best.err"; echo "FAIL: the best weights are not an earlier step's"; exit 1; }
+rm -rf "$work/state"
+"$bin" "${data[@]}" --steps 8 --save-state "$work/state" --save-every 4 --save-total-limit 0 \
+  --save "$work/whole.safetensors"
+rm "$work"/state/state-8.*
+"$bin" "${data[@]}" --steps 8 --resume "$work/state" --save "$work/resumed.safetensors"
+cmp "$work/whole.safetensors" "$work/resumed.safetensors"
+sed 's/^  seed 42$/  seed 42\n  precision bf16/' "$src/examples/fashion_lora.nn" >"$work/lora.nn"
+"$trainc" build "$work/lora.nn" -o "$work/lora" --cflags "${TRAINC_TEST_CFLAGS:-} -O2"
+"$work/lora" "${data[@]}" --steps 6
+if command -v mpirun >/dev/null && "$trainc" build --mpi "$work/mlp_bf16.nn" -o "$work/mlp_mpi" \
+  --cflags "${TRAINC_TEST_CFLAGS:-} -O2" 2>"$work/mpi.err"; then
+  ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 OMPI_ALLOW_RUN_AS_ROOT=1 \
+    OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun -np 2 --oversubscribe \
+    --mca btl self,vader --mca btl_vader_single_copy_mechanism none \
+    --mca mpi_yield_when_idle 1 "$work/mlp_mpi" "${data[@]}" --steps 6 --local-sgd 2 \
+    --outer-optimizer yes --outer-lr 0.7 --outer-momentum 0.9
+else
+  echo "(no mpirun or no MPI build: the LocalSGD case is not run)"
+fi
 echo "bf16 ok"
