@@ -66,8 +66,13 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
                     .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
                     .head_stride_c = head_stride_c, .beta = beta, .split_rows = m >= n,
                     .parts = 1};
-  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(m >= n ? m : n);
-  if (trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0)
+  int bf16 = trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0;
+  /* bf16: blocks of rows where there are enough, C's rows being whole
+   * (oneDNN 2.6 runs those on its AMX brgemm, column blocks on its slower
+   * gemm; bench/gemm_parts.c) */
+  if (bf16 && m >= 2 * MIN_PART) j.split_rows = 1;
+  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n);
+  if (bf16)
     trc_gemm_bf16(&j);
   else
     trc_parallel_for(j.batch * j.parts, gemm_tasks, &j);

@@ -170,6 +170,81 @@ static void round_matrices(const trc_gemm_job *j, const float *x, int64_t rows, 
   trc_parallel_for(j->batch * rows, round_rows, &r);
 }
 
+/* ---- rounding and transposing: the columns of the stored matrices ---- */
+
+enum { COLUMN_BLOCK = 16 };
+
+/* to[c * rows + r] = from[r * ld + c] rounded, for c in [c0, c1) and r from
+ * first_row: down 16 rows at a time, so that the 16 lines of a block are
+ * read once. */
+static void round_columns_portable(const float *from, int64_t first_row, int64_t rows, int64_t ld,
+                                   int64_t c0, int64_t c1, uint16_t *to) {
+  const uint32_t *bits = (const uint32_t *)(const void *)from;
+  for (int64_t r0 = first_row; r0 < rows; r0 += COLUMN_BLOCK)
+    for (int64_t c = c0; c < c1; c++)
+      for (int64_t r = r0; r < rows && r < r0 + COLUMN_BLOCK; r++)
+        to[c * rows + r] = bf16_bits(bits[r * ld + c]);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same with AVX-512: 16 rows of a column gathered, rounded as in
+ * round_avx512_bf16 (subnormal lanes redone), stored as a row. */
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
+round_columns_avx512_bf16(const float *from, int64_t rows, int64_t ld, int64_t c0, int64_t c1,
+                          uint16_t *to) {
+  const uint32_t *bits = (const uint32_t *)(const void *)from;
+  const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
+  const __m512i down = _mm512_mullo_epi32(
+      _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+      _mm512_set1_epi32((int)ld));
+  int64_t whole = rows / COLUMN_BLOCK * COLUMN_BLOCK;
+  for (int64_t r0 = 0; r0 < whole; r0 += COLUMN_BLOCK)
+    for (int64_t c = c0; c < c1; c++) {
+      __m512 x = _mm512_i32gather_ps(down, from + r0 * ld + c, 4);
+      __m256bh y = _mm512_cvtneps_pbh(x);
+      memcpy(to + c * rows + r0, &y, sizeof y);
+      __m512i u = _mm512_castps_si512(x);
+      __mmask16 subnormal =
+          _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
+      for (int lane = 0; subnormal; lane++, subnormal >>= 1)
+        if (subnormal & 1) to[c * rows + r0 + lane] = bf16_bits(bits[(r0 + lane) * ld + c]);
+    }
+  round_columns_portable(from, whole, rows, ld, c0, c1, to);
+}
+#endif
+
+static void round_columns(const float *from, int64_t rows, int64_t ld, int64_t c0, int64_t c1,
+                          uint16_t *to) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* the gather's offsets are 32-bit */
+  if (__builtin_cpu_supports("avx512bf16") && ld * COLUMN_BLOCK <= INT32_MAX) {
+    round_columns_avx512_bf16(from, rows, ld, c0, c1, to);
+    return;
+  }
+#endif
+  round_columns_portable(from, 0, rows, ld, c0, c1, to);
+}
+
+static void round_column_blocks(void *ctx, int64_t lo, int64_t hi) {
+  const rounding *r = ctx;
+  int64_t blocks = (r->cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK;
+  for (int64_t t = lo; t < hi; t++) {
+    int64_t i = t / blocks, c0 = t % blocks * COLUMN_BLOCK;
+    int64_t c1 = c0 + COLUMN_BLOCK < r->cols ? c0 + COLUMN_BLOCK : r->cols;
+    round_columns(r->src + trc_gemm_at(i, r->heads, r->stride, r->head_stride), r->rows, r->ld,
+                  c0, c1, r->dst + i * r->rows * r->cols);
+  }
+}
+
+/* Matrix i of operand X (stored rows x cols, leading dimension ld),
+ * transposed, at dst + i*rows*cols: cols rows of `rows` values. */
+static void round_matrices_transposed(const trc_gemm_job *j, const float *x, int64_t rows,
+                                      int64_t cols, int64_t ld, int64_t stride,
+                                      int64_t head_stride, uint16_t *dst) {
+  rounding r = {x, dst, rows, cols, ld, j->heads, stride, head_stride};
+  trc_parallel_for(j->batch * ((cols + COLUMN_BLOCK - 1) / COLUMN_BLOCK), round_column_blocks, &r);
+}
+
 /* ---- the parameters' bf16 copy ---- */
 
 int trc_bf16_weights_attach(const float *params, uint64_t count, trc_error *err) {
@@ -256,13 +331,18 @@ static const uint16_t *weights_copy_of(const trc_gemm_job *j, const float *x, in
 
 /* Operand X of the job: op(X) is rows x cols (the stored matrix is its
  * transpose when transposed); from the weights' copy, or rounded into
- * scratch (packed, op() applied by the strides). */
+ * scratch (packed, op() applied by the strides; op(A) always row-major:
+ * oneDNN 2.6 runs a transposed A on its slower gemm, not its AMX brgemm). */
 static operand16 operand(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
                          int64_t cols, int64_t ld, int64_t stride, int64_t head_stride,
-                         uint16_t *scratch) {
+                         uint16_t *scratch, int row_major) {
   int64_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
   const uint16_t *copy = weights_copy_of(j, x, stored_rows, stored_cols, ld);
   if (copy) return (operand16){copy, {transposed ? 1 : ld, transposed ? ld : 1}, 0};
+  if (transposed && row_major) {
+    round_matrices_transposed(j, x, stored_rows, stored_cols, ld, stride, head_stride, scratch);
+    return (operand16){scratch, {cols, 1}, rows * cols};
+  }
   round_matrices(j, x, stored_rows, stored_cols, ld, stride, head_stride, scratch);
   return (operand16){scratch, {transposed ? 1 : stored_cols, transposed ? stored_cols : 1},
                      rows * cols};
@@ -409,8 +489,10 @@ void trc_gemm_bf16(const trc_gemm_job *j) {
   if (slots > tasks) slots = tasks;
   prepare(j, slots);
   bf16_run r = {j,
-                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, dnn.a16),
-                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, dnn.b16),
+                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, dnn.a16,
+                        1),
+                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, dnn.b16,
+                        0),
                 tasks, slots};
   prepare_parts(&r);
   trc_parallel_for(slots, run_slots, &r);
