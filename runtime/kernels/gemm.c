@@ -69,7 +69,7 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
   int bf16 = trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0;
   /* bf16: blocks of rows where there are enough, C's rows being whole
    * (oneDNN 2.6 runs those on its AMX brgemm, column blocks on its slower
-   * gemm; bench/gemm_parts.c) */
+   * gemm; bench/gemm_shapes.sh) */
   if (bf16 && m >= 2 * MIN_PART) j.split_rows = 1;
   if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n);
   if (bf16)
