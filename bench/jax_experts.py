@@ -6,7 +6,17 @@ donated, `jax.nn.dot_product_attention(is_causal=True)`, exact GELU, the tied
 output layer as `x @ wte.T`. It loads a trainc trainer's initial weights
 (.safetensors) under trainc's names, so both sides start from the same point.
 
-  step_fn(weights, adamw, schedule, clip, total_steps) -> (step, params, opt_state)
+In bf16, mixed precision as JAX users write it (jmp's policy: parameters and
+optimizer state in fp32, compute in bf16, loss in fp32; Flax's `dtype=bf16,
+param_dtype=float32` layers): the loss casts the fp32 parameters to bf16, so
+the matmuls, GELU and residual stream run in bf16 and the gradients come back
+in fp32 through the casts; the LayerNorms stay in fp32 (their parameters, and
+the statistics, as Flax's LayerNorm and Haiku's advice for norms keep them),
+`jax.nn.dot_product_attention` takes its softmax in fp32, and the
+cross-entropy takes the logits in fp32. No loss scaling (bf16 needs none).
+
+  step_fn(weights, heads, adamw, schedule, clip, total_steps, precision)
+      -> (step, params, opt_state)
   step(params, opt_state, tokens, targets) -> (params, opt_state, loss)
 """
 import jax
@@ -14,10 +24,15 @@ import jax.numpy as jnp
 import optax
 
 
+COMPUTE = {"fp32": jnp.float32, "bf16": jnp.bfloat16}
+
+
 def _layernorm(x, w, b, eps=1e-5):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) * jax.lax.rsqrt(var + eps) * w + b
+    """In fp32 whatever x's dtype; the result in x's dtype."""
+    y = x.astype(jnp.float32)
+    mean = y.mean(-1, keepdims=True)
+    var = ((y - mean) ** 2).mean(-1, keepdims=True)
+    return ((y - mean) * jax.lax.rsqrt(var + eps) * w + b).astype(x.dtype)
 
 
 def _linear(p, name, x):
@@ -36,11 +51,12 @@ def _block(p, prefix, heads, x):
     return x + _linear(p, prefix + ".proj", h)
 
 
-def _loss(p, heads, depth, tokens, targets):
+def _loss(p, heads, depth, compute, tokens, targets):
+    p = {k: v if "ln_" in k else v.astype(compute) for k, v in p.items()}  # LayerNorms' stay fp32
     x = p["wte"][tokens] + p["wpe"][: tokens.shape[1]]
     for i in range(depth):
         x = _block(p, f"block.{i}", heads, x)
-    logits = _layernorm(x, p["ln_f.weight"], p["ln_f.bias"]) @ p["wte"].T
+    logits = (_layernorm(x, p["ln_f.weight"], p["ln_f.bias"]) @ p["wte"].T).astype(jnp.float32)
     return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
 
 
@@ -57,8 +73,9 @@ def _schedule(lr, kind, warmup, min_lr, total):
     return at
 
 
-def step_fn(weights, heads, adamw, schedule, clip, total_steps):
-    """weights: {trainc name: np.ndarray}; adamw, schedule, clip as parity.compiled_adamw."""
+def step_fn(weights, heads, adamw, schedule, clip, total_steps, precision):
+    """weights: {trainc name: np.ndarray}; adamw, schedule, clip as parity.compiled_adamw;
+    precision: "fp32" or "bf16" (the compute dtype; parameters and optimizer state are fp32)."""
     depth = sum(1 for k in weights if k.startswith("block.") and k.endswith(".ln_1.weight"))
     params = {k: jnp.asarray(v) for k, v in weights.items()}
     kind, warmup, min_lr = schedule
@@ -71,7 +88,8 @@ def step_fn(weights, heads, adamw, schedule, clip, total_steps):
     opt_state = tx.init(params)
 
     def step(params, opt_state, tokens, targets):
-        loss, grads = jax.value_and_grad(_loss)(params, heads, depth, tokens, targets)
+        loss, grads = jax.value_and_grad(_loss)(params, heads, depth, COMPUTE[precision], tokens,
+                                                targets)
         updates, opt_state = tx.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 

@@ -9,9 +9,12 @@ head, nn.LayerNorm, F.cross_entropy, AdamW foreach,
 zero_grad(set_to_none=True)); `compile` is the same model under
 torch.compile (Inductor, default mode, static shapes). In bf16, PyTorch runs
 under torch.autocast("cpu", dtype=torch.bfloat16) and trainc with
---precision bf16. The JAX side (the GPTs, fp32) is bench/jax_experts.py: one
-jax.jit step with optax's AdamW. Neither side has dropout in the timed runs
-(it is edited out of the model files). All start from the trainer's seeded
+--precision bf16. The JAX side (the GPTs) is bench/jax_experts.py: one
+jax.jit step with optax's AdamW; in bf16, as JAX's mixed-precision users
+write it (jmp's policy, Flax's dtype/param_dtype), fp32 parameters and
+optimizer state with bf16 compute (matmuls, activations) and fp32
+LayerNorms, softmax and loss. Neither side has dropout in the timed runs (it
+is edited out of the model files). All start from the trainer's seeded
 initial weights and train on the same .npy data held in memory, drawing
 shuffled batches, with the train block's AdamW, schedule and clipping. A step
 is: gather the batch, forward, backward, clip, update.
@@ -201,7 +204,8 @@ def jax_steps(peer, precision, model_name, weights, data, n, batch, adamw, sched
               steps, threads):
     import jax_experts
     heads = {"gpt": 4, "gpt124m": 12}[model_name]
-    step, params, opt_state = jax_experts.step_fn(weights, heads, adamw, schedule, clip, steps)
+    step, params, opt_state = jax_experts.step_fn(weights, heads, adamw, schedule, clip, steps,
+                                                  precision)
     times, losses = [], []
     for rows in batches(n, batch, steps):
         t0 = time.perf_counter()
@@ -311,8 +315,7 @@ def tune(args, name, precision, d, w0, help_path):
 def compare(args, name, precision):
     d, trainer, w0, help_path, batch, steps = build(args, name)
     tuning, tried = tune(args, name, precision, d, w0, help_path)
-    peers = [p for p in args.peers.split(",")
-             if p != "jax" or (name in GPTS and precision == "fp32")]
+    peers = [p for p in args.peers.split(",") if p != "jax" or name in GPTS]
     runs = {side: [] for side in ["trainc"] + peers}
     for r in range(args.runs):
         for side in runs:
