@@ -13,7 +13,9 @@
  * Primitives are made once per shape (at most two block shapes per
  * convolution) on the first call, and kept; the scratchpads (user-managed,
  * one per thread) and the partial gradients live in one workspace outside
- * the arena, whose size trc_conv_workspace_bytes reports. */
+ * the arena, whose size trc_conv_workspace_bytes reports. Under precision
+ * bf16 the two inputs of each pass are bf16 (oneDNN's reorders into the
+ * primitive's layout round them, to nearest even) and its output f32. */
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -26,7 +28,7 @@ enum { CONV_PARTS = 8, ALIGN = 64 };
 /* What one block's primitive depends on. All 8-byte fields: compared with
  * memcmp. */
 typedef struct {
-  int64_t pass, images, c, h, w, o, k, stride, pad, oh, ow;
+  int64_t pass, images, c, h, w, o, k, stride, pad, oh, ow, bf16;
 } conv_shape;
 
 /* One tensor of a block: as the arena holds it (NCHW, OIHW) and as the
@@ -82,9 +84,20 @@ static size_t aligned(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN
 /* ---- primitives ---- */
 
 static void plain_md(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t d2, int64_t d3,
-                     dnnl_format_tag_t tag) {
+                     dnnl_format_tag_t tag, dnnl_data_type_t type) {
   dnnl_dims_t dims = {d0, d1, d2, d3};
-  check(dnnl_memory_desc_init_by_tag(md, 4, dims, dnnl_f32, tag), "memory descriptor");
+  check(dnnl_memory_desc_init_by_tag(md, 4, dims, type, tag), "memory descriptor");
+}
+
+/* A tensor's type inside the primitive: bf16 for a pass's inputs under
+ * precision bf16 (forward x and w, backward-data dy and w, backward-weights
+ * x and dy), f32 otherwise. */
+enum tensor { TENSOR_X, TENSOR_W, TENSOR_Y };
+static dnnl_data_type_t inner_type(const conv_shape *s, int64_t pass, enum tensor t) {
+  static const enum tensor output[3] = {[TRC_CONV_FORWARD] = TENSOR_Y,
+                                        [TRC_CONV_BACKWARD_DATA] = TENSOR_X,
+                                        [TRC_CONV_BACKWARD_WEIGHTS] = TENSOR_W};
+  return s->bf16 && output[pass] != t ? dnnl_bf16 : dnnl_f32;
 }
 
 /* The convolution's descriptor for one block; src/weights/dst are the
@@ -115,9 +128,10 @@ static void conv_desc(dnnl_convolution_desc_t *d, int64_t pass, const conv_shape
 static dnnl_primitive_desc_t primitive_desc(int64_t pass, const conv_shape *s,
                                             const_dnnl_primitive_desc_t hint) {
   dnnl_memory_desc_t x, w, y;
-  plain_md(&x, s->images, s->c, s->h, s->w, dnnl_format_tag_any);
-  plain_md(&w, s->o, s->c, s->k, s->k, dnnl_format_tag_any);
-  plain_md(&y, s->images, s->o, s->oh, s->ow, dnnl_format_tag_any);
+  const dnnl_format_tag_t any = dnnl_format_tag_any;
+  plain_md(&x, s->images, s->c, s->h, s->w, any, inner_type(s, pass, TENSOR_X));
+  plain_md(&w, s->o, s->c, s->k, s->k, any, inner_type(s, pass, TENSOR_W));
+  plain_md(&y, s->images, s->o, s->oh, s->ow, any, inner_type(s, pass, TENSOR_Y));
   dnnl_convolution_desc_t d;
   conv_desc(&d, pass, s, &x, &w, &y);
   dnnl_primitive_attr_t attr;
@@ -171,9 +185,9 @@ static void set_operand(cached_conv *e, const_dnnl_primitive_desc_t pd, int i,
 static void create_conv(cached_conv *e) {
   const conv_shape *s = &e->shape;
   dnnl_memory_desc_t x, w, y;
-  plain_md(&x, s->images, s->c, s->h, s->w, dnnl_nchw);
-  plain_md(&w, s->o, s->c, s->k, s->k, dnnl_oihw);
-  plain_md(&y, s->images, s->o, s->oh, s->ow, dnnl_nchw);
+  plain_md(&x, s->images, s->c, s->h, s->w, dnnl_nchw, dnnl_f32);
+  plain_md(&w, s->o, s->c, s->k, s->k, dnnl_oihw, dnnl_f32);
+  plain_md(&y, s->images, s->o, s->oh, s->ow, dnnl_nchw, dnnl_f32);
   dnnl_primitive_desc_t forward = primitive_desc(TRC_CONV_FORWARD, s, NULL), pd = forward;
   if (s->pass != TRC_CONV_FORWARD) pd = primitive_desc(s->pass, s, forward);
   e->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
@@ -222,7 +236,7 @@ static conv_shape block_of(const conv_job *j, int64_t part, int64_t *from) {
   int64_t lo = j->n * part / j->parts, hi = j->n * (part + 1) / j->parts;
   *from = lo;
   return (conv_shape){j->pass, hi - lo, j->c, j->h, j->w, j->o, j->k, j->stride, j->pad, j->oh,
-                      j->ow};
+                      j->ow, trc_get_precision() == TRC_BF16};
 }
 
 static dnnl_memory_t bind(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, const void *data) {

@@ -1,7 +1,8 @@
 /* test_conv.c — trc_conv2d (trainc.h) against a direct double-precision
  * convolution, for each pass: forward y, backward-data dx and
  * backward-weights dw (added onto what the buffer held when accumulating);
- * bitwise the same on 1, 2 and 3 threads. Shapes with a batch not divisible
+ * bitwise the same on 1, 2 and 3 threads; in fp32, and in bf16 against the
+ * same sums of the inputs rounded to bf16. Shapes with a batch not divisible
  * into the blocks, stride 2, padding, a 1x1 kernel, and channel counts past
  * oneDNN's block of 16 (its blocked layouts and their reorders). */
 #include "test_util.h"
@@ -46,16 +47,22 @@ typedef struct {
   int pass;
   const float *x, *w, *dy;
   double *out;
+  trc_precision precision;
 } reference;
+
+/* An input as the precision's convolution reads it. */
+static double in(const reference *r, float v) {
+  return r->precision == TRC_BF16 ? test_bf16(v) : v;
+}
 
 static void add_term(void *ctx, int64_t xi, int64_t wi, int64_t yi) {
   reference *r = ctx;
-  if (r->pass == TRC_CONV_FORWARD) r->out[yi] += (double)r->x[xi] * r->w[wi];
-  if (r->pass == TRC_CONV_BACKWARD_DATA) r->out[xi] += (double)r->dy[yi] * r->w[wi];
-  if (r->pass == TRC_CONV_BACKWARD_WEIGHTS) r->out[wi] += (double)r->x[xi] * r->dy[yi];
+  if (r->pass == TRC_CONV_FORWARD) r->out[yi] += in(r, r->x[xi]) * in(r, r->w[wi]);
+  if (r->pass == TRC_CONV_BACKWARD_DATA) r->out[xi] += in(r, r->dy[yi]) * in(r, r->w[wi]);
+  if (r->pass == TRC_CONV_BACKWARD_WEIGHTS) r->out[wi] += in(r, r->x[xi]) * in(r, r->dy[yi]);
 }
 
-static void check_pass(const shape *s, int pass) {
+static void check_pass(const shape *s, int pass, trc_precision precision) {
   int64_t xs = s->n * s->c * s->h * s->w, ws = s->o * s->c * s->k * s->k;
   int64_t ys = s->n * s->o * out_dim(s, s->h) * out_dim(s, s->w);
   int64_t sizes[3] = {[TRC_CONV_FORWARD] = ys, [TRC_CONV_BACKWARD_DATA] = xs,
@@ -66,8 +73,9 @@ static void check_pass(const shape *s, int pass) {
   int accumulate = pass == TRC_CONV_BACKWARD_WEIGHTS;
   double *ref = calloc((size_t)size, sizeof *ref);
   for (int64_t i = 0; accumulate && i < size; i++) ref[i] = start[i];
-  reference r = {pass, x, w, dy, ref};
+  reference r = {pass, x, w, dy, ref, precision};
   each_term(s, add_term, &r);
+  trc_set_precision(precision);
   const float *a = pass == TRC_CONV_BACKWARD_DATA ? dy : x;
   const float *b = pass == TRC_CONV_BACKWARD_WEIGHTS ? dy : w;
   float *one = malloc((size_t)size * sizeof *one), *many = malloc((size_t)size * sizeof *many);
@@ -79,11 +87,16 @@ static void check_pass(const shape *s, int pass) {
                accumulate);
     if (threads > 1) CHECK(memcmp(one, many, (size_t)size * sizeof *one) == 0);
   }
+  trc_set_precision(TRC_FP32);
   double worst = 0;
   for (int64_t i = 0; i < size; i++) {
     double err = fabs(one[i] - ref[i]) / (1 + fabs(ref[i]));
     if (err > worst) worst = err;
   }
+  if (worst >= 1e-5)
+    fprintf(stderr, "shape %lldx%lldx%lldx%lld o %lld k %lld, pass %d, %s: error %g\n",
+            (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->o,
+            (long long)s->k, pass, precision == TRC_BF16 ? "bf16" : "fp32", worst);
   CHECK(worst < 1e-5);
   free(x), free(w), free(dy), free(start), free(ref), free(one), free(many);
 }
@@ -97,6 +110,6 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int pass = TRC_CONV_FORWARD; pass <= TRC_CONV_BACKWARD_WEIGHTS; pass++)
-      check_pass(&shapes[i], pass);
+      for (trc_precision p = TRC_FP32; p <= TRC_BF16; p++) check_pass(&shapes[i], pass, p);
   return test_failures != 0;
 }

@@ -46,20 +46,11 @@ static float *random_floats(uint64_t seed, int64_t count) {
   return x;
 }
 
-/* x rounded to bf16, to nearest even (finite x). */
-static double bf16(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  u = (u + 0x7fffu + (u >> 16 & 1)) & 0xffff0000u;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-
 /* op(X)[r][c] of matrix (o, h), as the precision's GEMM reads it. */
 static double at(const float *x, const layout *l, int transposed, int64_t o, int64_t h, int64_t r,
                  int64_t c, trc_precision p) {
   float v = x[o * l->stride + h * l->head_stride + (transposed ? c * l->ld + r : r * l->ld + c)];
-  return p == TRC_BF16 ? bf16(v) : v;
+  return p == TRC_BF16 ? test_bf16(v) : v;
 }
 
 /* C's buffer as it must be after the product: beta C + op(A) op(B) in the
@@ -139,9 +130,9 @@ static void check_bf16_rounding(void) {
       CHECK(isnan(c[i]));
     } else if (isinf(a[i]) || fabsf(a[i]) > 3e38f) {
       CHECK(isinf(c[i]) && signbit(c[i]) == signbit(a[i]));
-    } else if ((double)c[i] != bf16(a[i])) {
+    } else if ((double)c[i] != test_bf16(a[i])) {
       fprintf(stderr, "bf16 rounding of element %d: %.9g gave %.9g, expected %.9g\n", i, a[i],
-              c[i], bf16(a[i]));
+              c[i], test_bf16(a[i]));
       test_failures++;
     }
   }

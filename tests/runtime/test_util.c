@@ -86,3 +86,11 @@ int test_python_has(const char *module) {
   snprintf(cmd, sizeof cmd, "%s -c 'import %s' >/dev/null 2>&1", TEST_PYTHON, module);
   return system(cmd) == 0;
 }
+
+double test_bf16(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  u = (u + 0x7fffu + (u >> 16 & 1)) & 0xffff0000u;
+  memcpy(&x, &u, sizeof x);
+  return x;
+}

@@ -64,4 +64,8 @@ int test_python_has(const char *module);
 #define TEST_PYTHON "/usr/bin/python3"
 #define TEST_SKIP 77 /* ctest SKIP_RETURN_CODE */
 
+/* x rounded to bf16, to nearest even (finite x): what trc_gemm and
+ * trc_conv2d multiply under precision bf16. */
+double test_bf16(float x);
+
 #endif
