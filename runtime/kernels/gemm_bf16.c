@@ -331,8 +331,8 @@ static const uint16_t *weights_copy_of(const trc_gemm_job *j, const float *x, in
 
 /* Operand X of the job: op(X) is rows x cols (the stored matrix is its
  * transpose when transposed); from the weights' copy, or rounded into
- * scratch (packed, op() applied by the strides; op(A) always row-major:
- * oneDNN 2.6 runs a transposed A on its slower gemm, not its AMX brgemm). */
+ * scratch (packed, op() applied by the strides, or made row-major when
+ * row_major). */
 static operand16 operand(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
                          int64_t cols, int64_t ld, int64_t stride, int64_t head_stride,
                          uint16_t *scratch, int row_major) {
@@ -484,13 +484,20 @@ static void prepare_parts(const bf16_run *r) {
       grow(dnn.scratchpad, &dnn.scratchpad_cap, (size_t)r->slots * dnn.slot_bytes + 1);
 }
 
+/* oneDNN 2.6 runs a transposed A on its gemm (~350 GFLOP/s a core here), a
+ * row-major one on its AMX brgemm (~550); transposing A while rounding it
+ * costs ~1 ns an element, which the faster GEMM repays (2n flops an
+ * element of A) from n of about 500 on: measured on gpt (n = 256, a loss)
+ * and gpt124m (n = 768, a gain). */
+enum { TRANSPOSE_A_FROM_N = 512 };
+
 void trc_gemm_bf16(const trc_gemm_job *j) {
   int64_t tasks = j->batch * j->parts, slots = trc_threads();
   if (slots > tasks) slots = tasks;
   prepare(j, slots);
   bf16_run r = {j,
                 operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, dnn.a16,
-                        1),
+                        j->n >= TRANSPOSE_A_FROM_N),
                 operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, dnn.b16,
                         0),
                 tasks, slots};
