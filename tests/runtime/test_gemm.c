@@ -155,6 +155,9 @@ int main(void) {
       {2, 3, 9, 9, 5, 0, 1, 0, A | B},       /* dprobs = dy v^T */
       {9, 2, 6, 4, 7, 1, 0, 0, A | B | C},   /* a batch of 8 or more, all interleaved */
       {1, 2, 66, 300, 3, 1, 1, 1, A | C},    /* cut by columns, both transposed */
+      /* bf16 makes a transposed A row-major when n >= 512: ragged blocks of 16 */
+      {1, 2, 37, 600, 21, 1, 0, 0, A},        /* heads interleaved in A */
+      {2, 2, 300, 520, 35, 1, 1, 1, 0},       /* cut by rows, accumulating */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check_precision(&cases[i], TRC_FP32);
