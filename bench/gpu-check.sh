@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The CUDA backend on a GPU machine, in one run of at most ~10 minutes
-# (docs/cuda.md). NOT YET RUN ON A GPU: its checking logic is tested through
+# The CUDA backend on a GPU machine, in one run of about 10 minutes (at
+# most twice TIME_LIMIT more when the timed runs stall) (docs/cuda.md). NOT YET RUN ON A GPU: its checking logic is tested through
 # the emulated backend (--emulate, CTest bench.gpu_check_emulate).
 #  1. builds the CUDA and the C trainers of an MLP and a GPT
 #     (examples/fashion_mlp.nn, examples/gpt.nn);
@@ -12,10 +12,19 @@
 #  3. the CUDA trainer's measured device high-water mark against the plan;
 #  4. the CUDA trainer built with --no-fuse gives bitwise the fused one's
 #     --dump-step (nvcc's --fmad=false: docs/cuda.md);
-#  5. times examples/gpt124m.nn at B=16, T=1024 (tokens/s, and model FLOPs
-#     utilization: 6 x parameters x tokens/s over PEAK_TFLOPS, default 67, an
-#     H100/H200's dense FP32 without tensor cores), bounded by TIME_LIMIT
-#     seconds (default 300); and, from nvidia-smi sampled during that run,
+#  5. --precision bf16 (cuBLAS's bf16 GEMM on rounded copies, docs/cuda.md
+#     *bf16 GEMMs*): one step's --dump-step, CUDA against C in bf16,
+#     relative error < 1e-2 (bf16 products are exact in f32, so only the
+#     order of accumulation differs, but a difference can flip a later
+#     GEMM's rounding of an element by one bf16 step, 2^-8 to 2^-7 of it;
+#     1e-2 is a guess that leaves room for rare flips, not a measured
+#     bound), and the CUDA bf16 step not within 1e-4 of its fp32 step (so
+#     a trainer that ignored bf16 fails);
+#  6. times examples/gpt124m.nn at B=16, T=1024 in fp32 and in bf16
+#     (tokens/s, and model FLOPs utilization: 6 x parameters x tokens/s over
+#     PEAK_TFLOPS, default 67, an H100/H200's dense FP32 without tensor
+#     cores, for both, so that the two compare), each bounded by TIME_LIMIT
+#     seconds (default 300); and, from nvidia-smi sampled during each run,
 #     the process's peak device memory beside what the trainer allocates by
 #     plan (arena + AdamW's two moments + the input double buffers; the CUDA
 #     context and cuBLAS's workspace come on top): printed, not checked.
@@ -39,8 +48,9 @@ else
   backend=cuda models=(examples/fashion_mlp.nn examples/gpt.nn)
 fi
 
-# Compares two .safetensors files tensor by tensor; with `expect-fail`, the
-# comparison must find a difference (the check can fail).
+# Compares two .safetensors files tensor by tensor, relative error < TOL;
+# with `expect-fail`, the comparison must find a difference (the check can
+# fail). usage: compare CUDA.safetensors C.safetensors TOL [expect-fail]
 compare() {
   "$PY" - "$@" <<'PY'
 import sys
@@ -49,7 +59,8 @@ import numpy as np
 import safetensors_np
 cuda, _ = safetensors_np.read(sys.argv[1])
 cpu, _ = safetensors_np.read(sys.argv[2])
-expect_fail = len(sys.argv) > 3
+tol = float(sys.argv[3])
+expect_fail = len(sys.argv) > 4
 worst, bad = 0.0, []
 # A tensor that is zero in exact arithmetic (attention's key-bias gradient:
 # softmax ignores a shift) holds rounding noise: its scale is floored at 1e-4
@@ -59,12 +70,12 @@ for name, ref in cpu.items():
     got = cuda[name]
     rel = float(np.max(np.abs(got - ref)) / max(float(np.max(np.abs(ref))), floor, 1e-30))
     worst = max(worst, rel)
-    if not rel < 1e-4:
+    if not rel < tol:
         bad.append(f"{name} {rel:.3g}")
 if expect_fail:
-    sys.exit(0 if bad else f"FAIL: no difference found against other weights (worst {worst:.3g})")
+    sys.exit(0 if bad else f"FAIL: no difference of {tol:g} or more found (worst {worst:.3g})")
 print(f"  {len(cpu)} tensors (loss, predictions, every gradient): worst relative error {worst:.3g}")
-sys.exit(f"FAIL: relative error >= 1e-4: {', '.join(bad)}" if bad else 0)
+sys.exit(f"FAIL: relative error >= {tol:g}: {', '.join(bad)}" if bad else 0)
 PY
 }
 
@@ -107,7 +118,7 @@ for model in "${models[@]}"; do
     "$dir/$t" --init "$dir/w0.safetensors" --data "$dir/data" --steps 5 --log-every 1 --quiet \
       --log "$dir/$t.jsonl" --save "$dir/$t.final.safetensors"
   done
-  compare "$dir/cuda.step.safetensors" "$dir/cpu.step.safetensors" || fail=1
+  compare "$dir/cuda.step.safetensors" "$dir/cpu.step.safetensors" 1e-4 || fail=1
   "$dir/cuda_unfused" --init "$dir/w0.safetensors" --data "$dir/data" \
     --dump-step "$dir/unfused.step.safetensors"
   if cmp -s "$dir/cuda.step.safetensors" "$dir/unfused.step.safetensors"; then
@@ -119,8 +130,16 @@ for model in "${models[@]}"; do
   losses_and_peak "$dir/cuda.jsonl" "$dir/cpu.jsonl" || fail=1
   if [[ $emulate == 1 ]]; then # the comparison fails on another step's gradients
     "$dir/cpu" --init "$dir/cpu.final.safetensors" --data "$dir/data" --dump-step "$dir/other.safetensors"
-    compare "$dir/cuda.step.safetensors" "$dir/other.safetensors" expect-fail || fail=1
+    compare "$dir/cuda.step.safetensors" "$dir/other.safetensors" 1e-4 expect-fail || fail=1
   fi
+  echo "  --precision bf16:"
+  for t in cpu cuda; do
+    "$dir/$t" --init "$dir/w0.safetensors" --data "$dir/data" --precision bf16 \
+      --dump-step "$dir/$t.bf16.step.safetensors"
+  done
+  compare "$dir/cuda.bf16.step.safetensors" "$dir/cpu.bf16.step.safetensors" 1e-2 || fail=1
+  echo "  and the CUDA bf16 step differs from the CUDA fp32 step:"
+  compare "$dir/cuda.bf16.step.safetensors" "$dir/cuda.step.safetensors" 1e-4 expect-fail || fail=1
 done
 
 # Throughput: GPT-2 124M at B=16, T=1024 (the emulation: gpt_small, 2 steps).
@@ -136,30 +155,34 @@ echo "== $(basename "$timed" .nn): B=$batch, T=$T"
 "$trainc" build "$timed" --backend "$backend" -o "$dir/cuda" --keep-c "$dir/cuda.cu" | tail -1
 "$PY" tests/e2e/random_data.py "$dir/cuda.cu" "$dir/data" $((batch * (steps + 1)))
 params=$(sed -n 's/.*\.param_count = \([0-9]*\),.*/\1/p' "$dir/cuda.cu")
-rc=0 sampler=
-if [[ $emulate == 0 ]] && command -v nvidia-smi >/dev/null; then # the process's device memory
-  nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits -lms 200 \
-    >"$dir/memory.csv" 2>/dev/null &
-  sampler=$!
-fi
-timeout "${TIME_LIMIT:-300}" "$dir/cuda" --data "$dir/data" --steps "$steps" --log-every 1 --quiet \
-  --log "$dir/log.jsonl" || rc=$?
-if [[ -n $sampler ]]; then
-  kill "$sampler" 2>/dev/null || true
-  arena=$(sed -n 's/^    \.arena_bytes = \([0-9]*\),$/\1/p' "$dir/cuda.cu")
-  inputs=$(sed -n 's/.*trc_cuda_layout layout = {[^}]*, \([0-9]*\)u};/\1/p' "$dir/cuda.cu")
-  peak=$(sort -n "$dir/memory.csv" | tail -1)
-  echo "  device memory: ${peak:-?} MiB at the peak (nvidia-smi); by plan $(( (arena + 8 * params \
-    + 2 * inputs) / 1048576 )) MiB (arena $((arena / 1048576)) MiB + AdamW's moments + input buffers)"
-fi
-if [[ $rc == 124 ]]; then
-  echo "FAIL: $steps steps did not finish in ${TIME_LIMIT:-300} s"
-  fail=1
-elif [[ $rc != 0 ]]; then
-  echo "FAIL: the trainer exited with $rc"
-  fail=1
-else
-  "$PY" - "$dir/log.jsonl" "$batch" "$T" "$params" "${PEAK_TFLOPS:-67}" <<'PY' || fail=1
+for precision in fp32 bf16; do
+  echo "  --precision $precision"
+  rc=0 sampler=
+  if [[ $emulate == 0 ]] && command -v nvidia-smi >/dev/null; then # the process's device memory
+    nvidia-smi --query-compute-apps=used_memory --format=csv,noheader,nounits -lms 200 \
+      >"$dir/memory.$precision.csv" 2>/dev/null &
+    sampler=$!
+  fi
+  timeout "${TIME_LIMIT:-300}" "$dir/cuda" --data "$dir/data" --steps "$steps" --log-every 1 --quiet \
+    --precision "$precision" --log "$dir/log.$precision.jsonl" || rc=$?
+  if [[ -n $sampler ]]; then
+    kill "$sampler" 2>/dev/null || true
+    arena=$(sed -n 's/^    \.arena_bytes = \([0-9]*\),$/\1/p' "$dir/cuda.cu")
+    inputs=$(sed -n 's/.*trc_cuda_layout layout = {[^}]*, \([0-9]*\)u};/\1/p' "$dir/cuda.cu")
+    peak=$(sort -n "$dir/memory.$precision.csv" | tail -1)
+    copies=
+    if [[ $precision == bf16 ]]; then copies="; the GEMMs' bf16 copies come on top"; fi
+    echo "  device memory: ${peak:-?} MiB at the peak (nvidia-smi); by plan $(( (arena + 8 * params \
+      + 2 * inputs) / 1048576 )) MiB (arena $((arena / 1048576)) MiB + AdamW's moments + input buffers$copies)"
+  fi
+  if [[ $rc == 124 ]]; then
+    echo "FAIL: $steps steps did not finish in ${TIME_LIMIT:-300} s"
+    fail=1
+  elif [[ $rc != 0 ]]; then
+    echo "FAIL: the trainer exited with $rc"
+    fail=1
+  else
+    "$PY" - "$dir/log.$precision.jsonl" "$batch" "$T" "$params" "${PEAK_TFLOPS:-67}" <<'PY' || fail=1
 import json, statistics, sys
 log, B, T, N, peak = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
 rates = [r["examples_per_s"] for r in map(json.loads, open(log)) if "examples_per_s" in r][1:]
@@ -170,6 +193,7 @@ mfu = 6 * N * tokens / (peak * 1e12)
 print(f"  {N} parameters; median of {len(rates)} steps after the first: {tokens:.0f} tokens/s, "
       f"MFU {100 * mfu:.2f}% of {peak:g} TFLOP/s (6 x parameters x tokens/s)")
 PY
-fi
+  fi
+done
 [[ $fail == 0 ]] && echo "gpu-check: all checks passed (backend $backend)" || echo "gpu-check: FAILED"
 exit $fail

@@ -134,30 +134,27 @@ static void print_operand(FILE *out, const char *type, uint64_t offset, const Ge
   fprintf(out, ", %lld, %lld", (long long)ld, (long long)stride);
 }
 
-/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T. cuBLAS's
- * strided batch has one stride per operand: a batch split into heads
- * (gemm_dims) is one call per head over the batch, cut by the emulation's
- * trc_gemm as the C trainer's call is (trainc.h). (A model lowered for this
- * backend has no convolution op: CONV_IM2COL.) */
+/* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T, through the
+ * runtime's trc_cuda_gemm (cuBLAS in the run's precision: fp32, or bf16
+ * inputs; trainc_cuda.h). cuBLAS's strided batch has one stride per
+ * operand: a batch split into heads (gemm_dims) is one call per head over
+ * the batch, cut by the emulation's trc_gemm as the C trainer's call is
+ * (trainc.h). (A model lowered for this backend has no convolution op:
+ * CONV_IM2COL.) */
 static void print_gemm(FILE *out, const Program *p, int id) {
   const Node *n = &p->g->nodes[id];
   GemmDims s;
   gemm_dims(p->g, n, &s);
   fprintf(out, "static void k%d(char *D) {\n", id);
-  fprintf(out, "  static const float alpha = 1.0f, beta = %s;\n", s.accumulate ? "1.0f" : "0.0f");
   if (s.heads > 1) fprintf(out, "  for (long long h = 0; h < %lld; h++)\n  ", (long long)s.heads);
-  fprintf(out,
-          "  trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, %s, %s, %lld, %lld, %lld, "
-          "&alpha,\n      ",
-          cublas_op(s.trans_b), cublas_op(s.trans_a), (long long)s.n, (long long)s.m, (long long)s.k);
+  fprintf(out, "  trc_cuda_gemm(%s, %s, %lld, %lld, %lld,\n      ", cublas_op(s.trans_b),
+          cublas_op(s.trans_a), (long long)s.n, (long long)s.m, (long long)s.k);
   print_operand(out, "const float", p->offset[n->in[1]], &s, s.head_stride_b, s.ldb, s.stride_b);
   fputs(", ", out);
   print_operand(out, "const float", p->offset[n->in[0]], &s, s.head_stride_a, s.lda, s.stride_a);
-  fputs(",\n      &beta, ", out);
+  fprintf(out, ",\n      %s, ", s.accumulate ? "1.0f" : "0.0f");
   print_operand(out, "float", p->offset[id], &s, s.head_stride_c, s.ldc, s.stride_c);
-  fprintf(out, ", %lld),\n", (long long)s.batch);
-  fprintf(out, "      \"cublasSgemmStridedBatched\", \"k%d\", %d);\n}\n\n", id,
-          p->g->nodes[id].loc.line);
+  fprintf(out, ", %lld, \"k%d\", %d);\n}\n\n", (long long)s.batch, id, n->loc.line);
 }
 
 static void print_call(FILE *out, const Program *p, int id, const void *data) {

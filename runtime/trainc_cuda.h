@@ -5,7 +5,8 @@
  * with TRC_CUDA_EMULATE defined (`trainc build --backend cuda-emulate`), it
  * is an emulation of the part of them the generated file uses: a launch runs
  * every block and every thread, last first, on the CPU, device memory is host
- * memory, a strided batched cuBLAS GEMM is the C backend's trc_gemm. The
+ * memory, a strided batched cuBLAS GEMM is the C backend's trc_gemm (in
+ * fp32, or on bf16 inputs: the C trainer's precision bf16). The
  * generated kernels need nothing else — no shared memory, no
  * __syncthreads, no atomics — so the emulation runs the very code a GPU
  * would, thread by thread.
@@ -77,6 +78,7 @@ static inline cudaError_t cudaMalloc(void **p, size_t n) {
   *p = aligned_alloc(256, (n + 255) / 256 * 256 + 256);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
 }
+static inline cudaError_t cudaFree(void *p) { return free(p), cudaSuccess; }
 static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
   memcpy(dst, src, n);
   return cudaSuccess;
@@ -121,24 +123,88 @@ static inline cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, 
 }
 
 typedef int cublasHandle_t;
-typedef enum { CUBLAS_STATUS_SUCCESS = 0 } cublasStatus_t;
+typedef enum { CUBLAS_STATUS_SUCCESS = 0, CUBLAS_STATUS_NOT_SUPPORTED = 15 } cublasStatus_t;
 typedef enum { CUBLAS_OP_N, CUBLAS_OP_T } cublasOperation_t;
-static inline const char *cublasGetStatusString(cublasStatus_t) { return "success"; }
+typedef enum { CUDA_R_32F = 0, CUDA_R_16BF = 14 } cudaDataType;
+typedef enum { CUBLAS_COMPUTE_32F = 68 } cublasComputeType_t;
+typedef enum { CUBLAS_GEMM_DEFAULT = -1 } cublasGemmAlgo_t;
+static inline const char *cublasGetStatusString(cublasStatus_t e) {
+  return e == CUBLAS_STATUS_SUCCESS ? "success" : "the emulation has bf16 x bf16 -> f32 only";
+}
 static inline cublasStatus_t cublasCreate(cublasHandle_t *h) {
   return *h = 1, CUBLAS_STATUS_SUCCESS;
 }
 /* Column-major, as cuBLAS, on the C trainer's GEMM: the generated call's
  * swapped operands, swapped back, are the C backend's row-major trc_gemm
- * (trainc.h), so the emulation computes its bits. alpha is always 1. */
+ * (trainc.h), so the emulation computes its bits, in the precision given
+ * whatever the run's (trc_gemm reads the run's: it is set for this call).
+ * alpha is always 1. */
+static void trc_emulated_gemm(trc_precision precision, cublasOperation_t ta, cublasOperation_t tb,
+                              int m, int n, int k, const float *a, int lda, long long sa,
+                              const float *b, int ldb, long long sb, float beta, float *c,
+                              int ldc, long long sc, int batch) {
+  const trc_precision run = trc_get_precision();
+  trc_set_precision(precision);
+  trc_gemm(batch, 1, tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, b, ldb, sb, 0, a, lda, sa, 0,
+           beta, c, ldc, sc, 0);
+  trc_set_precision(run);
+}
+
+/* In fp32 (CUBLAS_DEFAULT_MATH: no TF32), as cuBLAS, whatever the run's
+ * precision. */
 static inline cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t, cublasOperation_t ta,
                                                        cublasOperation_t tb, int m, int n, int k,
-                                                       const float *alpha, const float *a, int lda,
+                                                       const float *, const float *a, int lda,
                                                        long long sa, const float *b, int ldb,
                                                        long long sb, const float *beta, float *c,
                                                        int ldc, long long sc, int batch) {
-  (void)alpha;
-  trc_gemm(batch, 1, tb == CUBLAS_OP_T, ta == CUBLAS_OP_T, n, m, k, b, ldb, sb, 0, a, lda, sa, 0,
-           *beta, c, ldc, sc, 0);
+  trc_emulated_gemm(TRC_FP32, ta, tb, m, n, k, a, lda, sa, b, ldb, sb, *beta, c, ldc, sc, batch);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/* A column-major bf16 operand (rows x cols, leading dimension ld, `batch`
+ * matrices `stride` apart) as the floats it holds, exactly (a bf16 number
+ * is the upper half of a float), in one of two buffers kept for the next
+ * call. */
+static const float *trc_emulated_widen(int slot, const void *x, int rows, int cols, int ld,
+                                       long long stride, int batch) {
+  static float *buffers[2];
+  static size_t sizes[2];
+  const size_t n = (size_t)((batch - 1) * stride + (long long)(cols - 1) * ld + rows);
+  if (n > sizes[slot]) {
+    free(buffers[slot]);
+    if (!(buffers[slot] = (float *)malloc(n * sizeof(float)))) {
+      fprintf(stderr, "trainer: error: out of memory in the emulated bf16 GEMM\n");
+      exit(1);
+    }
+    sizes[slot] = n;
+  }
+  const uint16_t *bf16 = (const uint16_t *)x;
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t bits = (uint32_t)bf16[i] << 16;
+    memcpy(&buffers[slot][i], &bits, sizeof bits);
+  }
+  return buffers[slot];
+}
+
+/* bf16 A and B, f32 C, f32 compute (the one form the generated code calls):
+ * the bf16 numbers as floats through trc_gemm under precision bf16, whose
+ * rounding to bf16 leaves them as they are, so they are multiplied with f32
+ * accumulation by the C trainer's bf16 GEMM (oneDNN's matmul, its
+ * partition): the emulated trainer's GEMM is the C trainer's, bitwise. */
+static inline cublasStatus_t cublasGemmStridedBatchedEx(
+    cublasHandle_t, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void *,
+    const void *a, cudaDataType a_type, int lda, long long sa, const void *b, cudaDataType b_type,
+    int ldb, long long sb, const void *beta, void *c, cudaDataType c_type, int ldc, long long sc,
+    int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
+  if (a_type != CUDA_R_16BF || b_type != CUDA_R_16BF || c_type != CUDA_R_32F ||
+      compute != CUBLAS_COMPUTE_32F)
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const bool a_n = ta == CUBLAS_OP_N, b_n = tb == CUBLAS_OP_N;
+  const float *a32 = trc_emulated_widen(0, a, a_n ? m : k, a_n ? k : m, lda, sa, batch);
+  const float *b32 = trc_emulated_widen(1, b, b_n ? k : n, b_n ? n : k, ldb, sb, batch);
+  trc_emulated_gemm(TRC_BF16, ta, tb, m, n, k, a32, lda, sa, b32, ldb, sb, *(const float *)beta,
+                    (float *)c, ldc, sc, batch);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -654,6 +720,86 @@ static void trc_cuda_update(trc_step *s, const trc_cuda_run *runs, int n_runs) {
   TRC_CUDA(cudaMemcpy, (&norm, &trc_cuda_step_scalars->norm, sizeof norm,
                         cudaMemcpyDeviceToHost));
   trc_step_set_grad_norm(s, norm);
+}
+
+
+/* ---- the GEMMs ----
+ * Every GEMM of the generated file, column-major as cuBLAS takes it (the
+ * row-major product's operands swapped: cuda_backend.c), in the run's
+ * precision, read per call (trc_set_precision: the config's `precision`,
+ * fp32 during --gradcheck). fp32: cublasSgemmStridedBatched, with
+ * CUBLAS_DEFAULT_MATH (no TF32). bf16: A and B rounded to bf16 by the
+ * runtime's rounding (trc_round_bf16, as the C trainer's) into packed
+ * scratch copies on the device, then cublasGemmStridedBatchedEx on bf16
+ * inputs with f32 compute and an f32 C. Not CUBLAS_COMPUTE_32F_FAST_16BF
+ * on the f32 operands: that "allows down-converting inputs to bfloat16 or
+ * TF32" (cublas_api.h), rounded as cuBLAS does it, so neither the inputs'
+ * precision nor their rounding would be sure to be the C trainer's. */
+
+/* A column-major operand's floats (matrices of rows x cols, leading
+ * dimension ld, `stride` apart) rounded to bf16 and packed, n in all, one
+ * thread per element. */
+static __global__ void trc_round_bf16_kernel(const float *x, uint64_t rows, uint64_t cols,
+                                             uint64_t ld, uint64_t stride, uint64_t n,
+                                             uint16_t *out) {
+  const uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  if (t >= n) return;
+  const uint64_t matrix = t / (rows * cols), col = t / rows % cols, row = t % rows;
+  out[t] = trc_round_bf16(x[matrix * stride + col * ld + row]);
+}
+
+/* An operand's bf16 copy: where, its leading dimension and stride. */
+typedef struct {
+  const uint16_t *data;
+  int ld;
+  long long stride;
+} trc_cuda_bf16_operand;
+
+/* Operand x (rows x cols stored, leading dimension ld, `batch` matrices
+ * `stride` apart) rounded into scratch buffer `slot` (0: A, 1: B), which
+ * grows to the largest operand (during the first step: cudaFree waits for
+ * the device) and is kept; the GEMMs run in order on one stream, so the
+ * next GEMM's copy cannot overwrite one still being read. */
+static trc_cuda_bf16_operand trc_cuda_round_operand(int slot, const float *x, int rows, int cols,
+                                                    int ld, long long stride, int batch) {
+  static uint16_t *buffers[2];
+  static uint64_t sizes[2];
+  const uint64_t matrices = stride ? (uint64_t)batch : 1;
+  const uint64_t n = matrices * (uint64_t)rows * (uint64_t)cols;
+  if (n > sizes[slot]) {
+    if (buffers[slot]) TRC_CUDA(cudaFree, (buffers[slot]));
+    TRC_CUDA(cudaMalloc, ((void **)&buffers[slot], n * sizeof(uint16_t)));
+    sizes[slot] = n;
+  }
+  trc_launch(trc_round_bf16_kernel, trc_cuda_grid(n), dim3(256), "trc_round_bf16_kernel", 0, x,
+             (uint64_t)rows, (uint64_t)cols, (uint64_t)ld, (uint64_t)stride, n, buffers[slot]);
+  return {buffers[slot], rows, stride ? (long long)rows * cols : 0};
+}
+
+/* C = op(A) op(B) + beta C for `batch` column-major matrices, op(A) m x k;
+ * a failure names the GEMM's kernel and model line. */
+static void trc_cuda_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                          const float *a, int lda, long long sa, const float *b, int ldb,
+                          long long sb, float beta, float *c, int ldc, long long sc, int batch,
+                          const char *kernel, int line) {
+  static const float one = 1.0f;
+  if (trc_get_precision() != TRC_BF16 || m == 0 || n == 0 || k == 0) { /* as trc_gemm */
+    trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, ta, tb, m, n, k, &one, a, lda, sa, b,
+                                               ldb, sb, &beta, c, ldc, sc, batch),
+                     "cublasSgemmStridedBatched", kernel, line);
+    return;
+  }
+  const bool a_n = ta == CUBLAS_OP_N, b_n = tb == CUBLAS_OP_N;
+  const trc_cuda_bf16_operand a16 =
+      trc_cuda_round_operand(0, a, a_n ? m : k, a_n ? k : m, lda, sa, batch);
+  const trc_cuda_bf16_operand b16 =
+      trc_cuda_round_operand(1, b, b_n ? k : n, b_n ? n : k, ldb, sb, batch);
+  trc_cublas_check(cublasGemmStridedBatchedEx(trc_cublas, ta, tb, m, n, k, &one, a16.data,
+                                              CUDA_R_16BF, a16.ld, a16.stride, b16.data,
+                                              CUDA_R_16BF, b16.ld, b16.stride, &beta, c,
+                                              CUDA_R_32F, ldc, sc, batch, CUBLAS_COMPUTE_32F,
+                                              CUBLAS_GEMM_DEFAULT),
+                   "cublasGemmStridedBatchedEx", kernel, line);
 }
 
 

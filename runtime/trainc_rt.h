@@ -67,6 +67,8 @@ void trc_set_threads(int n);
 /* What trc_gemm multiplies in from now on (the run's `precision`; fp32
  * until set): TRC_BF16 rounds A and B to bf16 and accumulates in f32. */
 void trc_set_precision(trc_precision p);
+/* The precision set last: what the CUDA trainer's GEMMs read (trainc_cuda.h). */
+trc_precision trc_get_precision(void);
 /* Under bf16, the parameters' bf16 copy (gemm_bf16.c): GEMM operands that
  * lie in the parameter region are read from it instead of being rounded on
  * every call. Attached once the parameters are loaded (stale then); the

@@ -1,15 +1,24 @@
-/* test_kernel_helpers.c — trainc.h's trc_maxf and trc_minf, the maximum and
- * minimum generated kernels use, against the C library's fmaxf and fminf
- * (a NaN operand yields the other one) over every pair of special and
- * ordinary values. */
+/* test_kernel_helpers.c — trainc.h's helpers for generated kernels:
+ * trc_maxf and trc_minf, the maximum and minimum, against the C library's
+ * fmaxf and fminf (a NaN operand yields the other one) over every pair of
+ * special and ordinary values; and trc_round_bf16, the CUDA trainer's
+ * rounding of a bf16 GEMM's inputs, against the C trainer's: trc_gemm under
+ * bf16 of A^T [N x 1] times B = [1] is A rounded to bf16, exactly (as
+ * test_gemm.c's check of that rounding), for every upper half of a float
+ * with the lower halves that decide a rounding (zero, ties, either side of
+ * them, all ones): every sign, exponent, NaN payload and overflow to
+ * infinity. Subnormal inputs are left out: the C trainer's bf16 GEMM may
+ * treat them as zero (AVX512_BF16's dot products do). */
 #include "test_util.h"
 
 #include <math.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 
 static bool same(float got, float want) { return isnan(want) ? isnan(got) : got == want; }
 
-int main(void) {
+static void test_max_min(void) {
   const float v[] = {NAN, -INFINITY, -3.5f, -1e-40f, -0.0f, 0.0f, 1e-40f, 2.0f, 3.4e38f, INFINITY};
   const int n = (int)(sizeof v / sizeof v[0]);
   for (int i = 0; i < n; i++)
@@ -17,5 +26,47 @@ int main(void) {
       CHECK(same(trc_maxf(v[i], v[j]), fmaxf(v[i], v[j])));
       CHECK(same(trc_minf(v[i], v[j]), fminf(v[i], v[j])));
     }
+}
+
+static float from_bits(uint32_t bits) {
+  float x;
+  memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+static float widen(uint16_t bf16) { return from_bits((uint32_t)bf16 << 16); }
+
+static void test_round_bf16(void) {
+  static const uint32_t lows[] = {0x0000, 0x0001, 0x4000, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+  enum { LOWS = sizeof lows / sizeof lows[0], N = 0x10000 * LOWS };
+  float *a = malloc(N * sizeof *a), *c = malloc(N * sizeof *c), one = 1.0f;
+  int64_t n = 0;
+  for (uint32_t high = 0; high <= 0xffff; high++)
+    for (int l = 0; l < LOWS; l++) {
+      const float x = from_bits(high << 16 | lows[l]);
+      if (fpclassify(x) != FP_SUBNORMAL) a[n++] = x;
+    }
+  trc_set_precision(TRC_BF16);
+  trc_gemm(1, 1, 1, 0, n, 1, 1, a, n, 0, 0, &one, 1, 0, 0, 0.0f, c, 1, 0, 0);
+  trc_set_precision(TRC_FP32);
+  int64_t differ = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const float want = c[i], got = widen(trc_round_bf16(a[i]));
+    differ += isnan(want) ? !isnan(got) : got != want;
+  }
+  CHECK(n > N / 2 && differ == 0);
+  free(a), free(c);
+  /* and it does round: to nearest, ties to even, NaN kept, overflow to infinity */
+  CHECK(trc_round_bf16(from_bits(0x3f808000)) == 0x3f80); /* 1 + 2^-8, a tie: down to even */
+  CHECK(trc_round_bf16(from_bits(0x3f818000)) == 0x3f82); /* 1 + 3*2^-8, a tie: up to even */
+  CHECK(trc_round_bf16(from_bits(0x3f808001)) == 0x3f81); /* just above the tie: up */
+  CHECK(trc_round_bf16(from_bits(0x7f7fffff)) == 0x7f80); /* FLT_MAX: infinity */
+  CHECK(trc_round_bf16(from_bits(0x7f800001)) == 0x7fc0); /* a NaN infinite in its upper half */
+  CHECK(trc_round_bf16(from_bits(0x00000001)) == 0x0000); /* the least subnormal: zero */
+}
+
+int main(void) {
+  test_max_min();
+  test_round_bf16();
   return test_failures != 0;
 }
