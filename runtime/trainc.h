@@ -546,14 +546,14 @@ TRC_KERNEL_FN float trc_selectf(float c, float a, float b) { return c > 0.0f ? a
 /* The bits of x rounded to bf16, to nearest even; a NaN stays a NaN (its
  * quiet bit set, so that dropping the low half cannot make it infinite).
  * What precision bf16 does to a GEMM's inputs: the CUDA trainer's rounding
- * kernel calls it; the C trainer's GEMM (kernels/gemm_bf16.c) rounds the
- * same way, by its own code (tests/runtime/test_kernel_helpers.c checks
- * that the two agree). */
+ * kernel calls it, and so does the C trainer's GEMM (kernels/gemm_bf16.c)
+ * where it does not round 16 at a time with AVX512_BF16's instruction
+ * (tests/runtime/test_kernel_helpers.c checks that the two agree). */
 TRC_KERNEL_FN uint16_t trc_round_bf16(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)(u >> 16 | 0x40);
-  return (uint16_t)((u + 0x7fffu + (u >> 16 & 1)) >> 16);
+  uint32_t rounded = (u + 0x7fffu + (u >> 16 & 1)) >> 16, quiet_nan = u >> 16 | 0x40;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded); /* no branch */
 }
 
 #include <math.h> /* sqrtf, exp, log */

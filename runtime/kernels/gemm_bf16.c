@@ -97,26 +97,19 @@ void *trc_cache_append(void **items, int *len, int *cap, size_t size) {
   return e;
 }
 
-/* Round to nearest even; a NaN stays a NaN (quieted). */
-static inline uint16_t bf16_bits(uint32_t u) {
-  uint32_t rounded = (u + 0x7fffu + (u >> 16 & 1)) >> 16, quiet_nan = u >> 16 | 0x40;
-  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-}
-
+/* trc_round_bf16 (trainc.h): to nearest even, a NaN kept a NaN. */
 static void round_portable(const float *restrict from, uint16_t *restrict to, int64_t n) {
-  const uint32_t *bits = (const uint32_t *)(const void *)from;
-  for (int64_t i = 0; i < n; i++) to[i] = bf16_bits(bits[i]);
+  for (int64_t i = 0; i < n; i++) to[i] = trc_round_bf16(from[i]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* AVX512_BF16's vcvtneps2bf16 rounds 16 floats to nearest even in one
- * instruction and quiets NaNs as bf16_bits does, but flushes subnormal
+ * instruction and quiets NaNs as trc_round_bf16 does, but flushes subnormal
  * inputs to zero: those lanes (rare: below 1.2e-38) are redone by
- * bf16_bits, so the result is bitwise the portable one's. Rounding was 38%
+ * trc_round_bf16, so the result is bitwise the portable one's. Rounding was 38%
  * of a bf16 gpt step when it was scalar, 17% vectorized by the compiler. */
 __attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
 round_avx512_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
-  const uint32_t *bits = (const uint32_t *)(const void *)from;
   const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -127,7 +120,7 @@ round_avx512_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) 
     __mmask16 subnormal =
         _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
     for (int lane = 0; subnormal; lane++, subnormal >>= 1)
-      if (subnormal & 1) to[i + lane] = bf16_bits(bits[i + lane]);
+      if (subnormal & 1) to[i + lane] = trc_round_bf16(from[i + lane]);
   }
   round_portable(from + i, to + i, n - i);
 }
@@ -179,11 +172,10 @@ enum { COLUMN_BLOCK = 16 };
  * read once. */
 static void round_columns_portable(const float *from, int64_t first_row, int64_t rows, int64_t ld,
                                    int64_t c0, int64_t c1, uint16_t *to) {
-  const uint32_t *bits = (const uint32_t *)(const void *)from;
   for (int64_t r0 = first_row; r0 < rows; r0 += COLUMN_BLOCK)
     for (int64_t c = c0; c < c1; c++)
       for (int64_t r = r0; r < rows && r < r0 + COLUMN_BLOCK; r++)
-        to[c * rows + r] = bf16_bits(bits[r * ld + c]);
+        to[c * rows + r] = trc_round_bf16(from[r * ld + c]);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -192,7 +184,6 @@ static void round_columns_portable(const float *from, int64_t first_row, int64_t
 __attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
 round_columns_avx512_bf16(const float *from, int64_t rows, int64_t ld, int64_t c0, int64_t c1,
                           uint16_t *to) {
-  const uint32_t *bits = (const uint32_t *)(const void *)from;
   const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
   const __m512i down = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -207,7 +198,7 @@ round_columns_avx512_bf16(const float *from, int64_t rows, int64_t ld, int64_t c
       __mmask16 subnormal =
           _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
       for (int lane = 0; subnormal; lane++, subnormal >>= 1)
-        if (subnormal & 1) to[c * rows + r0 + lane] = bf16_bits(bits[(r0 + lane) * ld + c]);
+        if (subnormal & 1) to[c * rows + r0 + lane] = trc_round_bf16(from[(r0 + lane) * ld + c]);
     }
   round_columns_portable(from, whole, rows, ld, c0, c1, to);
 }

@@ -23,7 +23,6 @@ typedef struct {
 static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int64_t head_stride) {
   return i / heads * stride + i % heads * head_stride;
 }
-trc_precision trc_get_precision(void);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
 /* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
