@@ -13,8 +13,9 @@ documentation writes it. Run by bench/hf_trainer.sh beside trainc.
       "bert." prefix) and the head's `classifier.*`, which from_pretrained
       loads into BertForSequenceClassification with no missing or unexpected
       keys, and which examples/minilm_pairs.nn's weights block maps.
-  hf_trainer.py train INIT_DIR VOCAB_DIR DATA_DIR T B EPOCHS LR SEED
-      fine-tunes INIT_DIR on DATA_DIR/{train,test}.tsv (text_a, text_b,
+  hf_trainer.py train INIT_DIR VOCAB_DIR DATA_DIR T B EPOCHS LR SEED [PRECISION]
+      fine-tunes INIT_DIR (PRECISION bf16: TrainingArguments(bf16=True), the
+      Trainer's torch.autocast on the CPU; default fp32) on DATA_DIR/{train,test}.tsv (text_a, text_b,
       label), pairs tokenized by BertTokenizerFast (truncation longest_first,
       padding to T) and prints one JSON line: per epoch eval_loss,
       eval_accuracy, eval_f1 and seconds; examples/s; peak RSS; the bytes
@@ -99,7 +100,7 @@ def saved_activation_bytes(model, batch):
     return sum(seen.values())
 
 
-def train(init_dir, vocab_dir, data_dir, t, b, epochs, lr, seed):
+def train(init_dir, vocab_dir, data_dir, t, b, epochs, lr, seed, precision):
     from transformers import (BertForSequenceClassification, BertTokenizerFast, Trainer,
                               TrainerCallback, TrainingArguments)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
@@ -128,7 +129,8 @@ def train(init_dir, vocab_dir, data_dir, t, b, epochs, lr, seed):
         gradient_checkpointing=True, eval_strategy="epoch", num_train_epochs=epochs,
         learning_rate=lr, weight_decay=0.01, lr_scheduler_type="linear", warmup_steps=0,
         max_grad_norm=1.0, logging_strategy="epoch", save_strategy="no", report_to=[],
-        seed=seed, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True)
+        seed=seed, use_cpu=True, dataloader_num_workers=0, disable_tqdm=True,
+        bf16=precision == "bf16")
     trainer = Trainer(model=model, args=args, train_dataset=splits["train"],
                       eval_dataset=splits["test"], compute_metrics=compute_metrics,
                       callbacks=[EpochClock()])
@@ -152,4 +154,5 @@ if __name__ == "__main__":
         init(sys.argv[2], sys.argv[3], int(sys.argv[4]))
     else:
         train(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), int(sys.argv[6]),
-              int(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9]))
+              int(sys.argv[7]), float(sys.argv[8]), int(sys.argv[9]),
+              sys.argv[10] if len(sys.argv) > 10 else "fp32")

@@ -13,13 +13,16 @@
 # sides on 2 threads; PyTorch with tcmalloc and OMP_WAIT_POLICY=active, the
 # environment bench/torch_compare.sh's quiet-machine sweep found fastest for
 # the transformers (gpt124m: tcmalloc/active).
-# The load average is printed before and after; the sides alternate.
-# usage: bench/hf_trainer.sh [BUILD_DIR] [EPOCHS] [SEEDS] [N_TRAIN] [N_TEST]
-#        (default: build 2 "1" 2000 500)
+# PRECISION bf16: Hugging Face's `bf16=True` (autocast on the CPU) against
+# trainc's `--precision bf16`. The load average is printed before and after;
+# the sides alternate.
+# usage: bench/hf_trainer.sh [BUILD_DIR] [EPOCHS] [SEEDS] [N_TRAIN] [N_TEST] [PRECISION]
+#        (default: build 2 "1" 2000 500 fp32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/quiet.sh
 build=${1:-build} epochs=${2:-2} seeds=${3:-1} n_train=${4:-2000} n_test=${5:-500}
+precision=${6:-fp32}
 work=$build/bench_hf_trainer
 mkdir -p "$work"
 scripts/install-peers --quiet
@@ -47,12 +50,13 @@ trainc_side() { # init seed
   /usr/bin/time -f %M -o "$work/trainc_$1_$2.rss" "$work/minilm" --threads 2 --seed "$2" \
     --init "$work/w0_$1_$2/model.safetensors" --tokenizer data/minilm \
     --pairs "$work/data/train.tsv" --eval-pairs "$work/data/test.tsv" \
-    --log "$work/trainc_$1_$2.jsonl" --quiet >/dev/null 2>"$work/trainc_$1_$2.err"
+    --precision "$precision" --log "$work/trainc_$1_$2.jsonl" --quiet >/dev/null \
+    2>"$work/trainc_$1_$2.err"
 }
 hf_side() { # init seed
   OMP_NUM_THREADS=2 OMP_WAIT_POLICY=active LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4 \
     "$py" bench/hf_trainer.py train "$work/w0_$1_$2" data/minilm "$work/data" "$t" "$batch" \
-    "$epochs" "$lr" "$2" >"$work/hf_$1_$2.json" 2>"$work/hf_$1_$2.err"
+    "$epochs" "$lr" "$2" "$precision" >"$work/hf_$1_$2.json" 2>"$work/hf_$1_$2.err"
 }
 
 wait_quiet
