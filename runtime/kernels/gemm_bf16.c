@@ -241,11 +241,11 @@ static void round_matrices_transposed(const trc_gemm_job *j, const float *x, int
 int trc_bf16_weights_attach(const float *params, uint64_t count, trc_error *err) {
   trc_bf16_weights_detach();
   size_t bytes = ((size_t)count * sizeof(uint16_t) + ALIGN - 1) / ALIGN * ALIGN;
-  const char *check = getenv("TRAINC_CHECK_BF16_WEIGHTS");
+  const char *env = getenv("TRAINC_CHECK_BF16_WEIGHTS");
+  const int checked = env && *env && strcmp(env, "0") != 0;
   weights.copy = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
-  if (check && *check && strcmp(check, "0") != 0)
-    weights.check = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
-  if (!weights.copy || (check && *check && strcmp(check, "0") != 0 && !weights.check)) {
+  if (checked) weights.check = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
+  if (!weights.copy || (checked && !weights.check)) {
     trc_bf16_weights_detach();
     return trc_fail(err, "out of memory for the parameters' bf16 copy (%zu bytes)", bytes);
   }
