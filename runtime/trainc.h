@@ -366,6 +366,18 @@ typedef struct trc_model {
   uint64_t predict_offset;
   int64_t predict_classes;
   int64_t predict_rows;      /* rows of scores per example: 1, or T of a sequence model */
+  /* The chunked loss head (docs/planner.md, *The loss head*): predict is the
+   * logits x @ op(w) of trc_linear_cross_entropy, never stored whole. Then
+   * predict_offset holds x, f32[B, predict_rows, head_dim]; w is at
+   * head_weight_offset, [predict_classes, head_dim] when head_w_vd, else
+   * [head_dim, predict_classes]; after forward(), head_stats_offset holds
+   * each row's loss (f32[B * predict_rows]) followed by its argmax (as f32),
+   * which evaluation counts; sampling and --dump compute the rows they need
+   * (trc_predict_row). 0 for a model whose predict is stored. */
+  int predict_head;
+  uint64_t head_weight_offset, head_stats_offset;
+  int64_t head_dim;
+  int head_w_vd;
   int label_input;           /* index into inputs of the class labels (predict_rows
                                 per example), -1 if none */
   int token_input;           /* sequence models: the i32 input [B, predict_rows] of
@@ -407,7 +419,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
   X(trc_step_overlaps) X(trc_step_loss_seed) X(trc_step_micro_batch) X(trc_step_bucket_ready)      \
   X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
-  X(trc_gemm) X(trc_parallel_for)
+  X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy)
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
@@ -470,6 +482,29 @@ static inline void trc_gemm_shaped(const trc_gemm_shape *s, const float *a, cons
            s->head_stride_b, s->accumulate ? 1.0f : 0.0f, c, s->ldc, s->stride_c,
            s->head_stride_c);
 }
+
+/* The chunked loss head: cross_entropy(x @ op(w), labels) and its
+ * gradients without ever holding the [n, v] logits (docs/planner.md, *The
+ * loss head*). x is [n, d]; w is [v, d] when w_vd (logits = x w^T), else
+ * [d, v] (logits = x w); labels [n] are i32 in [0, v), or ignore_label when
+ * has_ignore; *seed is the loss seed dl, set before forward(). Rows go in
+ * blocks of `chunk` (the last may be shorter), each block's logits made in
+ * `scratch` (chunk * v floats) by trc_gemm, then per row its max, argmax and
+ * lse = max + logf(sum expf(l - max)) (the logsumexp kernel's arithmetic),
+ * and in place g = (expf(l - lse) - onehot(label)) * dl * scale_r with
+ * scale_r = 1/n (with ignore: 1 for a row that counts, 0 for an ignored
+ * one); then the block's
+ *   out[r*d .. r*d + d)  = dx rows: g @ op(w)^T (written, not added)
+ *   dw                  += g^T x (in w's layout) when dw is not NULL
+ *   out[n*d + r]         = the row's loss lse - l[label] (0 when ignored)
+ *   out[n*d + n + r]     = the row's argmax as a float (the first maximum).
+ * The loss itself (their mean, or their sum with ignore) is the graph's
+ * next node. Blocks and partitions depend on the shapes only: the same bits
+ * for any number of threads. */
+void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, int w_vd,
+                              int has_ignore, int64_t ignore_label, const float *x,
+                              const float *w, const int32_t *labels, const float *seed,
+                              float *out, float *dw, float *scratch);
 
 /* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
  * square kernel k, the same stride and zero padding on both axes) on NCHW
