@@ -575,14 +575,18 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   fprintf(out, "    .loss_offset = %llu, .loss_seed_offset = %llu, .loss_kind = %s,\n",
           (unsigned long long)p->offset[g->loss], (unsigned long long)p->seed_offset,
           loss_enum[g->loss_kind]);
-  if (g->predict >= 0) {
-    const Shape *ps = &g->nodes[g->predict].shape;
+  const PredictLayout pl = program_predict_layout(p);
+  if (pl.has)
     fprintf(out,
             "    .has_predict = 1, .predict_offset = %llu, .predict_classes = %lld, .predict_rows "
             "= %lld,\n",
-            (unsigned long long)p->offset[g->predict], (long long)ps->dim[ps->rank - 1],
-            (long long)(ps->rank == 3 ? ps->dim[1] : 1));
-  }
+            (unsigned long long)pl.offset, (long long)pl.classes, (long long)pl.rows);
+  if (pl.head)
+    fprintf(out,
+            "    .predict_head = 1, .head_weight_offset = %llu, .head_stats_offset = %llu, "
+            ".head_dim = %lld, .head_w_vd = %d,\n",
+            (unsigned long long)pl.weight_offset, (unsigned long long)pl.stats_offset,
+            (long long)pl.dim, pl.w_vd);
   fprintf(out, "    .label_input = %d, .token_input = %d,\n",
           g->labels >= 0 ? input_index(g, g->labels) : -1,
           g->tokens >= 0 ? input_index(g, g->tokens) : -1);

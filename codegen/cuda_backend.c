@@ -317,6 +317,7 @@ static void print_host_entries(FILE *out, const Program *p) {
 }
 
 void emit_cuda(FILE *out, const Program *p) {
+  if (p->g->loss_head >= 0) diag_internal_error("the CUDA backend got a chunked loss head");
   print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include \"trainc_cuda.h\"\n"
         "#include \"trainc.h\"\n\n",

@@ -26,7 +26,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
           X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
           X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)       \
               X(predict_offset, I64) X(predict_classes, I64) X(predict_rows, I64)                  \
-                  X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
+                  X(predict_head, I32) X(head_weight_offset, I64) X(head_stats_offset, I64)        \
+                  X(head_dim, I64) X(head_w_vd, I32) X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
                       X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
                       X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
                           X(checkpoint, PTR) X(defaults, CONFIG) X(device, PTR)
@@ -247,7 +248,7 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
   const Program *p = g->p;
   const Graph *gr = p->g;
   char spec[64];
-  const Shape *ps = gr->predict >= 0 ? &gr->nodes[gr->predict].shape : NULL;
+  const PredictLayout pl = program_predict_layout(p);
   const int ignore = ignore_input(gr);
   LLVMValueRef v[N_MODEL_FIELDS] = {
       [MODEL_name] = cstring(g, gr->model_name),
@@ -267,10 +268,15 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_loss_offset] = u64c(g, p->offset[gr->loss]),
       [MODEL_loss_seed_offset] = u64c(g, p->seed_offset),
       [MODEL_loss_kind] = i32c(g, gr->loss_kind),
-      [MODEL_has_predict] = i32c(g, ps != NULL),
-      [MODEL_predict_offset] = u64c(g, ps ? p->offset[gr->predict] : 0),
-      [MODEL_predict_classes] = i64c(g, ps ? ps->dim[ps->rank - 1] : 0),
-      [MODEL_predict_rows] = i64c(g, ps ? (ps->rank == 3 ? ps->dim[1] : 1) : 0),
+      [MODEL_has_predict] = i32c(g, pl.has),
+      [MODEL_predict_offset] = u64c(g, pl.offset),
+      [MODEL_predict_classes] = i64c(g, pl.classes),
+      [MODEL_predict_rows] = i64c(g, pl.rows),
+      [MODEL_predict_head] = i32c(g, pl.head),
+      [MODEL_head_weight_offset] = u64c(g, pl.weight_offset),
+      [MODEL_head_stats_offset] = u64c(g, pl.stats_offset),
+      [MODEL_head_dim] = i64c(g, pl.dim),
+      [MODEL_head_w_vd] = i32c(g, pl.w_vd),
       [MODEL_label_input] = i32c(g, gr->labels >= 0 ? input_index(gr, gr->labels) : -1),
       [MODEL_token_input] = i32c(g, gr->tokens >= 0 ? input_index(gr, gr->tokens) : -1),
       [MODEL_has_ignore] = i32c(g, ignore >= 0),

@@ -454,8 +454,30 @@ static void conv_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
   call_ext(g, "trc_conv2d", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
-static bool is_conv(const Gen *g, int id) {
-  return op_info(g->p->g->nodes[id].op)->op_class == OPC_CONV;
+/* The chunked loss head: the runtime's trc_linear_cross_entropy with the
+ * arguments c_backend.c's print_head_function prints (w's gradient at w
+ * plus the distance from the parameters to their gradients). */
+static void head_body(Gen *g, int id) {
+  const Node *n = &g->p->g->nodes[id];
+  HeadDims h;
+  head_dims(g->p->g, n, &h);
+  LLVMValueRef w = g->buf[n->in[1]], out = g->buf[id];
+  LLVMValueRef dw = LLVMConstPointerNull(g->ptr);
+  if (h.adds_dw) dw = at(g, w, g->p->grad_offset - g->p->param_offset);
+  LLVMValueRef scratch = at(g, out, (uint64_t)h.scratch_at * sizeof(float));
+  LLVMValueRef args[] = {i64c(g, h.n), i64c(g, h.d), i64c(g, h.v), i64c(g, h.chunk),
+                         i32c(g, h.w_vd), i32c(g, h.has_ignore), i64c(g, h.ignore_label),
+                         g->buf[n->in[0]], w, g->buf[n->in[2]], g->buf[n->in[3]], out, dw, scratch};
+  call_ext(g, "trc_linear_cross_entropy", g->void_t, args, (int)(sizeof args / sizeof args[0]));
+}
+
+/* A library call's body: trc_gemm, trc_conv2d or the loss head's call. */
+static void library_body(Gen *g, int id) {
+  const Node *n = &g->p->g->nodes[id];
+  OpClass cls = op_info(n->op)->op_class;
+  if (cls == OPC_CALL) head_body(g, id);
+  else if (cls == OPC_CONV) conv_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
+  else gemm_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
 }
 
 /* The function already built for this code, or NULL. */
@@ -595,10 +617,8 @@ void llvm_define_kernel(Gen *g, int id) {
   if (k) {
     fn = define_loop_kernel(g, name, k, f->params, f->n_params);
   } else {
-    const Node *n = &g->p->g->nodes[id];
     fn = define_with_buffers(g, name, f->params, f->n_params, 0, NULL).fn;
-    (is_conv(g, id) ? conv_body : gemm_body)(g, id, g->buf[n->in[0]], g->buf[n->in[1]],
-                                              g->buf[id]);
+    library_body(g, id);
     LLVMBuildRetVoid(g->b);
   }
   free(g->stream);

@@ -79,6 +79,11 @@ static const char *usage_text =
     "                           unfused program: the same arithmetic)\n"
     "  --conv-im2col            convolutions as im2col + GEMM (the CUDA\n"
     "                           backend's form) instead of oneDNN's\n"
+    "  --loss-head H            a loss cross_entropy(x @ w) over a parameter w:\n"
+    "                           chunked (default: its logits made a few rows at\n"
+    "                           a time, never stored), ROWS per chunk, or whole\n"
+    "                           (the [rows, classes] logits stored; the CUDA\n"
+    "                           backends' form)\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -89,12 +94,13 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
-  const char *backend, *mcpu, *mattr;
+  const char *backend, *mcpu, *mattr, *loss_head;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
   bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col, scalar_math;
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
+  int64_t head_chunk;    /* --loss-head: CompileOptions.head_chunk */
 } Options;
 
 static Diag diag; /* where every message of this run goes */
@@ -172,6 +178,8 @@ static int backend_options_ok(const Options *o) {
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", run ? "run always uses LLVM: no --backend"
                                  : "--backend goes with emit and build");
+  if (o->loss_head && o->head_chunk >= 0 && o->backend && !strncmp(o->backend, "cuda", 4))
+    return usage_error("%s", "the CUDA backends have no chunked loss head: --loss-head whole");
   if ((o->mcpu || o->mattr || o->scalar_math) && !use_llvm(o))
     return usage_error("%s", "--mcpu, --mattr and --scalar-math go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
@@ -187,7 +195,7 @@ static const char *const compiler_options[] = {
     "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
     "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
     "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose",
-    "--conv-im2col"};
+    "--conv-im2col", "--loss-head"};
 
 /* run: one of trainc's options among the trainer's flags is an error that
  * says where it goes. Returns -1 to go on, else the exit status. */
@@ -206,6 +214,17 @@ static int trainer_flags_ok(const Options *o) {
     }
   }
   return -1;
+}
+
+/* --loss-head: whole (-1), chunked (0: the default chunk) or ROWS (> 0). */
+static bool parse_loss_head(const char *text, int64_t *chunk) {
+  if (!strcmp(text, "whole")) return *chunk = -1, true;
+  if (!strcmp(text, "chunked")) return *chunk = 0, true;
+  char *end;
+  long long rows = strtoll(text, &end, 10);
+  if (end == text || *end || rows < 1 || rows > (1LL << 40)) return false;
+  *chunk = rows;
+  return true;
 }
 
 /* Returns -1 to go on, else the exit status. */
@@ -244,6 +263,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
+    else if ((v = flag_value(argc, argv, &i, "--loss-head"))) o->loss_head = v;
     else if ((v = flag_value(argc, argv, &i, "--backend"))) o->backend = v;
     else if ((v = flag_value(argc, argv, &i, "--mcpu"))) o->mcpu = v;
     else if ((v = flag_value(argc, argv, &i, "--mattr"))) o->mattr = v;
@@ -279,6 +299,9 @@ static int parse_options(int argc, char **argv, Options *o) {
     return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
   if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--bucket goes with emit and build");
+  if (o->loss_head && !parse_loss_head(o->loss_head, &o->head_chunk))
+    return usage_error("--loss-head takes whole, chunked or a number of rows, not '%s'",
+                       o->loss_head);
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   int status = trainer_flags_ok(o);
@@ -552,6 +575,7 @@ static CompileOptions compile_options(const Options *o) {
   return (CompileOptions){.model = o->model,
                           .conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY,
                           .no_fuse = o->no_fuse,
+                          .head_chunk = is_cuda(o) ? -1 : o->head_chunk,
                           .dump = dump_pass(o),
                           .dump_out = stdout,
                           .bucket_bytes = o->bucket_bytes};

@@ -67,6 +67,7 @@ Graph *graph_new(void) {
   Graph *g = xcalloc(1, sizeof *g);
   g->nodes = reserve_nodes();
   g->loss = g->predict = g->labels = g->tokens = g->loss_seed = g->rng_key = g->training = -1;
+  g->loss_head = -1;
   return g;
 }
 
@@ -213,7 +214,7 @@ Graph *graph_copy_header(const Graph *g) {
   c->model_name = xstrdup(g->model_name);
   c->source_path = xstrdup(g->source_path);
   c->loss = g->loss, c->predict = g->predict, c->labels = g->labels, c->tokens = g->tokens;
-  c->loss_seed = g->loss_seed, c->rng_key = g->rng_key, c->training = g->training, c->n_dropout = g->n_dropout;
+  c->loss_seed = g->loss_seed, c->loss_head = g->loss_head, c->rng_key = g->rng_key, c->training = g->training, c->n_dropout = g->n_dropout;
   c->loss_kind = g->loss_kind;
   c->train = g->train;
   namelist_copy(&c->allow_missing, &g->allow_missing);

@@ -62,6 +62,7 @@ typedef enum {
   OPC_VIEW, /* its input's storage (node_is_view): no code */
   OPC_GEMM, /* a matrix product: the backend's BLAS */
   OPC_CONV, /* a convolution pass: the backend's convolution library */
+  OPC_CALL, /* a runtime function of its own: the chunked loss head */
   OPC_LOOP, /* a loop-nest kernel */
 } OpClass;
 
@@ -168,7 +169,11 @@ typedef struct {
   int tokens;              /* the embedded token-id input [B, T] of a sequence
                               model with predict [B, T, vocab] (sampling feeds
                               it a context), -1 */
-  int loss_seed;           /* OP_LOSS_SEED node, created by autodiff; -1 before */
+  int loss_seed;           /* OP_LOSS_SEED node, created by autodiff (or the
+                              loss head, which reads it); -1 before */
+  int loss_head;           /* the linear_cross_entropy node of a chunked loss
+                              head (passes/head.c), -1 if none; predict is
+                              then its input x */
   int rng_key, training;   /* OP_RNG_KEY / OP_TRAINING leaves (dropout), -1 if unused */
   int n_dropout;           /* dropout ops so far: each gets its own random stream */
   bool too_large;          /* lowering refused a node past IR_MAX_FORWARD (said once) */
@@ -256,7 +261,23 @@ typedef struct {
 } ConvDims;
 void conv_dims(const Graph *g, const Node *n, ConvDims *d);
 
-/* GEMM and CONV nodes: a library call, no loop nest. */
+/* A linear_cross_entropy node (the chunked loss head, ir/ops/head.c) as
+ * one trc_linear_cross_entropy call: n rows of width d, v classes, `chunk`
+ * rows at a time; w is [v, d] when w_vd, else [d, v]; adds_dw: w trains,
+ * its gradient is added into its slot. The output holds dx ([n, d]), from
+ * float stats_at each row's loss then its argmax, from float scratch_at
+ * the chunk's logits. */
+typedef struct {
+  int64_t n, d, v, chunk;
+  bool w_vd, has_ignore, adds_dw;
+  int64_t ignore_label;
+  int64_t stats_at, scratch_at;
+} HeadDims;
+void head_dims(const Graph *g, const Node *n, HeadDims *h);
+/* The output's rows (of d floats) for a head of these sizes. */
+int64_t head_output_rows(int64_t rows, int64_t d, int64_t v, int64_t chunk);
+
+/* GEMM, CONV and CALL nodes: a library call, no loop nest. */
 bool op_calls_library(OpKind op);
 
 /* ---- building graphs (used by lowering and by passes) ---- */

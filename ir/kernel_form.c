@@ -65,6 +65,14 @@ static void code_conv(StrBuf *sb, const Graph *g, int id) {
             (long long)d.k, (long long)d.stride, (long long)d.pad);
 }
 
+static void code_head(StrBuf *sb, const Graph *g, int id) {
+  HeadDims h;
+  head_dims(g, &g->nodes[id], &h);
+  sb_printf(sb, "head %lld %lld %lld %lld %d %d %d %lld", (long long)h.n, (long long)h.d,
+            (long long)h.v, (long long)h.chunk, h.w_vd, h.has_ignore, h.adds_dw,
+            (long long)h.ignore_label);
+}
+
 /* Appends buf as the next parameter unless it is one already. */
 static void add_param(KernelForm *f, int buf, KParamRole role) {
   if (param_of(f, buf) >= 0) return;
@@ -94,9 +102,10 @@ KernelForm kernel_form(const Graph *g, int id, const Kernel *k) {
   if (k) {
     n_used = kernel_stmt_buffers(k->body, k->nbody, &used);
   } else {
-    const Node *n = &g->nodes[id];
-    used = xmalloc(3 * sizeof *used);
-    used[0] = n->in[0], used[1] = n->in[1], used[2] = id, n_used = 3;
+    const Node *n = &g->nodes[id]; /* a library call reads all its inputs */
+    used = xmalloc((size_t)(n->nin + 1) * sizeof *used);
+    for (n_used = 0; n_used < n->nin; n_used++) used[n_used] = n->in[n_used];
+    used[n_used++] = id;
   }
   order_params(&f, g, id, used, n_used);
   free(used);
@@ -108,6 +117,8 @@ KernelForm kernel_form(const Graph *g, int id, const Kernel *k) {
     code_stmts(&sb, k->body, k->nbody, &f);
   } else if (op_info(g->nodes[id].op)->op_class == OPC_CONV) {
     code_conv(&sb, g, id);
+  } else if (op_info(g->nodes[id].op)->op_class == OPC_CALL) {
+    code_head(&sb, g, id);
   } else {
     code_gemm(&sb, g, id);
   }

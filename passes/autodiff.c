@@ -40,8 +40,10 @@ void autodiff(Graph *g) {
   bool *needs = gradient_needed(g);
   int *grad = xmalloc((size_t)g->n_forward * sizeof *grad);
   for (int i = 0; i < g->n_forward; i++) grad[i] = -1;
-  g->loss_seed = graph_add(g, OP_LOSS_SEED, NULL, 0, g->nodes[g->loss].loc, NULL);
-  g->nodes[g->loss_seed].shape = (Shape){.rank = 0};
+  if (g->loss_seed < 0) { /* the loss head reads it, and made it */
+    g->loss_seed = graph_add(g, OP_LOSS_SEED, NULL, 0, g->nodes[g->loss].loc, NULL);
+    g->nodes[g->loss_seed].shape = (Shape){.rank = 0};
+  }
   grad[g->loss] = g->loss_seed;
 
   for (int i = g->n_forward - 1; i >= 0; i--) {

@@ -10,9 +10,19 @@
 
 #include "ir.h"
 
+/* HEAD: a loss that is cross_entropy over a bias-free linear layer of a
+ * parameter (logits = x @ w or x @ w^T, read by nothing else but predict)
+ * becomes the chunked loss head: linear_cross_entropy (`chunk` rows at a
+ * time; 0: the default size) and head_loss, the new loss; sets
+ * g->loss_head and g->loss_seed, and predict becomes x. chunk < 0 (the
+ * whole logits, as written) or any other loss: the graph is unchanged.
+ * Runs on the forward graph, before autodiff. */
+void fuse_loss_head(Graph *g, int64_t chunk);
+
 /* Appends the backward graph of g->loss with respect to every parameter.
  * Gradient contributions to a parameter are marked grad_of_param: their
- * kernels add into the parameter's gradient slot. Sets g->loss_seed. */
+ * kernels add into the parameter's gradient slot. Sets g->loss_seed
+ * (unless the loss head made it). */
 void autodiff(Graph *g);
 
 #define ARENA_ALIGN 64
@@ -70,6 +80,7 @@ typedef struct {
 #define TRAINC_PASSES(X)                                                     \
   X(AST, "ast", "the model file as the parser read it")                     \
   X(IR, "ir", "lowering: the forward graph")                                \
+  X(HEAD, "head", "the loss head chunked: linear + cross_entropy one call")  \
   X(GRAD, "grad", "autodiff: the backward graph added")                     \
   X(WEAVE, "weave", "the planner's recomputes woven into backward")         \
   X(STEPS, "steps", "forward and backward steps; the fixed regions")        \
@@ -108,6 +119,19 @@ typedef struct {
 Program *program_build(const Graph *g, const ProgramOptions *o);
 void program_free(Program *p);
 
+
+/* What the trainer's descriptor says of predictions (trc_model's
+ * has_predict .. head_w_vd): where they are, their classes and rows per
+ * example; with the chunked loss head, x's place, w's, the row stats'. */
+typedef struct {
+  bool has, head;
+  uint64_t offset;           /* the predictions, or the head's x */
+  int64_t classes, rows;
+  uint64_t weight_offset, stats_offset; /* the head's */
+  int64_t dim;
+  bool w_vd;
+} PredictLayout;
+PredictLayout program_predict_layout(const Program *p);
 
 /* ---- the program passes, each with one contract (STEPS .. BUCKETS) ---- */
 
@@ -259,6 +283,7 @@ typedef struct {
   const char *model;  /* the model to compile when the file holds several */
   ConvForm conv;
   bool no_fuse;       /* --no-fuse */
+  int64_t head_chunk; /* --loss-head: rows per chunk; 0 the default; -1 whole */
   Pass dump;          /* print the program after this pass (PASS_NONE: none) */
   FILE *dump_out;
   uint64_t bucket_bytes; /* 0: GRAD_BUCKET_BYTES */

@@ -52,6 +52,28 @@ void program_mark_kernels(Program *p) {
     }
 }
 
+PredictLayout program_predict_layout(const Program *p) {
+  const Graph *g = p->g;
+  PredictLayout l = {.has = g->predict >= 0};
+  if (!l.has) return l;
+  const Shape *s = &g->nodes[g->predict].shape;
+  l.offset = p->offset[g->predict];
+  l.classes = s->dim[s->rank - 1];
+  l.rows = s->rank == 3 ? s->dim[1] : 1;
+  if (g->loss_head >= 0) {
+    const Node *head = &g->nodes[g->loss_head];
+    HeadDims h;
+    head_dims(g, head, &h);
+    l.head = true;
+    l.classes = h.v;
+    l.dim = h.d;
+    l.w_vd = h.w_vd;
+    l.weight_offset = p->offset[head->in[1]];
+    l.stats_offset = p->offset[head->id] + (uint64_t)h.stats_at * sizeof(float);
+  }
+  return l;
+}
+
 uint64_t program_grad_offset(const Program *p, int param) {
   return p->offset[param] - p->param_offset + p->grad_offset;
 }

@@ -139,5 +139,5 @@ const OpInfo *op_info(OpKind op) { return &table[op]; }
 
 bool op_calls_library(OpKind op) {
   OpClass c = table[op].op_class;
-  return c == OPC_GEMM || c == OPC_CONV;
+  return c == OPC_GEMM || c == OPC_CONV || c == OPC_CALL;
 }

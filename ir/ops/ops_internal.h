@@ -167,6 +167,13 @@ OpKernel kernel_softmax, kernel_log_softmax, kernel_softmax_grad, kernel_log_sof
     kernel_logsumexp, kernel_cross_entropy, kernel_cross_entropy_grad;
 OpPrintAttrs print_ignore;
 
+/* head.c */
+OpInfer infer_linear_cross_entropy, infer_head_loss;
+OpFlops flops_linear_cross_entropy, flops_head_loss;
+OpBackward bwd_linear_cross_entropy, bwd_head_loss;
+OpKernel kernel_head_loss;
+OpPrintAttrs print_head;
+
 /* norm.c */
 OpInfer infer_layernorm, infer_layernorm_stats, infer_layernorm_grad_gamma;
 OpBackward bwd_layernorm;

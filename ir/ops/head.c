@@ -1,0 +1,105 @@
+/* head.c — the chunked loss head: cross_entropy(x @ op(w), labels) as one
+ * runtime call that never holds the [rows, classes] logits
+ * (trc_linear_cross_entropy, runtime/trainc.h), and the loss it ends in.
+ *
+ * The loss is the end of the graph and its seed dl is set before forward(),
+ * so linear_cross_entropy makes the gradients right where it makes each
+ * chunk's logits: dx into its own output, w's gradient added into w's slot.
+ * Its output, [rows + stat rows + scratch rows, D], holds dx, then each
+ * row's loss and argmax, then one chunk's logits (head_dims). head_loss
+ * reduces the row losses to the loss; its gradient is the seed, which it
+ * passes to linear_cross_entropy, whose rule hands x its dx, a view of the
+ * output. passes/head.c makes the pair from cross_entropy over a matmul. */
+#include "ops_internal.h"
+
+#include <stdlib.h>
+
+/* Floats of the output before the stats and before the scratch. */
+static int64_t stat_rows(int64_t rows, int64_t d) { return (2 * rows + d - 1) / d; }
+
+void head_dims(const Graph *g, const Node *n, HeadDims *h) {
+  const Shape *x = &in_node(g, n, 0)->shape, *w = &in_node(g, n, 1)->shape;
+  h->w_vd = !n->attr.i[2];
+  h->n = rows_of(x);
+  h->d = last_dim(x);
+  h->v = h->w_vd ? w->dim[0] : w->dim[1];
+  h->chunk = n->attr.i[3];
+  h->has_ignore = n->attr.i[0];
+  h->ignore_label = n->attr.i[1];
+  h->adds_dw = n->attr.i[4];
+  h->stats_at = h->n * h->d;
+  h->scratch_at = (h->n + stat_rows(h->n, h->d)) * h->d;
+}
+
+int64_t head_output_rows(int64_t rows, int64_t d, int64_t v, int64_t chunk) {
+  return rows + stat_rows(rows, d) + (chunk * v + d - 1) / d;
+}
+
+/* x [..., D], w [V, D] (or [D, V] when attr.i[2]), labels one per row, the
+ * loss seed → the output rows of head_output_rows. */
+bool infer_linear_cross_entropy(const Graph *g, Node *n, Diag *diag) {
+  const Shape *w = &in_node(g, n, 1)->shape;
+  int64_t d = last_dim(&in_node(g, n, 0)->shape), v = n->attr.i[2] ? w->dim[1] : w->dim[0];
+  if (w->rank != 2 || (n->attr.i[2] ? w->dim[0] : w->dim[1]) != d || n->attr.i[3] < 1)
+    diag_internal_error("linear_cross_entropy %d: w does not fit x", n->id); /* only passes make it */
+  int64_t rows = rows_of(&in_node(g, n, 0)->shape);
+  n->shape = (Shape){.rank = 2, .dim = {head_output_rows(rows, d, v, n->attr.i[3]), d}};
+  return true;
+}
+
+/* Its three GEMMs (logits, dx, w's gradient); the row work is small beside. */
+double flops_linear_cross_entropy(const Graph *g, const Node *n) {
+  HeadDims h;
+  head_dims(g, n, &h);
+  return 6.0 * (double)h.n * (double)h.d * (double)h.v;
+}
+
+/* The gradients were made in forward with the seed: x's is a view of the
+ * output's first rows; w's is in its slot already. */
+void bwd_linear_cross_entropy(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  if (!want[0]) return;
+  const Node *x = &g->nodes[g->nodes[n].in[0]];
+  Attr rows = {.i = {0}, .shape = {.rank = 2, .dim = {rows_of(&x->shape), last_dim(&x->shape)}}};
+  int dx_rows = add_with(g, OP_SLICE, n, &rows);
+  dx[0] = add_with(g, OP_RESHAPE, dx_rows, &(Attr){.shape = x->shape});
+}
+
+void print_head(FILE *out, const Node *n) {
+  fprintf(out, " {chunk %lld%s%s", (long long)n->attr.i[3], n->attr.i[2] ? ", w [D, V]" : "",
+          n->attr.i[4] ? ", adds grad(w)" : "");
+  if (n->attr.i[0]) fprintf(out, ", ignore %lld", (long long)n->attr.i[1]);
+  fputs("}", out);
+}
+
+double flops_head_loss(const Graph *g, const Node *n) {
+  HeadDims h;
+  head_dims(g, in_node(g, n, 0), &h);
+  return (double)h.n;
+}
+
+bool infer_head_loss(const Graph *g, Node *n, Diag *diag) {
+  n->shape = (Shape){.rank = 0};
+  return true;
+}
+
+/* The mean of the row losses (the sum with ignore, where an ignored row's
+ * loss is 0), in row order as cross_entropy adds them. */
+Kernel *kernel_head_loss(const Graph *g, const Node *n) {
+  HeadDims h;
+  head_dims(g, in_node(g, n, 0), &h);
+  Kernel *k = kernel_new(n->id);
+  int total, r;
+  k_local(k, NULL, k_const(k, 0), &total);
+  KStmt *rows = k_for(k, NULL, h.n, &r);
+  KExpr *row_loss = k_load(k, n->in[0], k_iadd(k, k_iconst(k, h.stats_at), k_index(k, r)), false);
+  k_set(k, rows, total, k_binary(k, KB_ADD, k_localv(k, total), row_loss));
+  double scale = h.has_ignore ? 1.0 : 1.0 / (double)h.n;
+  k_store(k, NULL, n->id, k_iconst(k, 0), k_binary(k, KB_MUL, k_localv(k, total), k_const(k, scale)),
+          accumulates(n));
+  return k;
+}
+
+/* The seed, unchanged: linear_cross_entropy made its gradients with it. */
+void bwd_head_loss(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  if (want[0]) dx[0] = dy;
+}
