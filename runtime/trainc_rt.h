@@ -42,6 +42,11 @@ size_t trc_dtype_size(trc_dtype dtype);
 /* Checks a descriptor's internal consistency (every region inside the arena,
  * parameters inside the parameter region, counts matching dims, ...). */
 int trc_model_check(const trc_model *model, trc_error *err);
+/* The predict_classes logits of predict row `row` (0 <= row < batch *
+ * predict_rows) after forward(): copied from the stored predictions, or,
+ * with the chunked loss head (predict_head), computed from its x and w as
+ * logits[c] = sum over k ascending of x[row, k] * w(c, k), in float. */
+void trc_predict_row(const trc_model *model, const char *arena, int64_t row, float *logits);
 
 /* ---- arena ---- */
 /* 64-byte aligned (2 MiB aligned when >= 2 MiB, with MADV_HUGEPAGE), every
