@@ -237,6 +237,10 @@ void trc_metrics_free(trc_metrics *mt);
  * [0, classes), stored as `label_dtype` (i32 or u8). */
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows);
+/* The same from each row's cross-entropy and argmax already computed (the
+ * chunked loss head's row stats, trc_model.predict_head). */
+void trc_metrics_add_rows(trc_metrics *mt, const float *row_loss, const float *argmax,
+                          const void *labels, trc_dtype label_dtype, int64_t rows);
 double trc_metrics_accuracy(const trc_metrics *mt);
 /* Class c's precision TP/(TP+FP), recall TP/(TP+FN), F1 2TP/(2TP+FP+FN)
  * (each 0 when its denominator is, as scikit-learn's zero_division) and
