@@ -42,6 +42,11 @@ size_t trc_dtype_size(trc_dtype dtype);
 /* Checks a descriptor's internal consistency (every region inside the arena,
  * parameters inside the parameter region, counts matching dims, ...). */
 int trc_model_check(const trc_model *model, trc_error *err);
+/* The predict_classes logits of predict row `row` (0 <= row < batch *
+ * predict_rows) after forward(): copied from the stored predictions, or,
+ * with the chunked loss head (predict_head), computed from its x and w as
+ * logits[c] = sum over k ascending of x[row, k] * w(c, k), in float. */
+void trc_predict_row(const trc_model *model, const char *arena, int64_t row, float *logits);
 
 /* ---- arena ---- */
 /* 64-byte aligned (2 MiB aligned when >= 2 MiB, with MADV_HUGEPAGE), every
@@ -232,6 +237,10 @@ void trc_metrics_free(trc_metrics *mt);
  * [0, classes), stored as `label_dtype` (i32 or u8). */
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows);
+/* The same from each row's cross-entropy and argmax already computed (the
+ * chunked loss head's row stats, trc_model.predict_head). */
+void trc_metrics_add_rows(trc_metrics *mt, const float *row_loss, const float *argmax,
+                          const void *labels, trc_dtype label_dtype, int64_t rows);
 double trc_metrics_accuracy(const trc_metrics *mt);
 /* Class c's precision TP/(TP+FP), recall TP/(TP+FN), F1 2TP/(2TP+FP+FN)
  * (each 0 when its denominator is, as scikit-learn's zero_division) and

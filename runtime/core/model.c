@@ -122,6 +122,58 @@ static int check_config(const trc_train_config *c, trc_error *err) {
   return 0;
 }
 
+/* 1 when `floats` f32 values at `offset` lie inside the arena, 4-aligned. */
+static int floats_inside(const trc_model *m, uint64_t offset, uint64_t floats) {
+  uint64_t bytes;
+  return offset % 4 == 0 && trc_mul_ok(floats, 4, &bytes) &&
+         region_inside(offset, bytes, m->arena_bytes);
+}
+
+/* The stored logits [B, rows, classes], or the head's x [B, rows, dim], w
+ * [classes, dim] and per-row stats [2, B * rows]. */
+static int check_predict(const trc_model *m, trc_error *err) {
+  uint64_t rows, x, w;
+  if (m->predict_classes < 1 || m->predict_rows < 1 ||
+      !trc_mul_ok((uint64_t)m->batch, (uint64_t)m->predict_rows, &rows))
+    return trc_fail(err, "model descriptor: predict outside the arena");
+  if (!m->predict_head) {
+    if (!trc_mul_ok(rows, (uint64_t)m->predict_classes, &x) ||
+        !floats_inside(m, m->predict_offset, x))
+      return trc_fail(err, "model descriptor: predict outside the arena");
+    return 0;
+  }
+  if (m->head_dim < 1) return trc_fail(err, "model descriptor: the loss head needs head_dim >= 1");
+  if (!trc_mul_ok(rows, (uint64_t)m->head_dim, &x) || !floats_inside(m, m->predict_offset, x))
+    return trc_fail(err, "model descriptor: the loss head's x outside the arena");
+  if (!trc_mul_ok((uint64_t)m->predict_classes, (uint64_t)m->head_dim, &w) ||
+      !floats_inside(m, m->head_weight_offset, w))
+    return trc_fail(err, "model descriptor: the loss head's weight outside the arena");
+  if (!trc_mul_ok(rows, 2, &rows) || !floats_inside(m, m->head_stats_offset, rows))
+    return trc_fail(err, "model descriptor: the loss head's row stats outside the arena");
+  return 0;
+}
+
+/* The weight of the head's class c at feature k, in either layout of w. */
+static float head_weight(const trc_model *m, const float *w, int64_t c, int64_t k) {
+  return m->head_w_vd ? w[c * m->head_dim + k] : w[k * m->predict_classes + c];
+}
+
+void trc_predict_row(const trc_model *m, const char *arena, int64_t row, float *logits) {
+  const int64_t classes = m->predict_classes;
+  if (!m->predict_head) {
+    memcpy(logits, arena + m->predict_offset + (uint64_t)(row * classes) * sizeof(float),
+           (size_t)classes * sizeof(float));
+    return;
+  }
+  const float *x = (const float *)(arena + m->predict_offset) + row * m->head_dim;
+  const float *w = (const float *)(arena + m->head_weight_offset);
+  for (int64_t c = 0; c < classes; c++) {
+    float sum = 0.0f;
+    for (int64_t k = 0; k < m->head_dim; k++) sum += x[k] * head_weight(m, w, c, k);
+    logits[c] = sum;
+  }
+}
+
 /* -1, or an integer input with one value per row of predict. */
 static int valid_row_input(const trc_model *m, int i) {
   if (i == -1) return 1;
@@ -153,14 +205,9 @@ int trc_model_check(const trc_model *m, trc_error *err) {
        m->inputs[m->ignore_input].dtype != TRC_I32 || m->inputs[m->ignore_input].index_limit < 1))
     return trc_fail(err, "model descriptor: ignored labels need an i32 index input and a "
                          "negative label");
-  if (m->has_predict) {
-    uint64_t bytes;
-    if (m->predict_classes < 1 || m->predict_rows < 1 || m->predict_offset % 4 ||
-        !trc_mul_ok((uint64_t)m->batch * 4, (uint64_t)m->predict_classes, &bytes) ||
-        !trc_mul_ok(bytes, (uint64_t)m->predict_rows, &bytes) ||
-        !region_inside(m->predict_offset, bytes, m->arena_bytes))
-      return trc_fail(err, "model descriptor: predict outside the arena");
-  }
+  if (m->predict_head && !m->has_predict)
+    return trc_fail(err, "model descriptor: the loss head needs predict");
+  if (m->has_predict && check_predict(m, err)) return -1;
   if (m->n_inputs < 0 || m->n_params < 0 || (m->n_inputs && !m->inputs) ||
       (m->n_params && !m->params))
     return trc_fail(err, "model descriptor: inputs or params missing");

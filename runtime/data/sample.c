@@ -101,9 +101,15 @@ int trc_sample(const trc_model *m, char *arena, const trc_tokenizer *tok, const 
   if (limit > 0 && limit < classes) classes = limit;
   trc_tokens tk = {0};
   candidate *c = malloc((size_t)classes * sizeof *c);
-  if (!c) return trc_fail(err, "out of memory (sampling)");
+  float *logits = malloc((size_t)m->predict_classes * sizeof *logits);
+  if (!c || !logits) {
+    free(c);
+    free(logits);
+    return trc_fail(err, "out of memory (sampling)");
+  }
   if (encode_prompt(m, tok, prompt, &tk, err)) {
     free(c);
+    free(logits);
     trc_tokens_free(&tk);
     return -1;
   }
@@ -114,7 +120,7 @@ int trc_sample(const trc_model *m, char *arena, const trc_tokenizer *tok, const 
   for (int64_t i = 0; i < count && rc == 0; i++) {
     int64_t last = write_context(m, arena, tk.ids, tk.n) - 1;
     m->forward(arena);
-    const float *logits = (const float *)(arena + m->predict_offset) + last * m->predict_classes;
+    trc_predict_row(m, arena, last, logits);
     int32_t id = pick(logits, classes, s, trc_rng_uniform(key, (uint64_t)i), c);
     rc = trc_tokens_push(&tk, id, err);
     write_token(tok, id, out);
@@ -122,6 +128,7 @@ int trc_sample(const trc_model *m, char *arena, const trc_tokenizer *tok, const 
   }
   fputc('\n', out);
   free(c);
+  free(logits);
   trc_tokens_free(&tk);
   return rc;
 }

@@ -7,6 +7,7 @@
  *   "loss"          f32[]                  the model's loss
  *   "predict"       f32[B, classes], or f32[B, T, classes] for sequence models:
  *                                          the predicted scores, when the model has them
+ *                                          (with the loss head: computed from x and w)
  *   "grad.<param>"  the parameter's shape  d(loss)/d(param), for every parameter
  * It is a training step: dropout is on, with the key of the first training
  * micro-batch. */
@@ -35,6 +36,16 @@ static float forward_backward(const trc_model *m, char *arena, const trc_dataset
   return loss * loss_seed;
 }
 
+/* Every predict row of a loss-head model, which stores x and w rather than
+ * its logits: malloc'ed [B * rows, classes], NULL when out of memory. */
+static float *predict_rows_of_head(const trc_model *m, const char *arena) {
+  const int64_t rows = m->batch * m->predict_rows;
+  float *logits = malloc((size_t)rows * (size_t)m->predict_classes * sizeof *logits);
+  for (int64_t r = 0; logits && r < rows; r++)
+    trc_predict_row(m, arena, r, logits + r * m->predict_classes);
+  return logits;
+}
+
 /* Tensor list: loss, predict (if any), then the gradient of each trained
  * parameter, named "grad.<param name>" (names malloc'ed in `names`). */
 static int write_dump(const trc_model *m, const char *arena, const float *loss, const char *path,
@@ -42,9 +53,10 @@ static int write_dump(const trc_model *m, const char *arena, const float *loss, 
   int n = 0, rc = -1;
   trc_tensor *t = calloc((size_t)m->n_params + 2, sizeof *t);
   char **names = calloc((size_t)m->n_params + 1, sizeof *names);
+  float *head_logits = m->predict_head ? predict_rows_of_head(m, arena) : NULL;
   const int64_t predict_dims[3] = {m->batch, m->predict_rows, m->predict_classes};
   const int64_t class_dims[2] = {m->batch, m->predict_classes};
-  if (!t || !names) {
+  if (!t || !names || (m->predict_head && !head_logits)) {
     trc_fail_at(err, path, "out of memory");
     goto done;
   }
@@ -52,7 +64,7 @@ static int write_dump(const trc_model *m, const char *arena, const float *loss, 
   if (m->has_predict)
     t[n++] = (trc_tensor){"predict", m->predict_rows > 1 ? 3 : 2,
                           m->predict_rows > 1 ? predict_dims : class_dims,
-                          (const float *)(arena + m->predict_offset)};
+                          head_logits ? head_logits : (const float *)(arena + m->predict_offset)};
   for (int i = 0; i < m->n_params; i++) {
     const trc_param *p = &m->params[i];
     if (p->frozen) continue; /* it has no gradient */
@@ -70,6 +82,7 @@ done:
   for (int i = 0; names && i < m->n_params; i++) free(names[i]);
   free(names);
   free(t);
+  free(head_logits);
   return rc;
 }
 

@@ -2,7 +2,8 @@
  * last one padded by repeating the set's first rows, counting valid rows only.
  *
  * With predictions and labels, eval_loss is the mean per-example
- * cross-entropy of the predict logits (exact even for the padded batch);
+ * cross-entropy of the predict logits (exact even for the padded batch; with
+ * the chunked loss head, the rows' losses its forward() computed);
  * otherwise it is the mean of the `loss` of the full batches.
  *
  * Under MPI each rank evaluates its own slice of the set, and the sums behind
@@ -117,6 +118,20 @@ static void classification_metrics(const trc_metrics *mt, unsigned metrics, trc_
     if (metrics >> i & 1) set_metric(out, i, values[i]);
 }
 
+/* Counts the batch's first `rows` predictions: from the stored logits, or
+ * from the per-row loss and argmax that the loss head's forward() left. */
+static void count_batch(trc_metrics *mt, const trc_model *m, const char *arena, int64_t rows) {
+  const trc_input *labels = &m->inputs[m->label_input];
+  if (m->predict_head) {
+    const float *stats = (const float *)(arena + m->head_stats_offset);
+    trc_metrics_add_rows(mt, stats, stats + m->batch * m->predict_rows, arena + labels->offset,
+                         labels->dtype, rows);
+  } else {
+    trc_metrics_add(mt, (const float *)(arena + m->predict_offset), arena + labels->offset,
+                    labels->dtype, rows);
+  }
+}
+
 void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config *cfg, char *arena,
                   const trc_dataset *ds, trc_eval_result *out) {
   const int64_t B = m->batch;
@@ -145,10 +160,7 @@ void trc_evaluate(trc_evaluator *ev, const trc_model *m, const trc_train_config 
       loss_sum += loss;
       full_batches++;
     }
-    if (ev->classify && !device)
-      trc_metrics_add(&ev->metrics, (const float *)(arena + m->predict_offset),
-                      arena + m->inputs[m->label_input].offset, m->inputs[m->label_input].dtype,
-                      valid * m->predict_rows);
+    if (ev->classify && !device) count_batch(&ev->metrics, m, arena, valid * m->predict_rows);
   }
   trc_metrics *mt = &ev->metrics;
   if (device)

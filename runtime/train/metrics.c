@@ -3,7 +3,8 @@
  * 0 when a class has no TP, FP or FN; macro: the mean over the classes
  * present in labels or predictions; binary: class 1's), per-class
  * precision and recall, the confusion matrix (for up to
- * TRC_CONFUSION_MAX_CLASSES classes) and mean cross-entropy from the logits. */
+ * TRC_CONFUSION_MAX_CLASSES classes) and mean cross-entropy, from the logits or
+ * from each row's loss and argmax. */
 #include "rt_train.h"
 
 #include <math.h>
@@ -51,23 +52,41 @@ static int64_t label_at(const void *labels, trc_dtype dtype, int64_t r) {
   return v;
 }
 
+/* Whether label y counts: an ignored label lies outside [0, classes)
+ * (loading checked the others). */
+static int label_counts(const trc_metrics *mt, int64_t y) { return y >= 0 && y < mt->classes; }
+
+/* Counts the prediction `pred` of a label y that counts, with its
+ * cross-entropy ce. */
+static void count_row(trc_metrics *mt, int64_t y, int64_t pred, double ce) {
+  mt->examples++;
+  mt->ce_sum += ce;
+  if (pred == y) {
+    mt->correct++;
+    mt->true_pos[y]++;
+  } else {
+    mt->false_pos[pred]++;
+    mt->false_neg[y]++;
+  }
+  if (mt->confusion) mt->confusion[y * mt->classes + pred]++;
+}
+
 void trc_metrics_add(trc_metrics *mt, const float *logits, const void *labels,
                      trc_dtype label_dtype, int64_t rows) {
   const int64_t k = mt->classes;
   for (int64_t r = 0; r < rows; r++) {
     const float *x = logits + r * k;
-    int64_t y = label_at(labels, label_dtype, r), pred = trc_argmax_row(x, k);
-    if (y < 0 || y >= k) continue; /* an ignored label (loading checked the others) */
-    mt->examples++;
-    mt->ce_sum += trc_cross_entropy_row(x, k, y);
-    if (pred == y) {
-      mt->correct++;
-      mt->true_pos[y]++;
-    } else {
-      mt->false_pos[pred]++;
-      mt->false_neg[y]++;
-    }
-    if (mt->confusion) mt->confusion[y * k + pred]++;
+    int64_t y = label_at(labels, label_dtype, r);
+    if (label_counts(mt, y))
+      count_row(mt, y, trc_argmax_row(x, k), trc_cross_entropy_row(x, k, y));
+  }
+}
+
+void trc_metrics_add_rows(trc_metrics *mt, const float *row_loss, const float *argmax,
+                          const void *labels, trc_dtype label_dtype, int64_t rows) {
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t y = label_at(labels, label_dtype, r);
+    if (label_counts(mt, y)) count_row(mt, y, (int64_t)argmax[r], row_loss[r]);
   }
 }
 

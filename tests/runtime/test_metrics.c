@@ -75,6 +75,38 @@ static void test_many_classes(void) {
   trc_metrics_free(&mt);
 }
 
+/* The chunked loss head's rows (each row's loss and argmax, computed as
+ * evaluation computes them from logits) count exactly as the logits do;
+ * -100 is an ignored label, whose row loss the head leaves at 0. */
+static void test_rows(void) {
+  enum { ROWS = 12, CLASSES = 5 };
+  const int32_t labels[ROWS] = {0, 4, 2, -100, 1, 1, 3, 0, -100, 2, 4, 4};
+  float logits[ROWS * CLASSES], row_loss[ROWS], argmax[ROWS];
+  uint64_t key = trc_rng_key(7, 0, 0);
+  for (int i = 0; i < ROWS * CLASSES; i++) logits[i] = (float)trc_rng_normal(key, (uint64_t)i);
+  for (int r = 0; r < ROWS; r++) {
+    const float *x = logits + r * CLASSES;
+    row_loss[r] = labels[r] < 0 ? 0.0f : (float)trc_cross_entropy_row(x, CLASSES, labels[r]);
+    argmax[r] = (float)trc_argmax_row(x, CLASSES);
+  }
+  trc_metrics a, b;
+  trc_error err;
+  CHECK(trc_metrics_init(&a, CLASSES, &err) == 0 && trc_metrics_init(&b, CLASSES, &err) == 0);
+  trc_metrics_add(&a, logits, labels, TRC_I32, ROWS);
+  trc_metrics_add_rows(&b, row_loss, argmax, labels, TRC_I32, 7); /* in two parts */
+  trc_metrics_add_rows(&b, row_loss + 7, argmax + 7, labels + 7, TRC_I32, ROWS - 7);
+  const size_t per_class = CLASSES * sizeof(int64_t);
+  CHECK(a.examples == ROWS - 2 && a.correct > 0 && a.correct < a.examples); /* both kinds */
+  CHECK(b.examples == a.examples && b.correct == a.correct);
+  CHECK(memcmp(a.true_pos, b.true_pos, per_class) == 0 &&
+        memcmp(a.false_pos, b.false_pos, per_class) == 0 &&
+        memcmp(a.false_neg, b.false_neg, per_class) == 0 &&
+        memcmp(a.confusion, b.confusion, per_class * CLASSES) == 0);
+  CHECK_NEAR(b.ce_sum, a.ce_sum, 1e-5 * a.ce_sum); /* the row losses are floats */
+  trc_metrics_free(&a);
+  trc_metrics_free(&b);
+}
+
 int main(void) {
   float logits[24];
   const int32_t labels[6] = {0, 0, 1, 1, 2, 2};
@@ -102,5 +134,6 @@ int main(void) {
   trc_metrics_free(&mt);
   test_binary();
   test_many_classes();
+  test_rows();
   return test_finish("test_metrics");
 }

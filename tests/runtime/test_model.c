@@ -94,6 +94,64 @@ static void test_check(void) {
   CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "fan_in");
 }
 
+/* The chunked loss head on the descriptor above: x [4, 3] where the
+ * logits were, w the parameter W [3, 3], the row stats [2, 4] at 352. */
+static void reset_head(void) {
+  reset();
+  model.predict_head = 1;
+  model.head_dim = 3;
+  model.head_weight_offset = 0;
+  model.head_stats_offset = 352;
+}
+
+static void test_check_head(void) {
+  trc_error err;
+  reset_head();
+  CHECK(trc_model_check(&model, &err) == 0);
+  model.head_stats_offset = 488; /* 32 bytes from 488 pass the arena's 512 */
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "row stats outside");
+  model.head_stats_offset = 354;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "row stats outside");
+  reset_head();
+  model.head_weight_offset = 480;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "weight outside");
+  reset_head();
+  model.head_dim = 40;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "x outside");
+  model.head_dim = 0;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "head_dim");
+  reset_head();
+  model.has_predict = 0;
+  model.label_input = -1;
+  CHECK_FAILS_WITH(trc_model_check(&model, &err), err, "needs predict");
+}
+
+/* Row 1 of two predict rows, 3 classes: stored, or the head's x [2, 2]
+ * times w(c, k) = {{1, 2}, {3, 4}, {5, 6}} in either layout. */
+static void test_predict_row(void) {
+  float arena[32] = {0}, logits[3];
+  const float x[4] = {0.5f, 1.0f, 2.0f, -1.0f};
+  const float w_vd[6] = {1, 2, 3, 4, 5, 6}, w_dv[6] = {1, 3, 5, 2, 4, 6};
+  const float stored[6] = {9, 9, 9, 7.0f, -1.5f, 0.25f};
+  trc_model m = {.batch = 1, .has_predict = 1, .predict_offset = 0, .predict_classes = 3,
+                 .predict_rows = 2, .predict_head = 1, .head_dim = 2, .head_weight_offset = 64};
+  memcpy(arena, x, sizeof x);
+  memcpy(arena + 16, w_vd, sizeof w_vd);
+  m.head_w_vd = 1;
+  trc_predict_row(&m, (const char *)arena, 1, logits);
+  CHECK(logits[0] == 0.0f && logits[1] == 2.0f && logits[2] == 4.0f);
+  memcpy(arena + 16, w_dv, sizeof w_dv);
+  m.head_w_vd = 0;
+  trc_predict_row(&m, (const char *)arena, 1, logits);
+  CHECK(logits[0] == 0.0f && logits[1] == 2.0f && logits[2] == 4.0f);
+  trc_predict_row(&m, (const char *)arena, 0, logits);
+  CHECK(logits[0] == 2.5f && logits[1] == 5.5f && logits[2] == 8.5f);
+  memcpy(arena, stored, sizeof stored);
+  m.predict_head = 0;
+  trc_predict_row(&m, (const char *)arena, 1, logits);
+  CHECK(memcmp(logits, stored + 3, sizeof logits) == 0);
+}
+
 static void test_arena(void) {
   trc_error err;
   char *small = trc_arena_alloc(1000, &err), *large = trc_arena_alloc(5u << 20, &err);
@@ -113,6 +171,8 @@ static void test_arena(void) {
 
 int main(void) {
   test_check();
+  test_check_head();
+  test_predict_row();
   test_arena();
   return test_finish("test_model");
 }
