@@ -29,13 +29,35 @@ static float row_scale(const head_block *b, int counts) {
   return b->has_ignore ? scale * (float)counts : scale;
 }
 
-/* lse = max + logf(sum of expf(l - max)), the maximum and the sum in column
- * order (row_logsumexp). */
+enum { LANES = 16 }; /* K_LANES of ir/ir.h */
+
+/* The sum of expf(l[c] - max) as the IR defines a row's reduction (ir.h,
+ * *Reductions in lanes*), which every backend computes bitwise alike: column
+ * c in lane c % LANES for the full groups, the rest in lanes 0, 1, ..., the
+ * lanes then folded in halves; fewer than LANES columns in sequence. */
+static float sum_exp_shifted(const float *l, int64_t v, float max) {
+  float sum = 0.0f;
+  if (v < LANES) {
+    for (int64_t c = 0; c < v; c++) sum = sum + expf(l[c] - max);
+    return sum;
+  }
+  float lane[LANES] = {0};
+  int64_t full = v / LANES * LANES;
+  for (int64_t c = 0; c < full; c += LANES)
+    for (int i = 0; i < LANES; i++) lane[i] = lane[i] + expf(l[c + i] - max);
+  for (int64_t c = full; c < v; c++) lane[c - full] = lane[c - full] + expf(l[c] - max);
+  for (int w = LANES / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++) lane[i] = lane[i] + lane[i + w];
+  return lane[0];
+}
+
+/* lse = max + logf(sum of expf(l - max)), row_logsumexp's arithmetic. The
+ * maximum is the same in any order (a tie of +0 and -0 changes no result
+ * here): in column order. */
 static float row_lse(const float *l, int64_t v) {
-  float max = -INFINITY, sum = 0.0f;
+  float max = -INFINITY;
   for (int64_t c = 0; c < v; c++) max = trc_maxf(max, l[c]);
-  for (int64_t c = 0; c < v; c++) sum = sum + expf(l[c] - max);
-  return max + logf(sum);
+  return max + logf(sum_exp_shifted(l, v, max));
 }
 
 /* Row r of the block: its loss and argmax, then its logits replaced by
