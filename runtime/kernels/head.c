@@ -1,0 +1,111 @@
+/* head.c — trc_linear_cross_entropy (trainc.h): the chunked loss head,
+ * cross_entropy(x @ op(w), labels) with its gradients, one block of `chunk`
+ * rows at a time so that the [n, v] logits never exist whole. Per block:
+ * the logits in scratch (trc_gemm), each row's statistics and its logit
+ * gradient in place (rows in parallel, each row on one thread), then dx and
+ * dw from that gradient (trc_gemm again). The per-row arithmetic is that of
+ * the unfused kernels (ir/ops/rows.c: logsumexp, cross_entropy and
+ * cross_entropy_grad) in the same float operation order. Blocks depend on
+ * n and chunk only and the GEMMs' partitions on the shapes only: the same
+ * bits for any number of threads. */
+#include "rt_kernels.h"
+
+/* One block's rows: its logits (overwritten with their gradient) and where
+ * its statistics go. */
+typedef struct {
+  float *logits;          /* [rows, v], row r is the head's row first + r */
+  int64_t first, v;
+  const int32_t *labels;  /* all n rows' */
+  int has_ignore;
+  int64_t ignore_label;
+  float dl, per_row;      /* the loss seed; 1/n, or 1 with ignore */
+  float *loss, *argmax;   /* all n rows' */
+} head_block;
+
+/* The row's scale as cross_entropy_grad_scale makes it: dl * per_row, then
+ * with ignore times whether the row counts (1 or 0). */
+static float row_scale(const head_block *b, int counts) {
+  float scale = b->dl * b->per_row;
+  return b->has_ignore ? scale * (float)counts : scale;
+}
+
+enum { LANES = 16 }; /* K_LANES of ir/ir.h */
+
+/* The sum of expf(l[c] - max) as the IR defines a row's reduction (ir.h,
+ * *Reductions in lanes*), which every backend computes bitwise alike: column
+ * c in lane c % LANES for the full groups, the rest in lanes 0, 1, ..., the
+ * lanes then folded in halves; fewer than LANES columns in sequence. */
+static float sum_exp_shifted(const float *l, int64_t v, float max) {
+  float sum = 0.0f;
+  if (v < LANES) {
+    for (int64_t c = 0; c < v; c++) sum = sum + expf(l[c] - max);
+    return sum;
+  }
+  float lane[LANES] = {0};
+  int64_t full = v / LANES * LANES;
+  for (int64_t c = 0; c < full; c += LANES)
+    for (int i = 0; i < LANES; i++) lane[i] = lane[i] + expf(l[c + i] - max);
+  for (int64_t c = full; c < v; c++) lane[c - full] = lane[c - full] + expf(l[c] - max);
+  for (int w = LANES / 2; w >= 1; w /= 2)
+    for (int i = 0; i < w; i++) lane[i] = lane[i] + lane[i + w];
+  return lane[0];
+}
+
+/* lse = max + logf(sum of expf(l - max)), row_logsumexp's arithmetic. The
+ * maximum is the same in any order (a tie of +0 and -0 changes no result
+ * here): in column order. */
+static float row_lse(const float *l, int64_t v) {
+  float max = -INFINITY;
+  for (int64_t c = 0; c < v; c++) max = trc_maxf(max, l[c]);
+  return max + logf(sum_exp_shifted(l, v, max));
+}
+
+/* Row r of the block: its loss and argmax, then its logits replaced by
+ * (softmax - onehot(label)) * scale. An ignored row's label (negative)
+ * matches no column and is never an index. */
+static void head_row(const head_block *b, int64_t r) {
+  float *l = b->logits + r * b->v;
+  int64_t row = b->first + r, label = b->labels[row];
+  int counts = !(b->has_ignore && label == b->ignore_label);
+  float lse = row_lse(l, b->v);
+  b->argmax[row] = (float)trc_argmax_row(l, b->v);
+  b->loss[row] = counts ? lse - l[label] : 0.0f;
+  float scale = row_scale(b, counts);
+  for (int64_t c = 0; c < b->v; c++)
+    l[c] = (expf(l[c] - lse) - (float)(c == label)) * scale;
+}
+
+static void head_rows(void *ctx, int64_t lo, int64_t hi) {
+  for (int64_t r = lo; r < hi; r++) head_row(ctx, r);
+}
+
+/* C[m, n] = op(A) op(B) + beta C, one matrix, no heads. */
+static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                 const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  trc_gemm(1, 1, ta, tb, m, n, k, a, lda, 0, 0, b, ldb, 0, 0, beta, c, ldc, 0, 0);
+}
+
+void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, int w_vd,
+                              int has_ignore, int64_t ignore_label, const float *x,
+                              const float *w, const int32_t *labels, const float *seed,
+                              float *out, float *dw, float *scratch) {
+  /* w's leading dimension: [v, d] or [d, v] */
+  int64_t ldw = w_vd ? d : v;
+  head_block b = {.logits = scratch, .v = v, .labels = labels, .has_ignore = has_ignore,
+                  .ignore_label = ignore_label, .dl = *seed,
+                  .per_row = has_ignore ? 1.0f : (float)(1.0 / (double)n),
+                  .loss = out + n * d, .argmax = out + n * d + n};
+  for (int64_t first = 0; first < n; first += chunk) {
+    int64_t rows = n - first < chunk ? n - first : chunk;
+    const float *xb = x + first * d;
+    b.first = first;
+    gemm(0, w_vd, rows, v, d, xb, d, w, ldw, 0.0f, scratch, v); /* logits */
+    trc_parallel_for(rows, head_rows, &b);
+    gemm(0, !w_vd, rows, d, v, scratch, v, w, ldw, 0.0f, out + first * d, d); /* dx */
+    if (!dw) continue;
+    if (w_vd) /* dw[v, d] += g^T x */
+      gemm(1, 0, v, d, rows, scratch, v, xb, d, 1.0f, dw, d);
+    else /* dw[d, v] += x^T g */
+      gemm(1, 0, d, v, rows, xb, d, scratch, v, 1.0f, dw, v);
+  }
+}
