@@ -7,20 +7,24 @@
 # 3 steps left out); the script prints the median and range over the runs.
 # The load average must be below 0.5 first (bench/quiet.sh); --force runs
 # anyway and says so. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset.
+# --build-a/--build-b FLAGS: trainc build flags of one side (e.g. the same
+# trainc with --loss-head whole against its default).
 # usage: bench/gpt_ab.sh TRAINC_A TRAINC_B [--runs N] [--steps N] [--threads N]
-#                        [--precision fp32|bf16] [--force]
+#                        [--precision fp32|bf16] [--build-a FLAGS] [--build-b FLAGS] [--force]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/quiet.sh
 a=$1 b=$2
 shift 2
-runs=3 steps=15 threads=2 precision=fp32 force=0
+runs=3 steps=15 threads=2 precision=fp32 force=0 build_a="" build_b=""
 while (($#)); do
   case $1 in
   --runs) runs=$2; shift 2 ;;
   --steps) steps=$2; shift 2 ;;
   --threads) threads=$2; shift 2 ;;
   --precision) precision=$2; shift 2 ;;
+  --build-a) build_a=$2; shift 2 ;;
+  --build-b) build_b=$2; shift 2 ;;
   --force) force=1; shift ;;
   *) echo "gpt_ab.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -32,8 +36,10 @@ sed -e 's/dropout = 0.1/dropout = 0/' -e 's/dropout(proj, 0.1)/proj/' \
   -e 's/const D = 128 /const D = 256 /' -e 's/batch 32/batch 8/' examples/gpt.nn >"$work/gpt.nn"
 grep -q "const VOCAB = 8192" "$work/gpt.nn" ||
   { echo "gpt_ab.sh: examples/gpt.nn changed" >&2; exit 1; }
-"$a" build "$work/gpt.nn" -o "$work/A" >/dev/null
-"$b" build "$work/gpt.nn" -o "$work/B" >/dev/null
+# shellcheck disable=SC2086 # the flags are words
+"$a" build "$work/gpt.nn" $build_a -o "$work/A" >/dev/null
+# shellcheck disable=SC2086
+"$b" build "$work/gpt.nn" $build_b -o "$work/B" >/dev/null
 mkdir -p "$work/data"
 /usr/bin/python3 - "$work/data" <<'PY'
 import sys, numpy as np

@@ -234,30 +234,31 @@ static void print_function_comment(FILE *out, const Program *p, const CFunction 
 
 /* The chunked loss head (head_dims in ir.h): the runtime's
  * trc_linear_cross_entropy makes the logits a chunk of rows at a time in
- * the output's last rows, and the gradients right there: dx into the
- * output, w's into its slot, which lies as far into the gradient region as
- * w lies into the parameters'. */
+ * its scratch, and the gradients right there: dx into the output, w's into
+ * its slot, which lies as far into the gradient region as w lies into the
+ * parameters'. Both are reached from the buffers the function is given:
+ * they are all in one arena. */
+static int64_t scratch_distance(const Program *p, int id) {
+  return ((int64_t)p->scratch_offset[id] - (int64_t)p->offset[id]) / (int64_t)sizeof(float);
+}
+
 static void print_head_function(FILE *out, const Program *p, const CFunction *fn) {
   HeadDims h;
   head_dims(p->g, &p->g->nodes[fn->first], &h);
   print_function_head(out, p, fn);
-  fprintf(out, "  trc_linear_cross_entropy(%lld, %lld, %lld, %lld, %d, %d, %lld,
-", (long long)h.n,
+  fprintf(out, "  trc_linear_cross_entropy(%lld, %lld, %lld, %lld, %d, %d, %lld,\n", (long long)h.n,
           (long long)h.d, (long long)h.v, (long long)h.chunk, h.w_vd, h.has_ignore,
           (long long)h.ignore_label);
   const char *w = input_name(p, fn, 1);
-  fprintf(out, "                           %s, %s, %s, %s, out,
-", input_name(p, fn, 0), w,
+  fprintf(out, "                           %s, %s, %s, %s, out,\n", input_name(p, fn, 0), w,
           input_name(p, fn, 2), input_name(p, fn, 3));
   if (h.adds_dw)
     fprintf(out, "                           (float *)%s + %llu /* its gradient */", w,
             (unsigned long long)((p->grad_offset - p->param_offset) / sizeof(float)));
   else
     fputs("                           NULL /* frozen: no gradient */", out);
-  fprintf(out, ", out + %lld);
-}
-
-", (long long)h.scratch_at);
+  fprintf(out, ",\n                           out + %lld /* the chunk's logits: its scratch */);\n}\n\n",
+          (long long)scratch_distance(p, fn->first));
 }
 
 static void print_function(FILE *out, const Program *p, const CFunction *fn) {

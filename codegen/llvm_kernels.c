@@ -464,7 +464,8 @@ static void head_body(Gen *g, int id) {
   LLVMValueRef w = g->buf[n->in[1]], out = g->buf[id];
   LLVMValueRef dw = LLVMConstPointerNull(g->ptr);
   if (h.adds_dw) dw = at(g, w, g->p->grad_offset - g->p->param_offset);
-  LLVMValueRef scratch = at(g, out, (uint64_t)h.scratch_at * sizeof(float));
+  LLVMValueRef distance = i64c(g, (int64_t)g->p->scratch_offset[id] - (int64_t)g->p->offset[id]);
+  LLVMValueRef scratch = LLVMBuildInBoundsGEP2(g->b, g->i8, out, &distance, 1, ""); /* same arena */
   LLVMValueRef args[] = {i64c(g, h.n), i64c(g, h.d), i64c(g, h.v), i64c(g, h.chunk),
                          i32c(g, h.w_vd), i32c(g, h.has_ignore), i64c(g, h.ignore_label),
                          g->buf[n->in[0]], w, g->buf[n->in[2]], g->buf[n->in[3]], out, dw, scratch};

@@ -264,18 +264,20 @@ void conv_dims(const Graph *g, const Node *n, ConvDims *d);
 /* A linear_cross_entropy node (the chunked loss head, ir/ops/head.c) as
  * one trc_linear_cross_entropy call: n rows of width d, v classes, `chunk`
  * rows at a time; w is [v, d] when w_vd, else [d, v]; adds_dw: w trains,
- * its gradient is added into its slot. The output holds dx ([n, d]), from
- * float stats_at each row's loss then its argmax, from float scratch_at
- * the chunk's logits. */
+ * its gradient is added into its slot. The output holds dx ([n, d]), then
+ * from float stats_at each row's loss and then its argmax; the chunk's
+ * logits go to a scratch of scratch_bytes (node_scratch_bytes). */
 typedef struct {
   int64_t n, d, v, chunk;
   bool w_vd, has_ignore, adds_dw;
   int64_t ignore_label;
-  int64_t stats_at, scratch_at;
+  int64_t stats_at;
+  uint64_t scratch_bytes;
 } HeadDims;
 void head_dims(const Graph *g, const Node *n, HeadDims *h);
-/* The output's rows (of d floats) for a head of these sizes. */
-int64_t head_output_rows(int64_t rows, int64_t d, int64_t v, int64_t chunk);
+/* The bytes a library call needs for its step alone besides its output
+ * (the loss head's chunk of logits); 0 for every other node. */
+uint64_t node_scratch_bytes(const Graph *g, const Node *n);
 
 /* GEMM, CONV and CALL nodes: a library call, no loop nest. */
 bool op_calls_library(OpKind op);

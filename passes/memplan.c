@@ -58,6 +58,7 @@ void place_leaves(Program *p) {
 
 typedef struct {
   int node;
+  bool scratch;          /* the node's scratch (node_scratch_bytes), not its value */
   int start, end;        /* first and last step (inclusive) */
   uint64_t offset, size; /* relative to the activation region */
 } Interval;
@@ -69,7 +70,7 @@ static Interval *lifetimes(const Program *p, int *count) {
   int *pos = xmalloc((size_t)g->n * sizeof *pos);
   for (int i = 0; i < g->n; i++) pos[i] = -1;
   for (int s = 0; s < steps; s++) pos[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]] = s;
-  Interval *iv = xcalloc((size_t)steps + 1, sizeof *iv);
+  Interval *iv = xcalloc(2 * (size_t)steps + 1, sizeof *iv); /* a value and a scratch a step */
   int *slot = xmalloc((size_t)g->n * sizeof *slot);
   int n = 0;
   for (int s = 0; s < steps; s++) {
@@ -78,6 +79,9 @@ static Interval *lifetimes(const Program *p, int *count) {
     if (g->nodes[id].grad_of_param >= 0) continue; /* lives in its gradient slot */
     slot[id] = n;
     iv[n++] = (Interval){.node = id, .start = s, .end = s, .size = align_up(node_bytes(&g->nodes[id]))};
+    uint64_t scratch = node_scratch_bytes(g, &g->nodes[id]);
+    if (scratch)
+      iv[n++] = (Interval){.node = id, .scratch = true, .start = s, .end = s, .size = align_up(scratch)};
   }
   for (int s = 0; s < steps; s++) {
     const Node *nd = &g->nodes[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]];
@@ -253,6 +257,10 @@ void program_plan_memory(Program *p) {
   p->live_until = xmalloc((size_t)g->n * sizeof *p->live_until);
   for (int i = 0; i < g->n; i++) p->live_until[i] = -1;
   for (int i = 0; i < n; i++) {
+    if (iv[i].scratch) {
+      p->scratch_offset[iv[i].node] = p->activation_offset + iv[i].offset;
+      continue;
+    }
     p->offset[iv[i].node] = p->activation_offset + iv[i].offset;
     p->live_until[iv[i].node] = iv[i].end;
   }

@@ -55,6 +55,8 @@ typedef struct {
                                 backward; n_forward + n_backward: read by the
                                 runtime after backward); -1 for the others */
   Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM, leaf or fused) */
+  uint64_t *scratch_offset;  /* per node id: where its node_scratch_bytes lie, a
+                                region of its own for its step alone (0: none) */
   int *fused_into;           /* per node id: the step whose kernel computes it
                                 inline (passes/fuse.c; it then has no step, no
                                 storage and no kernel of its own), -1 others */

@@ -24,6 +24,7 @@ Program *program_steps(const Graph *g) {
   p->forward = xmalloc((size_t)g->n * sizeof(int));
   p->backward = xmalloc((size_t)g->n * sizeof(int));
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
+  p->scratch_offset = xcalloc((size_t)g->n, sizeof(uint64_t));
   p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
   p->storage_root = graph_storage_roots(g);
   for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
@@ -83,6 +84,7 @@ void program_free(Program *p) {
   for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
   free(p->kernels);
   free(p->offset);
+  free(p->scratch_offset);
   free(p->live_until);
   free(p->fused_into);
   free(p->storage_root);

@@ -5,8 +5,9 @@
  * The loss is the end of the graph and its seed dl is set before forward(),
  * so linear_cross_entropy makes the gradients right where it makes each
  * chunk's logits: dx into its own output, w's gradient added into w's slot.
- * Its output, [rows + stat rows + scratch rows, D], holds dx, then each
- * row's loss and argmax, then one chunk's logits (head_dims). head_loss
+ * Its output, [rows + stat rows, D], holds dx, then each row's loss and
+ * argmax; one chunk's logits go to a scratch of its own, alive for its step
+ * alone (head_dims, node_scratch_bytes). head_loss
  * reduces the row losses to the loss; its gradient is the seed, which it
  * passes to linear_cross_entropy, whose rule hands x its dx, a view of the
  * output. passes/head.c makes the pair from cross_entropy over a matmul. */
@@ -14,7 +15,7 @@
 
 #include <stdlib.h>
 
-/* Floats of the output before the stats and before the scratch. */
+/* Rows of d floats that hold each row's loss and argmax. */
 static int64_t stat_rows(int64_t rows, int64_t d) { return (2 * rows + d - 1) / d; }
 
 void head_dims(const Graph *g, const Node *n, HeadDims *h) {
@@ -28,22 +29,25 @@ void head_dims(const Graph *g, const Node *n, HeadDims *h) {
   h->ignore_label = n->attr.i[1];
   h->adds_dw = n->attr.i[4];
   h->stats_at = h->n * h->d;
-  h->scratch_at = (h->n + stat_rows(h->n, h->d)) * h->d;
+  h->scratch_bytes = (uint64_t)h->chunk * (uint64_t)h->v * sizeof(float);
 }
 
-int64_t head_output_rows(int64_t rows, int64_t d, int64_t v, int64_t chunk) {
-  return rows + stat_rows(rows, d) + (chunk * v + d - 1) / d;
+uint64_t node_scratch_bytes(const Graph *g, const Node *n) {
+  if (n->op != OP_LINEAR_CROSS_ENTROPY) return 0;
+  HeadDims h;
+  head_dims(g, n, &h);
+  return h.scratch_bytes;
 }
 
 /* x [..., D], w [V, D] (or [D, V] when attr.i[2]), labels one per row, the
- * loss seed → the output rows of head_output_rows. */
+ * loss seed → [rows + stat rows, D]. */
 bool infer_linear_cross_entropy(const Graph *g, Node *n, Diag *diag) {
   const Shape *w = &in_node(g, n, 1)->shape;
-  int64_t d = last_dim(&in_node(g, n, 0)->shape), v = n->attr.i[2] ? w->dim[1] : w->dim[0];
+  int64_t d = last_dim(&in_node(g, n, 0)->shape);
   if (w->rank != 2 || (n->attr.i[2] ? w->dim[0] : w->dim[1]) != d || n->attr.i[3] < 1)
     diag_internal_error("linear_cross_entropy %d: w does not fit x", n->id); /* only passes make it */
   int64_t rows = rows_of(&in_node(g, n, 0)->shape);
-  n->shape = (Shape){.rank = 2, .dim = {head_output_rows(rows, d, v, n->attr.i[3]), d}};
+  n->shape = (Shape){.rank = 2, .dim = {rows + stat_rows(rows, d), d}};
   return true;
 }
 

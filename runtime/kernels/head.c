@@ -5,9 +5,11 @@
  * gradient in place (rows in parallel, each row on one thread), then dx and
  * dw from that gradient (trc_gemm again). The per-row arithmetic is that of
  * the unfused kernels (ir/ops/rows.c: logsumexp, cross_entropy and
- * cross_entropy_grad) in the same float operation order. Blocks depend on
+ * cross_entropy_grad) in the same float operation order (expf: libmvec's
+ * vector versions, as the generated loops call them). Blocks depend on
  * n and chunk only and the GEMMs' partitions on the shapes only: the same
  * bits for any number of threads. */
+#define TRC_VECTOR_MATH /* the row loops call libmvec's expf (trainc.h) */
 #include "rt_kernels.h"
 
 /* One block's rows: its logits (overwritten with their gradient) and where
@@ -24,7 +26,7 @@ typedef struct {
 
 /* The row's scale as cross_entropy_grad_scale makes it: dl * per_row, then
  * with ignore times whether the row counts (1 or 0). */
-static float row_scale(const head_block *b, int counts) {
+static inline __attribute__((always_inline)) float row_scale(const head_block *b, int counts) {
   float scale = b->dl * b->per_row;
   return b->has_ignore ? scale * (float)counts : scale;
 }
@@ -35,7 +37,7 @@ enum { LANES = 16 }; /* K_LANES of ir/ir.h */
  * *Reductions in lanes*), which every backend computes bitwise alike: column
  * c in lane c % LANES for the full groups, the rest in lanes 0, 1, ..., the
  * lanes then folded in halves; fewer than LANES columns in sequence. */
-static float sum_exp_shifted(const float *l, int64_t v, float max) {
+static inline __attribute__((always_inline)) float sum_exp_shifted(const float *l, int64_t v, float max) {
   float sum = 0.0f;
   if (v < LANES) {
     for (int64_t c = 0; c < v; c++) sum = sum + expf(l[c] - max);
@@ -54,7 +56,7 @@ static float sum_exp_shifted(const float *l, int64_t v, float max) {
 /* lse = max + logf(sum of expf(l - max)), row_logsumexp's arithmetic. The
  * maximum is the same in any order (a tie of +0 and -0 changes no result
  * here): in column order. */
-static float row_lse(const float *l, int64_t v) {
+static inline __attribute__((always_inline)) float row_lse(const float *l, int64_t v) {
   float max = -INFINITY;
   for (int64_t c = 0; c < v; c++) max = trc_maxf(max, l[c]);
   return max + logf(sum_exp_shifted(l, v, max));
@@ -63,7 +65,7 @@ static float row_lse(const float *l, int64_t v) {
 /* Row r of the block: its loss and argmax, then its logits replaced by
  * (softmax - onehot(label)) * scale. An ignored row's label (negative)
  * matches no column and is never an index. */
-static void head_row(const head_block *b, int64_t r) {
+static inline __attribute__((always_inline)) void head_row(const head_block *b, int64_t r) {
   float *l = b->logits + r * b->v;
   int64_t row = b->first + r, label = b->labels[row];
   int counts = !(b->has_ignore && label == b->ignore_label);
@@ -75,7 +77,12 @@ static void head_row(const head_block *b, int64_t r) {
     l[c] = (expf(l[c] - lse) - (float)(c == label)) * scale;
 }
 
-static void head_rows(void *ctx, int64_t lo, int64_t hi) {
+/* The rows' expf loops are most of the head's time beside its GEMMs: they
+ * are compiled for AVX-512 and AVX2 too (the runtime itself is built for any
+ * x86-64), each vectorized with libmvec's expf of its width. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void head_rows(void *ctx,
+                                                                                    int64_t lo,
+                                                                                    int64_t hi) {
   for (int64_t r = lo; r < hi; r++) head_row(ctx, r);
 }
 
