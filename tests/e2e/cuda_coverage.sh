@@ -40,7 +40,8 @@ covered=0
 for op in $ops; do
   if grep -q "^/\* %[0-9]* = $op " "$work"/*.cu; then
     covered=$((covered + 1))
-  elif [[ $op != slice ]]; then # a view that never has a kernel (ir/ops.def)
+  elif [[ $op != slice && $op != head_loss ]]; then # a view that never has a kernel
+    # (ir/ops.def); the chunked loss head's loss, which the CUDA backends never get
     echo "FAIL: no emulated model has a kernel of op '$op'"
     fail=1
   fi
