@@ -53,24 +53,43 @@ static inline __attribute__((always_inline)) float sum_exp_shifted(const float *
   return lane[0];
 }
 
-/* lse = max + logf(sum of expf(l - max)), row_logsumexp's arithmetic. The
- * maximum is the same in any order (a tie of +0 and -0 changes no result
- * here): in column order. */
-static inline __attribute__((always_inline)) float row_lse(const float *l, int64_t v) {
+/* The row's maximum (trc_maxf: a NaN is passed over), in LANES lanes so
+ * that it vectorizes; a maximum is the same in any order (a tie of +0 and
+ * -0 changes no result here). */
+static inline __attribute__((always_inline)) float row_max(const float *l, int64_t v) {
+  float lane[LANES];
+  for (int i = 0; i < LANES; i++) lane[i] = -INFINITY;
+  int64_t full = v / LANES * LANES;
+  for (int64_t c = 0; c < full; c += LANES)
+    for (int i = 0; i < LANES; i++) lane[i] = trc_maxf(lane[i], l[c + i]);
   float max = -INFINITY;
-  for (int64_t c = 0; c < v; c++) max = trc_maxf(max, l[c]);
-  return max + logf(sum_exp_shifted(l, v, max));
+  for (int i = 0; i < LANES; i++) max = trc_maxf(max, lane[i]);
+  for (int64_t c = full; c < v; c++) max = trc_maxf(max, l[c]);
+  return max;
 }
 
-/* Row r of the block: its loss and argmax, then its logits replaced by
- * (softmax - onehot(label)) * scale. An ignored row's label (negative)
- * matches no column and is never an index. */
+/* The first column holding the maximum (trc_argmax_row's answer: 0 when
+ * no column does, a row of NaNs), found a block of LANES columns at a time. */
+static inline __attribute__((always_inline)) int64_t first_at(const float *l, int64_t v,
+                                                              float max) {
+  int64_t c = 0;
+  for (; c + LANES <= v; c += LANES) {
+    int hit = 0;
+    for (int i = 0; i < LANES; i++) hit |= l[c + i] == max;
+    if (hit) break;
+  }
+  for (; c < v; c++)
+    if (l[c] == max) return c;
+  return 0;
+}
+
 static inline __attribute__((always_inline)) void head_row(const head_block *b, int64_t r) {
   float *l = b->logits + r * b->v;
   int64_t row = b->first + r, label = b->labels[row];
   int counts = !(b->has_ignore && label == b->ignore_label);
-  float lse = row_lse(l, b->v);
-  b->argmax[row] = (float)trc_argmax_row(l, b->v);
+  float max = row_max(l, b->v);
+  float lse = max + logf(sum_exp_shifted(l, b->v, max)); /* row_logsumexp's arithmetic */
+  b->argmax[row] = (float)first_at(l, b->v, max);
   b->loss[row] = counts ? lse - l[label] : 0.0f;
   float scale = row_scale(b, counts);
   for (int64_t c = 0; c < b->v; c++)
