@@ -71,6 +71,21 @@ static void print_frozen(FILE *out, const Plan *pl) {
           format_bytes(saved, b));
 }
 
+/* The chunked loss head (passes/head.c): the logits it never stores and
+ * the scratch its chunk takes instead. */
+static void print_head(FILE *out, const Plan *pl) {
+  const Graph *g = pl->graph;
+  if (g->loss_head < 0) return;
+  HeadDims h;
+  head_dims(g, &g->nodes[g->loss_head], &h);
+  char b1[32], b2[32];
+  fprintf(out, "  loss head: chunked, %lld of %lld rows at a time: the [%lld, %lld] logits (%s) "
+          "are never stored; a chunk's are a %s scratch (--loss-head whole stores them all)\n",
+          (long long)h.chunk, (long long)h.n, (long long)h.n, (long long)h.v,
+          format_bytes((uint64_t)h.n * (uint64_t)h.v * sizeof(float), b1),
+          format_bytes(h.scratch_bytes, b2));
+}
+
 static void print_table(FILE *out, const Plan *pl) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
@@ -103,6 +118,7 @@ static void print_table(FILE *out, const Plan *pl) {
     if (rows[i].bytes || !rows[i].only_if_any)
       fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
   print_frozen(out, pl);
+  print_head(out, pl);
   double total = step_flops(pl);
   fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
           total > 0 ? 100 * pl->recompute_flops / total : 0, total);
@@ -154,6 +170,15 @@ static void print_json(FILE *out, const Plan *pl) {
           (unsigned long long)pp.params, (unsigned long long)pp.grads, (unsigned long long)pp.inputs,
           (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.arena,
           (unsigned long long)pp.optimizer, (unsigned long long)pp.bf16, (unsigned long long)pp.total);
+  if (w->loss_head >= 0) {
+    HeadDims h;
+    head_dims(w, &w->nodes[w->loss_head], &h);
+    fprintf(out, " \"loss_head\": {\"chunk\": %lld, \"rows\": %lld, \"classes\": %lld, "
+            "\"scratch\": %llu},\n", (long long)h.chunk, (long long)h.n, (long long)h.v,
+            (unsigned long long)h.scratch_bytes);
+  } else {
+    fputs(" \"loss_head\": null,\n", out);
+  }
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"step\": %.6g}}\n",
