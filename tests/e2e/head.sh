@@ -68,7 +68,11 @@ def close(what, a, b, rtol=1e-5, floor=1e-30):
 # stats, which whole does not store; its chunk of logits is a scratch of
 # its step alone.
 logits, dx_stats = 8 * 16 * 256 * 4, 8 * 16 * (32 + 2) * 4
-plan = {h: json.load(open(f"{w}/{h}.plan.json"))["peak"] for h in ("whole", "chunked", "24")}
+plans = {h: json.load(open(f"{w}/{h}.plan.json")) for h in ("whole", "chunked", "24")}
+plan = {h: plans[h]["peak"] for h in plans}
+heads = {h: plans[h]["loss_head"] for h in plans}
+if heads["whole"] is not None or heads["chunked"]["chunk"] != 128 or heads["24"]["chunk"] != 24:
+    bad.append(f"the plans' loss heads: {heads}")
 for h in ("chunked", "24"):
     saved = plan["whole"]["stored_activations"] - plan[h]["stored_activations"]
     least = logits - dx_stats

@@ -16,7 +16,12 @@ def want(obj, key, types):
     assert key in obj, f"missing key {key!r}"
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
-assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "peak", "flops", "seconds"}, sorted(d)
+assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "peak", "loss_head", "flops",
+                  "seconds"}, sorted(d)
+h = d["loss_head"]
+assert h is None or (set(h) == {"chunk", "rows", "classes", "scratch"} and
+                     all(isinstance(x, int) and x > 0 for x in h.values()) and h["chunk"] <= h["rows"] and
+                     h["scratch"] == 4 * h["chunk"] * h["classes"]), h
 want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "stages", int)
 assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
