@@ -8,7 +8,7 @@
  *    "cheap tail of the previous layer + one heavy op" and its boundary is the
  *    heavy op's output. Recomputing a stage from a stored boundary then costs
  *    pointwise work plus at most one GEMM.
- * 2. Modes. Each stage is KEEP, CKPT or DROP (passes.h); policies pick modes
+ * 2. Modes. Each stage is KEEP, SELECT, CKPT or DROP (passes.h); policies pick modes
  *    (`all`: every stage CKPT; `every N`/`sqrt`: CKPT every N-th, DROP the
  *    rest; `budget`: a dynamic program over the stage model (exact up to
  *    size limits, see stage_model_solve), checked
@@ -142,11 +142,65 @@ static void measure_inner(Plan *pl, const Graph *g, const bool *live, const bool
   free(alive), free(first_step), free(last_step), free(step_of), free(last);
 }
 
+/* The values a SELECT stage recomputes (selective recomputation, as
+ * Megatron's, per value): each value its backward reads that costs no more
+ * per byte to remake than checkpointing its stage does, where remaking it
+ * takes its own kernel and those of the values of its stage that forward()
+ * made and dropped on the way (a bias add's GEMM, attention's scores) —
+ * what it reads otherwise stays stored or is remade so itself. Those
+ * dropped values are remade too (marked cheap; they were never stored).
+ * Never a boundary, a pinned value, a view, a runtime call (the loss head),
+ * the loss or the prediction. */
+static void find_cheap(Plan *pl, const Graph *g, const bool *live, const bool *kept) {
+  const StageModel *sm = &pl->model;
+  double *cost = xmalloc((size_t)g->n_forward * sizeof *cost); /* < 0: not remade */
+  for (int v = 0; v < g->n_forward; v++) {
+    const Node *n = &g->nodes[v];
+    int s = pl->stage[v];
+    OpClass cls = op_info(n->op)->op_class;
+    cost[v] = -1;
+    if (!computed(g, live, v) || pl->boundary[v] || n->pin != PIN_NONE || v == g->loss ||
+        v == g->predict || cls == OPC_VIEW || cls == OPC_CALL)
+      continue;
+    double c = node_seconds(g, n, &pl->profile);
+    for (int k = 0; k < n->nin && c >= 0; k++) {
+      int u = n->in[k];
+      if (is_leaf(&g->nodes[u]) || kept[u]) continue;
+      c = pl->stage[u] == s && cost[u] >= 0 ? c + cost[u] : -1;
+    }
+    cost[v] = c;
+  }
+  int *stack = xmalloc((size_t)g->n_forward * sizeof *stack);
+  for (int v = 0; v < g->n_forward; v++) {
+    int s = pl->stage[v];
+    if (!kept[v] || cost[v] < 0 || sm->keep_bytes[s] <= sm->boundary_bytes[s]) continue;
+    double stage_per_byte =
+        sm->interior_seconds[s] / (double)(sm->keep_bytes[s] - sm->boundary_bytes[s]);
+    if (cost[v] / (double)align_up(node_bytes(&g->nodes[v])) > stage_per_byte) continue;
+    int depth = 0; /* v and the dropped values it is remade from, each once */
+    pl->cheap[v] = true;
+    stack[depth++] = v;
+    while (depth > 0) {
+      const Node *n = &g->nodes[stack[--depth]];
+      for (int k = 0; k < n->nin; k++) {
+        int u = n->in[k];
+        if (is_leaf(&g->nodes[u]) || kept[u] || pl->cheap[u]) continue;
+        pl->cheap[u] = true;
+        stack[depth++] = u;
+      }
+    }
+  }
+  free(stack);
+  free(cost);
+}
+
 static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fixed) {
   StageModel *sm = &pl->model;
   int n = sm->n;
   sm->keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->select_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->select_seconds = xcalloc((size_t)n + 1, sizeof(double));
   sm->inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
@@ -171,15 +225,30 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
   measure_inner(pl, g, live, kept);
   for (int s = 1; s <= n; s++) /* at least its kept values, in case its backward reads none */
     if (sm->inner_bytes[s] < sm->keep_bytes[s]) sm->inner_bytes[s] = sm->keep_bytes[s];
+  find_cheap(pl, g, live, kept);
+  for (int s = 1; s <= n; s++) sm->select_bytes[s] = sm->keep_bytes[s];
+  for (int v = 0; v < g->n_forward; v++)
+    if (pl->cheap[v]) {
+      if (kept[v]) sm->select_bytes[pl->stage[v]] -= align_up(node_bytes(&g->nodes[v]));
+      sm->select_seconds[pl->stage[v]] += node_seconds(g, &g->nodes[v], &pl->profile);
+    }
   free(kept);
 }
 
 static uint64_t stored_by(const StageModel *sm, int s, StageMode m) {
-  return m == STAGE_KEEP ? sm->keep_bytes[s] : m == STAGE_CKPT ? sm->boundary_bytes[s] : 0;
+  switch (m) {
+  case STAGE_KEEP: return sm->keep_bytes[s];
+  case STAGE_SELECT: return sm->select_bytes[s];
+  case STAGE_CKPT: return sm->boundary_bytes[s];
+  case STAGE_DROP: return 0;
+  }
+  return 0;
 }
 
 /* Model peak of the backward of segment (k, j]: stages k+1..j-1 DROP, stage j
- * KEEP or CKPT, with `prefix` bytes stored by stages 1..k. During stage s's
+ * KEEP, SELECT or CKPT, with `prefix` bytes stored by stages 1..k (a SELECT
+ * stage's backward peaks as a KEEP one's: its cheap values are remade there,
+ * each just before its first reader). During stage s's
  * backward the kept values of the dropped stages before it are alive (rebuilt,
  * waiting for their own backward) beside its own inner peak; when the segment
  * recomputes, all its kept values and a transient are alive at once as
@@ -213,6 +282,7 @@ uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes) {
 double stage_model_seconds(const StageModel *sm, const StageMode *modes) {
   double t = 0;
   for (int s = 1; s <= sm->n; s++) {
+    if (modes[s] == STAGE_SELECT) t += sm->select_seconds[s];
     if (modes[s] == STAGE_CKPT) t += sm->interior_seconds[s];
     if (modes[s] == STAGE_DROP) t += sm->interior_seconds[s] + sm->boundary_seconds[s];
   }
@@ -235,9 +305,9 @@ static int64_t sqrt_period(int n) {
  * which the optimum cannot exceed. A lower bound on what the stages after
  * position j still cost, given the bytes stored so far: together they may
  * store no more than the budget leaves, and each byte a stage saves against
- * KEEP costs at least the least time per byte any later stage offers (CKPT:
- * interior seconds per keep - boundary byte; DROP: interior + boundary per
- * keep byte). A state whose time plus that bound exceeds `upper` lies on no
+ * KEEP costs at least the least time per byte any later stage offers (SELECT:
+ * its cheap values' seconds per byte; CKPT: interior seconds per keep -
+ * boundary byte; DROP: interior + boundary per keep byte). A state whose time plus that bound exceeds `upper` lies on no
  * optimal path, so dropping it changes no optimum; it is what keeps the
  * search near-linear in practice (its worst case is not). */
 typedef struct {
@@ -281,6 +351,8 @@ static Bound bound_new(const StageModel *sm, uint64_t budget) {
     double r = INFINITY;
     if (sm->keep_bytes[s] > sm->boundary_bytes[s])
       r = sm->interior_seconds[s] / (double)(sm->keep_bytes[s] - sm->boundary_bytes[s]);
+    if (sm->keep_bytes[s] > sm->select_bytes[s])
+      r = fmin(r, sm->select_seconds[s] / (double)(sm->keep_bytes[s] - sm->select_bytes[s]));
     if (s < n && sm->keep_bytes[s] > 0) /* the last stage is never dropped */
       r = fmin(r, (sm->interior_seconds[s] + sm->boundary_seconds[s]) / (double)sm->keep_bytes[s]);
     b.rate[j] = fmin(b.rate[j + 1], r);
@@ -307,7 +379,7 @@ static double lower_bound(const StageModel *sm, const Bound *b, int j, uint64_t 
 }
 
 /* One partial solution of the dynamic program: stages 1..at decided, `at`
- * KEEP or CKPT (or 0, the inputs), every segment so far within the budget. */
+ * KEEP, SELECT or CKPT (or 0, the inputs), every segment so far within the budget. */
 typedef struct {
   int at, parent;
   StageMode mode;
@@ -434,6 +506,9 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
         uint64_t rebuilt = before + sm->keep_bytes[j] + t > p ? before + sm->keep_bytes[j] + t : p;
         offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_KEEP,
               sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds);
+        if (sm->select_bytes[j] < sm->keep_bytes[j])
+          offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_SELECT,
+                sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds + sm->select_seconds[j]);
         offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
               dropped_seconds + sm->interior_seconds[j]);
         before += sm->keep_bytes[j], peak = p, transient = t;
@@ -463,8 +538,8 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
 /* ---- long models: groups of stages ----
  * Past MAX_SEARCH_STAGES stages the search runs on groups of g consecutive
  * stages, each group one stage of a coarser model whose modes mean: KEEP,
- * all its stages KEEP; CKPT, its last stage CKPT and the others DROP; DROP,
- * all DROP. Its figures are those segment_peak gives such runs (a group's
+ * all its stages KEEP; SELECT, all SELECT; CKPT, its last stage CKPT and the
+ * others DROP; DROP, all DROP. Its figures are those segment_peak gives such runs (a group's
  * inner peak is its stages' kept values rebuilt in turn, as in a dropped
  * run), so a coarse plan's peak is never below the fine plan it stands for:
  * what fits there fits here. The search's cost then no longer grows with n. */
@@ -475,6 +550,8 @@ static StageModel coarsen(const StageModel *sm, int g) {
   StageModel c = {.n = n, .fixed_bytes = sm->fixed_bytes};
   c.keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.select_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.select_seconds = xcalloc((size_t)n + 1, sizeof(double));
   c.inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
@@ -485,6 +562,8 @@ static StageModel coarsen(const StageModel *sm, int g) {
     if (c.keep_bytes[G] + sm->inner_bytes[s] > c.inner_bytes[G])
       c.inner_bytes[G] = c.keep_bytes[G] + sm->inner_bytes[s];
     c.keep_bytes[G] += sm->keep_bytes[s];
+    c.select_bytes[G] += sm->select_bytes[s];
+    c.select_seconds[G] += sm->select_seconds[s];
     if (sm->transient_bytes[s] > c.transient_bytes[G])
       c.transient_bytes[G] = sm->transient_bytes[s];
     c.interior_seconds[G] += sm->interior_seconds[s] + (last ? 0 : sm->boundary_seconds[s]);
@@ -496,6 +575,7 @@ static StageModel coarsen(const StageModel *sm, int g) {
 
 static void free_stage_model(StageModel *sm) {
   free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
+  free(sm->select_bytes), free(sm->select_seconds);
   free(sm->interior_seconds), free(sm->boundary_seconds);
 }
 
@@ -635,7 +715,8 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
     bool rec = false;
     if (computed(g, live, v)) {
       StageMode m = pl->modes[pl->stage[v]];
-      rec = m == STAGE_DROP || (m == STAGE_CKPT && !pl->boundary[v]);
+      rec = m == STAGE_DROP || (m == STAGE_CKPT && !pl->boundary[v]) ||
+            (m == STAGE_SELECT && pl->cheap[v]);
       if (n->pin != PIN_NONE) rec = n->pin == PIN_RECOMPUTE;
       if (v == g->loss || v == g->predict) rec = false; /* the runtime reads them after forward() */
     }
@@ -756,11 +837,12 @@ static void solve_ladder(Ladder *l) {
 }
 
 /* The candidates do not depend on the budget, so a larger budget never gets
- * a worse plan: the fixed policies and the model's optima along a ladder of
- * model budgets, each woven and memory-planned for real. */
+ * a worse plan: the fixed policies, every stage SELECT, and the model's
+ * optima along a ladder of model budgets, each woven and memory-planned for
+ * real. */
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate *c = xcalloc(LADDER + 8, sizeof *c);
+  Candidate *c = xcalloc(LADDER + 9, sizeof *c);
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
   CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
   *count = 0;
@@ -772,6 +854,8 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
     modes_for_policy(pl, CKPT_EVERY, every, modes);
     add_candidate(pl, g, live, modes, c, count);
   }
+  for (int s = 1; s <= n; s++) modes[s] = STAGE_SELECT;
+  add_candidate(pl, g, live, modes, c, count);
   /* The model's optimum at LADDER + 1 budgets spread from the least model
    * peak of the fixed policies to off's. */
   uint64_t lo = UINT64_MAX, hi = 0;
@@ -820,6 +904,7 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   pl->recompute = xcalloc((size_t)g->n_forward, sizeof *pl->recompute);
   pl->stage = xcalloc((size_t)g->n_forward, sizeof *pl->stage);
   pl->boundary = xcalloc((size_t)g->n_forward, sizeof *pl->boundary);
+  pl->cheap = xcalloc((size_t)g->n_forward, sizeof *pl->cheap);
   return pl;
 }
 
@@ -892,5 +977,6 @@ void plan_free(Plan *pl) {
   free(pl->recompute);
   free(pl->stage);
   free(pl->boundary);
+  free(pl->cheap);
   free(pl);
 }

@@ -199,17 +199,21 @@ double *program_node_seconds(const Program *p, const MachineProfile *m);
  * The forward graph is cut into stages at single-tensor boundaries (each
  * stage closed after a compute-heavy piece, so cheap pointwise tails are
  * recomputed from the stored GEMM output). Each stage is KEEP (its values
- * stored), CKPT (only its boundary stored, the rest recomputed) or DROP
+ * stored), SELECT (its values stored but its cheap ones, which loop kernels
+ * remake from stored values without a GEMM: selective recomputation, per
+ * value), CKPT (only its boundary stored, the rest recomputed) or DROP
  * (nothing stored). Recomputation happens just in time in the backward pass:
  * a recomputed value is rebuilt right before its first backward use, from the
  * nearest stored values, once. */
-typedef enum { STAGE_KEEP, STAGE_CKPT, STAGE_DROP } StageMode;
+typedef enum { STAGE_KEEP, STAGE_SELECT, STAGE_CKPT, STAGE_DROP } StageMode;
 
 /* The per-stage figures the budget search optimizes over (its memory model). */
 typedef struct {
   int n;                   /* stages 1..n; index 0 stands for the inputs */
   uint64_t *keep_bytes;    /* what its backward reads: stored when KEEP, rebuilt when dropped */
   uint64_t *boundary_bytes;/* stored when CKPT */
+  uint64_t *select_bytes;  /* stored when SELECT: keep_bytes less its cheap values */
+  double *select_seconds;  /* remaking its cheap values when SELECT */
   uint64_t *inner_bytes;   /* peak of its own backward: its kept values still needed
                               plus gradients in flight (measured without recompute) */
   uint64_t *transient_bytes; /* its largest value the backward does not read,
@@ -236,6 +240,7 @@ typedef struct Plan {
   bool *recompute;         /* per forward id: RECOMPUTE (else STORE) */
   int *stage;              /* per forward id: its stage (1..), 0 for leaves and dead values */
   bool *boundary;          /* per forward id: the value that ends its stage */
+  bool *cheap;             /* per forward id: recomputed when its stage is SELECT */
   StageModel model;
   StageMode *modes;        /* per stage, 1..model.n */
   Graph *graph;            /* the source graph with recompute nodes woven into backward */

@@ -25,6 +25,16 @@ static ValueFate *value_fates(const Plan *pl) {
   return fate;
 }
 
+/* Why a value is recomputed: its stage is SELECT (a cheap value remade from
+ * stored ones) or checkpointed (CKPT, DROP: its stage remade from a
+ * boundary). */
+static const char *mode_name[] = {
+    [STAGE_KEEP] = "KEEP", [STAGE_SELECT] = "SELECT", [STAGE_CKPT] = "CKPT", [STAGE_DROP] = "DROP"};
+
+static bool selective(const Plan *pl, const ValueFate *fate, int v) {
+  return fate[v] == VALUE_RECOMPUTE && pl->modes && pl->modes[pl->stage[v]] == STAGE_SELECT;
+}
+
 static bool listed(const Plan *pl, int v) {
   const Node *n = &pl->graph->nodes[v];
   return !is_leaf(n) && pl->stage[v] > 0;
@@ -100,9 +110,9 @@ static void print_table(FILE *out, const Plan *pl) {
     const Node *n = &w->nodes[v];
     char name[32];
     snprintf(name, sizeof name, "%%%d%s%.20s", v, n->name ? " " : "", n->name ? n->name : "");
-    fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu  %s%s\n", pl->stage[v], name, op_info(n->op)->name, n->loc.line,
+    fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu  %s%s%s\n", pl->stage[v], name, op_info(n->op)->name, n->loc.line,
             shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), fate_name[fate[v]],
-            pl->boundary[v] ? " (boundary)" : "");
+            pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)" : "");
   }
   free(fate);
   PeakParts pp = peak_parts(pl);
@@ -158,8 +168,9 @@ static void print_json(FILE *out, const Plan *pl) {
     json_string(out, op_info(n->op)->name);
     fprintf(out, ", \"line\": %d, \"shape\": [", n->loc.line);
     for (int i = 0; i < n->shape.rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)n->shape.dim[i]);
-    fprintf(out, "], \"bytes\": %llu, \"stage\": %d, \"boundary\": %s, \"decision\": \"%s\"}",
-            (unsigned long long)node_bytes(n), pl->stage[v], pl->boundary[v] ? "true" : "false", fate_name[fate[v]]);
+    fprintf(out, "], \"bytes\": %llu, \"stage\": %d, \"stage_mode\": \"%s\", \"boundary\": %s, "
+            "\"decision\": \"%s\"}", (unsigned long long)node_bytes(n), pl->stage[v],
+            mode_name[pl->modes[pl->stage[v]]], pl->boundary[v] ? "true" : "false", fate_name[fate[v]]);
     first = false;
   }
   free(fate);

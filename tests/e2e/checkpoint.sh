@@ -3,8 +3,9 @@
 #  - every policy trains to bitwise the same weights as `checkpoint off`
 #    (recomputation runs the same kernels on the same values);
 #  - the trainer's measured arena high-water mark equals the planned peak.
-# Policies: off, all, sqrt, every 2, and a budget halfway between
-# the least peak (all) and off's. An impossible budget is an error naming the
+# Policies: off, all, sqrt, every 2, a budget halfway between the least
+# peak (all) and off's, and one a tenth of that range under off's (SELECT
+# stages: selective recomputation). An impossible budget is an error naming the
 # smallest feasible one. Models with dropout (the CNN, the GPT) check that
 # recomputed dropout regenerates its masks.
 # usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
@@ -43,7 +44,13 @@ for arg in "$@"; do
   fi
   name=$(basename "$model" .nn)
   lo=$(total_peak "$model" all) hi=$(total_peak "$model" off)
-  policies=(off all sqrt "every 2" "budget $(((lo + hi) / 2))")
+  # and one just under off's peak, where stages are SELECT: selective
+  # recomputation of their cheap values (the gpt-small must have some)
+  policies=(off all sqrt "every 2" "budget $(((lo + hi) / 2))" "budget $((hi - (hi - lo) / 10))")
+  if [[ $name == gpt_small && $("$trainc" plan "$model" --policy "${policies[5]}") != *"RECOMPUTE (selective)"* ]]; then
+    echo "FAIL: $name: no selective recomputation at ${policies[5]}"
+    fail=1
+  fi
   for policy in "${policies[@]}"; do
     tag=${policy// /_}
     bin=$work/${name}_$tag

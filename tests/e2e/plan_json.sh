@@ -26,7 +26,8 @@ want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "s
 assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
 for v in d["values"]:
-    assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "boundary", "decision"}, sorted(v)
+    assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "stage_mode", "boundary", "decision"}, sorted(v)
+    assert v["stage_mode"] in ("KEEP", "SELECT", "CKPT", "DROP"), v
     for k in ("id", "line", "bytes", "stage"): want(v, k, int)
     assert v["name"] is None or isinstance(v["name"], str)
     assert isinstance(v["boundary"], bool) and isinstance(v["op"], str)
