@@ -9,9 +9,11 @@
 #include <string.h>
 
 MachineProfile profile_default(void) {
-  /* Measured on the 2-core AVX-512 machine this project is developed on
-   * (docs/planner.md); `trainc calibrate` measures yours. */
-  return (MachineProfile){.gemm_flops = 150e9, .loop_flops = 8e9, .bandwidth = 20e9, .kernel_overhead = 2e-6};
+  /* `trainc calibrate` on the 2-core Intel Xeon (AMX, AVX-512) machine this
+   * project is developed on, three runs on a quiet machine (2026-12-04:
+   * GEMMs 2.32-2.39e11, loops 5.8-6.0e10, 2.57-2.61e10 bytes/s, 0.62-0.72 us
+   * a dispatch; docs/planner.md); `trainc calibrate` measures yours. */
+  return (MachineProfile){.gemm_flops = 235e9, .loop_flops = 59e9, .bandwidth = 26e9, .kernel_overhead = 0.7e-6};
 }
 
 static const struct {
