@@ -499,8 +499,11 @@ static inline void trc_gemm_shaped(const trc_gemm_shape *s, const float *a, cons
  *   out[n*d + r]         = the row's loss lse - l[label] (0 when ignored)
  *   out[n*d + n + r]     = the row's argmax as a float (the first maximum).
  * The loss itself (their mean, or their sum with ignore) is the graph's
- * next node. Blocks and partitions depend on the shapes only: the same bits
- * for any number of threads. */
+ * next node. A seed of 0 (evaluation and sampling: trc_set_mode zeroes it)
+ * wants no gradient: the logits' gradient and its two GEMMs are skipped, the
+ * dx rows are 0 and dw is left as it is (what a 0 seed gives, but where a
+ * logit is not finite). Blocks and partitions depend on the shapes only: the
+ * same bits for any number of threads. */
 void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, int w_vd,
                               int has_ignore, int64_t ignore_label, const float *x,
                               const float *w, const int32_t *labels, const float *seed,

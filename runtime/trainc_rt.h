@@ -156,7 +156,8 @@ double trc_rng_normal(uint64_t key, uint64_t counter);   /* N(0, 1) */
 /* perm <- a permutation of 0..n-1 that depends only on (seed, epoch). */
 void trc_shuffle(int64_t *perm, int64_t n, uint64_t seed, uint64_t epoch);
 
-/* Sets the dropout key and the training flag in an arena. */
+/* Sets the dropout key and the training flag in an arena; out of training
+ * also the loss seed to 0 (the loss head then makes no gradient). */
 void trc_set_mode(const trc_model *model, char *arena, uint64_t rng_key, int training);
 
 /* ---- parameter init ---- */

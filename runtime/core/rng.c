@@ -129,9 +129,11 @@ void trc_rng_uniforms(uint64_t key, uint64_t from, uint64_t to, double low, doub
 }
 
 void trc_set_mode(const trc_model *m, char *arena, uint64_t rng_key, int training) {
-  const float flag = training ? 1.0f : 0.0f;
+  const float flag = training ? 1.0f : 0.0f, no_gradient = 0.0f;
   memcpy(arena + m->rng_key_offset, &rng_key, sizeof rng_key);
   memcpy(arena + m->training_offset, &flag, sizeof flag);
+  if (!training) /* a loss head wants no gradient (trc_linear_cross_entropy) */
+    memcpy(arena + m->loss_seed_offset, &no_gradient, sizeof no_gradient);
 }
 
 /* Fisher-Yates from the identity. The modulo's bias is below n / 2^64. */

@@ -92,6 +92,7 @@ static inline __attribute__((always_inline)) void head_row(const head_block *b, 
   b->argmax[row] = (float)first_at(l, b->v, max);
   b->loss[row] = counts ? lse - l[label] : 0.0f;
   float scale = row_scale(b, counts);
+  if (b->dl == 0.0f) return; /* no gradient wanted (trc_linear_cross_entropy) */
   for (int64_t c = 0; c < b->v; c++)
     l[c] = (expf(l[c] - lse) - (float)(c == label)) * scale;
 }
@@ -127,6 +128,10 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
     b.first = first;
     gemm(0, w_vd, rows, v, d, xb, d, w, ldw, 0.0f, scratch, v); /* logits */
     trc_parallel_for(rows, head_rows, &b);
+    if (b.dl == 0.0f) { /* evaluation: the loss alone, no gradient GEMMs */
+      memset(out + first * d, 0, (size_t)(rows * d) * sizeof *out);
+      continue;
+    }
     gemm(0, !w_vd, rows, d, v, scratch, v, w, ldw, 0.0f, out + first * d, d); /* dx */
     if (!dw) continue;
     if (w_vd) /* dw[v, d] += g^T x */

@@ -222,6 +222,7 @@ int main(void) {
       {70, 24, 300, 32, 1, 1, 1, 1.25f}, /* v that trc_gemm cuts */
       {70, 24, 300, 32, 0, 0, 0, 1.05f},
       {1, 5, 3, 2, 1, 0, 1, 1.0f},      /* a single row */
+      {10, 16, 33, 4, 1, 1, 1, 0.0f},   /* seed 0 (evaluation): dx 0, dw untouched */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     for (trc_precision p = TRC_FP32; p <= TRC_BF16; p++) check_case(&cases[i], p);
