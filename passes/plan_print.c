@@ -35,6 +35,41 @@ static bool selective(const Plan *pl, const ValueFate *fate, int v) {
   return fate[v] == VALUE_RECOMPUTE && pl->modes && pl->modes[pl->stage[v]] == STAGE_SELECT;
 }
 
+/* Per stage, why its values are where they are: its mode, the bytes it
+ * stores, the bytes it remakes in backward instead and the predicted
+ * seconds of that (the recompute nodes made for its values). */
+typedef struct {
+  uint64_t stored, remade;
+  double seconds;
+} StageFigures;
+
+static bool listed(const Plan *pl, int v);
+
+static StageFigures *stage_figures(const Plan *pl, const ValueFate *fate) {
+  const Graph *w = pl->graph;
+  StageFigures *f = xcalloc((size_t)pl->model.n + 1, sizeof *f);
+  for (int v = 0; v < pl->n_forward; v++) {
+    if (!listed(pl, v)) continue;
+    if (fate[v] == VALUE_STORE) f[pl->stage[v]].stored += node_bytes(&w->nodes[v]);
+    if (fate[v] == VALUE_RECOMPUTE) f[pl->stage[v]].remade += node_bytes(&w->nodes[v]);
+  }
+  double *seconds = program_node_seconds(pl->program, &pl->profile);
+  for (int i = w->n_forward; i < w->n; i++)
+    if (w->nodes[i].recompute_of >= 0) f[pl->stage[w->nodes[i].recompute_of]].seconds += seconds[i];
+  free(seconds);
+  return f;
+}
+
+static void print_stages(FILE *out, const Plan *pl, const ValueFate *fate) {
+  StageFigures *f = stage_figures(pl, fate);
+  char b1[32], b2[32];
+  fprintf(out, "\n%-5s %-6s %11s %11s %12s\n", "stage", "mode", "stored", "recomputed", "recompute ms");
+  for (int s = 1; s <= pl->model.n; s++)
+    fprintf(out, "%-5d %-6s %11s %11s %12.3f\n", s, mode_name[pl->modes[s]], format_bytes(f[s].stored, b1),
+            format_bytes(f[s].remade, b2), 1e3 * f[s].seconds);
+  free(f);
+}
+
 static bool listed(const Plan *pl, int v) {
   const Node *n = &pl->graph->nodes[v];
   return !is_leaf(n) && pl->stage[v] > 0;
@@ -114,6 +149,7 @@ static void print_table(FILE *out, const Plan *pl) {
             shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), fate_name[fate[v]],
             pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)" : "");
   }
+  print_stages(out, pl, fate);
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\npeak memory (planned; the trainer reports its measured high-water mark):\n");
@@ -173,6 +209,13 @@ static void print_json(FILE *out, const Plan *pl) {
             mode_name[pl->modes[pl->stage[v]]], pl->boundary[v] ? "true" : "false", fate_name[fate[v]]);
     first = false;
   }
+  fputs("\n ],\n \"stage_plan\": [", out);
+  StageFigures *f = stage_figures(pl, fate);
+  for (int st = 1; st <= pl->model.n; st++)
+    fprintf(out, "%s\n  {\"stage\": %d, \"mode\": \"%s\", \"stored\": %llu, \"recomputed\": %llu, "
+            "\"recompute_seconds\": %.6g}", st > 1 ? "," : "", st, mode_name[pl->modes[st]],
+            (unsigned long long)f[st].stored, (unsigned long long)f[st].remade, f[st].seconds);
+  free(f);
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "

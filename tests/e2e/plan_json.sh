@@ -16,8 +16,15 @@ def want(obj, key, types):
     assert key in obj, f"missing key {key!r}"
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
-assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "peak", "loss_head", "flops",
-                  "seconds"}, sorted(d)
+assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "stage_plan", "peak",
+                  "loss_head", "flops", "seconds"}, sorted(d)
+assert [s["stage"] for s in d["stage_plan"]] == list(range(1, d["stages"] + 1)), d["stage_plan"]
+for s in d["stage_plan"]:
+    assert set(s) == {"stage", "mode", "stored", "recomputed", "recompute_seconds"}, s
+    assert s["mode"] in ("KEEP", "SELECT", "CKPT", "DROP") and s["stored"] >= 0 and s["recomputed"] >= 0, s
+    assert (s["recomputed"] == 0) == (s["recompute_seconds"] == 0) or s["mode"] != "KEEP", s
+recompute = sum(s["recompute_seconds"] for s in d["stage_plan"])
+assert abs(recompute - d["seconds"]["recompute"]) <= 1e-5 * max(recompute, 1e-9), (recompute, d["seconds"])
 h = d["loss_head"]
 assert h is None or (set(h) == {"chunk", "rows", "classes", "scratch"} and
                      all(isinstance(x, int) and x > 0 for x in h.values()) and h["chunk"] <= h["rows"] and
