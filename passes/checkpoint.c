@@ -838,11 +838,13 @@ static void solve_ladder(Ladder *l) {
 
 /* The candidates do not depend on the budget, so a larger budget never gets
  * a worse plan: the fixed policies, every stage SELECT, and the model's
- * optima along a ladder of model budgets, each woven and memory-planned for
+ * optima along a ladder of model budgets (each also with its KEEP stages
+ * SELECT: the model prices a SELECT stage's backward as a KEEP one's, so
+ * a plan it thinks too large may fit), each woven and memory-planned for
  * real. */
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate *c = xcalloc(LADDER + 9, sizeof *c);
+  Candidate *c = xcalloc(2 * LADDER + 10, sizeof *c);
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
   CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
   *count = 0;
@@ -867,7 +869,12 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   Ladder ladder = {.sm = &pl->model, .lo = lo, .step = (hi - lo) / LADDER};
   solve_ladder(&ladder);
   for (int i = 0; i <= LADDER; i++)
-    if (ladder.found[i]) add_candidate(pl, g, live, ladder.modes[i], c, count);
+    if (ladder.found[i]) {
+      add_candidate(pl, g, live, ladder.modes[i], c, count);
+      for (int s = 1; s <= n; s++) /* the same with its KEEP stages SELECT */
+        modes[s] = ladder.modes[i][s] == STAGE_KEEP ? STAGE_SELECT : ladder.modes[i][s];
+      add_candidate(pl, g, live, modes, c, count);
+    }
   for (int i = 0; i <= LADDER; i++) free(ladder.modes[i]);
   free(modes);
   return c;
