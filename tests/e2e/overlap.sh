@@ -9,21 +9,27 @@
 #     one per parameter: many points inside backward);
 #  2. LocalSGD's warm-up steps (they average gradients), then local rounds;
 #  3. the same with the default bucket size, and the sync counters logged
-#     are the same with and without overlap.
+#     are the same with and without overlap;
+#  4. `sync gradients` with the chunked loss head (logits = r2 @ w): w's
+#     gradient is made in forward(), so its bucket starts at the top of the
+#     window's last backward.
 # usage: overlap.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
 trainc=$1 src=$2 work=$3
 . "$src/tests/e2e/schedule/preamble.sh" train
 . "$src/tests/e2e/schedule/mpi.sh"
 
-# model NAME BUCKET TRAIN_SETTINGS... (one per argument)
+# model NAME BUCKET TRAIN_SETTINGS... (one per argument); HEAD=1: the output
+# layer a bias-free x @ w, which becomes the chunked loss head
 model() {
-  local name=$1 bucket=$2
+  local name=$1 bucket=$2 logits='linear(r2, 4)'
   shift 2
+  [[ ${HEAD:-0} == 1 ]] && logits='r2 @ w'
   {
     printf 'model ov {\n  input x : f32[B, 8]\n  input y : i32[B]\n  h = relu(linear(x, 32))\n'
+    [[ ${HEAD:-0} == 1 ]] && printf '  param w : f32[32, 4] = normal(0, 0.1)\n'
     printf '  r = h + relu(linear(layernorm(h), 32))\n  r2 = r + relu(linear(layernorm(r), 32))\n'
-    printf '  logits = linear(r2, 4)\n  loss = cross_entropy(logits, y)\n  predict logits\n}\n'
+    printf '  logits = %s\n  loss = cross_entropy(logits, y)\n  predict logits\n}\n' "$logits"
     printf 'train {\n  batch 8\n  optimizer adamw(lr = 0.01)\n  clip 1\n  seed 3\n  log_every 1\n'
     printf '  %s\n' "$@"
     printf '}\n'
@@ -46,10 +52,12 @@ run() {
 model dp 64 "sync gradients" "accumulate 2"
 model warm 64 "local_sgd 4" "local_sgd_warmup 3"
 model dp_default 1MiB "sync gradients" "accumulate 2"
+HEAD=1 model dp_head 64 "sync gradients" "accumulate 2"
+grep -q trc_linear_cross_entropy dp_head.c || fail "dp_head.c has no chunked loss head"
 buckets=$(grep -c 'trc_step_bucket_ready(s' dp.c)
 [ "$buckets" -ge 8 ] || fail "expected a bucket per parameter or so, dp.c has $buckets"
 echo "dp.c: $buckets buckets started inside backward"
-for m in dp warm dp_default; do
+for m in dp warm dp_default dp_head; do
   run $m overlap
   run $m whole --no-overlap
   $PY "$tools" same $m.overlap.safetensors $m.whole.safetensors ||
