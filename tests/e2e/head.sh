@@ -4,6 +4,9 @@
 # output layer is examples/gpt.nn's (tied to the token embedding) and on an
 # untied x @ w with ignored labels (tests/e2e/gradcheck/head_ignore.nn):
 #  - --gradcheck in chunks of 4 rows (several chunks, the last one short);
+#  - head_ignore.nn trained 4 steps of 2 micro-batches on labels ~40%
+#    ignored, unevenly: chunks of 4 rows give the whole head's weights to
+#    1e-5 (each window normalized by its labels that count, as whole);
 #  - the plan: chunked stores at least the logits (B*T*V floats) less;
 #  - 4 steps with accumulation 2: every logged loss and gradient norm and
 #    the weights equal the whole trainer's to 1e-5 relative (float: other
@@ -27,6 +30,24 @@ fail=0
 "$work/gc" --gradcheck >"$work/gc.out" || { cat "$work/gc.out"; echo "FAIL: gradcheck in chunks of 4"; fail=1; }
 grep -q "trc_linear_cross_entropy" <("$trainc" emit "$src/tests/e2e/gradcheck/head_ignore.nn" --loss-head 4 -o /dev/stdout) ||
   { echo "FAIL: head_ignore.nn has no chunked head"; fail=1; }
+
+# ignored labels and accumulation: chunked (4 rows) against whole
+ig=$work/ignore
+for head in whole 4; do
+  "$trainc" build "$src/tests/e2e/gradcheck/head_ignore.nn" --loss-head $head -o "$ig.$head" \
+    --keep-c "$ig.$head.c" "${cflags[@]}" >/dev/null
+done
+"$PY" "$src/tests/e2e/random_data.py" "$ig.whole.c" "$ig.data" 48 3
+"$PY" - "$ig.data" <<'PY'
+import sys
+import numpy as np
+y = np.load(f"{sys.argv[1]}/next.npy")
+y[np.random.default_rng(7).random(y.shape) < 0.4] = -100  # unevenly per micro-batch
+np.save(f"{sys.argv[1]}/next.npy", y)
+PY
+for head in whole 4; do
+  "$ig.$head" --data "$ig.data" --steps 4 --accumulate 2 --quiet --save "$ig.$head.safetensors"
+done
 
 sed -e 's/const T = 64 /const T = 16 /' -e 's/const D = 128 /const D = 32 /' \
   -e 's/const LAYERS = 4/const LAYERS = 1/' -e 's/^  batch 32/  batch 8\n  accumulate 2/' \
@@ -102,6 +123,10 @@ for h in ("chunked", "24"):
         largest = max(float(np.max(np.abs(t))) for t in b.values())
         for name in b:
             close(f"{h} {what} {name}", a[name], b[name], floor=1e-3 * largest)
+a, _ = safetensors_np.read(f"{w}/ignore.4.safetensors")
+b, _ = safetensors_np.read(f"{w}/ignore.whole.safetensors")
+for name in b:
+    close(f"ignored labels, accumulate 2: {name}", a[name], b[name])
 if bad:
     sys.exit("FAIL: " + "; ".join(bad))
 print(f"chunked = whole to 1e-5 (losses, gradient norms, weights, dump-step, evaluation); "
