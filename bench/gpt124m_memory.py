@@ -27,30 +27,18 @@ import time
 
 import numpy as np
 
+from gpt_checkpoint import NO_DROPOUT, edited_example
+from torch_compare import environment
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 GIB = 1 << 30
 T, V = 1024, 50257
-TORCH_ENV = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40), "OMP_WAIT_POLICY": "active",
-             "OMP_NUM_THREADS": "2"}
+TORCH_TUNING = ("glibc", "active")  # what bench/gpt_checkpoint.py's tuning picked on the small GPT
 
 
 def model_file(work, batch):
-    text = open(os.path.join(ROOT, "examples/gpt124m.nn")).read()
-    for a, b in (("dropout = 0.1", "dropout = 0"), ("dropout(proj, 0.1)", "proj"),
-                 ("const T = 64", "const T = 1024"), ("batch 4", f"batch {batch}")):
-        if a not in text:
-            sys.exit(f"gpt124m_memory.py: examples/gpt124m.nn changed ({a!r} not found)")
-        text = text.replace(a, b)
-    path = os.path.join(work, f"gpt124m_b{batch}.nn")
-    open(path, "w").write(text)
-    return path
-
-
-def environment(extra=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    env.update(extra or {})
-    return env
+    return edited_example("gpt124m", NO_DROPOUT + (("const T = 64", "const T = 1024"), ("batch 4", f"batch {batch}")),
+                          os.path.join(work, f"gpt124m_b{batch}.nn"))
 
 
 def timed(cmd, env):
@@ -117,7 +105,7 @@ def torch_worker(batch, weights_path, data, steps):
 
 def torch_run(batch, weights, data, steps):
     out, rss = timed([sys.executable, __file__, "--torch-worker", str(batch), weights, data, str(steps)],
-                     environment(TORCH_ENV))
+                     environment(TORCH_TUNING, 2))
     return dict(json.loads(out.strip().splitlines()[-1]), rss=rss)
 
 

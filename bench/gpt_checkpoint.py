@@ -26,9 +26,9 @@ overhead    against the same side's own no-checkpoint step (trainc: `off`
             with the same loss head; PyTorch: none); `predicted` is the
             plan's recompute time over its forward + backward
 
-PyTorch's environment is tuned first as bench/torch_compare.py does (glibc
-malloc without trimming and mmap, jemalloc; OMP_WAIT_POLICY active or
-passive: the fastest no-checkpoint run), both sides run 2 threads, runs
+PyTorch's environment is tuned first as bench/torch_compare.py does (its
+allocators: glibc malloc without trimming and mmap, jemalloc, tcmalloc;
+OMP_WAIT_POLICY active or passive: the fastest no-checkpoint run), both sides run 2 threads, runs
 alternate trainc's plans and PyTorch's modes, and the load average must be
 below 0.5 at the start (--force runs anyway and says so).
 
@@ -46,36 +46,31 @@ import time
 
 import numpy as np
 
+from torch_compare import ALLOCATORS, environment
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MIB = 1 << 20
 B, T, V = 8, 128, 8192
-LIB = "/usr/lib/x86_64-linux-gnu"
-ALLOCATORS = {
-    "glibc": {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)},
-    "jemalloc": {"LD_PRELOAD": f"{LIB}/libjemalloc.so.2",
-                 "MALLOC_CONF": "oversize_threshold:1,background_thread:true,metadata_thp:auto,"
-                                "dirty_decay_ms:-1,muzzy_decay_ms:-1"},
-}
+NO_DROPOUT = (("dropout = 0.1", "dropout = 0"), ("dropout(proj, 0.1)", "proj"))
 
 
-def model_file(work):
-    text = open(os.path.join(ROOT, "examples/gpt.nn")).read()
-    for a, b in (("dropout = 0.1", "dropout = 0"), ("dropout(proj, 0.1)", "proj"),
-                 ("const VOCAB = 256 ", "const VOCAB = 8192 "), ("const T = 64 ", "const T = 128 "),
-                 ("const D = 128 ", "const D = 256 "), ("batch 32", "batch 8")):
+def edited_example(name, replacements, path):
+    """examples/NAME.nn with each (a, b) of replacements made, written to path."""
+    text = open(os.path.join(ROOT, f"examples/{name}.nn")).read()
+    for a, b in replacements:
         if a not in text:
-            sys.exit(f"gpt_checkpoint.py: examples/gpt.nn changed ({a!r} not found)")
+            sys.exit(f"{os.path.basename(sys.argv[0])}: examples/{name}.nn changed ({a!r} not found)")
         text = text.replace(a, b)
-    path = os.path.join(work, "gpt.nn")
     open(path, "w").write(text)
     return path
 
 
-def environment(extra=None):
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
-    env.update(extra or {})
-    return env
+def model_file(work):
+    return edited_example("gpt", NO_DROPOUT + (("const VOCAB = 256 ", "const VOCAB = 8192 "),
+                                               ("const T = 64 ", "const T = 128 "),
+                                               ("const D = 128 ", "const D = 256 "), ("batch 32", "batch 8")),
+                          os.path.join(work, "gpt.nn"))
 
 
 def load():
@@ -159,22 +154,22 @@ def torch_worker(mode, weights_path, data, steps):
     print(json.dumps({"step_ms": 1000 * statistics.median(times[3:]), "stored": saved["bytes"]}))
 
 
-def torch_run(mode, weights, data, steps, env):
+def torch_run(mode, weights, data, steps, tuning):
     out = subprocess.run([sys.executable, __file__, "--torch-worker", mode, weights, data, str(steps)],
-                         capture_output=True, text=True, env=environment(env), check=True)
+                         capture_output=True, text=True, env=environment(tuning, 2), check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def tune_torch(weights, data):
+    """The fastest (allocator, OMP wait policy) of a short no-checkpoint run."""
     best = None
-    for allocator, extra in ALLOCATORS.items():
+    for allocator in ALLOCATORS:
         for wait in ("active", "passive"):
-            env = dict(extra, OMP_WAIT_POLICY=wait, OMP_NUM_THREADS="2")
-            ms = torch_run("none", weights, data, 8, env)["step_ms"]
+            ms = torch_run("none", weights, data, 8, (allocator, wait))["step_ms"]
             print(f"  tuning PyTorch: {allocator}, OMP_WAIT_POLICY={wait}: {ms:.1f} ms/step")
             if best is None or ms < best[0]:
-                best = (ms, env, f"{allocator}, {wait}")
-    return best[1], best[2]
+                best = (ms, (allocator, wait))
+    return best[1], ", ".join(best[1])
 
 
 # ---- the comparison ----
