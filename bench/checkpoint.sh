@@ -9,6 +9,8 @@
 # Environment of every timed command: OPENBLAS_CORETYPE and
 # OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY=passive, glibc malloc tuned as the
 # issue's "tuned PyTorch"; torch.set_num_threads(2).
+# A policy ending in " bf16" is planned with --compress bf16 (activations
+# stored in bf16 where the backward pass allows it).
 # The plans use this machine's profile (`trainc calibrate`, measured first),
 # and each policy's predicted recompute overhead is set against the measured
 # one ("prediction error": predicted / measured - 1; the goal is within 25%).
@@ -27,6 +29,13 @@ np.save(sys.argv[1] + "/x.npy", rng.standard_normal((2048, 1024), dtype=np.float
 np.save(sys.argv[1] + "/label.npy", rng.integers(0, 10, 2048, dtype=np.int32))' "$work/data"
 tuned=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_WAIT_POLICY=passive MALLOC_MMAP_MAX_=0
        MALLOC_TRIM_THRESHOLD_=17179869184)
+
+# flags_for POLICY: sets `flags` to trainc's flags for it: --policy P, and
+# --compress bf16 when it ends in " bf16".
+flags_for() {
+  if [[ $1 == *" bf16" ]]; then flags=(--policy "${1% bf16}" --compress bf16)
+  else flags=(--policy "$1"); fi
+}
 
 median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 
@@ -60,9 +69,14 @@ for model in deep res; do
   fixed=$("$build/driver/trainc" plan "$nn" --policy off --format json | "$PY" -c '
 import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored_activations"] - p["backward_workspace"])')
   policies+=("budget $((fixed + 28 * 1048576))" "budget $((fixed + 44 * 1048576))")
+  # bf16 storage: at those budgets, at one whose stored activations land
+  # near 24 MiB, and off
+  policies+=("budget $((fixed + 28 * 1048576)) bf16" "budget $((fixed + 34 * 1048576)) bf16"
+             "budget $((fixed + 44 * 1048576)) bf16" "off bf16")
   declare -A t_time t_rss
   for policy in "${policies[@]}"; do
-    "$build/driver/trainc" build "$nn" --policy "$policy" --profile "$work/profile" \
+    flags_for "$policy"
+    "$build/driver/trainc" build "$nn" "${flags[@]}" --profile "$work/profile" \
       -o "$work/${model}_${policy// /_}" >/dev/null
   done
   wait_quiet
@@ -83,7 +97,8 @@ import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored
   echo "| trainc policy | planned peak (MiB) | stored activations (MiB) | predicted overhead | peak RSS (MiB) | step (s) | overhead vs off | prediction error |"
   echo "|---|---|---|---|---|---|---|---|"
   for p in "${policies[@]}"; do
-    read -r total stored over < <("$build/driver/trainc" plan "$nn" --policy "$p" --profile "$work/profile" \
+    flags_for "$p"
+    read -r total stored over < <("$build/driver/trainc" plan "$nn" "${flags[@]}" --profile "$work/profile" \
       --format json | "$PY" -c '
 import json, sys; d = json.load(sys.stdin); p = d["peak"]; s = d["seconds"]
 print(p["total"] / 2**20, p["stored_activations"] / 2**20, 100 * s["recompute"] / (s["forward"] + s["backward"]))')

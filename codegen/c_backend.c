@@ -261,6 +261,20 @@ static void print_head_function(FILE *out, const Program *p, const CFunction *fn
           (long long)scratch_distance(p, fn->first));
 }
 
+/* A value stored in bf16: rounded as forward() makes it, widened where
+ * backward() reads it (trc_bf16_pack, trc_bf16_unpack). */
+static void print_bf16_function(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
+  print_function_head(out, p, fn);
+  fprintf(out, "  trc_bf16_%s(%lld, %s, out);\n}\n\n", n->op == OP_TO_BF16 ? "pack" : "unpack",
+          (long long)shape_numel(&n->shape), input_name(p, fn, 0));
+}
+
+static void print_call_function(FILE *out, const Program *p, const CFunction *fn) {
+  if (p->g->nodes[fn->first].op == OP_LINEAR_CROSS_ENTROPY) print_head_function(out, p, fn);
+  else print_bf16_function(out, p, fn);
+}
+
 static void print_function(FILE *out, const Program *p, const CFunction *fn) {
   print_function_comment(out, p, fn);
   if (p->kernels[fn->first])
@@ -268,7 +282,7 @@ static void print_function(FILE *out, const Program *p, const CFunction *fn) {
   else if (op_info(p->g->nodes[fn->first].op)->op_class == OPC_CONV)
     print_conv_function(out, p, fn);
   else if (op_info(p->g->nodes[fn->first].op)->op_class == OPC_CALL)
-    print_head_function(out, p, fn);
+    print_call_function(out, p, fn);
   else
     print_gemm_function(out, p, fn);
 }

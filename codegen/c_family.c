@@ -15,6 +15,7 @@ const char *c_type(DType t) {
   case DT_F32: return "float";
   case DT_I32: return "int32_t";
   case DT_U8: return "uint8_t";
+  case DT_BF16: return "uint16_t"; /* a stored activation's bits (trc_bf16_pack) */
   }
   return "float";
 }

@@ -158,7 +158,7 @@ static char *function_text(const Graph *g, int id) {
     conv_dims(g, n, &d);
     int64_t dims[] = {d.n, d.c, d.h, d.w, d.o, d.k};
     append_dims(&s, dims, 6);
-  } else if (cls == OPC_CALL) {
+  } else if (n->op == OP_LINEAR_CROSS_ENTROPY) {
     HeadDims h;
     head_dims(g, n, &h);
     int64_t dims[] = {h.n, h.d, h.v};

@@ -472,11 +472,21 @@ static void head_body(Gen *g, int id) {
   call_ext(g, "trc_linear_cross_entropy", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
-/* A library call's body: trc_gemm, trc_conv2d or the loss head's call. */
+/* A value stored in bf16: trc_bf16_pack or trc_bf16_unpack, as
+ * c_backend.c's print_bf16_function prints them. */
+static void bf16_body(Gen *g, int id) {
+  const Node *n = &g->p->g->nodes[id];
+  LLVMValueRef args[] = {i64c(g, shape_numel(&n->shape)), g->buf[n->in[0]], g->buf[id]};
+  call_ext(g, n->op == OP_TO_BF16 ? "trc_bf16_pack" : "trc_bf16_unpack", g->void_t, args, 3);
+}
+
+/* A library call's body: trc_gemm, trc_conv2d, the loss head's call or a
+ * bf16 store's. */
 static void library_body(Gen *g, int id) {
   const Node *n = &g->p->g->nodes[id];
   OpClass cls = op_info(n->op)->op_class;
-  if (cls == OPC_CALL) head_body(g, id);
+  if (n->op == OP_LINEAR_CROSS_ENTROPY) head_body(g, id);
+  else if (cls == OPC_CALL) bf16_body(g, id);
   else if (cls == OPC_CONV) conv_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
   else gemm_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
 }

@@ -84,6 +84,12 @@ static const char *usage_text =
     "                           a time, never stored), ROWS per chunk, or whole\n"
     "                           (the [rows, classes] logits stored; the CUDA\n"
     "                           backends' form)\n"
+    "  --compress C             bf16: the plan may store activations in bf16,\n"
+    "                           half their bytes, where the backward pass reads\n"
+    "                           them only as GEMM operands, signs or gradient\n"
+    "                           scales (rounded once: the weights differ from an\n"
+    "                           f32 plan's by that); none (default). Not on the\n"
+    "                           CUDA backends\n"
     "  -v, --verbose            show the compiler command\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
@@ -94,10 +100,11 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
-  const char *backend, *mcpu, *mattr, *loss_head;
+  const char *backend, *mcpu, *mattr, *loss_head, *compress;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
   bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col, scalar_math;
+  bool compress_bf16;    /* --compress bf16: CheckpointSpec.compress */
   uint64_t memory_bytes; /* --memory; 0: the machine's free memory */
   uint64_t bucket_bytes; /* --bucket; 0: GRAD_BUCKET_BYTES */
   int64_t head_chunk;    /* --loss-head: CompileOptions.head_chunk */
@@ -180,6 +187,8 @@ static int backend_options_ok(const Options *o) {
                                  : "--backend goes with emit and build");
   if (o->loss_head && o->head_chunk >= 0 && o->backend && !strncmp(o->backend, "cuda", 4))
     return usage_error("%s", "the CUDA backends have no chunked loss head: --loss-head whole");
+  if (o->compress_bf16 && o->backend && !strncmp(o->backend, "cuda", 4))
+    return usage_error("%s", "the CUDA backends store no activations in bf16: no --compress bf16");
   if ((o->mcpu || o->mattr || o->scalar_math) && !use_llvm(o))
     return usage_error("%s", "--mcpu, --mattr and --scalar-math go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
@@ -195,7 +204,7 @@ static const char *const compiler_options[] = {
     "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
     "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
     "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose",
-    "--conv-im2col", "--loss-head"};
+    "--conv-im2col", "--loss-head", "--compress"};
 
 /* run: one of trainc's options among the trainer's flags is an error that
  * says where it goes. Returns -1 to go on, else the exit status. */
@@ -264,6 +273,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
     else if ((v = flag_value(argc, argv, &i, "--loss-head"))) o->loss_head = v;
+    else if ((v = flag_value(argc, argv, &i, "--compress"))) o->compress = v;
     else if ((v = flag_value(argc, argv, &i, "--backend"))) o->backend = v;
     else if ((v = flag_value(argc, argv, &i, "--mcpu"))) o->mcpu = v;
     else if ((v = flag_value(argc, argv, &i, "--mattr"))) o->mattr = v;
@@ -302,6 +312,9 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->loss_head && !parse_loss_head(o->loss_head, &o->head_chunk))
     return usage_error("--loss-head takes whole, chunked or a number of rows, not '%s'",
                        o->loss_head);
+  if (o->compress && strcmp(o->compress, "bf16") && strcmp(o->compress, "none"))
+    return usage_error("--compress takes bf16 or none, not '%s'", o->compress);
+  o->compress_bf16 = o->compress && !strcmp(o->compress, "bf16");
   if ((!strcmp(o->command, "emit") || !strcmp(o->command, "build")) && (!o->output || !*o->output))
     return usage_error("%s needs -o PATH", o->command);
   int status = trainer_flags_ok(o);
@@ -521,19 +534,22 @@ static bool auto_memory(const Options *o, uint64_t *bytes) {
   return false;
 }
 
-/* The checkpoint policy: --policy / --budget, else the train block's. */
+/* The checkpoint policy: --policy / --budget, else the train block's;
+ * --compress. */
 static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *spec) {
   *spec = g->train.checkpoint;
   if (o->budget) {
     spec->policy = CKPT_BUDGET;
-    if (parse_size(o->budget, &spec->budget) && spec->budget > 0) return true;
-    usage_error("--budget takes a size such as 64MiB or 1.5GB, not '%s'", o->budget);
-    return false;
+    if (!parse_size(o->budget, &spec->budget) || spec->budget == 0) {
+      usage_error("--budget takes a size such as 64MiB or 1.5GB, not '%s'", o->budget);
+      return false;
+    }
   }
   if (o->policy && !checkpoint_spec_parse(o->policy, spec)) {
     usage_error("--policy takes " CHECKPOINT_FORMS ", not '%s'", o->policy);
     return false;
   }
+  spec->compress = o->compress_bf16;
   return true;
 }
 

@@ -85,6 +85,7 @@ const char *dtype_name(DType dtype) {
 #define DTYPE_WORD(id, word, size) [id] = word,
   static const char *const words[] = {TRAINC_DTYPES(DTYPE_WORD)};
 #undef DTYPE_WORD
+  if (dtype == DT_BF16) return "bf16";
   return (unsigned)dtype < DT_COUNT ? words[dtype] : "?";
 }
 

@@ -51,9 +51,11 @@ struct Expr {
 #define TRAINC_DTYPES(X) X(DT_F32, "f32", 4) X(DT_I32, "i32", 4) X(DT_U8, "u8", 1)
 #define TRAINC_DTYPE_ENUM(id, word, size) id,
 #define TRAINC_DTYPE_ONE(id, word, size) +1
-typedef enum { TRAINC_DTYPES(TRAINC_DTYPE_ENUM) } DType;
-enum { DT_COUNT = 0 TRAINC_DTYPES(TRAINC_DTYPE_ONE) };
-const char *dtype_name(DType t); /* "f32", "i32", "u8" */
+/* DT_BF16 comes after them: no model file writes it, no runtime input has
+ * it; the planner stores activations in it (`--compress bf16`). */
+typedef enum { TRAINC_DTYPES(TRAINC_DTYPE_ENUM) DT_BF16 } DType;
+enum { DT_COUNT = 0 TRAINC_DTYPES(TRAINC_DTYPE_ONE) }; /* the model file's types */
+const char *dtype_name(DType t); /* "f32", "i32", "u8", "bf16" */
 
 /* A tensor type as written: `u8[B, 784]`. Dims are integer expressions over
  * constants, def parameters and the batch symbol B; rank 0 is a scalar `f32[]`. */

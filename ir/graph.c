@@ -30,7 +30,7 @@ const char *shape_str(const Shape *s, char buf[128]) {
 
 int dtype_size(DType t) {
 #define DTYPE_SIZE(id, word, size) [id] = size,
-  static const int sizes[] = {TRAINC_DTYPES(DTYPE_SIZE)};
+  static const int sizes[] = {TRAINC_DTYPES(DTYPE_SIZE)[DT_BF16] = 2};
 #undef DTYPE_SIZE
   return sizes[t];
 }

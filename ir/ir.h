@@ -122,6 +122,8 @@ typedef struct {
   uint64_t budget; /* CKPT_BUDGET: bytes the whole peak must fit in;
                       CKPT_AUTO: the machine's memory, which the driver
                       fills in (--memory, else what is free) */
+  bool compress;   /* `--compress bf16`: the plan may store values in bf16
+                      (docs/planner.md, *Storing in bf16*) */
 } CheckpointSpec;
 
 /* The policy's forms, as error messages list them. */

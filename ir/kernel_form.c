@@ -65,7 +65,14 @@ static void code_conv(StrBuf *sb, const Graph *g, int id) {
             (long long)d.k, (long long)d.stride, (long long)d.pad);
 }
 
-static void code_head(StrBuf *sb, const Graph *g, int id) {
+/* A runtime call's code: the loss head's dimensions, or a bf16 store's
+ * direction and length. */
+static void code_call(StrBuf *sb, const Graph *g, int id) {
+  const Node *n = &g->nodes[id];
+  if (n->op != OP_LINEAR_CROSS_ENTROPY) {
+    sb_printf(sb, "%s %lld", op_info(n->op)->name, (long long)shape_numel(&n->shape));
+    return;
+  }
   HeadDims h;
   head_dims(g, &g->nodes[id], &h);
   sb_printf(sb, "head %lld %lld %lld %lld %d %d %d %lld", (long long)h.n, (long long)h.d,
@@ -118,7 +125,7 @@ KernelForm kernel_form(const Graph *g, int id, const Kernel *k) {
   } else if (op_info(g->nodes[id].op)->op_class == OPC_CONV) {
     code_conv(&sb, g, id);
   } else if (op_info(g->nodes[id].op)->op_class == OPC_CALL) {
-    code_head(&sb, g, id);
+    code_call(&sb, g, id);
   } else {
     code_gemm(&sb, g, id);
   }

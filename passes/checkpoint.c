@@ -8,7 +8,8 @@
  *    "cheap tail of the previous layer + one heavy op" and its boundary is the
  *    heavy op's output. Recomputing a stage from a stored boundary then costs
  *    pointwise work plus at most one GEMM.
- * 2. Modes. Each stage is KEEP, SELECT, CKPT or DROP (passes.h); policies pick modes
+ * 2. Modes. Each stage is KEEP, SELECT, CKPT or DROP, or under `--compress
+ *    bf16` BF16 (passes.h); policies pick modes
  *    (`all`: every stage CKPT; `every N`/`sqrt`: CKPT every N-th, DROP the
  *    rest; `budget`: a dynamic program over the stage model (exact up to
  *    size limits, see stage_model_solve), checked
@@ -17,8 +18,11 @@
  * 3. Weaving. The backward graph is rebuilt with a clone of every recomputed
  *    value placed right before its first backward reader (recursively
  *    cloning recomputed inputs). Clones run the very same kernels on the same
- *    values, so any plan trains to bitwise the same weights as `off`. The
- *    memory plan of the woven graph is the planned peak. */
+ *    values, so any plan trains to bitwise the same weights as `off` — but
+ *    one with values stored in bf16, which are rounded once in forward
+ *    (to_bf16, placed right after the value) and widened where backward
+ *    first reads them (from_bf16, woven as a recompute is). The memory plan
+ *    of the woven graph is the planned peak. */
 #include "internal.h"
 
 #include <math.h>
@@ -194,13 +198,65 @@ static void find_cheap(Plan *pl, const Graph *g, const bool *live, const bool *k
   free(cost);
 }
 
+/* Whether backward node n reads its input k without harm in bf16 (one
+ * rounding, relative error 2^-9): as an operand of a product (a GEMM's, as
+ * bf16 autocast rounds it; mul's), a sign (relu's gradient reads y > 0,
+ * which rounding keeps), or the value a smooth activation's or a softmax's
+ * gradient is scaled by (gelu, silu at x; tanh, sigmoid, softmax at y,
+ * bounded). Never where rounding is amplified: layernorm's gradient
+ * subtracts the mean, log-softmax's and cross-entropy's exponentiate,
+ * maxpool's picks a maximum that rounding can tie. */
+static bool reads_bf16(const Node *n, int k) {
+  switch (n->op) {
+  case OP_MATMUL: case OP_BMM: case OP_MUL:
+    return true;
+  case OP_RELU_GRAD: case OP_GELU_GRAD: case OP_SILU_GRAD: case OP_TANH_GRAD:
+  case OP_SIGMOID_GRAD: case OP_SOFTMAX_GRAD: case OP_CAUSAL_SOFTMAX_GRAD:
+  case OP_MASKED_SOFTMAX_GRAD:
+    return k == 0; /* x or y; never dy */
+  default:
+    return false;
+  }
+}
+
+/* The values a BF16 stage stores in bf16: f32 values its backward reads,
+ * every backward reader reading them as reads_bf16 allows, read by no
+ * view; never a boundary (later stages are recomputed from it exactly),
+ * a pinned value, the loss or the prediction. */
+static void find_packable(Plan *pl, const Graph *g, const bool *live, const bool *kept) {
+  int nf = g->n_forward;
+  bool *refused = xcalloc((size_t)nf, sizeof *refused);
+  for (int b = 0; b < g->n; b++) {
+    const Node *n = &g->nodes[b];
+    bool view = b < nf && op_info(n->op)->op_class == OPC_VIEW;
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k] < nf && (view || (b >= nf && !reads_bf16(n, k)))) refused[n->in[k]] = true;
+  }
+  for (int v = 0; v < nf; v++) {
+    const Node *n = &g->nodes[v];
+    pl->packable[v] = computed(g, live, v) && kept[v] && !refused[v] && !pl->boundary[v] &&
+                      n->dtype == DT_F32 && n->pin == PIN_NONE && v != g->loss && v != g->predict &&
+                      op_info(n->op)->op_class != OPC_VIEW && op_info(n->op)->op_class != OPC_CALL;
+  }
+  free(refused);
+}
+
+/* Rounding bytes of f32 to bf16 in forward and widening them back in
+ * backward: each pass reads and writes 1.5x bytes in all. */
+static double packing_seconds(uint64_t bytes, const MachineProfile *m) {
+  return 2 * (1.5 * (double)bytes / m->bandwidth + m->kernel_overhead);
+}
+
 static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fixed) {
   StageModel *sm = &pl->model;
   int n = sm->n;
   sm->keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->free_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->select_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->select_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  sm->packed_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  sm->packed_seconds = xcalloc((size_t)n + 1, sizeof(double));
   sm->inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   sm->interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
@@ -212,6 +268,7 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
     int s = pl->stage[v];
     uint64_t bytes = align_up(node_bytes(&g->nodes[v]));
     double secs = node_seconds(g, &g->nodes[v], &pl->profile);
+    if (pl->boundary[v] && !kept[v]) sm->free_bytes[s] = bytes;
     kept[v] |= pl->boundary[v];
     if (kept[v]) sm->keep_bytes[s] += bytes;
     else if (bytes > sm->transient_bytes[s]) sm->transient_bytes[s] = bytes;
@@ -232,23 +289,50 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
       if (kept[v]) sm->select_bytes[pl->stage[v]] -= align_up(node_bytes(&g->nodes[v]));
       sm->select_seconds[pl->stage[v]] += node_seconds(g, &g->nodes[v], &pl->profile);
     }
+  if (pl->spec.compress) find_packable(pl, g, live, kept);
+  for (int s = 1; s <= n; s++) sm->packed_bytes[s] = sm->keep_bytes[s];
+  for (int v = 0; v < g->n_forward; v++)
+    if (pl->packable[v]) {
+      uint64_t bytes = node_bytes(&g->nodes[v]);
+      sm->packed_bytes[pl->stage[v]] -= align_up(bytes) - align_up(bytes / 2);
+      sm->packed_seconds[pl->stage[v]] += packing_seconds(bytes, &pl->profile);
+    }
   free(kept);
 }
 
+/* What stage s stores in mode m, its boundary left out where no backward
+ * reads it (boundary_charge adds it when a recompute starts from it). */
 static uint64_t stored_by(const StageModel *sm, int s, StageMode m) {
   switch (m) {
-  case STAGE_KEEP: return sm->keep_bytes[s];
-  case STAGE_SELECT: return sm->select_bytes[s];
+  case STAGE_KEEP: return sm->keep_bytes[s] - sm->free_bytes[s];
+  case STAGE_SELECT: return sm->select_bytes[s] - sm->free_bytes[s];
+  case STAGE_BF16: return sm->packed_bytes[s] - sm->free_bytes[s];
   case STAGE_CKPT: return sm->boundary_bytes[s];
   case STAGE_DROP: return 0;
   }
   return 0;
 }
 
+/* Whether segment (k, j] recomputes: it drops stages, or j is CKPT. */
+static bool rebuilds(int k, int j, StageMode mj) { return j > k + 1 || mj == STAGE_CKPT; }
+
+/* Whether segment (k, j] remakes values from stage k's boundary: when it
+ * recomputes, and when j is SELECT (its cheap values may start there, as
+ * an MLP's bias add and activation do from the previous GEMM's output). */
+static bool reads_boundary(int k, int j, StageMode mj) { return rebuilds(k, j, mj) || mj == STAGE_SELECT; }
+
+/* What stage k, in mode mk, stores besides stored_by when the segment after
+ * it remakes values from its boundary: that boundary, unless it is stored
+ * anyway (CKPT, or read by backward). Position 0, the inputs: nothing. */
+static uint64_t boundary_charge(const StageModel *sm, int k, StageMode mk) {
+  return k > 0 && mk != STAGE_CKPT ? sm->free_bytes[k] : 0;
+}
+
 /* Model peak of the backward of segment (k, j]: stages k+1..j-1 DROP, stage j
- * KEEP, SELECT or CKPT, with `prefix` bytes stored by stages 1..k (a SELECT
- * stage's backward peaks as a KEEP one's: its cheap values are remade there,
- * each just before its first reader). During stage s's
+ * KEEP, SELECT, BF16 or CKPT, with `prefix` bytes stored by stages 1..k (a
+ * SELECT or BF16 stage's backward peaks as a KEEP one's: its cheap values
+ * are remade there, its packed ones widened, each just before its first
+ * reader). During stage s's
  * backward the kept values of the dropped stages before it are alive (rebuilt,
  * waiting for their own backward) beside its own inner peak; when the segment
  * recomputes, all its kept values and a transient are alive at once as
@@ -260,7 +344,7 @@ static uint64_t segment_peak(const StageModel *sm, int k, int j, StageMode mj, u
     before += sm->keep_bytes[s];
     if (sm->transient_bytes[s] > transient) transient = sm->transient_bytes[s];
   }
-  if ((j > k + 1 || mj == STAGE_CKPT) && before + transient > peak) peak = before + transient;
+  if (rebuilds(k, j, mj) && before + transient > peak) peak = before + transient;
   return sm->fixed_bytes + prefix + peak;
 }
 
@@ -270,6 +354,7 @@ uint64_t stage_model_peak(const StageModel *sm, const StageMode *modes) {
   for (int j = 1; j <= sm->n; j++) {
     if (modes[j] == STAGE_DROP && j < sm->n) continue;
     StageMode mj = modes[j] == STAGE_DROP ? STAGE_CKPT : modes[j]; /* a dropped last stage is rebuilt at once */
+    if (reads_boundary(k, j, mj)) prefix += boundary_charge(sm, k, modes[k]);
     uint64_t p = segment_peak(sm, k, j, mj, prefix);
     if (p > peak) peak = p;
     prefix += stored_by(sm, j, modes[j]);
@@ -283,6 +368,7 @@ double stage_model_seconds(const StageModel *sm, const StageMode *modes) {
   double t = 0;
   for (int s = 1; s <= sm->n; s++) {
     if (modes[s] == STAGE_SELECT) t += sm->select_seconds[s];
+    if (modes[s] == STAGE_BF16) t += sm->packed_seconds[s];
     if (modes[s] == STAGE_CKPT) t += sm->interior_seconds[s];
     if (modes[s] == STAGE_DROP) t += sm->interior_seconds[s] + sm->boundary_seconds[s];
   }
@@ -353,6 +439,8 @@ static Bound bound_new(const StageModel *sm, uint64_t budget) {
       r = sm->interior_seconds[s] / (double)(sm->keep_bytes[s] - sm->boundary_bytes[s]);
     if (sm->keep_bytes[s] > sm->select_bytes[s])
       r = fmin(r, sm->select_seconds[s] / (double)(sm->keep_bytes[s] - sm->select_bytes[s]));
+    if (sm->keep_bytes[s] > sm->packed_bytes[s])
+      r = fmin(r, sm->packed_seconds[s] / (double)(sm->keep_bytes[s] - sm->packed_bytes[s]));
     if (s < n && sm->keep_bytes[s] > 0) /* the last stage is never dropped */
       r = fmin(r, (sm->interior_seconds[s] + sm->boundary_seconds[s]) / (double)sm->keep_bytes[s]);
     b.rate[j] = fmin(b.rate[j + 1], r);
@@ -379,7 +467,7 @@ static double lower_bound(const StageModel *sm, const Bound *b, int j, uint64_t 
 }
 
 /* One partial solution of the dynamic program: stages 1..at decided, `at`
- * KEEP, SELECT or CKPT (or 0, the inputs), every segment so far within the budget. */
+ * KEEP, SELECT, BF16 or CKPT (or 0, the inputs), every segment so far within the budget. */
 typedef struct {
   int at, parent;
   StageMode mode;
@@ -388,9 +476,11 @@ typedef struct {
 } DPState;
 
 /* Exact over the model. What is left to decide after `at` depends on the
- * past only through the stored prefix, so at each position a state that
- * stores no less and costs no less than another is dropped (a Pareto front,
- * kept sorted by prefix with seconds strictly falling). */
+ * past only through the stored prefix and whether a recompute after `at`
+ * would store its boundary too (boundary_charge: not when it is CKPT), so
+ * each position has two fronts, one per kind (front_of), and in each a
+ * state that stores no less and costs no less than another is dropped (a
+ * Pareto front, kept sorted by prefix with seconds strictly falling). */
 /* front[] is sorted by prefix, seconds strictly falling: c is dominated when
  * the last state storing no more than c costs no more. */
 static int front_upper(const DPState *front, int n, uint64_t prefix) {
@@ -455,13 +545,21 @@ static void front_thin(Front *f) {
   f->n = f->limit;
 }
 
+/* The front of position j's states in mode m: those whose boundary a
+ * recompute after j would still have to store, or the others. */
+static Front *front_of(Front *fronts, const StageModel *sm, int j, StageMode m) {
+  return &fronts[2 * j + (boundary_charge(sm, j, m) > 0)];
+}
+
 /* Offers the segment (k, j] after state `from` (index `parent` in all[]), with
- * stage j in mode m, to j's front. */
-static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *fj,
+ * stage j in mode m, to j's front; `extra`: k's boundary when the segment
+ * recomputes from it (boundary_charge). */
+static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *fronts,
                   const DPState *from, int parent, int j, StageMode m, uint64_t seg_peak,
-                  double seg_seconds) {
-  if (seg_peak + from->prefix > budget) return;
-  DPState c = {.at = j, .parent = parent, .mode = m, .prefix = from->prefix + stored_by(sm, j, m),
+                  double seg_seconds, uint64_t extra) {
+  if (seg_peak + from->prefix + extra > budget) return;
+  Front *fj = front_of(fronts, sm, j, m);
+  DPState c = {.at = j, .parent = parent, .mode = m, .prefix = from->prefix + extra + stored_by(sm, j, m),
                .seconds = from->seconds + seg_seconds};
   if (sm->fixed_bytes + c.prefix > budget ||
       c.seconds + lower_bound(sm, b, j, c.prefix, budget) > b->upper || dominated(fj->s, fj->n, &c))
@@ -477,8 +575,8 @@ static void offer(const StageModel *sm, uint64_t budget, const Bound *b, Front *
 static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *modes) {
   int n = sm->n;
   Bound b = bound_new(sm, budget);
-  Front *fronts = xcalloc((size_t)n + 1, sizeof *fronts);
-  for (int j = 0; j <= n; j++)
+  Front *fronts = xcalloc(2 * ((size_t)n + 1), sizeof *fronts); /* two per position: front_of */
+  for (int j = 0; j <= 2 * n + 1; j++)
     fronts[j].limit = n > 0 && DP_STATES / n > MIN_FRONT ? DP_STATES / n : MIN_FRONT;
   DPState *all = NULL; /* the states of positions already final; parents index it */
   int nall = 0, capall = 0;
@@ -486,9 +584,11 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
   int longest = longest_segment(n);
   for (int k = 0; k < n; k++) {
     int base = nall;
-    for (int i = 0; i < fronts[k].n; i++) VEC_PUSH(all, nall, capall, fronts[k].s[i]);
+    for (int f = 2 * k; f <= 2 * k + 1; f++)
+      for (int i = 0; i < fronts[f].n; i++) VEC_PUSH(all, nall, capall, fronts[f].s[i]);
     for (int i = base; i < nall; i++) {
       DPState from = all[i];
+      uint64_t charge = boundary_charge(sm, k, from.mode); /* stored if (k, j] recomputes */
       uint64_t before = 0, peak = 0, transient = 0; /* segment_peak's sums over stages k+1..j-1 */
       double dropped_seconds = 0;
       double excess = excess_bytes(sm, &b, k, from.prefix, budget);
@@ -504,31 +604,35 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
         uint64_t p = before + sm->inner_bytes[j] > peak ? before + sm->inner_bytes[j] : peak;
         uint64_t t = sm->transient_bytes[j] > transient ? sm->transient_bytes[j] : transient;
         uint64_t rebuilt = before + sm->keep_bytes[j] + t > p ? before + sm->keep_bytes[j] + t : p;
-        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_KEEP,
-              sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds);
+        uint64_t kept_peak = sm->fixed_bytes + (j > k + 1 ? rebuilt : p), extra = j > k + 1 ? charge : 0;
+        offer(sm, budget, &b, fronts, &from, i, j, STAGE_KEEP, kept_peak, dropped_seconds, extra);
         if (sm->select_bytes[j] < sm->keep_bytes[j])
-          offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_SELECT,
-                sm->fixed_bytes + (j > k + 1 ? rebuilt : p), dropped_seconds + sm->select_seconds[j]);
-        offer(sm, budget, &b, &fronts[j], &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
-              dropped_seconds + sm->interior_seconds[j]);
+          offer(sm, budget, &b, fronts, &from, i, j, STAGE_SELECT, kept_peak,
+                dropped_seconds + sm->select_seconds[j], charge);
+        if (sm->packed_bytes[j] < sm->keep_bytes[j])
+          offer(sm, budget, &b, fronts, &from, i, j, STAGE_BF16, kept_peak,
+                dropped_seconds + sm->packed_seconds[j], extra);
+        offer(sm, budget, &b, fronts, &from, i, j, STAGE_CKPT, sm->fixed_bytes + rebuilt,
+              dropped_seconds + sm->interior_seconds[j], charge);
         before += sm->keep_bytes[j], peak = p, transient = t;
         dropped_seconds += sm->interior_seconds[j] + sm->boundary_seconds[j];
       }
     }
   }
-  int best = n == 0 ? 0 : -1;
-  for (int i = 0; i < fronts[n].n; i++)
-    if (n > 0 && (best < 0 || fronts[n].s[i].seconds < fronts[n].s[best].seconds)) best = i;
-  bool found = best >= 0;
-  if (found && n > 0) {
+  const DPState *best = NULL;
+  for (int f = 2 * n; n > 0 && f <= 2 * n + 1; f++)
+    for (int i = 0; i < fronts[f].n; i++)
+      if (!best || fronts[f].s[i].seconds < best->seconds) best = &fronts[f].s[i];
+  bool found = n == 0 || best;
+  if (best) {
     for (int s = 1; s <= n; s++) modes[s] = STAGE_DROP;
-    modes[n] = fronts[n].s[best].mode;
-    for (int i = fronts[n].s[best].parent; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
-  } else if (isfinite(b.upper)) { /* thinned fronts lost every path under it */
+    modes[n] = best->mode;
+    for (int i = best->parent; i > 0; i = all[i].parent) modes[all[i].at] = all[i].mode;
+  } else if (n > 0 && isfinite(b.upper)) { /* thinned fronts lost every path under it */
     memcpy(modes, b.simple, (size_t)(n + 1) * sizeof *modes);
     found = true;
   }
-  for (int j = 0; j <= n; j++) free(fronts[j].s);
+  for (int j = 0; j <= 2 * n + 1; j++) free(fronts[j].s);
   free(fronts);
   free(all);
   bound_free(&b);
@@ -538,11 +642,12 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
 /* ---- long models: groups of stages ----
  * Past MAX_SEARCH_STAGES stages the search runs on groups of g consecutive
  * stages, each group one stage of a coarser model whose modes mean: KEEP,
- * all its stages KEEP; SELECT, all SELECT; CKPT, its last stage CKPT and the
- * others DROP; DROP, all DROP. Its figures are those segment_peak gives such runs (a group's
- * inner peak is its stages' kept values rebuilt in turn, as in a dropped
- * run), so a coarse plan's peak is never below the fine plan it stands for:
- * what fits there fits here. The search's cost then no longer grows with n. */
+ * all its stages KEEP; SELECT, all SELECT; BF16, all BF16; CKPT, its last
+ * stage CKPT and the others DROP; DROP, all DROP. Its figures are those
+ * segment_peak gives such runs (a group's inner peak is its stages' kept
+ * values rebuilt in turn, as in a dropped run; every boundary counted as
+ * stored: free_bytes 0), so a coarse plan's peak is never below the fine
+ * plan it stands for: what fits there fits here. The search's cost then no longer grows with n. */
 enum { MAX_SEARCH_STAGES = 1024 };
 
 static StageModel coarsen(const StageModel *sm, int g) {
@@ -550,8 +655,11 @@ static StageModel coarsen(const StageModel *sm, int g) {
   StageModel c = {.n = n, .fixed_bytes = sm->fixed_bytes};
   c.keep_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.boundary_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.free_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t)); /* 0: every boundary counted stored */
   c.select_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.select_seconds = xcalloc((size_t)n + 1, sizeof(double));
+  c.packed_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
+  c.packed_seconds = xcalloc((size_t)n + 1, sizeof(double));
   c.inner_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.transient_bytes = xcalloc((size_t)n + 1, sizeof(uint64_t));
   c.interior_seconds = xcalloc((size_t)n + 1, sizeof(double));
@@ -564,6 +672,8 @@ static StageModel coarsen(const StageModel *sm, int g) {
     c.keep_bytes[G] += sm->keep_bytes[s];
     c.select_bytes[G] += sm->select_bytes[s];
     c.select_seconds[G] += sm->select_seconds[s];
+    c.packed_bytes[G] += sm->packed_bytes[s];
+    c.packed_seconds[G] += sm->packed_seconds[s];
     if (sm->transient_bytes[s] > c.transient_bytes[G])
       c.transient_bytes[G] = sm->transient_bytes[s];
     c.interior_seconds[G] += sm->interior_seconds[s] + (last ? 0 : sm->boundary_seconds[s]);
@@ -574,8 +684,9 @@ static StageModel coarsen(const StageModel *sm, int g) {
 }
 
 static void free_stage_model(StageModel *sm) {
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
-  free(sm->select_bytes), free(sm->select_seconds);
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->free_bytes), free(sm->inner_bytes);
+  free(sm->transient_bytes);
+  free(sm->select_bytes), free(sm->select_seconds), free(sm->packed_bytes), free(sm->packed_seconds);
   free(sm->interior_seconds), free(sm->boundary_seconds);
 }
 
@@ -619,18 +730,41 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
 typedef struct {
   const Graph *g;
   Graph *out;
-  const bool *recompute;
-  int *clone; /* per forward id: its recomputed copy in `out`, -1 */
+  const bool *recompute, *packed;
+  int *pack;  /* per forward id: its to_bf16 node in `out` when packed, -1 */
+  int *clone; /* per forward id: its recomputed (or widened) copy in `out`, -1 */
   int *stack; /* forward_value's pending values (n_forward ids at most) */
 } Weaver;
 
+/* Whether backward reads a copy of forward value v rather than v. */
+static bool remade(const Weaver *w, int v) { return w->recompute[v] || w->packed[v]; }
+
 /* The first input of forward value v that is recomputed and has no clone
- * yet, or -1. */
+ * yet, or -1 (a packed value is widened from its bf16 copy: none). */
 static int input_to_clone(const Weaver *w, int v) {
   const Node *n = &w->g->nodes[v];
-  for (int k = 0; k < n->nin; k++)
-    if (w->recompute[n->in[k]] && w->clone[n->in[k]] < 0) return n->in[k];
+  for (int k = 0; k < n->nin && !w->packed[v]; k++)
+    if (remade(w, n->in[k]) && w->clone[n->in[k]] < 0) return n->in[k];
   return -1;
+}
+
+/* v's copy for backward: from_bf16 of its bf16 copy when packed, else its
+ * op on its inputs' copies (a recompute). */
+static int push_clone(Weaver *w, int v) {
+  const Node *src = &w->g->nodes[v];
+  int id;
+  if (w->packed[v]) {
+    id = graph_add_op(w->out, OP_FROM_BF16, &w->pack[v], 1, &(Attr){0}, src->loc, NULL);
+  } else {
+    Node c = *src;
+    for (int k = 0; k < c.nin; k++)
+      if (remade(w, c.in[k])) c.in[k] = w->clone[c.in[k]];
+    c.pin = PIN_NONE;
+    id = graph_push(w->out, &c);
+  }
+  w->out->nodes[id].recompute_of = v;
+  w->out->nodes[id].scope = src->scope;
+  return id;
 }
 
 /* The id in `out` a backward node reads for forward value x: x when stored,
@@ -640,7 +774,7 @@ static int input_to_clone(const Weaver *w, int v) {
  * on it is an input of the one below (smaller ids upwards), so none is there
  * twice. */
 static int forward_value(Weaver *w, int x) {
-  if (!w->recompute[x]) return x;
+  if (!remade(w, x)) return x;
   if (w->clone[x] >= 0) return w->clone[x];
   int depth = 0;
   w->stack[depth++] = x;
@@ -650,27 +784,37 @@ static int forward_value(Weaver *w, int x) {
       w->stack[depth++] = next;
       continue;
     }
-    Node c = w->g->nodes[v];
-    for (int k = 0; k < c.nin; k++)
-      if (w->recompute[c.in[k]]) c.in[k] = w->clone[c.in[k]];
-    c.recompute_of = v;
-    c.pin = PIN_NONE;
-    w->clone[v] = graph_push(w->out, &c);
+    w->clone[v] = push_clone(w, v);
     depth--;
   }
   return w->clone[x];
 }
 
-static Graph *weave_recompute(const Graph *g, const bool *recompute) {
-  Weaver w = {.g = g, .out = graph_copy_header(g), .recompute = recompute};
+/* The forward graph as it was, then a to_bf16 of each packed value: still
+ * forward (ids below n_forward), run right after the value it rounds
+ * (program_steps), so that the value itself dies at its last forward
+ * reader. Source forward ids keep their numbers. */
+static void weave_forward(Weaver *w, int *map) {
+  const Graph *g = w->g;
+  for (int v = 0; v < g->n_forward; v++) {
+    w->clone[v] = w->pack[v] = -1;
+    map[v] = graph_push(w->out, &g->nodes[v]);
+  }
+  for (int v = 0; v < g->n_forward; v++)
+    if (w->packed[v]) {
+      w->pack[v] = graph_add_op(w->out, OP_TO_BF16, &v, 1, &(Attr){0}, g->nodes[v].loc, NULL);
+      w->out->nodes[w->pack[v]].scope = g->nodes[v].scope;
+    }
+  w->out->n_forward = w->out->n;
+}
+
+static Graph *weave_recompute(const Graph *g, const bool *recompute, const bool *packed) {
+  Weaver w = {.g = g, .out = graph_copy_header(g), .recompute = recompute, .packed = packed};
   w.clone = xmalloc((size_t)g->n_forward * sizeof *w.clone);
+  w.pack = xmalloc((size_t)g->n_forward * sizeof *w.pack);
   w.stack = xmalloc((size_t)g->n_forward * sizeof *w.stack);
   int *map = xmalloc((size_t)g->n * sizeof *map);
-  for (int v = 0; v < g->n_forward; v++) {
-    w.clone[v] = -1;
-    map[v] = graph_push(w.out, &g->nodes[v]);
-  }
-  w.out->n_forward = g->n_forward;
+  weave_forward(&w, map);
   for (int b = g->n_forward; b < g->n; b++) {
     Node nb = g->nodes[b];
     for (int k = 0; k < nb.nin; k++) nb.in[k] = nb.in[k] < g->n_forward ? forward_value(&w, nb.in[k]) : map[nb.in[k]];
@@ -679,6 +823,7 @@ static Graph *weave_recompute(const Graph *g, const bool *recompute) {
   if (g->loss_seed >= 0) w.out->loss_seed = map[g->loss_seed];
   free(map);
   free(w.clone);
+  free(w.pack);
   free(w.stack);
   return w.out;
 }
@@ -708,7 +853,8 @@ static uint64_t optimizer_state_bytes(const Graph *g, uint64_t param_bytes) {
   return g->train.run.momentum > 0 ? param_bytes : 0;
 }
 
-/* STORE/RECOMPUTE per forward value from the stage modes and the pins. */
+/* STORE/RECOMPUTE (and stored in bf16) per forward value from the stage
+ * modes and the pins. */
 static void decide(Plan *pl, const Graph *g, const bool *live) {
   for (int v = 0; v < g->n_forward; v++) {
     const Node *n = &g->nodes[v];
@@ -721,15 +867,17 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
       if (v == g->loss || v == g->predict) rec = false; /* the runtime reads them after forward() */
     }
     pl->recompute[v] = rec;
+    pl->packed[v] = !rec && pl->packable[v] && pl->modes[pl->stage[v]] == STAGE_BF16;
   }
 }
 
 /* Adds node n's share of a step's predicted seconds, and its FLOPs, to the
- * forward, backward or recompute time. */
+ * forward, backward or recompute time (what the plan adds to `off`'s step:
+ * recomputing, and rounding to bf16 and widening back). */
 static void add_time(Plan *pl, const Node *n, double seconds) {
   double flops = op_info(n->op)->flops(pl->graph, n);
-  if (n->id < pl->graph->n_forward) pl->forward_seconds += seconds, pl->forward_flops += flops;
-  else if (n->recompute_of >= 0) pl->recompute_seconds += seconds, pl->recompute_flops += flops;
+  if (n->recompute_of >= 0 || n->op == OP_TO_BF16) pl->recompute_seconds += seconds, pl->recompute_flops += flops;
+  else if (n->id < pl->graph->n_forward) pl->forward_seconds += seconds, pl->forward_flops += flops;
   else pl->backward_seconds += seconds, pl->backward_flops += flops;
 }
 
@@ -756,7 +904,7 @@ static void predict_times(Plan *pl) {
 static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   program_free(pl->program);
   graph_free(pl->graph);
-  pl->graph = weave_recompute(g, pl->recompute);
+  pl->graph = weave_recompute(g, pl->recompute, pl->packed);
   pl->graph->train.checkpoint = pl->spec;
   pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
@@ -772,6 +920,15 @@ static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageM
   memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
   decide(pl, g, live);
   realize(pl, g, o);
+}
+
+/* The modes with their KEEP stages `to` (SELECT, or BF16 where a stage
+ * has values to pack) in `out`. */
+static void modes_kept_as(const Plan *pl, const StageMode *modes, StageMode to, StageMode *out) {
+  for (int s = 1; s <= pl->model.n; s++) {
+    bool changes = to == STAGE_SELECT || pl->model.packed_bytes[s] < pl->model.keep_bytes[s];
+    out[s] = modes[s] == STAGE_KEEP && changes ? to : modes[s];
+  }
 }
 
 static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t every, StageMode *modes) {
@@ -840,21 +997,34 @@ static void solve_ladder(Ladder *l) {
  * a worse plan: the fixed policies, every stage SELECT, and the model's
  * optima along a ladder of model budgets (each also with its KEEP stages
  * SELECT: the model prices a SELECT stage's backward as a KEEP one's, so
- * a plan it thinks too large may fit), each woven and memory-planned for
- * real. */
+ * a plan it thinks too large may fit; under `--compress bf16` the fixed
+ * policies and the optima also with their KEEP stages BF16), each woven
+ * and memory-planned for real. */
+/* The plan of these modes as a candidate, and under `--compress bf16` the
+ * same with its KEEP stages BF16. */
+static void add_candidates(Plan *pl, const Graph *g, const bool *live, const StageMode *modes,
+                           Candidate *c, int *n) {
+  add_candidate(pl, g, live, modes, c, n);
+  if (!pl->spec.compress) return;
+  StageMode *packed = xmalloc((size_t)(pl->model.n + 1) * sizeof *packed);
+  modes_kept_as(pl, modes, STAGE_BF16, packed);
+  add_candidate(pl, g, live, packed, c, n);
+  free(packed);
+}
+
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate *c = xcalloc(2 * LADDER + 10, sizeof *c);
+  Candidate *c = xcalloc(2 * (2 * LADDER + 10), sizeof *c);
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
   CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
   *count = 0;
   for (int i = 0; i < 3; i++) {
     modes_for_policy(pl, fixed[i], 0, modes);
-    add_candidate(pl, g, live, modes, c, count);
+    add_candidates(pl, g, live, modes, c, count);
   }
   for (int64_t every = 2; every <= 4; every++) {
     modes_for_policy(pl, CKPT_EVERY, every, modes);
-    add_candidate(pl, g, live, modes, c, count);
+    add_candidates(pl, g, live, modes, c, count);
   }
   for (int s = 1; s <= n; s++) modes[s] = STAGE_SELECT;
   add_candidate(pl, g, live, modes, c, count);
@@ -870,9 +1040,8 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   solve_ladder(&ladder);
   for (int i = 0; i <= LADDER; i++)
     if (ladder.found[i]) {
-      add_candidate(pl, g, live, ladder.modes[i], c, count);
-      for (int s = 1; s <= n; s++) /* the same with its KEEP stages SELECT */
-        modes[s] = ladder.modes[i][s] == STAGE_KEEP ? STAGE_SELECT : ladder.modes[i][s];
+      add_candidates(pl, g, live, ladder.modes[i], c, count);
+      modes_kept_as(pl, ladder.modes[i], STAGE_SELECT, modes);
       add_candidate(pl, g, live, modes, c, count);
     }
   for (int i = 0; i <= LADDER; i++) free(ladder.modes[i]);
@@ -912,6 +1081,8 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   pl->stage = xcalloc((size_t)g->n_forward, sizeof *pl->stage);
   pl->boundary = xcalloc((size_t)g->n_forward, sizeof *pl->boundary);
   pl->cheap = xcalloc((size_t)g->n_forward, sizeof *pl->cheap);
+  pl->packable = xcalloc((size_t)g->n_forward, sizeof *pl->packable);
+  pl->packed = xcalloc((size_t)g->n_forward, sizeof *pl->packed);
   return pl;
 }
 
@@ -949,6 +1120,8 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
   } else {
     StageMode *modes = xmalloc((size_t)(pl->model.n + 1) * sizeof *modes);
     modes_for_policy(pl, spec.policy, spec.every, modes);
+    if (spec.compress) /* a fixed policy stores what it keeps in bf16 where it may */
+      modes_kept_as(pl, modes, STAGE_BF16, modes);
     apply_modes(pl, g, live, modes, &pl->build);
     free(modes);
   }
@@ -985,5 +1158,7 @@ void plan_free(Plan *pl) {
   free(pl->stage);
   free(pl->boundary);
   free(pl->cheap);
+  free(pl->packable);
+  free(pl->packed);
   free(pl);
 }

@@ -204,16 +204,25 @@ double *program_node_seconds(const Program *p, const MachineProfile *m);
  * value), CKPT (only its boundary stored, the rest recomputed) or DROP
  * (nothing stored). Recomputation happens just in time in the backward pass:
  * a recomputed value is rebuilt right before its first backward use, from the
- * nearest stored values, once. */
-typedef enum { STAGE_KEEP, STAGE_SELECT, STAGE_CKPT, STAGE_DROP } StageMode;
+ * nearest stored values, once.
+ * A fifth mode, BF16, offered only under `--compress bf16`, is KEEP with
+ * the values its backward reads only as GEMM operands, signs or gradient
+ * scales (reads_bf16 in checkpoint.c) stored in bf16: half their bytes for
+ * a rounding pass in forward and a widening one in backward. */
+typedef enum { STAGE_KEEP, STAGE_SELECT, STAGE_BF16, STAGE_CKPT, STAGE_DROP } StageMode;
 
 /* The per-stage figures the budget search optimizes over (its memory model). */
 typedef struct {
   int n;                   /* stages 1..n; index 0 stands for the inputs */
   uint64_t *keep_bytes;    /* what its backward reads: stored when KEEP, rebuilt when dropped */
   uint64_t *boundary_bytes;/* stored when CKPT */
+  uint64_t *free_bytes;    /* of keep_bytes, the boundary when no backward reads it:
+                              a KEEP, SELECT or BF16 stage stores it only when the
+                              stages after it are recomputed from it */
   uint64_t *select_bytes;  /* stored when SELECT: keep_bytes less its cheap values */
   double *select_seconds;  /* remaking its cheap values when SELECT */
+  uint64_t *packed_bytes;  /* stored when BF16: keep_bytes with its packable values halved */
+  double *packed_seconds;  /* rounding them in forward and widening them in backward */
   uint64_t *inner_bytes;   /* peak of its own backward: its kept values still needed
                               plus gradients in flight (measured without recompute) */
   uint64_t *transient_bytes; /* its largest value the backward does not read,
@@ -241,6 +250,8 @@ typedef struct Plan {
   int *stage;              /* per forward id: its stage (1..), 0 for leaves and dead values */
   bool *boundary;          /* per forward id: the value that ends its stage */
   bool *cheap;             /* per forward id: recomputed when its stage is SELECT */
+  bool *packable;          /* per forward id: stored in bf16 when its stage is BF16 */
+  bool *packed;            /* per forward id: stored in bf16 (decided) */
   StageModel model;
   StageMode *modes;        /* per stage, 1..model.n */
   Graph *graph;            /* the source graph with recompute nodes woven into backward */

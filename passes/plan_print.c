@@ -6,10 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { VALUE_TRANSIENT, VALUE_STORE, VALUE_RECOMPUTE } ValueFate;
-static const char *fate_name[] = {"transient", "STORE", "RECOMPUTE"};
+typedef enum { VALUE_TRANSIENT, VALUE_STORE, VALUE_RECOMPUTE, VALUE_STORE_BF16 } ValueFate;
+static const char *fate_name[] = {"transient", "STORE", "RECOMPUTE", "STORE bf16"};
 
 /* STORE: forward() leaves it for backward(); RECOMPUTE: backward() rebuilds
+ * it; STORE bf16: forward() leaves it rounded to bf16, backward() widens
  * it; transient: nothing after forward() reads it. */
 static ValueFate *value_fates(const Plan *pl) {
   const Graph *w = pl->graph;
@@ -18,8 +19,10 @@ static ValueFate *value_fates(const Plan *pl) {
     const Node *n = &w->nodes[b];
     if (n->recompute_of >= 0) fate[n->recompute_of] = VALUE_RECOMPUTE;
     for (int k = 0; k < n->nin; k++)
-      if (n->in[k] < w->n_forward && fate[n->in[k]] == VALUE_TRANSIENT) fate[n->in[k]] = VALUE_STORE;
+      if (n->in[k] < pl->n_forward && fate[n->in[k]] == VALUE_TRANSIENT) fate[n->in[k]] = VALUE_STORE;
   }
+  for (int v = pl->n_forward; v < w->n_forward; v++) /* the planner's to_bf16 nodes */
+    if (w->nodes[v].op == OP_TO_BF16) fate[w->nodes[v].in[0]] = VALUE_STORE_BF16;
   if (w->loss >= 0) fate[w->loss] = VALUE_STORE;
   if (w->predict >= 0) fate[w->predict] = VALUE_STORE;
   return fate;
@@ -29,15 +32,17 @@ static ValueFate *value_fates(const Plan *pl) {
  * stored ones) or checkpointed (CKPT, DROP: its stage remade from a
  * boundary). */
 static const char *mode_name[] = {
-    [STAGE_KEEP] = "KEEP", [STAGE_SELECT] = "SELECT", [STAGE_CKPT] = "CKPT", [STAGE_DROP] = "DROP"};
+    [STAGE_KEEP] = "KEEP", [STAGE_SELECT] = "SELECT", [STAGE_CKPT] = "CKPT", [STAGE_DROP] = "DROP",
+    [STAGE_BF16] = "BF16"};
 
 static bool selective(const Plan *pl, const ValueFate *fate, int v) {
   return fate[v] == VALUE_RECOMPUTE && pl->modes && pl->modes[pl->stage[v]] == STAGE_SELECT;
 }
 
 /* Per stage, why its values are where they are: its mode, the bytes it
- * stores, the bytes it remakes in backward instead and the predicted
- * seconds of that (the recompute nodes made for its values). */
+ * stores (a value in bf16 at half its bytes), the bytes it remakes in
+ * backward instead and the predicted seconds of that (the recompute nodes
+ * made for its values; rounding to bf16 and widening back). */
 typedef struct {
   uint64_t stored, remade;
   double seconds;
@@ -51,11 +56,15 @@ static StageFigures *stage_figures(const Plan *pl, const ValueFate *fate) {
   for (int v = 0; v < pl->n_forward; v++) {
     if (!listed(pl, v)) continue;
     if (fate[v] == VALUE_STORE) f[pl->stage[v]].stored += node_bytes(&w->nodes[v]);
+    if (fate[v] == VALUE_STORE_BF16) f[pl->stage[v]].stored += node_bytes(&w->nodes[v]) / 2;
     if (fate[v] == VALUE_RECOMPUTE) f[pl->stage[v]].remade += node_bytes(&w->nodes[v]);
   }
   double *seconds = program_node_seconds(pl->program, &pl->profile);
-  for (int i = w->n_forward; i < w->n; i++)
-    if (w->nodes[i].recompute_of >= 0) f[pl->stage[w->nodes[i].recompute_of]].seconds += seconds[i];
+  for (int i = pl->n_forward; i < w->n; i++) {
+    const Node *n = &w->nodes[i];
+    int of = n->op == OP_TO_BF16 ? n->in[0] : n->recompute_of;
+    if (of >= 0) f[pl->stage[of]].seconds += seconds[i];
+  }
   free(seconds);
   return f;
 }
@@ -138,6 +147,7 @@ static void print_table(FILE *out, const Plan *pl) {
   fprintf(out, "model %s, batch %lld, checkpoint %s", w->model_name, (long long)w->train.batch,
           checkpoint_spec_str(&pl->spec, spec));
   if (pl->spec.policy == CKPT_AUTO) fprintf(out, " (memory %s)", format_bytes(pl->spec.budget, b));
+  if (pl->spec.compress) fputs(", compress bf16", out);
   fprintf(out, ": %d stages\n\n", pl->model.n);
   fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s  %s\n", "stage", "value", "op", "line", "shape", "bytes", "decision");
   for (int v = 0; v < pl->n_forward; v++) {
@@ -193,6 +203,7 @@ static void print_json(FILE *out, const Plan *pl) {
   json_string(out, checkpoint_spec_str(&pl->spec, spec));
   if (pl->spec.policy == CKPT_AUTO) fprintf(out, ", \"memory\": %llu", (unsigned long long)pl->spec.budget);
   else fputs(", \"memory\": null", out);
+  fprintf(out, ", \"compress\": %s", pl->spec.compress ? "\"bf16\"" : "null");
   fprintf(out, ", \"stages\": %d,\n \"values\": [", pl->model.n);
   bool first = true;
   for (int v = 0; v < pl->n_forward; v++) {
@@ -242,7 +253,7 @@ static void print_json(FILE *out, const Plan *pl) {
 static void print_dot(FILE *out, const Plan *pl) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
-  static const char *color[] = {"white", "palegreen", "lightsalmon"};
+  static const char *color[] = {"white", "palegreen", "lightsalmon", "lightblue"};
   char sb[128];
   fputs("digraph plan {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\"];\n", out);
   for (int v = 0; v < pl->n_forward; v++) {

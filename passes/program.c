@@ -2,20 +2,33 @@
  * PARALLEL passes) and its lifetime.
  *
  * forward() computes, in graph order, every forward node that the loss, the
- * prediction or a gradient needs; backward() then computes the backward
+ * prediction or a gradient needs (a bf16 rounding right after its value); backward() then computes the backward
  * nodes in graph order (autodiff built them in reverse topological order of
  * the forward graph, so graph order is a valid schedule). */
 #include "internal.h"
 
 #include <stdlib.h>
 
+/* A value stored in bf16 is rounded (to_bf16, which the planner appends to
+ * the forward graph) right after it is made, so that the f32 value dies at
+ * its last forward reader. */
 static void order_steps(Program *p, const bool *live) {
   const Graph *g = p->g;
+  int *pack = xmalloc((size_t)g->n * sizeof *pack); /* per value: its to_bf16, -1 */
+  for (int i = 0; i < g->n; i++) pack[i] = -1;
+  for (int i = 0; i < g->n_forward; i++)
+    if (g->nodes[i].op == OP_TO_BF16 && live[i]) pack[g->nodes[i].in[0]] = i;
   for (int i = 0; i < g->n; i++) {
-    if (!live[i] || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i])) continue;
-    if (i < g->n_forward) p->forward[p->n_forward++] = i;
-    else p->backward[p->n_backward++] = i;
+    const Node *n = &g->nodes[i];
+    if (!live[i] || is_leaf(n) || node_is_view(n) || n->op == OP_TO_BF16) continue;
+    if (i >= g->n_forward) {
+      p->backward[p->n_backward++] = i;
+      continue;
+    }
+    p->forward[p->n_forward++] = i;
+    if (pack[i] >= 0) p->forward[p->n_forward++] = pack[i];
   }
+  free(pack);
 }
 
 Program *program_steps(const Graph *g) {

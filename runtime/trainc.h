@@ -419,7 +419,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
   X(trc_step_overlaps) X(trc_step_loss_seed) X(trc_step_micro_batch) X(trc_step_bucket_ready)      \
   X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
-  X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy)
+  X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy) X(trc_bf16_pack) X(trc_bf16_unpack)
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
@@ -508,6 +508,13 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
                               int has_ignore, int64_t ignore_label, const float *x,
                               const float *w, const int32_t *labels, const float *seed,
                               float *out, float *dw, float *scratch);
+
+/* Activations stored in bf16 (`--compress bf16`, docs/planner.md): pack
+ * rounds n floats to bf16 (trc_round_bf16's rounding, to nearest even),
+ * unpack widens n bf16 values back to floats (exact). On the trainer's
+ * threads; the bits do not depend on how many. */
+void trc_bf16_pack(int64_t n, const float *from, uint16_t *to);
+void trc_bf16_unpack(int64_t n, const uint16_t *from, float *to);
 
 /* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
  * square kernel k, the same stride and zero padding on both axes) on NCHW

@@ -167,6 +167,9 @@ OpKernel kernel_softmax, kernel_log_softmax, kernel_softmax_grad, kernel_log_sof
     kernel_logsumexp, kernel_cross_entropy, kernel_cross_entropy_grad;
 OpPrintAttrs print_ignore;
 
+/* storage.c */
+OpInfer infer_to_bf16, infer_from_bf16;
+
 /* head.c */
 OpInfer infer_linear_cross_entropy, infer_head_loss;
 OpFlops flops_linear_cross_entropy, flops_head_loss;

@@ -8,6 +8,8 @@
  * and across thread counts on one machine. oneDNN here is built with OpenMP:
  * every pool thread has set its OpenMP thread count to 1 (parallel.c), so
  * oneDNN starts no OpenMP team of its own and never competes with the pool.
+ * (Also here, beside the rounding they share: trc_bf16_pack and
+ * trc_bf16_unpack, activations stored in bf16.)
  * Primitives are cached per part shape (at most two shapes per GEMM);
  * scratch buffers grow to the largest GEMM once and are kept. Operands that
  * lie in the parameter region are not rounded per call: they are read from
@@ -494,4 +496,42 @@ void trc_gemm_bf16(const trc_gemm_job *j) {
                 tasks, slots};
   prepare_parts(&r);
   trc_parallel_for(slots, run_slots, &r);
+}
+
+/* ---- activations stored in bf16 (trc_bf16_pack, trc_bf16_unpack) ---- */
+
+/* Blocks of elements per parallel iteration: whole cache lines of both. */
+enum { PACK_BLOCK = 1 << 14 };
+
+typedef struct {
+  int64_t n;
+  const void *from;
+  void *to;
+} packing;
+
+static void pack_blocks(void *ctx, int64_t lo, int64_t hi) {
+  const packing *p = ctx;
+  int64_t start = lo * PACK_BLOCK, end = hi * PACK_BLOCK < p->n ? hi * PACK_BLOCK : p->n;
+  round_to_bf16((const float *)p->from + start, (uint16_t *)p->to + start, end - start);
+}
+
+static void unpack_blocks(void *ctx, int64_t lo, int64_t hi) {
+  const packing *p = ctx;
+  const uint16_t *from = p->from;
+  float *to = p->to;
+  int64_t end = hi * PACK_BLOCK < p->n ? hi * PACK_BLOCK : p->n;
+  for (int64_t i = lo * PACK_BLOCK; i < end; i++) {
+    uint32_t u = (uint32_t)from[i] << 16;
+    memcpy(&to[i], &u, sizeof u);
+  }
+}
+
+void trc_bf16_pack(int64_t n, const float *from, uint16_t *to) {
+  packing p = {n, from, to};
+  trc_parallel_for((n + PACK_BLOCK - 1) / PACK_BLOCK, pack_blocks, &p);
+}
+
+void trc_bf16_unpack(int64_t n, const uint16_t *from, float *to) {
+  packing p = {n, from, to};
+  trc_parallel_for((n + PACK_BLOCK - 1) / PACK_BLOCK, unpack_blocks, &p);
 }

@@ -2,26 +2,31 @@
 # `trainc plan --format json` against its documented schema (docs/planner.md,
 # "trainc-plan/1"): every key, every type, and the sums the doc promises
 # (total = arena + optimizer state; arena = the categories below it; memory:
-# what `auto` planned for, null for the other policies).
+# what `auto` planned for, null for the other policies; compress: "bf16"
+# under --compress bf16, which off and every 2 are also planned with).
 # usage: plan_json.sh TRAINC MODEL.nn...
 set -euo pipefail
 trainc=$1
 shift
 for model in "$@"; do
-  for policy in off all sqrt "every 2" auto; do
-    "$trainc" plan "$model" --policy "$policy" --memory 64GiB --format json | /usr/bin/python3 -c '
+  for run in off all sqrt "every 2" auto "off bf16" "every 2 bf16"; do
+    policy=${run% bf16} compress=none
+    [[ $run == *bf16 ]] && compress=bf16
+    "$trainc" plan "$model" --policy "$policy" --compress $compress --memory 64GiB --format json | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 def want(obj, key, types):
     assert key in obj, f"missing key {key!r}"
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
-assert set(d) == {"schema", "model", "batch", "policy", "memory", "stages", "values", "stage_plan", "peak",
-                  "loss_head", "flops", "seconds"}, sorted(d)
+assert set(d) == {"schema", "model", "batch", "policy", "memory", "compress", "stages", "values", "stage_plan",
+                  "peak", "loss_head", "flops", "seconds"}, sorted(d)
+modes = ("KEEP", "SELECT", "CKPT", "DROP", "BF16")
+assert d["compress"] == {"none": None, "bf16": "bf16"}[sys.argv[2]], d["compress"]
 assert [s["stage"] for s in d["stage_plan"]] == list(range(1, d["stages"] + 1)), d["stage_plan"]
 for s in d["stage_plan"]:
     assert set(s) == {"stage", "mode", "stored", "recomputed", "recompute_seconds"}, s
-    assert s["mode"] in ("KEEP", "SELECT", "CKPT", "DROP") and s["stored"] >= 0 and s["recomputed"] >= 0, s
+    assert s["mode"] in modes and s["stored"] >= 0 and s["recomputed"] >= 0, s
     assert (s["recomputed"] == 0) == (s["recompute_seconds"] == 0) or s["mode"] != "KEEP", s
 recompute = sum(s["recompute_seconds"] for s in d["stage_plan"])
 assert abs(recompute - d["seconds"]["recompute"]) <= 1e-5 * max(recompute, 1e-9), (recompute, d["seconds"])
@@ -34,12 +39,13 @@ assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
 for v in d["values"]:
     assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "stage_mode", "boundary", "decision"}, sorted(v)
-    assert v["stage_mode"] in ("KEEP", "SELECT", "CKPT", "DROP"), v
+    assert v["stage_mode"] in modes, v
     for k in ("id", "line", "bytes", "stage"): want(v, k, int)
     assert v["name"] is None or isinstance(v["name"], str)
     assert isinstance(v["boundary"], bool) and isinstance(v["op"], str)
     assert all(isinstance(x, int) for x in v["shape"])
-    assert v["decision"] in ("STORE", "RECOMPUTE", "transient"), v
+    assert v["decision"] in ("STORE", "RECOMPUTE", "transient", "STORE bf16"), v
+    assert (v["decision"] == "STORE bf16") <= (v["stage_mode"] == "BF16" and d["compress"] == "bf16"), v
     assert 1 <= v["stage"] <= d["stages"]
 p = d["peak"]
 assert set(p) == {"parameters", "gradients", "inputs", "stored_activations", "backward_workspace", "arena",
@@ -49,7 +55,7 @@ assert p["total"] == p["arena"] + p["optimizer_state"] + p["bf16_parameters"]
 assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
 assert set(d["flops"]) == {"forward", "backward", "recompute"} and set(d["seconds"]) == {"forward", "backward", "recompute", "step"}
 assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])
-' "$policy" || { echo "FAIL: $model, policy $policy"; exit 1; }
+' "$policy" "$compress" || { echo "FAIL: $model, policy $policy, compress $compress"; exit 1; }
   done
   echo "ok: $model"
 done

@@ -1,8 +1,9 @@
 /* test_planner.c — the checkpoint planner against exhaustive search.
  *
  * 1. Stage models: on hundreds of random chains, stage_model_solve (a dynamic
- *    program) finds exactly the least model time of all 4^n mode vectors whose
- *    model peak fits, and says "none" exactly when none fits.
+ *    program) finds exactly the least model time of all 5^n mode vectors whose
+ *    model peak fits (boundaries stored only when a recompute starts from
+ *    them, in half the chains), and says "none" exactly when none fits.
  * 2. Random small models (chains with residual blocks, parsed and lowered like
  *    any model file): for a random budget, the budget policy's true planned
  *    peak never exceeds it, and it finds a plan whenever some stage-mode
@@ -26,12 +27,14 @@ static uint64_t next_u64(void) {
 }
 static int64_t rand_in(int64_t lo, int64_t hi) { return lo + (int64_t)(next_u64() % (uint64_t)(hi - lo + 1)); }
 
-/* Calls visit for every mode vector: stages 1..n-1 any mode, stage n KEEP, SELECT or CKPT. */
-static bool next_modes(StageMode *modes, int n) {
+/* The next mode vector (false after the last): stages 1..n-1 any mode,
+ * stage n KEEP, SELECT, BF16 or CKPT; BF16 only when `bf16`. */
+static bool next_modes(StageMode *modes, int n, bool bf16) {
   for (int s = 1; s <= n; s++) {
     int limit = s == n ? STAGE_CKPT : STAGE_DROP;
     if ((int)modes[s] < limit) {
       modes[s]++;
+      if (modes[s] == STAGE_BF16 && !bf16) modes[s]++;
       return true;
     }
     modes[s] = STAGE_KEEP;
@@ -47,18 +50,25 @@ static void random_model(StageModel *sm, int n) {
   sm->n = n;
   sm->keep_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->boundary_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
+  sm->free_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->select_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->select_seconds = calloc((size_t)n + 1, sizeof(double));
+  sm->packed_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
+  sm->packed_seconds = calloc((size_t)n + 1, sizeof(double));
   sm->inner_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->transient_bytes = calloc((size_t)n + 1, sizeof(uint64_t));
   sm->interior_seconds = calloc((size_t)n + 1, sizeof(double));
   sm->boundary_seconds = calloc((size_t)n + 1, sizeof(double));
   sm->fixed_bytes = (uint64_t)rand_in(0, 1000);
+  bool free_boundaries = rand_in(0, 1);
   for (int s = 1; s <= n; s++) {
     sm->boundary_bytes[s] = (uint64_t)rand_in(1, 100);
     sm->keep_bytes[s] = sm->boundary_bytes[s] + (uint64_t)rand_in(0, 300);
     sm->select_bytes[s] = (uint64_t)rand_in((int64_t)sm->boundary_bytes[s], (int64_t)sm->keep_bytes[s]);
     sm->select_seconds[s] = (double)rand_in(0, 300) / 7.0;
+    sm->packed_bytes[s] = (uint64_t)rand_in((int64_t)sm->boundary_bytes[s], (int64_t)sm->keep_bytes[s]);
+    sm->packed_seconds[s] = (double)rand_in(0, 300) / 7.0;
+    sm->free_bytes[s] = free_boundaries && rand_in(0, 1) ? sm->boundary_bytes[s] : 0;
     sm->inner_bytes[s] = sm->keep_bytes[s] + (uint64_t)rand_in(0, 300);
     sm->transient_bytes[s] = (uint64_t)rand_in(0, 200);
     sm->interior_seconds[s] = (double)rand_in(0, 1000) / 7.0;
@@ -67,8 +77,9 @@ static void random_model(StageModel *sm, int n) {
 }
 
 static void free_model(StageModel *sm) {
-  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->inner_bytes), free(sm->transient_bytes);
-  free(sm->select_bytes), free(sm->select_seconds);
+  free(sm->keep_bytes), free(sm->boundary_bytes), free(sm->free_bytes), free(sm->inner_bytes);
+  free(sm->transient_bytes), free(sm->select_bytes), free(sm->select_seconds);
+  free(sm->packed_bytes), free(sm->packed_seconds);
   free(sm->interior_seconds), free(sm->boundary_seconds);
 }
 
@@ -84,7 +95,7 @@ static void test_dp_is_exact(void) {
       uint64_t p = stage_model_peak(&sm, modes);
       if (p < lo) lo = p;
       if (p > hi) hi = p;
-    } while (next_modes(modes, n));
+    } while (next_modes(modes, n, true));
     uint64_t budget = (uint64_t)rand_in((int64_t)lo - 50, (int64_t)hi + 10);
     double best_seconds = INFINITY;
     memset(modes, 0, sizeof modes);
@@ -94,7 +105,7 @@ static void test_dp_is_exact(void) {
         best_seconds = secs;
         memcpy(best, modes, sizeof modes);
       }
-    } while (next_modes(modes, n));
+    } while (next_modes(modes, n, true));
     bool found = stage_model_solve(&sm, budget, got);
     CHECK(found == isfinite(best_seconds), "case %d: solver found=%d, exhaustive=%g", t, found, best_seconds);
     if (found && isfinite(best_seconds)) {
@@ -179,7 +190,7 @@ static double exhaustive_true_optimum(const Graph *g, int n, uint64_t budget) {
     Plan *pl = plan_with_modes(g, modes, &m);
     if (pl->peak_bytes <= budget && pl->recompute_seconds < best) best = pl->recompute_seconds;
     plan_free(pl);
-  } while (next_modes(modes, n));
+  } while (next_modes(modes, n, false)); /* BF16 is KEEP without --compress */
   return best;
 }
 

@@ -17,6 +17,12 @@ flag the dump's last gradient when noise of 1e-3 of its norm is added to it,
 and when it is missing; and must flag something when PyTorch runs on weights
 whose last matrix (the head) has noise of 1e-2 of its norm added.
 
+PARITY_SAVED=bf16 (a trainer built with `--compress bf16`): PyTorch's
+forward runs under saved_tensors_hooks that round what autograd saves to
+bf16 as trainc stores it (pack_bf16); the step's negative checks then also
+require the comparison against PyTorch without that rounding to fail, so
+that the trainer is shown to have rounded.
+
 Error of a tensor a against the reference b: ||a - b|| / max(||b||, TINY)
 (Frobenius norms in float64), required below TOL = 1e-4.
 
@@ -32,6 +38,7 @@ gradient counts as zero at the first step, and says so. Exit 0 when all
 agree and every negative check is caught, 3 when not (the output names the
 tensor or the check); 1 is an error (a bad file, a model that does not
 load)."""
+import contextlib
 import io
 import json
 import math
@@ -45,6 +52,7 @@ import torch
 import safetensors_np
 from models import MODELS
 
+SAVED = os.environ.get("PARITY_SAVED", "f32")
 TOL = 1e-4
 TINY = 1e-30  # only guards the division: a zero reference needs an exact zero
 ZERO = 1e-6  # of the whole gradient's norm: below it, a gradient is rounding noise
@@ -129,10 +137,29 @@ def cmd_data(name, weights_path, out_dir, n, seed):
         np.save(os.path.join(out_dir, k + ".npy"), v)
 
 
-def torch_step(name, weights, batch):
+def pack_bf16(t):
+    """What `--compress bf16` stores in bf16, as autograd saves it: every f32
+    activation but log_softmax's output (cross_entropy's gradient reads it
+    through an exponential, which trainc never stores rounded); parameters
+    stay f32. Rounded to nearest even, as trc_round_bf16."""
+    param = isinstance(t, torch.nn.Parameter) or isinstance(t._base, torch.nn.Parameter)
+    if t.dtype != torch.float32 or param or type(t.grad_fn).__name__ == "LogSoftmaxBackward0":
+        return t
+    return t.bfloat16().float()
+
+
+def saving(saved):
+    """The context PyTorch's forward runs in: saved tensors as is (f32) or rounded (bf16)."""
+    if saved == "bf16":
+        return torch.autograd.graph.saved_tensors_hooks(pack_bf16, lambda t: t)
+    return contextlib.nullcontext()
+
+
+def torch_step(name, weights, batch, saved=SAVED):
     """PyTorch's loss, predictions and gradients ({param: array or None})."""
     model = build_model(name, weights)
-    loss, predict = model(batch)
+    with saving(saved):
+        loss, predict = model(batch)
     loss.backward()
     grads = {n: None if p.grad is None else p.grad.numpy() for n, p in model.named_parameters()}
     return loss.item(), predict.detach().numpy(), grads
@@ -178,6 +205,9 @@ def negative_checks(name, weights, dump, ref, batch):
              (f"{last} missing", last, weights, {k: v for k, v in dump.items() if k != last}, ref),
              (f"PyTorch on {head} off by 1e-2", None, weights, dump,
               torch_step(name, with_noise(weights, head, 1e-2), batch))]
+    if SAVED == "bf16":
+        cases.append(("PyTorch saving f32 (no rounding)", None, weights, dump,
+                      torch_step(name, weights, batch, saved="f32")))
     missed = 0
     for what, expected, w, d, r in cases:
         report = Report(io.StringIO())
@@ -194,7 +224,7 @@ def cmd_step(name, weights_path, dump_path, data_dir):
     dump, _ = safetensors_np.read(dump_path)
     batch = load_batch(model, data_dir)
     ref = torch_step(name, weights, batch)
-    print(f"{name}: one step, trainc (--dump-step) vs PyTorch {torch.__version__}")
+    print(f"{name}: one step, trainc (--dump-step) vs PyTorch {torch.__version__}, saved {SAVED}")
     r = Report()
     compare_step(weights, dump, ref, r)
     r.exit("step", negative_checks(name, weights, dump, ref, batch))
@@ -258,7 +288,8 @@ def cmd_train(name, help_path, w0_path, final_path, log_path, data_dir):
           f"trainc vs PyTorch {torch.__version__}")
     for step in range(steps):
         opt.zero_grad()
-        loss, _ = model(batch)
+        with saving(SAVED):
+            loss, _ = model(batch)
         loss.backward()
         if step == 0:
             noise_driven = zero_gradients(params)

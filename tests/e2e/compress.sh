@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# Activations stored in bf16 (`--compress bf16`, docs/planner.md), checked
+# on real training (the values against PyTorch rounding alike are
+# tests/torch's fashion_mlp_small_bf16):
+#  - the plan stores values in bf16 ("STORE bf16"), and its stored
+#    activations are exactly `off`'s less half the bytes of those values;
+#  - off, every 2 and a budget train, and the measured arena high-water mark
+#    equals the plan;
+#  - the C trainer and the LLVM one, both with scalar math (as
+#    tests/e2e/llvm.sh's cs and llvms), train to bitwise the same weights
+#    (the same runtime calls round and widen), and those differ from the
+#    uncompressed trainer's (the rounding happened);
+#  - at the peak of `off` with bf16 storage, which `off` itself exceeds, the
+#    plan predicts no more time than without --compress (its candidates are
+#    a superset); on examples/deep_mlp.nn it recomputes nothing there, while
+#    without --compress the same budget recomputes;
+#  - a bad --compress value, and bf16 storage on a CUDA backend, are errors.
+# usage: compress.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
+#   DATA: fashion or random, as tests/e2e/checkpoint.sh
+set -euo pipefail
+trainc=$1 src=$2 work=$3
+shift 3
+PY=/usr/bin/python3
+rm -rf "$work" && mkdir -p "$work"
+cflags=(--cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror")
+fail=0
+flunk() { echo "FAIL: $*"; fail=1; }
+
+data_dir() { # kind model
+  case $1 in
+  random)
+    local rows=$work/random_$(basename "$2" .nn)
+    "$trainc" emit "$2" -o "$rows.c" >/dev/null &&
+      "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 && echo "$rows" ;;
+  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
+  esac
+}
+
+# plan_figure MODEL FIELD ARGS...: a figure of the JSON plan.
+plan_figure() {
+  local model=$1 field=$2
+  shift 2
+  "$trainc" plan "$model" --format json "$@" | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+packed = sum(v["bytes"] for v in p["values"] if v["decision"] == "STORE bf16")
+print({"stored": p["peak"]["stored_activations"], "total": p["peak"]["total"], "packed": packed,
+       "recompute_flops": int(p["flops"]["recompute"]),
+       "recompute_us": int(1e6 * p["seconds"]["recompute"])}[sys.argv[1]])' "$field"
+}
+default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
+[[ -n $default_flags ]] || { echo "FAIL: no default flags in trainc --help"; exit 1; }
+
+for arg in "$@"; do
+  model=${arg%=*} data=$(data_dir "${arg#*=}" "$model")
+  name=$(basename "$model" .nn)
+  stored=$(plan_figure "$model" stored --policy off)
+  packed=$(plan_figure "$model" packed --policy off --compress bf16)
+  stored16=$(plan_figure "$model" stored --policy off --compress bf16)
+  ((packed > 0)) || flunk "$name: nothing stored in bf16"
+  ((stored16 == stored - packed / 2)) ||
+    flunk "$name: stored $stored16 bytes in bf16, not off's $stored less half of $packed"
+
+  lo=$(plan_figure "$model" total --policy all --compress bf16)
+  hi=$(plan_figure "$model" total --policy off --compress bf16)
+  for policy in off "every 2" "budget $(((lo + hi) / 2))"; do
+    bin=$work/${name}_${policy// /_}
+    "$trainc" build "$model" --policy "$policy" --compress bf16 -o "$bin" "${cflags[@]}" >/dev/null
+    "$bin" --data "$data" --steps 4 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
+    read -r planned measured < <("$PY" -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
+print(r["arena_planned"], r["arena_high_water"])' "$bin.jsonl")
+    [[ $planned == "$measured" ]] ||
+      flunk "$name: '$policy' with bf16 storage planned $planned bytes, measured high-water mark $measured"
+    echo "$name, $policy, compress bf16: arena planned = measured = $planned bytes"
+  done
+
+  # the second backend, and the uncompressed trainer
+  "$trainc" build "$model" --compress bf16 -o "$work/${name}_cs" \
+    --cflags "$default_flags -fno-tree-vectorize -fno-tree-slp-vectorize" >/dev/null
+  "$trainc" build --backend llvm --scalar-math "$model" --compress bf16 -o "$work/${name}_llvms" >/dev/null
+  for how in cs llvms; do
+    "$work/${name}_$how" --data "$data" --steps 4 --quiet --save "$work/${name}_$how.safetensors"
+  done
+  cmp -s "$work/${name}_cs.safetensors" "$work/${name}_llvms.safetensors" ||
+    flunk "$name: the C and LLVM trainers (scalar math) train to different weights with bf16 storage"
+  "$trainc" build "$model" -o "$work/${name}_f32" "${cflags[@]}" >/dev/null
+  "$work/${name}_f32" --data "$data" --steps 4 --quiet --save "$work/${name}_f32.safetensors"
+  ! cmp -s "$work/${name}_off.safetensors" "$work/${name}_f32.safetensors" ||
+    flunk "$name: bf16 storage trains to the f32 trainer's very weights: nothing was rounded"
+
+  # a budget below off's peak: bf16 storage never predicts more time
+  ((hi < $(plan_figure "$model" total --policy off))) || flunk "$name: bf16 storage saves nothing at off"
+  us16=$(plan_figure "$model" recompute_us --budget "$hi" --compress bf16)
+  us32=$(plan_figure "$model" recompute_us --budget "$hi")
+  ((us16 <= us32)) || flunk "$name: at budget $hi, predicted $us16 us with bf16 storage, $us32 us without"
+done
+
+# deep_mlp: at the peak of off with bf16 storage, storing in bf16 (about 1%
+# of the step) beats recomputing layers (a GEMM each)
+deep=$src/examples/deep_mlp.nn
+hi=$(plan_figure "$deep" total --policy off --compress bf16)
+flops16=$(plan_figure "$deep" recompute_flops --budget "$hi" --compress bf16)
+flops32=$(plan_figure "$deep" recompute_flops --budget "$hi")
+((flops16 == 0 && flops32 > 0)) ||
+  flunk "deep_mlp: at budget $hi, recompute FLOPs $flops16 with bf16 storage, $flops32 without"
+
+expect_error() { # what pattern command...
+  local what=$1 pattern=$2
+  shift 2
+  if "$@" >"$work/err.out" 2>&1; then flunk "$what was accepted"; return; fi
+  grep -q -- "$pattern" "$work/err.out" || { flunk "$what: unexpected message"; cat "$work/err.out"; }
+}
+model=${1%=*}
+expect_error "--compress fp8" "--compress takes bf16 or none, not 'fp8'" "$trainc" plan "$model" --compress fp8
+expect_error "CUDA with bf16 storage" "the CUDA backends store no activations in bf16" \
+  "$trainc" build "$model" --backend cuda-emulate --compress bf16 -o "$work/cuda"
+exit $fail
