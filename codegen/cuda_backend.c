@@ -319,7 +319,8 @@ static void print_host_entries(FILE *out, const Program *p) {
 void emit_cuda(FILE *out, const Program *p) {
   if (p->g->loss_head >= 0) diag_internal_error("the CUDA backend got a chunked loss head");
   for (int i = 0; i < p->g->n; i++)
-    if (p->g->nodes[i].dtype == DT_BF16) diag_internal_error("the CUDA backend got a value stored in bf16");
+    if (p->g->nodes[i].dtype == DT_BF16 || p->g->nodes[i].rounded)
+      diag_internal_error("the CUDA backend got a value stored in bf16 or a rounded GEMM");
   print_header_comment(out, p);
   fputs("#include <math.h>\n#include <stdint.h>\n#include <string.h>\n#include \"trainc_cuda.h\"\n"
         "#include \"trainc.h\"\n\n",

@@ -106,6 +106,8 @@ typedef struct {
                               gradient slot instead of owning a buffer */
   int recompute_of;        /* >= 0: a backward-time recomputation of that
                               forward node (same op, same inputs' values) */
+  bool rounded;            /* a GEMM recomputed under --compress bf16: its operands
+                              rounded to bf16, accumulated in f32 (trc_gemm_rounded) */
   int origin;              /* backward nodes: the forward node whose backward
                               rule made them; -1 otherwise */
   PinKind pin;             /* the model file's store()/recompute() annotation */
@@ -238,6 +240,7 @@ const char *node_file_name(const Node *param);
  * gradient slot. */
 typedef struct {
   bool trans_a, trans_b, accumulate;
+  bool rounded;            /* Node.rounded: A and B rounded to bf16 */
   int64_t m, n, k, batch, heads;
   int64_t lda, ldb, ldc;
   int64_t stride_a, stride_b, stride_c;

@@ -19,9 +19,10 @@
  *    value placed right before its first backward reader (recursively
  *    cloning recomputed inputs). Clones run the very same kernels on the same
  *    values, so any plan trains to bitwise the same weights as `off` — but
- *    one with values stored in bf16, which are rounded once in forward
- *    (to_bf16, placed right after the value) and widened where backward
- *    first reads them (from_bf16, woven as a recompute is). The memory plan
+ *    under --compress bf16, where values may be stored in bf16, rounded once
+ *    in forward (to_bf16, placed right after the value) and widened where
+ *    backward first reads them (from_bf16, woven as a recompute is), and
+ *    recomputed GEMMs round their operands to bf16 (Node.rounded). The memory plan
  *    of the woven graph is the planned peak. */
 #include "internal.h"
 
@@ -45,6 +46,19 @@ static bool is_heavy(const Graph *g, const Node *n) {
 }
 
 static bool computed(const Graph *g, const bool *live, int v) { return live[v] && !is_leaf(&g->nodes[v]); }
+
+/* Whether the plan's copy of forward node n rounds its GEMM's operands to
+ * bf16 (Node.rounded): under --compress bf16, every GEMM it recomputes. */
+static bool recomputed_rounded(const CheckpointSpec *spec, const Node *n) {
+  return spec->compress && op_info(n->op)->op_class == OPC_GEMM;
+}
+
+/* Predicted seconds of recomputing forward node n. */
+static double recompute_seconds(const Plan *pl, const Graph *g, const Node *n) {
+  Node copy = *n;
+  copy.rounded = recomputed_rounded(&pl->spec, n);
+  return node_seconds(g, &copy, &pl->profile);
+}
 
 /* cut[v]: no forward edge u -> w with u < v < w among computed values. */
 static bool *find_cuts(const Graph *g, const bool *live) {
@@ -166,7 +180,7 @@ static void find_cheap(Plan *pl, const Graph *g, const bool *live, const bool *k
     if (!computed(g, live, v) || pl->boundary[v] || n->pin != PIN_NONE || v == g->loss ||
         v == g->predict || cls == OPC_VIEW || cls == OPC_CALL)
       continue;
-    double c = node_seconds(g, n, &pl->profile);
+    double c = recompute_seconds(pl, g, n);
     for (int k = 0; k < n->nin && c >= 0; k++) {
       int u = n->in[k];
       if (is_leaf(&g->nodes[u]) || kept[u]) continue;
@@ -267,7 +281,7 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
     if (!computed(g, live, v)) continue;
     int s = pl->stage[v];
     uint64_t bytes = align_up(node_bytes(&g->nodes[v]));
-    double secs = node_seconds(g, &g->nodes[v], &pl->profile);
+    double secs = recompute_seconds(pl, g, &g->nodes[v]);
     if (pl->boundary[v] && !kept[v]) sm->free_bytes[s] = bytes;
     kept[v] |= pl->boundary[v];
     if (kept[v]) sm->keep_bytes[s] += bytes;
@@ -287,7 +301,7 @@ static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fix
   for (int v = 0; v < g->n_forward; v++)
     if (pl->cheap[v]) {
       if (kept[v]) sm->select_bytes[pl->stage[v]] -= align_up(node_bytes(&g->nodes[v]));
-      sm->select_seconds[pl->stage[v]] += node_seconds(g, &g->nodes[v], &pl->profile);
+      sm->select_seconds[pl->stage[v]] += recompute_seconds(pl, g, &g->nodes[v]);
     }
   if (pl->spec.compress) find_packable(pl, g, live, kept);
   for (int s = 1; s <= n; s++) sm->packed_bytes[s] = sm->keep_bytes[s];
@@ -730,6 +744,7 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
 typedef struct {
   const Graph *g;
   Graph *out;
+  const CheckpointSpec *spec;
   const bool *recompute, *packed;
   int *pack;  /* per forward id: its to_bf16 node in `out` when packed, -1 */
   int *clone; /* per forward id: its recomputed (or widened) copy in `out`, -1 */
@@ -760,6 +775,7 @@ static int push_clone(Weaver *w, int v) {
     for (int k = 0; k < c.nin; k++)
       if (remade(w, c.in[k])) c.in[k] = w->clone[c.in[k]];
     c.pin = PIN_NONE;
+    c.rounded = recomputed_rounded(w->spec, src);
     id = graph_push(w->out, &c);
   }
   w->out->nodes[id].recompute_of = v;
@@ -808,8 +824,9 @@ static void weave_forward(Weaver *w, int *map) {
   w->out->n_forward = w->out->n;
 }
 
-static Graph *weave_recompute(const Graph *g, const bool *recompute, const bool *packed) {
-  Weaver w = {.g = g, .out = graph_copy_header(g), .recompute = recompute, .packed = packed};
+static Graph *weave_recompute(const Graph *g, const CheckpointSpec *spec, const bool *recompute,
+                              const bool *packed) {
+  Weaver w = {.g = g, .out = graph_copy_header(g), .spec = spec, .recompute = recompute, .packed = packed};
   w.clone = xmalloc((size_t)g->n_forward * sizeof *w.clone);
   w.pack = xmalloc((size_t)g->n_forward * sizeof *w.pack);
   w.stack = xmalloc((size_t)g->n_forward * sizeof *w.stack);
@@ -904,7 +921,7 @@ static void predict_times(Plan *pl) {
 static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   program_free(pl->program);
   graph_free(pl->graph);
-  pl->graph = weave_recompute(g, pl->recompute, pl->packed);
+  pl->graph = weave_recompute(g, &pl->spec, pl->recompute, pl->packed);
   pl->graph->train.checkpoint = pl->spec;
   pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);

@@ -12,20 +12,24 @@ MachineProfile profile_default(void) {
   /* `trainc calibrate` on the 2-core Intel Xeon (AMX, AVX-512) machine this
    * project is developed on, three runs on a quiet machine (2026-12-04:
    * GEMMs 2.32-2.39e11, loops 5.8-6.0e10, 2.57-2.61e10 bytes/s, 0.62-0.72 us
-   * a dispatch; docs/planner.md); `trainc calibrate` measures yours. */
-  return (MachineProfile){.gemm_flops = 235e9, .loop_flops = 59e9, .bandwidth = 26e9, .kernel_overhead = 0.7e-6};
+   * a dispatch; docs/planner.md); bf16 GEMMs 1.05-1.15e12, two runs that
+   * evening; `trainc calibrate` measures yours. */
+  return (MachineProfile){.gemm_flops = 235e9, .gemm_bf16_flops = 1.05e12, .loop_flops = 59e9,
+                          .bandwidth = 26e9, .kernel_overhead = 0.7e-6};
 }
 
 static const struct {
   const char *key;
   size_t offset;
-} profile_keys[] = {
-    {"gemm_flops", offsetof(MachineProfile, gemm_flops)},
-    {"loop_flops", offsetof(MachineProfile, loop_flops)},
-    {"bandwidth", offsetof(MachineProfile, bandwidth)},
-    {"kernel_overhead", offsetof(MachineProfile, kernel_overhead)},
+  bool optional; /* absent from profiles written before it was measured */
+} profile_keys[] = { /* gemm_bf16_flops second: GEMM_BF16_KEY */
+    {"gemm_flops", offsetof(MachineProfile, gemm_flops), false},
+    {"gemm_bf16_flops", offsetof(MachineProfile, gemm_bf16_flops), true},
+    {"loop_flops", offsetof(MachineProfile, loop_flops), false},
+    {"bandwidth", offsetof(MachineProfile, bandwidth), false},
+    {"kernel_overhead", offsetof(MachineProfile, kernel_overhead), false},
 };
-enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0] };
+enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -39,7 +43,7 @@ static bool profile_line(const char *line, MachineProfile *p, bool *seen) {
   char key[64];
   double v;
   int used = 0;
-  if (sscanf(line, " %63[a-z_] = %lf %n", key, &v, &used) != 2 || line[used] != '\0') return false;
+  if (sscanf(line, " %63[a-z0-9_] = %lf %n", key, &v, &used) != 2 || line[used] != '\0') return false;
   for (int i = 0; i < N_PROFILE_KEYS; i++) {
     if (strcmp(key, profile_keys[i].key) != 0) continue;
     if (!(v > 0 && v < 1e30) || seen[i]) return false;
@@ -61,14 +65,18 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
     const char *first = line + strspn(line, " \t");
     if (*first != '#' && *first != '\0' && !profile_line(line, p, seen))
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
-                 "expected `key = positive number` with a key of gemm_flops, loop_flops, bandwidth, kernel_overhead "
-                 "(each once)");
+                 "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
+                 "bandwidth, kernel_overhead (each once)");
     free(line);
     at += len + (at + len < end);
   }
   bool lines_ok = diag_count(diag) == errors;
   for (int i = 0; lines_ok && i < N_PROFILE_KEYS; i++)
-    if (!seen[i]) diag_file_error(diag, f->path, "missing `%s = ...`", profile_keys[i].key);
+    if (!seen[i] && !profile_keys[i].optional) diag_file_error(diag, f->path, "missing `%s = ...`", profile_keys[i].key);
+  if (!seen[GEMM_BF16_KEY]) { /* the default profile's ratio to gemm_flops */
+    MachineProfile d = profile_default();
+    p->gemm_bf16_flops = p->gemm_flops * d.gemm_bf16_flops / d.gemm_flops;
+  }
   return diag_count(diag) == errors;
 }
 
@@ -83,7 +91,8 @@ static double bytes_moved(const Graph *g, const Node *n) {
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
   double flops = op_info(n->op)->flops(g, n);
-  double compute = flops / (op_calls_library(n->op) ? m->gemm_flops : m->loop_flops);
+  double rate = n->rounded ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
+  double compute = flops / rate;
   double memory = bytes_moved(g, n) / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

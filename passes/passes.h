@@ -171,6 +171,9 @@ void program_print(FILE *out, const Program *p, Pass after);
 /* ---- cost model: FLOPs and bytes per op, turned into seconds ---- */
 typedef struct {
   double gemm_flops;      /* FLOP/s of the BLAS's GEMMs */
+  double gemm_bf16_flops; /* FLOP/s of its GEMMs with bf16 operands (trc_gemm_rounded:
+                             --compress bf16's recomputed GEMMs); optional in a
+                             profile file, else gemm_flops times the default ratio */
   double loop_flops;      /* FLOP/s of generated loop nests */
   double bandwidth;       /* bytes/s of memory traffic */
   double kernel_overhead; /* seconds per kernel call */

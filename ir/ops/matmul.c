@@ -203,6 +203,7 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->head_stride_a = split ? a.head_stride : 0, d->head_stride_b = split ? b.head_stride : 0;
   d->head_stride_c = split ? c.head_stride : 0;
   d->accumulate = n->grad_of_param >= 0;
+  d->rounded = n->rounded;
 }
 
 /* ------------------------------------------------------------ convolutions */

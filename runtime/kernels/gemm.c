@@ -56,17 +56,18 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
-void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
-              const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
-              const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
-              float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
+/* trc_gemm's job, in f32 or with A and B rounded to bf16 (bf16). */
+static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
+                 int64_t k, const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+                 const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+                 float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
   trc_gemm_job j = {.batch = batch * heads, .heads = heads, .m = m, .n = n, .k = k, .ta = ta,
                     .tb = tb, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
                     .stride_a = stride_a, .stride_b = stride_b, .stride_c = stride_c,
                     .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
                     .head_stride_c = head_stride_c, .beta = beta, .split_rows = m >= n,
                     .parts = 1};
-  int bf16 = trc_get_precision() == TRC_BF16 && m > 0 && n > 0 && k > 0;
+  bf16 = bf16 && m > 0 && n > 0 && k > 0;
   /* bf16: blocks of rows where there are enough, C's rows being whole
    * (oneDNN 2.6 runs those on its AMX brgemm, column blocks on its slower
    * gemm; bench/gemm_shapes.sh) */
@@ -76,4 +77,21 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
     trc_gemm_bf16(&j);
   else
     trc_parallel_for(j.batch * j.parts, gemm_tasks, &j);
+}
+
+void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+              const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+              const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+              float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
+  gemm(trc_get_precision() == TRC_BF16, batch, heads, ta, tb, m, n, k, a, lda, stride_a,
+       head_stride_a, b, ldb, stride_b, head_stride_b, beta, c, ldc, stride_c, head_stride_c);
+}
+
+void trc_gemm_rounded(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
+                      int64_t k, const float *a, int64_t lda, int64_t stride_a,
+                      int64_t head_stride_a, const float *b, int64_t ldb, int64_t stride_b,
+                      int64_t head_stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
+                      int64_t head_stride_c) {
+  gemm(1, batch, heads, ta, tb, m, n, k, a, lda, stride_a, head_stride_a, b, ldb, stride_b,
+       head_stride_b, beta, c, ldc, stride_c, head_stride_c);
 }

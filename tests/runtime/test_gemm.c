@@ -6,7 +6,8 @@
  * partition's cuts (a power of two of parts of at least 128 rows or
  * columns, at most 16; batches of 8 and more not cut, heads not counted);
  * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
- * under bf16 too (against the product of the operands rounded to bf16).
+ * under bf16 too (against the product of the operands rounded to bf16);
+ * trc_gemm_rounded bitwise trc_gemm under bf16, on every case.
  * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
@@ -109,6 +110,27 @@ static void check_precision(const gemm_case *g, trc_precision p) {
   free(a), free(b), free(start), free(one), free(many), free(want), free(scale);
 }
 
+/* trc_gemm_rounded under fp32 precision is trc_gemm under bf16, bitwise. */
+static void check_rounded(const gemm_case *g) {
+  layout la = make_layout(g, g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->interleaved & A);
+  layout lb = make_layout(g, g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->interleaved & B);
+  layout lc = make_layout(g, g->m, g->n, g->interleaved & C);
+  size_t bytes = (size_t)lc.size * sizeof(float);
+  float *a = random_floats(1, la.size), *b = random_floats(2, lb.size);
+  float *rounded = random_floats(3, lc.size), *bf16 = malloc(bytes);
+  memcpy(bf16, rounded, bytes);
+  trc_set_threads(2);
+  trc_gemm_rounded(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride,
+                   la.head_stride, b, lb.ld, lb.stride, lb.head_stride, g->beta, rounded, lc.ld,
+                   lc.stride, lc.head_stride);
+  trc_set_precision(TRC_BF16);
+  trc_gemm(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride, la.head_stride,
+           b, lb.ld, lb.stride, lb.head_stride, g->beta, bf16, lc.ld, lc.stride, lc.head_stride);
+  trc_set_precision(TRC_FP32);
+  CHECK(memcmp(rounded, bf16, bytes) == 0);
+  free(a), free(b), free(rounded), free(bf16);
+}
+
 /* Under bf16, op(A) = A^T [37 x 1] times B = [1] is A rounded to bf16, exactly:
  * the rounding of a stored row of 37 floats (two blocks of 16 and a tail)
  * on values where rounding is easy to get wrong. */
@@ -162,6 +184,7 @@ int main(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check_precision(&cases[i], TRC_FP32);
     if (cases[i].heads > 1) check_precision(&cases[i], TRC_BF16);
+    check_rounded(&cases[i]);
   }
   check_bf16_rounding();
   return test_failures != 0;
