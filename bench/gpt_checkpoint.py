@@ -3,7 +3,8 @@
 bench/gpt_ab.sh (examples/gpt.nn at vocabulary 8192, context 128, width
 256, 4 layers, batch 8, no dropout), the same random tokens, AdamW, clip 1.
 
-trainc (with and without the chunked loss head, --loss-head whole):
+trainc (with and without the chunked loss head, --loss-head whole; and with
+--compress bf16, activations stored and GEMMs recomputed in bf16):
   off         everything the backward pass reads is stored
   all         every stage boundary only
   budget@X    the least predicted overhead whose stored activations are at
@@ -23,7 +24,7 @@ step        the median step time of a run (trainc: from --log-every 1's
             examples_per_s; PyTorch: perf_counter around each step, the first
             3 left out), the median over the runs
 overhead    against the same side's own no-checkpoint step (trainc: `off`
-            with the same loss head; PyTorch: none); `predicted` is the
+            with the same loss head, in f32 for the bf16 plans too; PyTorch: none); `predicted` is the
             plan's recompute time over its forward + backward
 
 PyTorch's environment is tuned first as bench/torch_compare.py does (its
@@ -210,9 +211,10 @@ def main():
 
     whole = ["--loss-head", "whole"]
     off_whole = plan(trainc, nn, whole)
+    bf16 = ["--compress", "bf16"]
     plans = [("off, whole head", whole + ["--policy", "off"]), ("off", ["--policy", "off"]),
-             ("all", ["--policy", "all"])]
-    for head_name, head in (("", []), (", whole head", whole)):
+             ("all", ["--policy", "all"]), ("off, bf16", bf16 + ["--policy", "off"])]
+    for head_name, head in (("", []), (", whole head", whole), (", bf16", bf16)):
         top = plan(trainc, nn, head)["total"]
         for what, target in (("PyTorch per-block's stored", torch_block),
                              ("half of off (whole head)'s stored", off_whole["stored"] // 2)):

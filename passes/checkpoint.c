@@ -963,7 +963,10 @@ typedef struct {
   double seconds;
 } Candidate;
 
-enum { LADDER = 12 };
+/* The ladder: LADDER + 1 budgets from the least model peak of the fixed
+ * policies to the largest, and BELOW more under the least, half a step
+ * apart (SELECT stages may store less than any fixed policy). */
+enum { LADDER = 12, BELOW = 4, RUNGS = LADDER + 1 + BELOW };
 
 /* Builds the plan of these modes as a candidate, unless one has them already
  * (the ladder's optima often repeat a fixed policy or each other). */
@@ -977,31 +980,39 @@ static void add_candidate(Plan *pl, const Graph *g, const bool *live, const Stag
   (*n)++;
 }
 
-/* The stage model's optima at the budgets lo + i * step, i = 0..LADDER: each
+/* The stage model's optima at the RUNGS budgets of ladder_budget: each
  * solve is independent of the others, so they run on the machine's cores
  * (the largest part of planning a long model); the results, kept by index,
  * do not depend on how many run at once. */
 typedef struct {
   const StageModel *sm;
-  uint64_t lo, step;
-  StageMode *modes[LADDER + 1];
-  bool found[LADDER + 1];
+  uint64_t lo, hi;
+  StageMode *modes[RUNGS];
+  bool found[RUNGS];
   atomic_int next; /* the next budget a solver takes */
 } Ladder;
 
+/* Budget i of the ladder: lo + i step for i <= LADDER (step = (hi - lo) /
+ * LADDER), then lo - (i - LADDER) step / 2 (none below 0). */
+static uint64_t ladder_budget(const Ladder *l, int i) {
+  uint64_t step = (l->hi - l->lo) / LADDER, under = (uint64_t)(i - LADDER) * step / 2;
+  if (i <= LADDER) return l->lo + step * (uint64_t)i;
+  return l->lo > under ? l->lo - under : 0;
+}
+
 static void *ladder_solver(void *arg) {
   Ladder *l = arg;
-  for (int i; (i = atomic_fetch_add(&l->next, 1)) <= LADDER;) {
+  for (int i; (i = atomic_fetch_add(&l->next, 1)) < RUNGS;) {
     l->modes[i] = xmalloc((size_t)(l->sm->n + 1) * sizeof *l->modes[i]);
-    l->found[i] = stage_model_solve(l->sm, l->lo + l->step * (uint64_t)i, l->modes[i]);
+    l->found[i] = stage_model_solve(l->sm, ladder_budget(l, i), l->modes[i]);
   }
   return NULL;
 }
 
 static void solve_ladder(Ladder *l) {
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int helpers = cpus > LADDER + 1 ? LADDER : cpus > 1 ? (int)cpus - 1 : 0;
-  pthread_t thread[LADDER];
+  int helpers = cpus > RUNGS ? RUNGS - 1 : cpus > 1 ? (int)cpus - 1 : 0;
+  pthread_t thread[RUNGS - 1];
   int started = 0;
   atomic_init(&l->next, 0);
   while (started < helpers && pthread_create(&thread[started], NULL, ladder_solver, l) == 0)
@@ -1031,7 +1042,7 @@ static void add_candidates(Plan *pl, const Graph *g, const bool *live, const Sta
 
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate *c = xcalloc(2 * (2 * LADDER + 10), sizeof *c);
+  Candidate *c = xcalloc(3 * RUNGS + 14, sizeof *c); /* 12 fixed, all-SELECT, 3 per rung */
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
   CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
   *count = 0;
@@ -1045,23 +1056,22 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   }
   for (int s = 1; s <= n; s++) modes[s] = STAGE_SELECT;
   add_candidate(pl, g, live, modes, c, count);
-  /* The model's optimum at LADDER + 1 budgets spread from the least model
-   * peak of the fixed policies to off's. */
+  /* The model's optimum at the ladder's budgets. */
   uint64_t lo = UINT64_MAX, hi = 0;
   for (int i = 0; i < *count; i++) {
     uint64_t p = stage_model_peak(&pl->model, c[i].modes);
     if (p < lo) lo = p;
     if (p > hi) hi = p;
   }
-  Ladder ladder = {.sm = &pl->model, .lo = lo, .step = (hi - lo) / LADDER};
+  Ladder ladder = {.sm = &pl->model, .lo = lo, .hi = hi};
   solve_ladder(&ladder);
-  for (int i = 0; i <= LADDER; i++)
+  for (int i = 0; i < RUNGS; i++)
     if (ladder.found[i]) {
       add_candidates(pl, g, live, ladder.modes[i], c, count);
       modes_kept_as(pl, ladder.modes[i], STAGE_SELECT, modes);
       add_candidate(pl, g, live, modes, c, count);
     }
-  for (int i = 0; i <= LADDER; i++) free(ladder.modes[i]);
+  for (int i = 0; i < RUNGS; i++) free(ladder.modes[i]);
   free(modes);
   return c;
 }
