@@ -535,8 +535,8 @@ static bool auto_memory(const Options *o, uint64_t *bytes) {
   return false;
 }
 
-/* The checkpoint policy: --policy / --budget, else the train block's;
- * --compress. */
+/* The checkpoint policy: --policy / --budget, else the train block's; and
+ * --compress, else the train block's. */
 static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *spec) {
   *spec = g->train.checkpoint;
   if (o->budget) {
@@ -550,7 +550,12 @@ static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *sp
     usage_error("--policy takes " CHECKPOINT_FORMS ", not '%s'", o->policy);
     return false;
   }
-  spec->compress = o->compress_bf16;
+  spec->compress = o->compress ? o->compress_bf16 : g->train.checkpoint.compress;
+  if (spec->compress && is_cuda(o)) {
+    usage_error("%s", "the CUDA backends store no activations in bf16: the train block's `compress bf16` "
+                      "needs --compress none there");
+    return false;
+  }
   return true;
 }
 

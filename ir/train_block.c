@@ -201,7 +201,17 @@ static void lower_checkpoint(Lower *L, const Setting *st, CheckpointSpec *c) {
       !want_int_value(L, eval(L, &L->globals, st->items[1]), st->items[1]->loc,
                       policy == CKPT_EVERY ? "the period" : "the budget", 1, INT64_C(1) << 53, &n))
     return;
+  bool compress = c->compress; /* `compress` may come first */
   *c = checkpoint_spec(policy, (uint64_t)n);
+  c->compress = compress;
+}
+
+/* `compress bf16` or `compress none` (docs/planner.md, *Storing in bf16*). */
+static void lower_compress(Lower *L, const Setting *st, CheckpointSpec *c) {
+  if (!setting_arity(L, st, 1)) return;
+  const Expr *e = st->items[0];
+  if (is_word(e, "bf16") || is_word(e, "none")) c->compress = is_word(e, "bf16");
+  else diag_error(L->diag, e->loc, "compress is bf16 or none");
 }
 
 /* `sync parameters`, `sync parameters optimizer_state` or `sync gradients`. */
@@ -299,6 +309,7 @@ static void lower_setting(Lower *L, const Setting *st, TrainConfig *train) {
   else if (!strcmp(k, "schedule")) lower_schedule(L, st, t);
   else if (!strcmp(k, "eval")) lower_eval(L, st, t);
   else if (!strcmp(k, "checkpoint")) lower_checkpoint(L, st, &train->checkpoint);
+  else if (!strcmp(k, "compress")) lower_compress(L, st, &train->checkpoint);
   else if (!strcmp(k, "local_sgd")) setting_int(L, st, 1, big, &t->local_sgd);
   else if (!strcmp(k, "local_sgd_warmup")) setting_int(L, st, 0, big, &t->local_sgd_warmup);
   else if (!strcmp(k, "sync")) lower_sync(L, st, t);

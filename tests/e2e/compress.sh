@@ -14,7 +14,10 @@
 #    plan predicts no more time than without --compress (its candidates are
 #    a superset); on examples/deep_mlp.nn it recomputes nothing there, while
 #    without --compress the same budget recomputes;
-#  - a bad --compress value, and bf16 storage on a CUDA backend, are errors.
+#  - the train block's `compress bf16` does what the flag does, and
+#    --compress none overrides it;
+#  - a bad --compress value, and bf16 storage on a CUDA backend (flag or
+#    train block), are errors.
 # usage: compress.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
 #   DATA: fashion or random, as tests/e2e/checkpoint.sh
 set -euo pipefail
@@ -113,6 +116,20 @@ expect_error() { # what pattern command...
   grep -q -- "$pattern" "$work/err.out" || { flunk "$what: unexpected message"; cat "$work/err.out"; }
 }
 model=${1%=*}
+# the train block's setting, before its checkpoint setting or after
+for where in first last; do
+  if [[ $where == first ]]; then sed 's/^train {/train {\n  compress bf16/' "$model" >"$work/in_block.nn"
+  else sed 's/^train {/train {\n  checkpoint off/; /^train {/,/^}/ s/^}$/  compress bf16\n}/' "$model" >"$work/in_block.nn"; fi
+  [[ $("$trainc" plan "$work/in_block.nn" --policy off --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["compress"])') == bf16 ]] ||
+    flunk "the train block's compress bf16 ($where) is not planned"
+  [[ $(plan_figure "$work/in_block.nn" stored --policy off) == $(plan_figure "$model" stored --policy off --compress bf16) ]] ||
+    flunk "the train block's compress bf16 ($where) stores other bytes than --compress bf16"
+done
+[[ $(plan_figure "$work/in_block.nn" packed --compress none) == 0 ]] || flunk "--compress none does not override the train block"
+expect_error "the train block's compress with CUDA" "the train block's .compress bf16. needs --compress none" \
+  "$trainc" emit "$work/in_block.nn" --backend cuda -o "$work/cuda.cu"
+"$trainc" emit "$work/in_block.nn" --backend cuda --compress none -o "$work/cuda.cu" >/dev/null ||
+  flunk "--compress none does not let the CUDA backend build a model whose train block says compress bf16"
 expect_error "--compress fp8" "--compress takes bf16 or none, not 'fp8'" "$trainc" plan "$model" --compress fp8
 expect_error "CUDA with bf16 storage" "the CUDA backends store no activations in bf16" \
   "$trainc" build "$model" --backend cuda-emulate --compress bf16 -o "$work/cuda"
