@@ -574,9 +574,9 @@ static PlanFormat plan_format(const Options *o) {
   return PLAN_TABLE;
 }
 
-static int sweep(const Graph *g, const MachineProfile *m, const Options *o) {
+static int sweep(const Graph *g, const MachineProfile *m, bool compress, const Options *o) {
   int n;
-  SweepPoint *pts = plan_sweep(g, m, &n);
+  SweepPoint *pts = plan_sweep(g, m, compress, &n);
   sweep_print(stdout, pts, n);
   int rc = 0;
   if (o->svg) {
@@ -611,7 +611,7 @@ static int plan_and_generate(Compilation *c, const Options *o) {
   if (!checkpoint_spec(o, c->graph, &spec)) return 2;
   if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
   if (!machine_profile(o, &m)) return 1;
-  if (o->sweep) return sweep(c->graph, &m, o);
+  if (o->sweep) return sweep(c->graph, &m, spec.compress, o);
   CompileOptions co = compile_options(o);
   if (!compile_program(c, spec, &m, &co, &diag)) return 1;
   const Program *p = c->plan->program;

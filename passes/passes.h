@@ -293,7 +293,8 @@ typedef struct {
   double overhead; /* predicted recompute time / (forward + backward) */
   bool fits;
 } SweepPoint;
-SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, int *count);
+/* compress: under --compress bf16 (CheckpointSpec.compress). */
+SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, int *count);
 void sweep_print(FILE *out, const SweepPoint *pts, int n);
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
 
