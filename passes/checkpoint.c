@@ -661,7 +661,8 @@ static bool search_stages(const StageModel *sm, uint64_t budget, StageMode *mode
  * segment_peak gives such runs (a group's inner peak is its stages' kept
  * values rebuilt in turn, as in a dropped run; every boundary counted as
  * stored: free_bytes 0), so a coarse plan's peak is never below the fine
- * plan it stands for: what fits there fits here. The search's cost then no longer grows with n. */
+ * plan it stands for: what fits there fits here. The search's cost then no
+ * longer grows with n. */
 enum { MAX_SEARCH_STAGES = 1024 };
 
 static StageModel coarsen(const StageModel *sm, int g) {
