@@ -8,13 +8,14 @@ gradient_checkpointing) and its batch grows while its peak RSS stays within
 the size. Both sides: examples/gpt124m.nn at T = 1024 without dropout,
 random tokens, AdamW, clip 1, 2 threads; PyTorch with glibc malloc kept from
 trimming and mmapping and OMP_WAIT_POLICY=active (bench/gpt_checkpoint.py's
-tuning on the small GPT picked it).
+tuning on the small GPT picked it). --compress: trainc also with
+--compress bf16 (activations stored and GEMMs recomputed in bf16).
 
 peak RSS   /usr/bin/time's maximum resident set size of the whole process
 step       the median of the steps after the first (trainc: its log's
            examples_per_s; PyTorch: perf_counter around each step)
 
-usage: /opt/trainc-peers/bin/python bench/gpt124m_memory.py TRAINC WORKDIR [--memory GIB] [--steps N] [--max-batch N] [--force]
+usage: /opt/trainc-peers/bin/python bench/gpt124m_memory.py TRAINC WORKDIR [--memory GIB] [--steps N] [--max-batch N] [--force] [--compress]
        ... --torch-worker BATCH WEIGHTS DATADIR STEPS    (one PyTorch run; prints JSON)
 """
 import argparse
@@ -51,16 +52,16 @@ def timed(cmd, env):
 
 # ---- trainc ----
 
-def trainc_fits(trainc, nn, memory):
-    return subprocess.run([trainc, "plan", nn, "--budget", str(memory)], capture_output=True).returncode == 0
+def trainc_fits(trainc, nn, memory, flags):
+    return subprocess.run([trainc, "plan", nn, "--budget", str(memory)] + flags, capture_output=True).returncode == 0
 
 
-def trainc_run(trainc, work, batch, memory, data, steps):
+def trainc_run(trainc, work, batch, memory, data, steps, flags):
     nn = model_file(work, batch)
-    binary = os.path.join(work, f"trainc_b{batch}")
-    subprocess.run([trainc, "build", nn, "--budget", str(memory), "-o", binary], check=True,
+    binary = os.path.join(work, f"trainc_b{batch}{''.join(flags)}")
+    subprocess.run([trainc, "build", nn, "--budget", str(memory), "-o", binary] + flags, check=True,
                    stdout=subprocess.DEVNULL)
-    plan = json.loads(subprocess.run([trainc, "plan", nn, "--budget", str(memory), "--format", "json"],
+    plan = json.loads(subprocess.run([trainc, "plan", nn, "--budget", str(memory), "--format", "json"] + flags,
                                      capture_output=True, text=True, check=True).stdout)
     log = binary + ".jsonl"
     _, rss = timed([binary, "--data", data, "--steps", str(steps), "--threads", "2", "--log-every", "1", "--log",
@@ -117,6 +118,7 @@ def main():
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--max-batch", type=int, default=8)
     ap.add_argument("--force", action="store_true")
+    ap.add_argument("--compress", action="store_true", help="also trainc with --compress bf16")
     args = ap.parse_args()
     work = os.path.abspath(args.work)
     os.makedirs(work, exist_ok=True)
@@ -136,11 +138,12 @@ def main():
     if load >= 0.5 and not args.force:
         sys.exit(f"the machine is not quiet (load average {load}); --force runs anyway")
     print(f"load average before: {open('/proc/loadavg').read().split()[:3]}" + (" (--force)" if args.force else ""))
-    fitting = [b for b in range(1, args.max_batch + 1) if trainc_fits(trainc, model_file(work, b), memory)]
     results = []
-    if fitting:
-        b = max(fitting)
-        results.append(("trainc", b, trainc_run(trainc, work, b, memory, data, args.steps)))
+    for side, flags in [("trainc", [])] + ([("trainc --compress bf16", ["--compress", "bf16"])] if args.compress else []):
+        fitting = [b for b in range(1, args.max_batch + 1) if trainc_fits(trainc, model_file(work, b), memory, flags)]
+        if fitting:
+            b = max(fitting)
+            results.append((side, b, trainc_run(trainc, work, b, memory, data, args.steps, flags)))
     best = None
     for b in range(1, args.max_batch + 1):
         r = torch_run(b, weights, data, args.steps)
@@ -153,12 +156,12 @@ def main():
         results.append(("PyTorch per-block", best[0], best[1]))
     print(f"load average after: {open('/proc/loadavg').read().split()[:3]}")
     print(f"memory {args.memory:g} GiB; GPT-2 124M, T = {T}; PyTorch {__import__('torch').__version__}")
-    print(f"{'side':20s} {'batch':>5s} {'peak RSS GiB':>12s} {'step s':>8s} {'tokens/s':>9s} {'tokens/s/GiB':>12s}")
+    print(f"{'side':22s} {'batch':>5s} {'peak RSS GiB':>12s} {'step s':>8s} {'tokens/s':>9s} {'tokens/s/GiB':>12s}")
     for side, b, r in results:
         tps = b * T / r["step"]
         extra = (f"  (planned {r['planned'] / GIB:.2f} GiB, predicted overhead {100 * r['predicted']:+.1f}%)"
                  if "planned" in r else "")
-        print(f"{side:20s} {b:5d} {r['rss'] / GIB:12.2f} {r['step']:8.2f} {tps:9.0f} {tps / (r['rss'] / GIB):12.0f}"
+        print(f"{side:22s} {b:5d} {r['rss'] / GIB:12.2f} {r['step']:8.2f} {tps:9.0f} {tps / (r['rss'] / GIB):12.0f}"
               + extra)
 
 
