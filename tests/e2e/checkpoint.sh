@@ -21,17 +21,7 @@ mkdir -p "$work"
 PY=/usr/bin/python3
 fail=0
 
-data_dir() { # kind model
-  case $1 in
-  random) # 64 random rows of every input (index inputs below their limit)
-    local rows=$work/random_$(basename "$2" .nn)
-    "$trainc" emit "$2" -o "$rows.c" >/dev/null &&
-      "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 && echo "$rows" ;;
-  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
-  kjv) [[ -d $work/kjv ]] || "$src/scripts/fetch-kjv" "$work/kjv" 32 >/dev/null; echo "$work/kjv/train" ;;
-  pairs) [[ -d $work/pairs ]] || "$PY" "$src/scripts/make-pair-data" "$work/pairs" >/dev/null; echo "$work/pairs/train" ;;
-  esac
-}
+source "$src/tests/e2e/run_data.sh"
 
 total_peak() { "$trainc" plan "$1" --policy "$2" --format json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["peak"]["total"])'; }
 
@@ -64,10 +54,7 @@ for arg in "$@"; do
       echo "FAIL: $name: policy '$policy' trains to different weights than off"
       fail=1
     fi
-    read -r planned measured < <("$PY" -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
-print(r["arena_planned"], r["arena_high_water"])' "$bin.jsonl")
+    read -r planned measured < <(arena_of "$bin.jsonl")
     if [[ "$planned" != "$measured" ]]; then
       echo "FAIL: $name: policy '$policy' planned $planned bytes, measured high-water mark $measured"
       fail=1

@@ -29,15 +29,7 @@ cflags=(--cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror")
 fail=0
 flunk() { echo "FAIL: $*"; fail=1; }
 
-data_dir() { # kind model
-  case $1 in
-  random)
-    local rows=$work/random_$(basename "$2" .nn)
-    "$trainc" emit "$2" -o "$rows.c" >/dev/null &&
-      "$PY" "$src/tests/e2e/random_data.py" "$rows.c" "$rows" 64 && echo "$rows" ;;
-  fashion) "$src/scripts/fetch-fashion-mnist" "$work/fashion" >/dev/null && echo "$work/fashion/train" ;;
-  esac
-}
+source "$src/tests/e2e/run_data.sh"
 
 # plan_figure MODEL FIELD ARGS...: a figure of the JSON plan.
 plan_figure() {
@@ -70,10 +62,7 @@ for arg in "$@"; do
     bin=$work/${name}_${policy// /_}
     "$trainc" build "$model" --policy "$policy" --compress bf16 -o "$bin" "${cflags[@]}" >/dev/null
     "$bin" --data "$data" --steps 4 --quiet --save "$bin.safetensors" --log "$bin.jsonl"
-    read -r planned measured < <("$PY" -c '
-import json, sys
-r = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
-print(r["arena_planned"], r["arena_high_water"])' "$bin.jsonl")
+    read -r planned measured < <(arena_of "$bin.jsonl")
     [[ $planned == "$measured" ]] ||
       flunk "$name: '$policy' with bf16 storage planned $planned bytes, measured high-water mark $measured"
     echo "$name, $policy, compress bf16: arena planned = measured = $planned bytes"
