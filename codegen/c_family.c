@@ -562,6 +562,8 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   print_safe_path(out, g->source_path);
   fprintf(out, "\",\n    .batch = %lld,\n    .arena_bytes = %llu,\n", (long long)g->train.batch,
           (unsigned long long)p->arena_bytes);
+  fprintf(out, "    .bf16_operand_bytes = %llu, .rounded_operand_bytes = %llu,\n",
+          (unsigned long long)p->bf16_operand_bytes, (unsigned long long)p->rounded_operand_bytes);
   fprintf(out, "    .param_offset = %llu, .param_count = %llu, .grad_offset = %llu,\n",
           (unsigned long long)p->param_offset, (unsigned long long)(p->param_bytes / 4),
           (unsigned long long)p->grad_offset);

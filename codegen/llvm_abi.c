@@ -21,7 +21,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
       X(index_limit, I64)
 #define MODEL_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
-  X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(param_offset, I64) X(param_count, I64)        \
+  X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(bf16_operand_bytes, I64)                   \
+      X(rounded_operand_bytes, I64) X(param_offset, I64) X(param_count, I64)        \
       X(grad_offset, I64) X(trained_count, I64) X(allow_missing, PTR) X(allow_unexpected, PTR)    \
           X(n_params, I32) X(params, PTR) X(n_inputs, I32) X(inputs, PTR)          \
           X(loss_offset, I64) X(loss_seed_offset, I64) X(loss_kind, I32) X(has_predict, I32)       \
@@ -255,6 +256,8 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_source] = cstring(g, gr->source_path),
       [MODEL_batch] = i64c(g, gr->train.batch),
       [MODEL_arena_bytes] = u64c(g, p->arena_bytes),
+      [MODEL_bf16_operand_bytes] = u64c(g, p->bf16_operand_bytes),
+      [MODEL_rounded_operand_bytes] = u64c(g, p->rounded_operand_bytes),
       [MODEL_param_offset] = u64c(g, p->param_offset),
       [MODEL_param_count] = u64c(g, p->param_bytes / 4),
       [MODEL_grad_offset] = u64c(g, p->grad_offset),

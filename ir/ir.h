@@ -284,6 +284,16 @@ void head_dims(const Graph *g, const Node *n, HeadDims *h);
  * (the loss head's chunk of logits); 0 for every other node. */
 uint64_t node_scratch_bytes(const Graph *g, const Node *n);
 
+/* The bytes a library call's GEMMs round their operands into when they run
+ * with bf16 operands (precision bf16, or a `rounded` GEMM): the largest of
+ * its calls' A and B copies, each padded to BF16_COPY_ALIGN bytes, as the
+ * runtime's bf16 GEMM lays them out in its one operand buffer
+ * (runtime/kernels/gemm_bf16.c). weights_copied: a parameter operand of a
+ * one-matrix call is read from the parameters' own bf16 copy (precision
+ * bf16) and takes none. 0 for every node without a GEMM. */
+#define BF16_COPY_ALIGN 64
+uint64_t node_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_copied);
+
 /* GEMM, CONV and CALL nodes: a library call, no loop nest. */
 bool op_calls_library(OpKind op);
 

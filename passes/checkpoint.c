@@ -47,16 +47,16 @@ static bool is_heavy(const Graph *g, const Node *n) {
 
 static bool computed(const Graph *g, const bool *live, int v) { return live[v] && !is_leaf(&g->nodes[v]); }
 
-/* Whether the plan's copy of forward node n rounds its GEMM's operands to
- * bf16 (Node.rounded): under --compress bf16, every GEMM it recomputes. */
-static bool recomputed_rounded(const CheckpointSpec *spec, const Node *n) {
-  return spec->compress && op_info(n->op)->op_class == OPC_GEMM;
+/* Whether a plan's copy of forward node n rounds its GEMM's operands to
+ * bf16 (Node.rounded): every GEMM it recomputes, when the plan rounds. */
+static bool recomputed_rounded(bool rounds, const Node *n) {
+  return rounds && op_info(n->op)->op_class == OPC_GEMM;
 }
 
 /* Predicted seconds of recomputing forward node n. */
 static double recompute_seconds(const Plan *pl, const Graph *g, const Node *n) {
   Node copy = *n;
-  copy.rounded = recomputed_rounded(&pl->spec, n);
+  copy.rounded = recomputed_rounded(pl->rounded, n);
   return node_seconds(g, &copy, &pl->profile);
 }
 
@@ -745,7 +745,7 @@ bool stage_model_solve(const StageModel *sm, uint64_t budget, StageMode *modes) 
 typedef struct {
   const Graph *g;
   Graph *out;
-  const CheckpointSpec *spec;
+  bool rounded; /* Plan.rounded */
   const bool *recompute, *packed;
   int *pack;  /* per forward id: its to_bf16 node in `out` when packed, -1 */
   int *clone; /* per forward id: its recomputed (or widened) copy in `out`, -1 */
@@ -776,7 +776,7 @@ static int push_clone(Weaver *w, int v) {
     for (int k = 0; k < c.nin; k++)
       if (remade(w, c.in[k])) c.in[k] = w->clone[c.in[k]];
     c.pin = PIN_NONE;
-    c.rounded = recomputed_rounded(w->spec, src);
+    c.rounded = recomputed_rounded(w->rounded, src);
     id = graph_push(w->out, &c);
   }
   w->out->nodes[id].recompute_of = v;
@@ -825,9 +825,9 @@ static void weave_forward(Weaver *w, int *map) {
   w->out->n_forward = w->out->n;
 }
 
-static Graph *weave_recompute(const Graph *g, const CheckpointSpec *spec, const bool *recompute,
+static Graph *weave_recompute(const Graph *g, bool rounded, const bool *recompute,
                               const bool *packed) {
-  Weaver w = {.g = g, .out = graph_copy_header(g), .spec = spec, .recompute = recompute, .packed = packed};
+  Weaver w = {.g = g, .out = graph_copy_header(g), .rounded = rounded, .recompute = recompute, .packed = packed};
   w.clone = xmalloc((size_t)g->n_forward * sizeof *w.clone);
   w.pack = xmalloc((size_t)g->n_forward * sizeof *w.pack);
   w.stack = xmalloc((size_t)g->n_forward * sizeof *w.stack);
@@ -922,12 +922,14 @@ static void predict_times(Plan *pl) {
 static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   program_free(pl->program);
   graph_free(pl->graph);
-  pl->graph = weave_recompute(g, &pl->spec, pl->recompute, pl->packed);
+  pl->graph = weave_recompute(g, pl->rounded, pl->recompute, pl->packed);
   pl->graph->train.checkpoint = pl->spec;
   pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
-  pl->bf16_bytes = g->train.run.precision == TRC_BF16 ? pl->program->param_bytes / 2 : 0;
-  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes + pl->bf16_bytes;
+  bool bf16 = g->train.run.precision == TRC_BF16;
+  pl->bf16_bytes = bf16 ? pl->program->param_bytes / 2 : 0;
+  pl->operand_bytes = bf16 ? pl->program->bf16_operand_bytes : pl->program->rounded_operand_bytes;
+  pl->peak_bytes = pl->program->arena_bytes + pl->optimizer_bytes + pl->bf16_bytes + pl->operand_bytes;
   predict_times(pl);
 }
 
@@ -957,9 +959,11 @@ static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t ev
   if (policy == CKPT_SQRT) modes_every(modes, n, sqrt_period(n));
 }
 
-/* A plan the budget search may pick: stage modes and their true figures. */
+/* A plan the budget search may pick: stage modes, whether its recomputed
+ * GEMMs round (Plan.rounded), and their true figures. */
 typedef struct {
   StageMode *modes;
+  bool rounded;
   uint64_t peak;
   double seconds;
 } Candidate;
@@ -970,15 +974,22 @@ typedef struct {
 enum { LADDER = 12, BELOW = 4, RUNGS = LADDER + 1 + BELOW };
 
 /* Builds the plan of these modes as a candidate, unless one has them already
- * (the ladder's optima often repeat a fixed policy or each other). */
+ * (the ladder's optima often repeat a fixed policy or each other). Under
+ * --compress bf16 its recomputed GEMMs round their operands, which is
+ * faster but takes a buffer for them: when it does (fp32 runs), the same
+ * plan with fp32 GEMMs is a candidate too, so that a budget never gets a
+ * worse plan with --compress bf16 than without. */
 static void add_candidate(Plan *pl, const Graph *g, const bool *live, const StageMode *modes, Candidate *c, int *n) {
   size_t bytes = (size_t)(pl->model.n + 1) * sizeof *modes;
   for (int i = 0; i < *n; i++) /* stages count from 1 */
     if (memcmp(c[i].modes + 1, modes + 1, bytes - sizeof *modes) == 0) return;
-  apply_modes(pl, g, live, modes, &candidate);
-  c[*n] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .peak = pl->peak_bytes,
-                      .seconds = pl->recompute_seconds};
-  (*n)++;
+  for (int rounds = pl->spec.compress; rounds >= 0; rounds--) {
+    pl->rounded = rounds;
+    apply_modes(pl, g, live, modes, &candidate);
+    c[(*n)++] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .rounded = rounds,
+                            .peak = pl->peak_bytes, .seconds = pl->recompute_seconds};
+    if (pl->program->rounded_operand_bytes == 0 || g->train.run.precision == TRC_BF16) break;
+  }
 }
 
 /* The stage model's optima at the RUNGS budgets of ladder_budget: each
@@ -1043,7 +1054,8 @@ static void add_candidates(Plan *pl, const Graph *g, const bool *live, const Sta
 
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
-  Candidate *c = xcalloc(3 * RUNGS + 14, sizeof *c); /* 12 fixed, all-SELECT, 3 per rung */
+  /* 12 fixed, all-SELECT, 3 per rung; each twice under --compress bf16 */
+  Candidate *c = xcalloc(2 * (3 * RUNGS + 14), sizeof *c);
   StageMode *modes = xmalloc((size_t)(n + 1) * sizeof *modes);
   CheckpointPolicy fixed[] = {CKPT_OFF, CKPT_ALL, CKPT_SQRT};
   *count = 0;
@@ -1092,6 +1104,7 @@ static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t b
       best = i;
   }
   bool ok = c[best].peak <= budget;
+  pl->rounded = c[best].rounded;
   apply_modes(pl, g, live, c[best].modes, ok ? &pl->build : &candidate);
   for (int i = 0; i < n; i++) free(c[i].modes);
   free(c);
@@ -1102,6 +1115,7 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
                       const ProgramOptions *o) {
   Plan *pl = xcalloc(1, sizeof *pl);
   pl->spec = spec;
+  pl->rounded = spec.compress;
   pl->build = o ? *o : (ProgramOptions){.last = PASS_BUCKETS, .dump = PASS_NONE};
   pl->profile = *m;
   pl->n_forward = g->n_forward;

@@ -63,18 +63,23 @@ typedef struct {
   uint64_t offset, size; /* relative to the activation region */
 } Interval;
 
+/* The node of step s of forward ++ backward. */
+static int step_node(const Program *p, int s) {
+  return s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+}
+
 /* Lifetimes over the step sequence forward ++ backward. */
 static Interval *lifetimes(const Program *p, int *count) {
   const Graph *g = p->g;
   int steps = p->n_forward + p->n_backward;
   int *pos = xmalloc((size_t)g->n * sizeof *pos);
   for (int i = 0; i < g->n; i++) pos[i] = -1;
-  for (int s = 0; s < steps; s++) pos[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]] = s;
+  for (int s = 0; s < steps; s++) pos[step_node(p, s)] = s;
   Interval *iv = xcalloc(2 * (size_t)steps + 1, sizeof *iv); /* a value and a scratch a step */
   int *slot = xmalloc((size_t)g->n * sizeof *slot);
   int n = 0;
   for (int s = 0; s < steps; s++) {
-    int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    int id = step_node(p, s);
     slot[id] = -1;
     if (g->nodes[id].grad_of_param >= 0) continue; /* lives in its gradient slot */
     slot[id] = n;
@@ -84,7 +89,7 @@ static Interval *lifetimes(const Program *p, int *count) {
       iv[n++] = (Interval){.node = id, .scratch = true, .start = s, .end = s, .size = align_up(scratch)};
   }
   for (int s = 0; s < steps; s++) {
-    const Node *nd = &g->nodes[s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward]];
+    const Node *nd = &g->nodes[step_node(p, s)];
     for (int k = 0; k < nd->nin; k++) {
       int src = p->storage_root[nd->in[k]]; /* a view keeps its source alive */
       if (pos[src] >= 0 && slot[src] >= 0) iv[slot[src]].end = s;
@@ -247,6 +252,20 @@ static uint64_t stored_bytes(const Interval *iv, int n, int n_forward) {
   return bytes;
 }
 
+/* Program.bf16_operand_bytes and rounded_operand_bytes: the largest of its
+ * steps' GEMMs. */
+static void plan_operand_copies(Program *p) {
+  const Graph *g = p->g;
+  p->bf16_operand_bytes = p->rounded_operand_bytes = 0;
+  for (int s = 0; s < p->n_forward + p->n_backward; s++) {
+    const Node *n = &g->nodes[step_node(p, s)];
+    uint64_t all = node_bf16_operand_bytes(g, n, true);
+    if (all > p->bf16_operand_bytes) p->bf16_operand_bytes = all;
+    uint64_t rounded = n->rounded ? node_bf16_operand_bytes(g, n, false) : 0;
+    if (rounded > p->rounded_operand_bytes) p->rounded_operand_bytes = rounded;
+  }
+}
+
 void program_plan_memory(Program *p) {
   const Graph *g = p->g;
   int n;
@@ -271,4 +290,5 @@ void program_plan_memory(Program *p) {
       p->offset[i] = p->offset[g->nodes[i].in[0]] + view_offset(g, &g->nodes[i]);
   }
   p->arena_bytes = p->activation_offset + p->activation_bytes;
+  plan_operand_copies(p);
 }

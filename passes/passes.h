@@ -72,6 +72,11 @@ typedef struct {
   uint64_t activation_offset, activation_bytes; /* peak of the planned workspace */
   uint64_t stored_bytes;     /* activations forward() leaves alive for backward() */
   uint64_t arena_bytes;      /* the planned peak: the arena's high-water mark */
+  /* The runtime's one buffer of GEMM operands rounded to bf16, outside the
+   * arena (node_bf16_operand_bytes: its largest GEMM's): under precision
+   * bf16, for every GEMM (parameters read from their bf16 copy); otherwise
+   * for the `rounded` ones (--compress bf16's recomputed GEMMs). */
+  uint64_t bf16_operand_bytes, rounded_operand_bytes;
   GradBucket *buckets;       /* in the order backward finishes them, roughly: */
   int n_buckets;             /* from the end of the region to its start */
 } Program;
@@ -255,6 +260,9 @@ typedef struct Plan {
   bool *cheap;             /* per forward id: recomputed when its stage is SELECT */
   bool *packable;          /* per forward id: stored in bf16 when its stage is BF16 */
   bool *packed;            /* per forward id: stored in bf16 (decided) */
+  bool rounded;            /* recomputed GEMMs round their operands to bf16
+                              (Node.rounded): under --compress bf16, unless the
+                              budget left no room for their operand buffer */
   StageModel model;
   StageMode *modes;        /* per stage, 1..model.n */
   Graph *graph;            /* the source graph with recompute nodes woven into backward */
@@ -264,7 +272,11 @@ typedef struct Plan {
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */
   uint64_t bf16_bytes;     /* precision bf16: the parameters' bf16 copy the GEMMs read */
-  uint64_t peak_bytes;     /* arena + optimizer state + bf16 copy: what the budget bounds */
+  uint64_t operand_bytes;  /* the GEMM operands' bf16 buffer: the program's
+                              bf16_operand_bytes under precision bf16, else its
+                              rounded_operand_bytes */
+  uint64_t peak_bytes;     /* arena + optimizer state + both bf16 buffers: what
+                              the budget bounds */
   double schedule_seconds; /* of the time planning took, what the schedules and
                               memory plans of its candidates took (--time-phases) */
 } Plan;

@@ -85,7 +85,7 @@ static bool listed(const Plan *pl, int v) {
 }
 
 typedef struct {
-  uint64_t params, grads, inputs, stored, workspace, optimizer, bf16, arena, total;
+  uint64_t params, grads, inputs, stored, workspace, optimizer, bf16, operands, arena, total;
 } PeakParts;
 
 static PeakParts peak_parts(const Plan *pl) {
@@ -98,6 +98,7 @@ static PeakParts peak_parts(const Plan *pl) {
       .workspace = p->activation_bytes - p->stored_bytes,
       .optimizer = pl->optimizer_bytes,
       .bf16 = pl->bf16_bytes,
+      .operands = pl->operand_bytes,
       .arena = p->arena_bytes,
       .total = pl->peak_bytes,
   };
@@ -148,6 +149,8 @@ static void print_table(FILE *out, const Plan *pl) {
           checkpoint_spec_str(&pl->spec, spec));
   if (pl->spec.policy == CKPT_AUTO) fprintf(out, " (memory %s)", format_bytes(pl->spec.budget, b));
   if (pl->spec.compress) fputs(", compress bf16", out);
+  if (pl->spec.compress && !pl->rounded)
+    fputs(" (recomputed GEMMs in fp32: no room for their bf16 operands)", out);
   fprintf(out, ": %d stages\n\n", pl->model.n);
   fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s  %s\n", "stage", "value", "op", "line", "shape", "bytes", "decision");
   for (int v = 0; v < pl->n_forward; v++) {
@@ -168,6 +171,7 @@ static void print_table(FILE *out, const Plan *pl) {
       {"inputs", pp.inputs, false},           {"stored activations", pp.stored, false},
       {"backward workspace", pp.workspace, false}, {"arena (high-water mark)", pp.arena, false},
       {"optimizer state", pp.optimizer, false}, {"bf16 copy of parameters", pp.bf16, true},
+      {"bf16 GEMM operands", pp.operands, true},
       {"total peak", pp.total, false},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
@@ -231,10 +235,11 @@ static void print_json(FILE *out, const Plan *pl) {
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "
           "\"backward_workspace\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"bf16_parameters\": %llu, "
-          "\"total\": %llu},\n",
+          "\"bf16_operands\": %llu, \"total\": %llu},\n",
           (unsigned long long)pp.params, (unsigned long long)pp.grads, (unsigned long long)pp.inputs,
           (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.arena,
-          (unsigned long long)pp.optimizer, (unsigned long long)pp.bf16, (unsigned long long)pp.total);
+          (unsigned long long)pp.optimizer, (unsigned long long)pp.bf16, (unsigned long long)pp.operands,
+          (unsigned long long)pp.total);
   if (w->loss_head >= 0) {
     HeadDims h;
     head_dims(w, &w->nodes[w->loss_head], &h);

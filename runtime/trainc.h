@@ -350,6 +350,10 @@ typedef struct trc_model {
   const char *source;        /* the .nn path it was compiled from (for --help) */
   int64_t batch;             /* micro-batch B, compiled into every shape */
   uint64_t arena_bytes;
+  /* The one buffer outside the arena that GEMMs with bf16 operands round
+   * them into (kernels/gemm_bf16.c), as planned: under precision bf16, and
+   * under fp32 for the GEMMs --compress bf16 recomputes; 0: none. */
+  uint64_t bf16_operand_bytes, rounded_operand_bytes;
   uint64_t param_offset, param_count, grad_offset;
   uint64_t trained_count;    /* floats of the trained parameters: the gradient region */
   /* File name patterns ('*' wildcards, ',' between patterns; NULL: none) that

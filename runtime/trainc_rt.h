@@ -87,6 +87,13 @@ void trc_bf16_weights_changed(void);
 void trc_bf16_weights_update(uint64_t first, uint64_t count);
 /* Bytes of the copy (0 without one). */
 uint64_t trc_bf16_weights_bytes(void);
+/* The one buffer GEMMs round their operands into (gemm_bf16.c), reserved at
+ * the planned size (trc_model.bf16_operand_bytes or rounded_operand_bytes)
+ * before the first step; -1 when out of memory. Unreserved, it grows. */
+int trc_bf16_operands_reserve(uint64_t bytes, trc_error *err);
+void trc_bf16_operands_release(void);
+/* The most of it one GEMM has taken since the reservation. */
+uint64_t trc_bf16_operands_high_water(void);
 
 /* ---- array files: .npy and IDX, parsed from memory ---- */
 typedef enum { TRC_ELEM_U8, TRC_ELEM_I32, TRC_ELEM_I64, TRC_ELEM_F32 } trc_elem_type;

@@ -206,6 +206,31 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->rounded = n->rounded;
 }
 
+/* ----------------------------------------------------- bf16 operand copies */
+
+uint64_t bf16_copy_bytes(int64_t values) {
+  uint64_t bytes = (uint64_t)values * 2;
+  return (bytes + BF16_COPY_ALIGN - 1) / BF16_COPY_ALIGN * BF16_COPY_ALIGN;
+}
+
+/* Operand i's copy: none when it is a parameter that the parameters' bf16
+ * copy serves (the runtime reads it there for a one-matrix call only). */
+static uint64_t operand_copy_bytes(const Graph *g, const Node *n, int i, int64_t values,
+                                   bool one_matrix, bool weights_copied) {
+  if (weights_copied && one_matrix && in_node(g, n, i)->op == OP_PARAM) return 0;
+  return bf16_copy_bytes(values);
+}
+
+uint64_t node_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_copied) {
+  if (n->op == OP_LINEAR_CROSS_ENTROPY) return head_bf16_operand_bytes(g, n, weights_copied);
+  if (op_info(n->op)->op_class != OPC_GEMM) return 0;
+  GemmDims d;
+  gemm_dims(g, n, &d);
+  int64_t matrices = d.batch * d.heads;
+  return operand_copy_bytes(g, n, 0, matrices * d.m * d.k, matrices == 1, weights_copied) +
+         operand_copy_bytes(g, n, 1, matrices * d.k * d.n, matrices == 1, weights_copied);
+}
+
 /* ------------------------------------------------------------ convolutions */
 
 /* conv2d(x [N, C, H, W], w [O, C, k, k]) → [N, O, OH, OW] with attr.i[0] =

@@ -158,6 +158,9 @@ OpInfer infer_matmul, infer_bmm, infer_conv2d;
 OpFlops flops_matmul, flops_bmm, flops_conv2d;
 OpBackward bwd_matmul, bwd_bmm, bwd_conv2d;
 OpPrintAttrs print_transpose, print_conv;
+/* n values' bf16 copy as the bf16 GEMM's operand buffer holds it (ir.h,
+ * node_bf16_operand_bytes): 2 bytes each, padded to BF16_COPY_ALIGN. */
+uint64_t bf16_copy_bytes(int64_t values);
 
 /* rows.c */
 OpInfer infer_row_values, infer_cross_entropy;
@@ -176,6 +179,7 @@ OpFlops flops_linear_cross_entropy, flops_head_loss;
 OpBackward bwd_linear_cross_entropy, bwd_head_loss;
 OpKernel kernel_head_loss;
 OpPrintAttrs print_head;
+uint64_t head_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_copied);
 
 /* norm.c */
 OpInfer infer_layernorm, infer_layernorm_stats, infer_layernorm_grad_gamma;

@@ -132,12 +132,16 @@ void trc_log_best(trc_log *log, int64_t step, const trc_best *best) {
   end(log);
 }
 
-void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water) {
+void trc_log_memory(trc_log *log, int64_t step, const trc_memory_marks *m) {
   if (!logging(log)) return;
   log->group = "memory";
   log->step = step;
   if (log->f) fprintf(log->f, "{\"step\":%lld", (long long)step);
-  field(log, "arena_planned", (double)planned);
-  field(log, "arena_high_water", (double)high_water);
+  field(log, "arena_planned", (double)m->arena_planned);
+  field(log, "arena_high_water", (double)m->arena_high_water);
+  if (m->operands_planned) {
+    field(log, "bf16_operands_planned", (double)m->operands_planned);
+    field(log, "bf16_operands_high_water", (double)m->operands_high_water);
+  }
   end(log);
 }

@@ -69,7 +69,12 @@ int trc_log_open(trc_log *log, const char *path, int append, trc_error *err);
 void trc_log_close(trc_log *log);
 void trc_log_step(trc_log *log, const trc_step_record *r);
 void trc_log_eval(trc_log *log, int64_t step, double epoch, const trc_eval_result *r);
-void trc_log_memory(trc_log *log, int64_t step, uint64_t planned, uint64_t high_water);
+/* What was planned against the highest measured: the arena, and the bf16
+ * GEMMs' operand buffer (left out of the record when none was planned). */
+typedef struct {
+  uint64_t arena_planned, arena_high_water, operands_planned, operands_high_water;
+} trc_memory_marks;
+void trc_log_memory(trc_log *log, int64_t step, const trc_memory_marks *m);
 /* The per-class report of the last evaluation (nothing without a confusion
  * matrix), and which evaluation --load-best restored. */
 void trc_log_classes(trc_log *log, int64_t step, const trc_metrics *mt);

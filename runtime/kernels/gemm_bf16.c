@@ -11,10 +11,12 @@
  * (Also here, beside the rounding they share: trc_bf16_pack and
  * trc_bf16_unpack, activations stored in bf16.)
  * Primitives are cached per part shape (at most two shapes per GEMM);
- * scratch buffers grow to the largest GEMM once and are kept. Operands that
- * lie in the parameter region are not rounded per call: they are read from
- * the parameters' bf16 copy (trc_bf16_weights_*, trainc_rt.h), which holds
- * the same bytes the rounding would make. */
+ * oneDNN's scratchpads grow to the largest part once and are kept. The
+ * rounded operands go to one buffer whose size the compiler plans
+ * (trc_bf16_operands_reserve). Operands that lie in the parameter region
+ * are not rounded per call: they are read from the parameters' bf16 copy
+ * (trc_bf16_weights_*, trainc_rt.h), which holds the same bytes the
+ * rounding would make. */
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -44,11 +46,19 @@ static struct {
   dnnl_stream_t streams[TRC_MAX_THREADS]; /* one per slot (concurrent executions) */
   cached_matmul *cache;
   int cached, cache_cap;
-  uint16_t *a16, *b16;
-  size_t a16_cap, b16_cap;
   char *scratchpad; /* one oneDNN scratchpad per slot */
   size_t scratchpad_cap, slot_bytes;
 } dnn;
+
+/* The rounded operands of a GEMM: A's copy, then B's, each padded to ALIGN
+ * (as ir.h's node_bf16_operand_bytes counts them, BF16_COPY_ALIGN). Reserved
+ * at the planned size it never grows: a GEMM needing more is a compiler bug.
+ * Unreserved (a test, `trainc calibrate`) it grows to the largest GEMM. */
+static struct {
+  uint16_t *data;
+  size_t cap, high_water; /* high_water: the most one GEMM took */
+  int planned;
+} operands;
 
 /* The parameters' bf16 copy: copy[i] is params[i] rounded when current. */
 static struct {
@@ -74,8 +84,10 @@ static void check(dnnl_status_t status, const char *what) {
 
 enum { ALIGN = 64 }; /* a cache line: what oneDNN's buffers want */
 
+static size_t padded(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
+
 static void *grow(void *buf, size_t *cap, size_t bytes) {
-  bytes = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+  bytes = padded(bytes);
   if (bytes <= *cap) return buf;
   free(buf);
   buf = aligned_alloc(ALIGN, bytes);
@@ -310,16 +322,63 @@ typedef struct {
   int64_t stride[2], matrix_stride;
 } operand16;
 
-/* The bf16 copy of a stored rows x cols matrix at x (leading dimension ld),
- * when the GEMM has one matrix and it lies in the parameter region; NULL
- * otherwise. */
+/* Whether the parameters' copy holds a stored rows x cols matrix at x
+ * (leading dimension ld): the GEMM has one matrix and it lies in the
+ * parameter region. */
+static int in_weights_copy(const trc_gemm_job *j, const float *x, int64_t rows, int64_t cols,
+                           int64_t ld) {
+  if (!weights.copy || j->batch != 1 || x < weights.params) return 0;
+  uint64_t first = (uint64_t)(x - weights.params), span = (uint64_t)((rows - 1) * ld + cols);
+  return first <= weights.count && span <= weights.count - first;
+}
+
+/* The bf16 copy of that matrix, current; NULL when the copy has none. */
 static const uint16_t *weights_copy_of(const trc_gemm_job *j, const float *x, int64_t rows,
                                        int64_t cols, int64_t ld) {
-  if (!weights.copy || j->batch != 1 || x < weights.params) return NULL;
-  uint64_t first = (uint64_t)(x - weights.params), span = (uint64_t)((rows - 1) * ld + cols);
-  if (first > weights.count || span > weights.count - first) return NULL;
+  if (!in_weights_copy(j, x, rows, cols, ld)) return NULL;
   make_weights_current();
-  return weights.copy + first;
+  return weights.copy + (x - weights.params);
+}
+
+/* The bytes operand X (op(X) rows x cols) takes in the operand buffer. */
+static size_t copy_bytes(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
+                         int64_t cols, int64_t ld) {
+  if (in_weights_copy(j, x, transposed ? cols : rows, transposed ? rows : cols, ld)) return 0;
+  return padded((size_t)(j->batch * rows * cols) * sizeof(uint16_t));
+}
+
+int trc_bf16_operands_reserve(uint64_t bytes, trc_error *err) {
+  trc_bf16_operands_release();
+  operands.data = aligned_alloc(ALIGN, padded(bytes) ? padded(bytes) : ALIGN);
+  if (!operands.data)
+    return trc_fail(err, "out of memory for the bf16 GEMM operands (%llu bytes)",
+                    (unsigned long long)bytes);
+  memset(operands.data, 0, padded(bytes)); /* touched now, as the arena is */
+  operands.cap = padded(bytes), operands.planned = 1;
+  return 0;
+}
+
+void trc_bf16_operands_release(void) {
+  free(operands.data);
+  memset(&operands, 0, sizeof operands);
+}
+
+uint64_t trc_bf16_operands_high_water(void) { return operands.high_water; }
+
+uint64_t trc_bf16_scratchpad_bytes(void) { return dnn.scratchpad_cap; }
+
+/* The operand buffer, at least `bytes` long. */
+static uint16_t *operand_space(size_t bytes) {
+  if (bytes > operands.cap && operands.planned) {
+    fprintf(stderr,
+            "trainer: internal error: a bf16 GEMM needs %zu bytes of operands, the plan "
+            "reserved %zu\n",
+            bytes, operands.cap);
+    trc_comm_abort(1);
+  }
+  if (bytes > operands.high_water) operands.high_water = bytes;
+  operands.data = grow(operands.data, &operands.cap, bytes);
+  return operands.data;
 }
 
 /* Operand X of the job: op(X) is rows x cols (the stored matrix is its
@@ -459,13 +518,11 @@ static void run_slots(void *ctx, int64_t lo, int64_t hi) {
       run_part(r, t, slot);
 }
 
-static void prepare(const trc_gemm_job *j, int64_t slots) {
+static void prepare(int64_t slots) {
   if (!dnn.engine) check(dnnl_engine_create(&dnn.engine, dnnl_cpu, 0), "engine");
   for (int64_t s = 0; s < slots; s++)
     if (!dnn.streams[s])
       check(dnnl_stream_create(&dnn.streams[s], dnn.engine, dnnl_stream_default_flags), "stream");
-  dnn.a16 = grow(dnn.a16, &dnn.a16_cap, (size_t)(j->batch * j->m * j->k) * sizeof(uint16_t));
-  dnn.b16 = grow(dnn.b16, &dnn.b16_cap, (size_t)(j->batch * j->k * j->n) * sizeof(uint16_t));
 }
 
 static void prepare_parts(const bf16_run *r) {
@@ -487,11 +544,14 @@ enum { TRANSPOSE_A_FROM_N = 512 };
 void trc_gemm_bf16(const trc_gemm_job *j) {
   int64_t tasks = j->batch * j->parts, slots = trc_threads();
   if (slots > tasks) slots = tasks;
-  prepare(j, slots);
+  prepare(slots);
+  size_t a_bytes = copy_bytes(j, j->a, j->ta, j->m, j->k, j->lda);
+  uint16_t *a16 = operand_space(a_bytes + copy_bytes(j, j->b, j->tb, j->k, j->n, j->ldb));
+  uint16_t *b16 = a16 + a_bytes / sizeof(uint16_t);
   bf16_run r = {j,
-                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, dnn.a16,
+                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, a16,
                         j->n >= TRANSPOSE_A_FROM_N),
-                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, dnn.b16,
+                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, b16,
                         0),
                 tasks, slots};
   prepare_parts(&r);

@@ -32,5 +32,8 @@ void *trc_cache_append(void **items, int *len, int *cap, size_t size);
 /* Bytes of trc_conv2d's workspace so far (oneDNN's scratchpads and the
  * per-block weight gradients): memory outside the arena (conv.c). */
 uint64_t trc_conv_workspace_bytes(void);
+/* Bytes of the bf16 GEMMs' oneDNN scratchpads so far (gemm_bf16.c), also
+ * outside every plan: what its operand buffer is not. */
+uint64_t trc_bf16_scratchpad_bytes(void);
 
 #endif

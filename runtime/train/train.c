@@ -493,6 +493,11 @@ static int save_weights(trainer *t, trc_error *err) {
   return 0;
 }
 
+/* The planned size of the bf16 GEMMs' operand buffer in this run. */
+static uint64_t bf16_operand_bytes(const trc_model *m, const trc_train_config *c) {
+  return c->precision == TRC_BF16 ? m->bf16_operand_bytes : m->rounded_operand_bytes;
+}
+
 static void report_planned_memory(const trc_model *m, const trc_train_config *c) {
   fprintf(stderr, "memory: arena %.1f MiB planned (%llu bytes, checkpoint %s)\n", (double)m->arena_bytes / 1048576.0,
           (unsigned long long)m->arena_bytes, m->checkpoint ? m->checkpoint : "off");
@@ -510,18 +515,48 @@ static void report_planned_memory(const trc_model *m, const trc_train_config *c)
   if (c->precision == TRC_BF16 && !m->device)
     fprintf(stderr, "precision bf16: the GEMMs read the parameters from a bf16 copy of %llu "
                     "bytes\n", (unsigned long long)(2 * m->param_count));
+  uint64_t operands = bf16_operand_bytes(m, c);
+  if (operands && !m->device)
+    fprintf(stderr, "bf16 GEMMs: their operands rounded into one buffer of %llu bytes\n",
+            (unsigned long long)operands);
+}
+
+/* The GEMMs' bf16 buffers outside the arena (host trainers): the
+ * parameters' copy under precision bf16, and the operands' buffer at the
+ * size the plan gave it. */
+static int reserve_bf16_buffers(trainer *t, trc_error *err) {
+  const trc_model *m = t->m;
+  int bf16 = t->opt.cfg.precision == TRC_BF16;
+  if (bf16 && trc_bf16_weights_attach(params(t), m->param_count, err)) return -1;
+  uint64_t operands = bf16_operand_bytes(m, &t->opt.cfg);
+  return operands ? trc_bf16_operands_reserve(operands, err) : 0;
 }
 
 static void report_high_water(trainer *t) {
-  uint64_t measured = trc_arena_high_water(t->m, t->arena);
-  trc_log_memory(&t->log, t->step, t->m->arena_bytes, measured);
-  if (!t->opt.quiet)
-    fprintf(stderr, "memory: arena high-water mark %llu bytes, planned %llu%s\n", (unsigned long long)measured,
-            (unsigned long long)t->m->arena_bytes, measured == t->m->arena_bytes ? "" : " (differs from the plan!)");
-  uint64_t conv = trc_conv_workspace_bytes();
-  if (conv && !t->opt.quiet)
+  const int host = !t->m->device;
+  trc_memory_marks marks = {
+      .arena_planned = t->m->arena_bytes,
+      .arena_high_water = trc_arena_high_water(t->m, t->arena),
+      .operands_planned = host ? bf16_operand_bytes(t->m, &t->opt.cfg) : 0,
+      .operands_high_water = host ? trc_bf16_operands_high_water() : 0};
+  trc_log_memory(&t->log, t->step, &marks);
+  if (t->opt.quiet) return;
+  fprintf(stderr, "memory: arena high-water mark %llu bytes, planned %llu%s\n",
+          (unsigned long long)marks.arena_high_water, (unsigned long long)marks.arena_planned,
+          marks.arena_high_water == marks.arena_planned ? "" : " (differs from the plan!)");
+  if (marks.operands_planned)
+    fprintf(stderr, "memory: bf16 GEMM operands high-water mark %llu bytes, planned %llu%s\n",
+            (unsigned long long)marks.operands_high_water,
+            (unsigned long long)marks.operands_planned,
+            marks.operands_high_water == marks.operands_planned ? "" : " (differs from the plan!)");
+  uint64_t conv = trc_conv_workspace_bytes(), scratchpads = trc_bf16_scratchpad_bytes();
+  if (conv)
     fprintf(stderr, "memory: plus %llu bytes of convolution workspace outside the arena\n",
             (unsigned long long)conv);
+  if (scratchpads)
+    fprintf(stderr, "memory: plus %llu bytes of oneDNN scratchpads of the bf16 GEMMs, outside "
+                    "the plan\n",
+            (unsigned long long)scratchpads);
 }
 
 /* --sample: generated text on stdout, after the prompt. */
@@ -581,9 +616,7 @@ static int run(trainer *t, trc_error *err) {
   trc_arena_poison(m, t->arena);
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m, &t->opt.cfg);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
-  if (t->opt.cfg.precision == TRC_BF16 && !m->device &&
-      trc_bf16_weights_attach(params(t), m->param_count, err))
-    return EXIT_FAILURE;
+  if (!m->device && reserve_bf16_buffers(t, err)) return EXIT_FAILURE;
   keep_heap_touched();
   if (training) {
     trc_stop_catch();
@@ -613,6 +646,7 @@ static void teardown(trainer *t) {
   trc_dataset_free(&t->data);
   trc_arena_free(t->arena);
   trc_bf16_weights_detach();
+  trc_bf16_operands_release();
   trc_tokenizer_free(t->tok);
 }
 

@@ -15,6 +15,8 @@
 #     parameters: --load-best (then evaluated), --resume, LocalSGD with the
 #     outer optimizer on 2 ranks (with mpirun), and frozen parameters (LoRA),
 #     which the optimizer does not write.
+#  6. the buffer the GEMMs round their operands into is the size `trainc
+#     plan` gave it, and the largest GEMM takes all of it (the MLP, LoRA).
 # The loss bound is derived: a bf16 GEMM rounds each input by at most 2^-9
 # relative, so its result moves by at most 2^-8 of the magnitude |A||B|; 3
 # forward GEMMs move the logits (O(1) at init) by at most 3 * 2^-8, and cross
@@ -123,4 +125,18 @@ if command -v mpirun >/dev/null && "$trainc" build --mpi "$work/mlp_bf16.nn" -o 
 else
   echo "(no mpirun or no MPI build: the LocalSGD case is not run)"
 fi
+echo "6. the rounded operands' buffer is the planned size"
+source "$src/tests/e2e/run_data.sh"
+operands_planned() {
+  "$trainc" plan "$1" --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak"]["bf16_operands"])'
+}
+unset TRAINC_CHECK_BF16_WEIGHTS
+for run in mlp_bf16:mlp lora:lora; do
+  "$work/${run#*:}" "${data[@]}" --steps 3 --log "$work/${run#*:}.jsonl"
+  read -r planned measured < <(operands_of "$work/${run#*:}.jsonl")
+  want=$(operands_planned "$work/${run%:*}.nn")
+  ((planned > 0)) && [[ $planned == "$measured" && $planned == "$want" ]] ||
+    { echo "FAIL: ${run#*:}: trainc plan $want bytes of bf16 GEMM operands, reserved $planned, took $measured"; exit 1; }
+  echo "${run#*:}: bf16 GEMM operands planned = taken = $planned bytes"
+done
 echo "bf16 ok"

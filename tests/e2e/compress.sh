@@ -5,7 +5,8 @@
 #  - the plan stores values in bf16 ("STORE bf16"), and its stored
 #    activations are exactly `off`'s less half the bytes of those values;
 #  - off, every 2 and a budget train, and the measured arena high-water mark
-#    equals the plan;
+#    equals the plan, as does the most the recomputed GEMMs took of their
+#    rounded operands' buffer;
 #  - the C trainer and the LLVM one, both with scalar math (as
 #    tests/e2e/llvm.sh's cs and llvms), train to bitwise the same weights
 #    (the same runtime calls round and widen), and those differ from the
@@ -40,6 +41,7 @@ import json, sys
 p = json.load(sys.stdin)
 packed = sum(v["bytes"] for v in p["values"] if v["decision"] == "STORE bf16")
 print({"stored": p["peak"]["stored_activations"], "total": p["peak"]["total"], "packed": packed,
+       "operands": p["peak"]["bf16_operands"],
        "recompute_flops": int(p["flops"]["recompute"]),
        "recompute_us": int(1e6 * p["seconds"]["recompute"])}[sys.argv[1]])' "$field"
 }
@@ -66,6 +68,11 @@ for arg in "$@"; do
     [[ $planned == "$measured" ]] ||
       flunk "$name: '$policy' with bf16 storage planned $planned bytes, measured high-water mark $measured"
     echo "$name, $policy, compress bf16: arena planned = measured = $planned bytes"
+    # the recomputed GEMMs' rounded operands: a buffer of the planned size
+    read -r planned measured < <(operands_of "$bin.jsonl")
+    [[ $planned == "$measured" && $planned == $(plan_figure "$model" operands --policy "$policy" --compress bf16) ]] ||
+      flunk "$name: '$policy' planned $planned bytes of bf16 GEMM operands, took $measured"
+    [[ $policy != "every 2" ]] || ((planned > 0)) || flunk "$name: '$policy' recomputes no GEMM with bf16 operands"
   done
 
   # the second backend, and the uncompressed trainer

@@ -49,9 +49,12 @@ for v in d["values"]:
     assert 1 <= v["stage"] <= d["stages"]
 p = d["peak"]
 assert set(p) == {"parameters", "gradients", "inputs", "stored_activations", "backward_workspace", "arena",
-                  "optimizer_state", "bf16_parameters", "total"}, sorted(p)
+                  "optimizer_state", "bf16_parameters", "bf16_operands", "total"}, sorted(p)
 assert all(isinstance(x, int) and x >= 0 for x in p.values())
-assert p["total"] == p["arena"] + p["optimizer_state"] + p["bf16_parameters"]
+assert p["total"] == p["arena"] + p["optimizer_state"] + p["bf16_parameters"] + p["bf16_operands"]
+# operands are rounded only by recomputed GEMMs under compress (fp32 here)
+assert (p["bf16_operands"] > 0) <= (d["compress"] == "bf16" and
+                                    any(v["op"] in ("matmul", "bmm") and v["decision"] == "RECOMPUTE" for v in d["values"])), p
 assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
 assert set(d["flops"]) == {"forward", "backward", "recompute"} and set(d["seconds"]) == {"forward", "backward", "recompute", "step"}
 assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])

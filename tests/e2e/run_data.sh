@@ -17,10 +17,13 @@ data_dir() {
   esac
 }
 
-# arena_of LOG.jsonl -> "planned measured": the trainer's last arena record.
-arena_of() {
+# arena_of LOG.jsonl -> "planned measured": the trainer's last arena record;
+# operands_of: its bf16 GEMM operands' buffer ("0 0" when none was planned).
+memory_of() {
   "$PY" -c '
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
-print(r["arena_planned"], r["arena_high_water"])' "$1"
+print(r.get(sys.argv[2] + "_planned", 0), r.get(sys.argv[2] + "_high_water", 0))' "$1" "$2"
 }
+arena_of() { memory_of "$1" arena; }
+operands_of() { memory_of "$1" bf16_operands; }

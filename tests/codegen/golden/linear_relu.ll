@@ -5,7 +5,7 @@ target triple = "x86_64-pc-linux-gnu"
 
 %trc_param = type { ptr, i32, [8 x i64], i64, i64, i32, float, float, i64, i64, i32, i32, ptr, i32 }
 %trc_input = type { ptr, i32, i32, [8 x i64], i64, i64, i64 }
-%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i64, ptr, ptr, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i64, i64, i64, i32, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, %trc_train_config, ptr }
+%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, ptr, ptr, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i64, i64, i64, i32, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, %trc_train_config, ptr }
 %trc_train_config = type { i64, i64, i64, i32, double, double, double, double, double, double, i32, i32, i64, double, double, i64, i32, i64, i32, i64, double, i64, i64, i32, i32, i32, double, double, i32 }
 
 @.str = private unnamed_addr constant [2 x i8] c"m\00"
@@ -19,7 +19,7 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.7 = private unnamed_addr constant [6 x i8] c"label\00"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
