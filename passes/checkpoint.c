@@ -973,23 +973,89 @@ typedef struct {
  * apart (SELECT stages may store less than any fixed policy). */
 enum { LADDER = 12, BELOW = 4, RUNGS = LADDER + 1 + BELOW };
 
-/* Builds the plan of these modes as a candidate, unless one has them already
+/* Whether the plan of these modes recomputes a GEMM. */
+static bool recomputes_gemm(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
+  memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
+  decide(pl, g, live);
+  for (int v = 0; v < g->n_forward; v++)
+    if (pl->recompute[v] && op_info(g->nodes[v].op)->op_class == OPC_GEMM) return true;
+  return false;
+}
+
+/* Adds the plan of these modes as a candidate, unless one has them already
  * (the ladder's optima often repeat a fixed policy or each other). Under
  * --compress bf16 its recomputed GEMMs round their operands, which is
- * faster but takes a buffer for them: when it does (fp32 runs), the same
- * plan with fp32 GEMMs is a candidate too, so that a budget never gets a
- * worse plan with --compress bf16 than without. */
+ * faster but takes a buffer for them: in fp32 runs the same plan with fp32
+ * GEMMs is a candidate too, so that a budget never gets a worse plan with
+ * --compress bf16 than without. realize_candidates gives them figures. */
 static void add_candidate(Plan *pl, const Graph *g, const bool *live, const StageMode *modes, Candidate *c, int *n) {
   size_t bytes = (size_t)(pl->model.n + 1) * sizeof *modes;
   for (int i = 0; i < *n; i++) /* stages count from 1 */
     if (memcmp(c[i].modes + 1, modes + 1, bytes - sizeof *modes) == 0) return;
-  for (int rounds = pl->spec.compress; rounds >= 0; rounds--) {
-    pl->rounded = rounds;
-    apply_modes(pl, g, live, modes, &candidate);
-    c[(*n)++] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .rounded = rounds,
-                            .peak = pl->peak_bytes, .seconds = pl->recompute_seconds};
-    if (pl->program->rounded_operand_bytes == 0 || g->train.run.precision == TRC_BF16) break;
+  c[(*n)++] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .rounded = pl->spec.compress};
+  if (pl->spec.compress && g->train.run.precision != TRC_BF16 && recomputes_gemm(pl, g, live, modes))
+    c[(*n)++] = (Candidate){.modes = memcpy(xmalloc(bytes), modes, bytes), .rounded = false};
+}
+
+/* Runs fn(arg) on as many threads as the machine has cores, at most jobs,
+ * this one among them; returns how many ran it, when all are done. */
+static int run_on_cores(void *(*fn)(void *), void *arg, int jobs) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int helpers = cpus > jobs ? jobs - 1 : cpus > 1 ? (int)cpus - 1 : 0;
+  pthread_t *thread = xmalloc((size_t)(helpers > 0 ? helpers : 1) * sizeof *thread);
+  int started = 0;
+  while (started < helpers && pthread_create(&thread[started], NULL, fn, arg) == 0) started++;
+  fn(arg); /* with no helper this thread does all the work */
+  for (int t = 0; t < started; t++) pthread_join(thread[t], NULL);
+  free(thread);
+  return started + 1;
+}
+
+/* The candidates' true figures: each woven and built to SCHEDULE by one of
+ * the machine's cores, each core with a plan of its own (its decisions,
+ * graph and program; the stages and the stage model shared, read only).
+ * The figures, kept by index, do not depend on how many run at once. */
+typedef struct {
+  const Plan *pl;
+  const Graph *g;
+  const bool *live;
+  Candidate *c;
+  int n;
+  atomic_int next;
+  pthread_mutex_t lock;
+  double build_seconds; /* summed over the cores */
+} Realizing;
+
+static void *candidate_realizer(void *arg) {
+  Realizing *r = arg;
+  Plan w = *r->pl;
+  w.modes = xmalloc((size_t)(w.model.n + 1) * sizeof *w.modes);
+  w.recompute = xmalloc((size_t)w.n_forward * sizeof *w.recompute);
+  w.packed = xmalloc((size_t)w.n_forward * sizeof *w.packed);
+  w.graph = NULL, w.program = NULL, w.schedule_seconds = 0;
+  for (int i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
+    w.rounded = r->c[i].rounded;
+    apply_modes(&w, r->g, r->live, r->c[i].modes, &candidate);
+    r->c[i].peak = w.peak_bytes, r->c[i].seconds = w.recompute_seconds;
   }
+  pthread_mutex_lock(&r->lock);
+  r->build_seconds += w.schedule_seconds;
+  pthread_mutex_unlock(&r->lock);
+  program_free(w.program);
+  graph_free(w.graph);
+  free(w.modes);
+  free(w.recompute);
+  free(w.packed);
+  return NULL;
+}
+
+static void realize_candidates(Plan *pl, const Graph *g, const bool *live, Candidate *c, int n) {
+  Realizing r = {.pl = pl, .g = g, .live = live, .c = c, .n = n};
+  atomic_init(&r.next, 0);
+  pthread_mutex_init(&r.lock, NULL);
+  int cores = run_on_cores(candidate_realizer, &r, n);
+  pthread_mutex_destroy(&r.lock);
+  pl->schedule_seconds += r.build_seconds / cores; /* the share of the wall time, roughly */
 }
 
 /* The stage model's optima at the RUNGS budgets of ladder_budget: each
@@ -1022,15 +1088,8 @@ static void *ladder_solver(void *arg) {
 }
 
 static void solve_ladder(Ladder *l) {
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  int helpers = cpus > RUNGS ? RUNGS - 1 : cpus > 1 ? (int)cpus - 1 : 0;
-  pthread_t thread[RUNGS - 1];
-  int started = 0;
   atomic_init(&l->next, 0);
-  while (started < helpers && pthread_create(&thread[started], NULL, ladder_solver, l) == 0)
-    started++;
-  ladder_solver(l); /* this thread solves too; with no helper it solves all */
-  for (int t = 0; t < started; t++) pthread_join(thread[t], NULL);
+  run_on_cores(ladder_solver, l, RUNGS);
 }
 
 /* The candidates do not depend on the budget, so a larger budget never gets
@@ -1086,6 +1145,7 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
     }
   for (int i = 0; i < RUNGS; i++) free(ladder.modes[i]);
   free(modes);
+  realize_candidates(pl, g, live, c, *count);
   return c;
 }
 

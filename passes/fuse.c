@@ -263,6 +263,7 @@ void program_fuse(Program *p, FuseScope scope) {
   }
   drop_fused(p->forward, &p->n_forward, p->fused_into);
   drop_fused(p->backward, &p->n_backward, p->fused_into);
+  p->memory_planned = false;
   free(readers);
   free(reader);
 }
@@ -292,14 +293,19 @@ static void program_swap(Program *a, Program *b) {
  * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
  * hold for what is built, so p becomes the widest fusion of all,
  * forward-only, backward-only, none, whose arena is no larger than the
- * unfused one. */
+ * unfused one. p itself is fused all the way first: that usually wins, and
+ * then no second program is lowered (the planner builds one per candidate). */
 void program_fuse_widest(Program *p) {
   if (p->g->train.no_fuse) return;
   program_plan_memory(p);
-  FuseScope scopes[] = {FUSE_ALL, FUSE_FORWARD, FUSE_BACKWARD};
-  for (size_t i = 0; i < sizeof scopes / sizeof scopes[0]; i++) {
-    Program *t = fused_trial(p->g, scopes[i]);
-    bool wins = t->n_fused > 0 && t->arena_bytes <= p->arena_bytes;
+  uint64_t unfused = p->arena_bytes;
+  program_fuse(p, FUSE_ALL);
+  program_plan_memory(p);
+  if (p->n_fused > 0 && p->arena_bytes <= unfused) return;
+  FuseScope narrower[] = {FUSE_FORWARD, FUSE_BACKWARD, FUSE_NONE};
+  for (size_t i = 0; i < sizeof narrower / sizeof narrower[0]; i++) {
+    Program *t = fused_trial(p->g, narrower[i]);
+    bool wins = narrower[i] == FUSE_NONE || (t->n_fused > 0 && t->arena_bytes <= unfused);
     if (wins) program_swap(p, t);
     program_free(t);
     if (wins) return;

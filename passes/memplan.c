@@ -267,6 +267,8 @@ static void plan_operand_copies(Program *p) {
 }
 
 void program_plan_memory(Program *p) {
+  if (p->memory_planned) return;
+  p->memory_planned = true;
   const Graph *g = p->g;
   int n;
   Interval *iv = lifetimes(p, &n);

@@ -55,6 +55,7 @@ typedef struct {
                                 backward; n_forward + n_backward: read by the
                                 runtime after backward); -1 for the others */
   Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM, leaf or fused) */
+  bool memory_planned;       /* offsets and live_until are those of the steps now */
   uint64_t *scratch_offset;  /* per node id: where its node_scratch_bytes lie, a
                                 region of its own for its step alone (0: none) */
   int *fused_into;           /* per node id: the step whose kernel computes it
@@ -155,7 +156,9 @@ void program_lower_kernels(Program *p);
  * steps dropped. */
 void program_fuse_widest(Program *p);
 /* SCHEDULE: every computed value's place in the activation region from its
- * lifetime (memplan.c); live_until, stored_bytes, arena_bytes. */
+ * lifetime (memplan.c); live_until, stored_bytes, arena_bytes. Nothing to
+ * do when the steps have not changed since the last plan (FUSE plans the
+ * programs it compares). */
 void program_plan_memory(Program *p);
 /* PARALLEL: the kernels' parallel loops and eager selects marked
  * (kernel_mark_parallel, kernel_mark_eager_selects), which backends read. */
