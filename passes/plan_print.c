@@ -39,10 +39,36 @@ static bool selective(const Plan *pl, const ValueFate *fate, int v) {
   return fate[v] == VALUE_RECOMPUTE && pl->modes && pl->modes[pl->stage[v]] == STAGE_SELECT;
 }
 
+/* What a value's decision saves and costs: the bytes it does not hold
+ * after forward() (all of a recomputed value's, half of a bf16 one's) and
+ * the predicted seconds backward() spends on it (its recompute node, or
+ * rounding to bf16 and widening back; a fused kernel's time shared among
+ * its members). */
+typedef struct {
+  uint64_t saved;
+  double paid;
+} ValueFigures;
+
+static ValueFigures *value_figures(const Plan *pl, const ValueFate *fate) {
+  const Graph *w = pl->graph;
+  ValueFigures *f = xcalloc((size_t)pl->n_forward, sizeof *f);
+  for (int v = 0; v < pl->n_forward; v++) {
+    uint64_t bytes = node_bytes(&w->nodes[v]);
+    f[v].saved = fate[v] == VALUE_RECOMPUTE ? bytes : fate[v] == VALUE_STORE_BF16 ? bytes / 2 : 0;
+  }
+  double *seconds = program_node_seconds(pl->program, &pl->profile);
+  for (int i = pl->n_forward; i < w->n; i++) {
+    const Node *n = &w->nodes[i];
+    int of = n->op == OP_TO_BF16 ? n->in[0] : n->recompute_of;
+    if (of >= 0) f[of].paid += seconds[i];
+  }
+  free(seconds);
+  return f;
+}
+
 /* Per stage, why its values are where they are: its mode, the bytes it
  * stores (a value in bf16 at half its bytes), the bytes it remakes in
- * backward instead and the predicted seconds of that (the recompute nodes
- * made for its values; rounding to bf16 and widening back). */
+ * backward instead and what its values cost (value_figures). */
 typedef struct {
   uint64_t stored, remade;
   double seconds;
@@ -53,19 +79,15 @@ static bool listed(const Plan *pl, int v);
 static StageFigures *stage_figures(const Plan *pl, const ValueFate *fate) {
   const Graph *w = pl->graph;
   StageFigures *f = xcalloc((size_t)pl->model.n + 1, sizeof *f);
+  ValueFigures *vf = value_figures(pl, fate);
   for (int v = 0; v < pl->n_forward; v++) {
+    f[pl->stage[v]].seconds += vf[v].paid;
     if (!listed(pl, v)) continue;
     if (fate[v] == VALUE_STORE) f[pl->stage[v]].stored += node_bytes(&w->nodes[v]);
     if (fate[v] == VALUE_STORE_BF16) f[pl->stage[v]].stored += node_bytes(&w->nodes[v]) / 2;
     if (fate[v] == VALUE_RECOMPUTE) f[pl->stage[v]].remade += node_bytes(&w->nodes[v]);
   }
-  double *seconds = program_node_seconds(pl->program, &pl->profile);
-  for (int i = pl->n_forward; i < w->n; i++) {
-    const Node *n = &w->nodes[i];
-    int of = n->op == OP_TO_BF16 ? n->in[0] : n->recompute_of;
-    if (of >= 0) f[pl->stage[of]].seconds += seconds[i];
-  }
-  free(seconds);
+  free(vf);
   return f;
 }
 
@@ -152,16 +174,21 @@ static void print_table(FILE *out, const Plan *pl) {
   if (pl->spec.compress && !pl->rounded)
     fputs(" (recomputed GEMMs in fp32: no room for their bf16 operands)", out);
   fprintf(out, ": %d stages\n\n", pl->model.n);
-  fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s  %s\n", "stage", "value", "op", "line", "shape", "bytes", "decision");
+  ValueFigures *vf = value_figures(pl, fate);
+  fprintf(out, "%-5s %-24s %-18s %5s %-20s %11s %11s %8s  %s\n", "stage", "value", "op", "line", "shape", "bytes",
+          "saves", "costs us", "decision");
   for (int v = 0; v < pl->n_forward; v++) {
     if (!listed(pl, v)) continue;
     const Node *n = &w->nodes[v];
-    char name[32];
+    char name[32], saves[32] = "-", costs[32] = "-";
     snprintf(name, sizeof name, "%%%d%s%.20s", v, n->name ? " " : "", n->name ? n->name : "");
-    fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu  %s%s%s\n", pl->stage[v], name, op_info(n->op)->name, n->loc.line,
-            shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), fate_name[fate[v]],
+    if (vf[v].saved) snprintf(saves, sizeof saves, "%llu", (unsigned long long)vf[v].saved);
+    if (vf[v].paid > 0) snprintf(costs, sizeof costs, "%.1f", 1e6 * vf[v].paid);
+    fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu %11s %8s  %s%s%s\n", pl->stage[v], name, op_info(n->op)->name,
+            n->loc.line, shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), saves, costs, fate_name[fate[v]],
             pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)" : "");
   }
+  free(vf);
   print_stages(out, pl, fate);
   free(fate);
   PeakParts pp = peak_parts(pl);
@@ -200,6 +227,7 @@ static void json_string(FILE *out, const char *s) {
 static void print_json(FILE *out, const Plan *pl) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
+  ValueFigures *vf = value_figures(pl, fate);
   char spec[64];
   fputs("{\"schema\": \"trainc-plan/1\", \"model\": ", out);
   json_string(out, w->model_name);
@@ -220,8 +248,9 @@ static void print_json(FILE *out, const Plan *pl) {
     fprintf(out, ", \"line\": %d, \"shape\": [", n->loc.line);
     for (int i = 0; i < n->shape.rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)n->shape.dim[i]);
     fprintf(out, "], \"bytes\": %llu, \"stage\": %d, \"stage_mode\": \"%s\", \"boundary\": %s, "
-            "\"decision\": \"%s\"}", (unsigned long long)node_bytes(n), pl->stage[v],
-            mode_name[pl->modes[pl->stage[v]]], pl->boundary[v] ? "true" : "false", fate_name[fate[v]]);
+            "\"decision\": \"%s\", \"saved_bytes\": %llu, \"paid_seconds\": %.6g}", (unsigned long long)node_bytes(n),
+            pl->stage[v], mode_name[pl->modes[pl->stage[v]]], pl->boundary[v] ? "true" : "false", fate_name[fate[v]],
+            (unsigned long long)vf[v].saved, vf[v].paid);
     first = false;
   }
   fputs("\n ],\n \"stage_plan\": [", out);
@@ -231,6 +260,7 @@ static void print_json(FILE *out, const Plan *pl) {
             "\"recompute_seconds\": %.6g}", st > 1 ? "," : "", st, mode_name[pl->modes[st]],
             (unsigned long long)f[st].stored, (unsigned long long)f[st].remade, f[st].seconds);
   free(f);
+  free(vf);
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "

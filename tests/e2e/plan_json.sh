@@ -38,7 +38,11 @@ want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "s
 assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
 for v in d["values"]:
-    assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "stage_mode", "boundary", "decision"}, sorted(v)
+    assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "stage_mode", "boundary", "decision",
+                      "saved_bytes", "paid_seconds"}, sorted(v)
+    want(v, "saved_bytes", int)
+    assert v["saved_bytes"] == {"RECOMPUTE": v["bytes"], "STORE bf16": v["bytes"] // 2}.get(v["decision"], 0), v
+    assert v["paid_seconds"] >= 0 and (v["paid_seconds"] > 0) <= (v["decision"] in ("RECOMPUTE", "STORE bf16")), v
     assert v["stage_mode"] in modes, v
     for k in ("id", "line", "bytes", "stage"): want(v, k, int)
     assert v["name"] is None or isinstance(v["name"], str)
@@ -58,6 +62,12 @@ assert (p["bf16_operands"] > 0) <= (d["compress"] == "bf16" and
 assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
 assert set(d["flops"]) == {"forward", "backward", "recompute"} and set(d["seconds"]) == {"forward", "backward", "recompute", "step"}
 assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])
+# what each value costs adds up to the recompute time, stage by stage and in all
+paid = sum(v["paid_seconds"] for v in d["values"])
+assert abs(paid - d["seconds"]["recompute"]) <= 1e-5 * d["seconds"]["recompute"] + 1e-12, (paid, d["seconds"])
+for st in d["stage_plan"]:
+    mine = sum(v["paid_seconds"] for v in d["values"] if v["stage"] == st["stage"])
+    assert abs(mine - st["recompute_seconds"]) <= 1e-5 * st["recompute_seconds"] + 1e-12, (st, mine)
 ' "$policy" "$compress" || { echo "FAIL: $model, policy $policy, compress $compress"; exit 1; }
   done
   echo "ok: $model"
