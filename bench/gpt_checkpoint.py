@@ -34,7 +34,7 @@ alternate trainc's plans and PyTorch's modes, and the load average must be
 below 0.5 at the start (--force runs anyway and says so).
 
 usage: /opt/trainc-peers/bin/python bench/gpt_checkpoint.py TRAINC WORKDIR [--runs N] [--steps N] [--force]
-       ... --torch-worker MODE WEIGHTS DATADIR STEPS    (one PyTorch run; prints JSON)
+       ... --torch-worker MODE WEIGHTS DATADIR STEPS MODEL BATCH SKIP    (one PyTorch run; prints JSON)
 """
 import argparse
 import json
@@ -78,6 +78,19 @@ def load():
     return float(open("/proc/loadavg").read().split()[0])
 
 
+def wait_for_quiet(force):
+    """Waits up to 5 minutes for a load average below 0.5 (force: not at all),
+    and prints it."""
+    for _ in range(0 if force else 60):
+        if load() < 0.5:
+            break
+        time.sleep(5)
+    else:
+        if not force:
+            sys.exit(f"the machine is not quiet (load average {load()})")
+    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}" + (" (--force)" if force else ""))
+
+
 # ---- trainc ----
 
 def plan(trainc, nn, args):
@@ -102,17 +115,18 @@ def budget_for(trainc, nn, head, stored_at_most, top):
     return None, None
 
 
-def trainc_step_ms(binary, data, steps):
+def trainc_step_ms(binary, data, steps, batch=B, skip=3):
+    """The median step of a run in ms, its first `skip` steps left out."""
     log = binary + ".jsonl"
     subprocess.run([binary, "--data", data, "--steps", str(steps), "--threads", "2", "--log-every", "1",
                     "--log", log, "--quiet"], check=True, env=environment(), stdout=subprocess.DEVNULL)
     recs = [json.loads(line) for line in open(log)]
-    return statistics.median([1000.0 * B / r["examples_per_s"] for r in recs if "examples_per_s" in r][3:])
+    return statistics.median([1000.0 * batch / r["examples_per_s"] for r in recs if "examples_per_s" in r][skip:])
 
 
 # ---- PyTorch ----
 
-def torch_worker(mode, weights_path, data, steps):
+def torch_worker(mode, weights_path, data, steps, model_name="gpt", batch=B, skip=3):
     import torch
     import torch.nn.functional as F
     from torch.utils.checkpoint import checkpoint
@@ -121,7 +135,7 @@ def torch_worker(mode, weights_path, data, steps):
     from safetensors.numpy import load_file
 
     torch.set_num_threads(2)
-    model = torch_experts.build("gpt", load_file(weights_path))
+    model = torch_experts.build(model_name, load_file(weights_path))
     if mode == "block":
         for block in model.h:
             block.forward = (lambda f: lambda x: checkpoint(f, x, use_reentrant=False))(block.forward)
@@ -140,23 +154,24 @@ def torch_worker(mode, weights_path, data, steps):
 
     times = []
     for i in range(steps):
-        rows = torch.from_numpy(np.random.default_rng(i).integers(0, tokens.shape[0], B))
-        batch = {"tokens": tokens[rows], "targets": targets[rows]}
+        rows = torch.from_numpy(np.random.default_rng(i).integers(0, tokens.shape[0], batch))
+        inputs = {"tokens": tokens[rows], "targets": targets[rows]}
         start = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         saved["bytes"], saved["seen"] = 0, set()
         with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            loss = model(batch)
+            loss = model(inputs)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         loss.item()
         times.append(time.perf_counter() - start)
-    print(json.dumps({"step_ms": 1000 * statistics.median(times[3:]), "stored": saved["bytes"]}))
+    print(json.dumps({"step_ms": 1000 * statistics.median(times[skip:]), "stored": saved["bytes"]}))
 
 
-def torch_run(mode, weights, data, steps, tuning):
-    out = subprocess.run([sys.executable, __file__, "--torch-worker", mode, weights, data, str(steps)],
+def torch_run(mode, weights, data, steps, tuning, model_name="gpt", batch=B, skip=3):
+    out = subprocess.run([sys.executable, os.path.abspath(__file__), "--torch-worker", mode, weights, data,
+                          str(steps), model_name, str(batch), str(skip)],
                          capture_output=True, text=True, env=environment(tuning, 2), check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -197,15 +212,7 @@ def main():
     subprocess.run([os.path.join(work, "init"), "--data", data, "--steps", "0", "--save", weights], check=True,
                    stdout=subprocess.DEVNULL)
 
-    if load() >= 0.5 and not args.force:
-        for _ in range(60):
-            time.sleep(5)
-            if load() < 0.5:
-                break
-        else:
-            sys.exit(f"the machine is not quiet (load average {load()})")
-    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}" +
-          (" (--force)" if args.force else ""))
+    wait_for_quiet(args.force)
     torch_env, torch_tuning = tune_torch(weights, data)
     torch_block = torch_run("block", weights, data, 5, torch_env)["stored"]
 
@@ -256,6 +263,7 @@ def main():
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
-        torch_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        torch_worker(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6], int(sys.argv[7]),
+                     int(sys.argv[8]))
     else:
         main()
