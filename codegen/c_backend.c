@@ -271,8 +271,24 @@ static void print_bf16_function(FILE *out, const Program *p, const CFunction *fn
           (long long)shape_numel(&n->shape), input_name(p, fn, 0));
 }
 
+/* Fused causal attention (attention_dims in ir.h): trc_causal_attention,
+ * or its gradient into the [3, B, T, C] output. */
+static void print_attention_function(FILE *out, const Program *p, const CFunction *fn) {
+  const Node *n = &p->g->nodes[fn->first];
+  AttentionDims d;
+  attention_dims(p->g, n, &d);
+  bool grad = n->op == OP_CAUSAL_ATTENTION_GRAD;
+  print_function_head(out, p, fn);
+  fprintf(out, "  trc_causal_attention%s(%lld, %lld, %lld, %lld, (float)%.17g, %s, %s, %s, %s%sout);\n}\n\n",
+          grad ? "_grad" : "", (long long)d.b, (long long)d.t, (long long)d.c, (long long)d.heads, d.scale,
+          input_name(p, fn, 0), input_name(p, fn, 1), input_name(p, fn, 2), grad ? input_name(p, fn, 3) : "",
+          grad ? ", " : "");
+}
+
 static void print_call_function(FILE *out, const Program *p, const CFunction *fn) {
-  if (p->g->nodes[fn->first].op == OP_LINEAR_CROSS_ENTROPY) print_head_function(out, p, fn);
+  OpKind op = p->g->nodes[fn->first].op;
+  if (op == OP_LINEAR_CROSS_ENTROPY) print_head_function(out, p, fn);
+  else if (op == OP_CAUSAL_ATTENTION || op == OP_CAUSAL_ATTENTION_GRAD) print_attention_function(out, p, fn);
   else print_bf16_function(out, p, fn);
 }
 

@@ -481,12 +481,28 @@ static void bf16_body(Gen *g, int id) {
   call_ext(g, n->op == OP_TO_BF16 ? "trc_bf16_pack" : "trc_bf16_unpack", g->void_t, args, 3);
 }
 
-/* A library call's body: trc_gemm, trc_conv2d, the loss head's call or a
- * bf16 store's. */
+/* Fused causal attention: trc_causal_attention or its gradient, as
+ * c_backend.c's print_attention_function prints them. */
+static void attention_body(Gen *g, int id) {
+  const Node *n = &g->p->g->nodes[id];
+  AttentionDims d;
+  attention_dims(g->p->g, n, &d);
+  bool grad = n->op == OP_CAUSAL_ATTENTION_GRAD;
+  LLVMValueRef args[10] = {i64c(g, d.b), i64c(g, d.t), i64c(g, d.c), i64c(g, d.heads),
+                           LLVMConstReal(g->f32, d.scale)};
+  int nargs = 5;
+  for (int k = 0; k < n->nin; k++) args[nargs++] = g->buf[n->in[k]];
+  args[nargs++] = g->buf[id];
+  call_ext(g, grad ? "trc_causal_attention_grad" : "trc_causal_attention", g->void_t, args, nargs);
+}
+
+/* A library call's body: trc_gemm, trc_conv2d, the loss head's call,
+ * attention's or a bf16 store's. */
 static void library_body(Gen *g, int id) {
   const Node *n = &g->p->g->nodes[id];
   OpClass cls = op_info(n->op)->op_class;
   if (n->op == OP_LINEAR_CROSS_ENTROPY) head_body(g, id);
+  else if (n->op == OP_CAUSAL_ATTENTION || n->op == OP_CAUSAL_ATTENTION_GRAD) attention_body(g, id);
   else if (cls == OPC_CALL) bf16_body(g, id);
   else if (cls == OPC_CONV) conv_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
   else gemm_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);

@@ -84,6 +84,13 @@ static const char *usage_text =
     "                           a time, never stored), ROWS per chunk, or whole\n"
     "                           (the [rows, classes] logits stored; the CUDA\n"
     "                           backends' form)\n"
+    "  --attention A            causal attention without dropout on its\n"
+    "                           probabilities: fused (one runtime call that\n"
+    "                           never stores the [B, heads, T, T] probabilities;\n"
+    "                           its backward remakes them a few rows at a time),\n"
+    "                           whole (the probabilities stored; the CUDA\n"
+    "                           backends' form), or auto (default: fused from\n"
+    "                           T = 128 on)\n"
     "  --compress C             bf16: the plan may store activations in bf16,\n"
     "                           half their bytes, where the backward pass reads\n"
     "                           them only as GEMM operands, signs or gradient\n"
@@ -101,7 +108,7 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
-  const char *backend, *mcpu, *mattr, *loss_head, *compress;
+  const char *backend, *mcpu, *mattr, *loss_head, *compress, *attention;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
   bool verbose, sweep, mpi, time_phases, no_fuse, conv_im2col, scalar_math;
@@ -190,6 +197,8 @@ static int backend_options_ok(const Options *o) {
     return usage_error("%s", "the CUDA backends have no chunked loss head: --loss-head whole");
   if (o->compress_bf16 && o->backend && !strncmp(o->backend, "cuda", 4))
     return usage_error("%s", "the CUDA backends store no activations in bf16: no --compress bf16");
+  if (o->attention && !strcmp(o->attention, "fused") && o->backend && !strncmp(o->backend, "cuda", 4))
+    return usage_error("%s", "the CUDA backends have no fused attention: --attention whole");
   if ((o->mcpu || o->mattr || o->scalar_math) && !use_llvm(o))
     return usage_error("%s", "--mcpu, --mattr and --scalar-math go with the LLVM backend");
   if (use_llvm(o) && o->keep_c) return usage_error("%s", "--keep-c goes with the C backend");
@@ -205,7 +214,7 @@ static const char *const compiler_options[] = {
     "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
     "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
     "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose",
-    "--conv-im2col", "--loss-head", "--compress"};
+    "--conv-im2col", "--loss-head", "--compress", "--attention"};
 
 /* run: one of trainc's options among the trainer's flags is an error that
  * says where it goes. Returns -1 to go on, else the exit status. */
@@ -274,6 +283,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
     else if ((v = flag_value(argc, argv, &i, "--loss-head"))) o->loss_head = v;
+    else if ((v = flag_value(argc, argv, &i, "--attention"))) o->attention = v;
     else if ((v = flag_value(argc, argv, &i, "--compress"))) o->compress = v;
     else if ((v = flag_value(argc, argv, &i, "--backend"))) o->backend = v;
     else if ((v = flag_value(argc, argv, &i, "--mcpu"))) o->mcpu = v;
@@ -313,6 +323,9 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->loss_head && !parse_loss_head(o->loss_head, &o->head_chunk))
     return usage_error("--loss-head takes whole, chunked or a number of rows, not '%s'",
                        o->loss_head);
+  if (o->attention && strcmp(o->attention, "fused") && strcmp(o->attention, "whole") &&
+      strcmp(o->attention, "auto"))
+    return usage_error("--attention takes auto, fused or whole, not '%s'", o->attention);
   if (o->compress && strcmp(o->compress, "bf16") && strcmp(o->compress, "none"))
     return usage_error("--compress takes bf16 or none, not '%s'", o->compress);
   o->compress_bf16 = o->compress && !strcmp(o->compress, "bf16");
@@ -598,6 +611,10 @@ static CompileOptions compile_options(const Options *o) {
                           .conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY,
                           .no_fuse = o->no_fuse,
                           .head_chunk = is_cuda(o) ? -1 : o->head_chunk,
+                          .attention = is_cuda(o) || (o->attention && !strcmp(o->attention, "whole"))
+                                           ? ATTENTION_WHOLE
+                                       : o->attention && !strcmp(o->attention, "fused") ? ATTENTION_FUSED
+                                                                                         : ATTENTION_AUTO,
                           .dump = dump_pass(o),
                           .dump_out = stdout,
                           .bucket_bytes = o->bucket_bytes};

@@ -239,6 +239,16 @@ int graph_add_attr(Graph *g, OpKind op, const int *in, int nin, double f0, int64
   return graph_add_op(g, op, in, nin, &attr, loc, diag);
 }
 
+bool graph_read_only_by(const Graph *g, int v, const int *readers, int n) {
+  for (int i = v + 1; i < g->n_forward; i++)
+    for (int k = 0; k < g->nodes[i].nin; k++) {
+      bool among = false;
+      for (int r = 0; r < n; r++) among |= i == readers[r];
+      if (g->nodes[i].in[k] == v && !among) return false;
+    }
+  return true;
+}
+
 bool node_is_view(const Node *n) { return op_info(n->op)->op_class == OPC_VIEW && n->grad_of_param < 0; }
 
 uint64_t view_offset(const Graph *g, const Node *n) {

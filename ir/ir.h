@@ -280,6 +280,14 @@ typedef struct {
   uint64_t scratch_bytes;
 } HeadDims;
 void head_dims(const Graph *g, const Node *n, HeadDims *h);
+/* A causal_attention or causal_attention_grad node (ir/ops/attention.c)
+ * as one trc_causal_attention(_grad) call: q, k, v [b, t, c], the heads
+ * interleaved in each row (c = heads * D), the scores' scale. */
+typedef struct {
+  int64_t b, t, c, heads;
+  double scale;
+} AttentionDims;
+void attention_dims(const Graph *g, const Node *n, AttentionDims *d);
 /* The bytes a library call needs for its step alone besides its output
  * (the loss head's chunk of logits); 0 for every other node. */
 uint64_t node_scratch_bytes(const Graph *g, const Node *n);
@@ -322,6 +330,9 @@ int graph_add_op(Graph *g, OpKind op, const int *in, int nin, const Attr *attr, 
  * copies. The memory plan gives a view its source's offset plus
  * view_offset() bytes and schedules no code for it. */
 bool node_is_view(const Node *n);
+/* Whether every forward node that reads v is one of readers[0, n) (the
+ * graph's passes that fuse a pattern check its values have no other use). */
+bool graph_read_only_by(const Graph *g, int v, const int *readers, int n);
 uint64_t view_offset(const Graph *g, const Node *n);
 /* Per node (a new array): the node that owns the storage it reads through a
  * view (chain); the node itself when it is not a view. */

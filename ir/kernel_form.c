@@ -65,10 +65,17 @@ static void code_conv(StrBuf *sb, const Graph *g, int id) {
             (long long)d.k, (long long)d.stride, (long long)d.pad);
 }
 
-/* A runtime call's code: the loss head's dimensions, or a bf16 store's
- * direction and length. */
+/* A runtime call's code: the loss head's dimensions, attention's, or a
+ * bf16 store's direction and length. */
 static void code_call(StrBuf *sb, const Graph *g, int id) {
   const Node *n = &g->nodes[id];
+  if (n->op == OP_CAUSAL_ATTENTION || n->op == OP_CAUSAL_ATTENTION_GRAD) {
+    AttentionDims d;
+    attention_dims(g, n, &d);
+    sb_printf(sb, "%s %lld %lld %lld %lld %.17g", op_info(n->op)->name, (long long)d.b, (long long)d.t,
+              (long long)d.c, (long long)d.heads, d.scale);
+    return;
+  }
   if (n->op != OP_LINEAR_CROSS_ENTROPY) {
     sb_printf(sb, "%s %lld", op_info(n->op)->name, (long long)shape_numel(&n->shape));
     return;

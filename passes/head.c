@@ -25,14 +25,6 @@ static int64_t default_chunk(int64_t rows, int64_t classes) {
   return chunk < rows ? chunk : rows;
 }
 
-/* Whether the forward nodes that read v are all among `readers`. */
-static bool read_only_by(const Graph *g, int v, const int readers[2]) {
-  for (int i = v + 1; i < g->n_forward; i++)
-    for (int k = 0; k < g->nodes[i].nin; k++)
-      if (g->nodes[i].in[k] == v && i != readers[0] && i != readers[1]) return false;
-  return true;
-}
-
 /* The cross_entropy loss over a bias-free linear layer that nothing else
  * reads (but predict), or -1. */
 static int head_pattern(const Graph *g) {
@@ -44,7 +36,7 @@ static int head_pattern(const Graph *g) {
   if (w->op != OP_PARAM || w->shape.rank != 2) return -1;
   if (g->predict >= 0 && g->predict != logits->id) return -1;
   const int lse_readers[2] = {loss->id, loss->id}, logit_readers[2] = {loss->id, loss->in[2]};
-  if (!read_only_by(g, logits->id, logit_readers) || !read_only_by(g, loss->in[2], lse_readers))
+  if (!graph_read_only_by(g, logits->id, logit_readers, 2) || !graph_read_only_by(g, loss->in[2], lse_readers, 2))
     return -1;
   return loss->id;
 }

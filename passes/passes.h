@@ -10,6 +10,15 @@
 
 #include "ir.h"
 
+/* ATTENTION: causal attention as lowering writes it (bmm, causal_softmax,
+ * bmm, nothing else reading the scores or probabilities: no dropout on
+ * them) becomes one causal_attention node, which stores no probabilities
+ * (passes/attention.c): always (FUSED), never (WHOLE), or from sequences of
+ * ATTENTION_FUSED_FROM_T on (AUTO). Runs on the forward graph, before
+ * autodiff. */
+typedef enum { ATTENTION_AUTO, ATTENTION_FUSED, ATTENTION_WHOLE } AttentionForm;
+void fuse_attention(Graph *g, AttentionForm form);
+
 /* HEAD: a loss that is cross_entropy over a bias-free linear layer of a
  * parameter (logits = x @ w or x @ w^T, read by nothing else but predict)
  * becomes the chunked loss head: linear_cross_entropy (`chunk` rows at a
@@ -88,6 +97,7 @@ typedef struct {
 #define TRAINC_PASSES(X)                                                     \
   X(AST, "ast", "the model file as the parser read it")                     \
   X(IR, "ir", "lowering: the forward graph")                                \
+  X(ATTENTION, "attention", "causal attention fused: no stored probabilities") \
   X(HEAD, "head", "the loss head chunked: linear + cross_entropy one call")  \
   X(GRAD, "grad", "autodiff: the backward graph added")                     \
   X(WEAVE, "weave", "the planner's recomputes woven into backward")         \
@@ -321,6 +331,7 @@ typedef struct {
   ConvForm conv;
   bool no_fuse;       /* --no-fuse */
   int64_t head_chunk; /* --loss-head: rows per chunk; 0 the default; -1 whole */
+  AttentionForm attention; /* --attention */
   Pass dump;          /* print the program after this pass (PASS_NONE: none) */
   FILE *dump_out;
   uint64_t bucket_bytes; /* 0: GRAD_BUCKET_BYTES */

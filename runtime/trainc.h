@@ -424,7 +424,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
   X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
   X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy) X(trc_bf16_pack) X(trc_bf16_unpack)           \
-  X(trc_gemm_rounded)
+  X(trc_gemm_rounded) X(trc_causal_attention) X(trc_causal_attention_grad)
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
@@ -521,6 +521,18 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
                               int has_ignore, int64_t ignore_label, const float *x,
                               const float *w, const int32_t *labels, const float *seed,
                               float *out, float *dw, float *scratch);
+
+/* Causal self-attention per head (fused attention, docs/planner.md): q, k,
+ * v and out [b, t, c], the heads interleaved in each row (c = heads * D);
+ * out = softmax(q k^T * scale over the keys up to the row) v. Its gradient
+ * from dy = d(out) into out [3, b, t, c]: dq, dk, dv. Neither holds more
+ * than a block of rows' probabilities; the bits do not depend on the number
+ * of threads (runtime/kernels/attention.c). */
+void trc_causal_attention(int64_t b, int64_t t, int64_t c, int64_t heads, float scale,
+                          const float *q, const float *k, const float *v, float *out);
+void trc_causal_attention_grad(int64_t b, int64_t t, int64_t c, int64_t heads, float scale,
+                               const float *q, const float *k, const float *v, const float *dy,
+                               float *out);
 
 /* Activations stored in bf16 (`--compress bf16`, docs/planner.md): pack
  * rounds n floats to bf16 (trc_round_bf16's rounding, to nearest even),

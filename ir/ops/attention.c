@@ -1,5 +1,6 @@
 /* attention.c — attention's row kernels: the causal mask, the causal and
- * masked softmaxes, and dropout. */
+ * masked softmaxes, and dropout; and fused causal attention (a runtime
+ * call). */
 #include "ops_internal.h"
 
 #include <math.h>
@@ -230,4 +231,70 @@ void bwd_dropout(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Node x = g->nodes[n];
   int in[3] = {dy, x.in[1], x.in[2]};
   dx[0] = graph_add_op(g, OP_DROPOUT, in, 3, &x.attr, no_loc, NULL);
+}
+
+/* ------------------------------------------------ fused causal attention */
+
+/* causal_attention(q, k, v) → [B, T, C]: softmax(q k^T * scale), causal,
+ * times v, per head; q, k, v [B, T, C] with the heads interleaved in each
+ * row (C = heads * D). A runtime call (trc_causal_attention) that never
+ * holds the [B, heads, T, T] probabilities, nor stores them: its backward
+ * (causal_attention_grad, [3, B, T, C]: dq, dk, dv) remakes them a block of
+ * rows at a time from q and k. passes/attention.c makes it from the bmm,
+ * causal_softmax and bmm that lowering writes. */
+void attention_dims(const Graph *g, const Node *n, AttentionDims *d) {
+  const Shape *q = &in_node(g, n, 0)->shape;
+  d->b = q->dim[0], d->t = q->dim[1], d->c = q->dim[2];
+  d->heads = n->attr.i[0];
+  d->scale = n->attr.f[0];
+}
+
+bool infer_causal_attention(const Graph *g, Node *n, Diag *diag) {
+  (void)diag; /* only passes make it */
+  const Shape *q = &in_node(g, n, 0)->shape;
+  for (int k = 0; k < n->nin; k++) {
+    const Node *x = in_node(g, n, k);
+    if (x->dtype != DT_F32 || !shape_equal(&x->shape, q) || q->rank != 3 || q->dim[2] % n->attr.i[0])
+      diag_internal_error("%s %d: its inputs are not [B, T, C] alike", op_info(n->op)->name, n->id);
+  }
+  n->shape = *q;
+  if (n->op == OP_CAUSAL_ATTENTION_GRAD)
+    n->shape = (Shape){.rank = 4, .dim = {3, q->dim[0], q->dim[1], q->dim[2]}};
+  return true;
+}
+
+/* Per head, the causal half of its products: q k^T and p v forward (2
+ * T^2 D in all), the softmax (about 5 an element); backward the scores
+ * again, dp, dq, dk and dv (5 T^2 D) and the softmax's gradient. */
+double flops_causal_attention(const Graph *g, const Node *n) {
+  AttentionDims d;
+  attention_dims(g, n, &d);
+  double rows = (double)d.b * (double)d.t * (double)d.t;
+  return rows * (2.0 * (double)d.c + 2.5 * (double)d.heads);
+}
+
+double flops_causal_attention_grad(const Graph *g, const Node *n) {
+  AttentionDims d;
+  attention_dims(g, n, &d);
+  double rows = (double)d.b * (double)d.t * (double)d.t;
+  return rows * (5.0 * (double)d.c + 5.0 * (double)d.heads);
+}
+
+/* One gradient node for all three inputs; each takes its slice. */
+void bwd_causal_attention(Graph *g, int n, int dy, const bool want[], int dx[]) {
+  const Node *a = &g->nodes[n];
+  Shape each = g->nodes[a->in[0]].shape;
+  int in[4] = {a->in[0], a->in[1], a->in[2], dy};
+  Attr attr = a->attr;
+  int grad = graph_add_op(g, OP_CAUSAL_ATTENTION_GRAD, in, 4, &attr, no_loc, NULL);
+  for (int i = 0; i < 3; i++) {
+    if (!want[i]) continue;
+    Attr rows = {.i = {i}, .shape = {.rank = 4, .dim = {1, each.dim[0], each.dim[1], each.dim[2]}}};
+    int slice = add_with(g, OP_SLICE, grad, &rows);
+    dx[i] = add_with(g, OP_RESHAPE, slice, &(Attr){.shape = each});
+  }
+}
+
+void print_attention(FILE *out, const Node *n) {
+  fprintf(out, " {heads=%lld, scale=%g}", (long long)n->attr.i[0], n->attr.f[0]);
 }

@@ -208,6 +208,10 @@ OpBackward bwd_causal_mask, bwd_scaled_softmax, bwd_dropout;
 OpKernel kernel_causal_mask, kernel_causal_mask_grad, kernel_causal_softmax,
     kernel_causal_softmax_grad, kernel_masked_softmax, kernel_masked_softmax_grad, kernel_dropout;
 OpPrintAttrs print_scale, print_dropout;
+OpInfer infer_causal_attention;
+OpFlops flops_causal_attention, flops_causal_attention_grad;
+OpBackward bwd_causal_attention;
+OpPrintAttrs print_attention;
 
 /* images.c */
 OpInfer infer_pad, infer_pool, infer_im2col;

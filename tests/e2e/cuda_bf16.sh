@@ -34,7 +34,7 @@ PY=/usr/bin/python3
 default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
 [[ -n $default_flags ]] || { echo "FAIL: no default --cflags in trainc --help"; exit 1; }
 SCALAR_FLAGS="$default_flags -fno-tree-vectorize -fno-tree-slp-vectorize"
-"$trainc" build "$model" -o "$dir/c" --keep-c "$dir/c.c" --conv-im2col --loss-head whole --cflags "$SCALAR_FLAGS" \
+"$trainc" build "$model" -o "$dir/c" --keep-c "$dir/c.c" --conv-im2col --loss-head whole --attention whole --cflags "$SCALAR_FLAGS" \
   >"$dir/build.out"
 # Open MPI's own allocations are never freed (as cuda_emulate.sh)
 grep -q ", MPI" "$dir/build.out" && export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0

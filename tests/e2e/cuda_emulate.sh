@@ -12,8 +12,9 @@
 #    ones, tests/codegen/vector_math.sh), and which elements a loop takes
 #    through them depends on the loop, which the CUDA kernel's grid changes.
 #    The C trainer's convolutions are im2col + GEMM, as the CUDA backend's
-#    (--conv-im2col; by default they are oneDNN's), and its loss head
-#    stores the whole logits, as the CUDA backend's (--loss-head whole);
+#    (--conv-im2col; by default they are oneDNN's), its loss head stores
+#    the whole logits and its attention the whole probabilities, as the
+#    CUDA backend's (--loss-head whole, --attention whole);
 #  - the gradient norms of the log (computed on the device) too, and the
 #    evaluation's loss and metrics (counted on the device for models with
 #    predictions and labels);
@@ -34,7 +35,7 @@ PY=/usr/bin/python3
 default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
 [[ -n $default_flags ]] || { echo "FAIL: no default --cflags in trainc --help"; exit 1; }
 SCALAR_FLAGS="$default_flags -fno-tree-vectorize -fno-tree-slp-vectorize"
-"$trainc" build "$model" --policy "$policy" -o "$dir/c" --keep-c "$dir/c.c" --conv-im2col --loss-head whole \
+"$trainc" build "$model" --policy "$policy" -o "$dir/c" --keep-c "$dir/c.c" --conv-im2col --loss-head whole --attention whole \
   --cflags "$SCALAR_FLAGS" >"$dir/build.out"
 # Open MPI's own allocations are never freed (as tests/e2e/schedule/mpi.sh)
 grep -q ", MPI" "$dir/build.out" && export ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0

@@ -11,6 +11,7 @@
 # TRAINC_TEST_BACKEND=run: the trainer is `trainc run` (LLVM's JIT).
 # TRAINC_TEST_COMPRESS=bf16: the trainer stores activations in bf16
 # (`--compress bf16`), PyTorch rounds what it saves alike (parity.py).
+# TRAINC_TEST_ATTENTION=fused|whole: the trainer's --attention (default auto).
 # TRAINC_TEST_PYTHON: the Python with torch (default Debian's python3,
 # skipped (77) when it has no torch). An hf_ TORCH_MODEL (hf_models.py) runs
 # in the reference environment of scripts/install-peers: skipped only where
@@ -28,11 +29,11 @@ else
 fi
 parity() { $py "$here/parity.py" "$@"; }
 rm -rf "$work" && mkdir -p "$work"
-compress=(--compress "${TRAINC_TEST_COMPRESS:-none}")
+flags=(--compress "${TRAINC_TEST_COMPRESS:-none}" --attention "${TRAINC_TEST_ATTENTION:-auto}")
 export PARITY_SAVED=${TRAINC_TEST_COMPRESS:-f32}
-trainer=("$trainc" run "${compress[@]}" "$model")
+trainer=("$trainc" run "${flags[@]}" "$model")
 if [[ ${TRAINC_TEST_BACKEND:-c} != run ]]; then
-  "$trainc" build "$model" "${compress[@]}" -o "$work/trainer" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
+  "$trainc" build "$model" "${flags[@]}" -o "$work/trainer" --cflags "${TRAINC_TEST_CFLAGS:-} -O2 -Wall -Wextra -Werror" >/dev/null
   trainer=("$work/trainer")
 fi
 run_trainer() { "${trainer[@]}" "$@"; }
