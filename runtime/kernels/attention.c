@@ -12,6 +12,7 @@
  * that keeps each row's log-sum-exp and walks the keys in blocks too, as
  * flash-attention does, would need no buffer of a whole row; with rows of
  * at most a few thousand keys a row block fits in the cache as it is.) */
+#define TRC_VECTOR_MATH /* the softmax's rows call libmvec's expf (trainc.h) */
 #include "rt_kernels.h"
 
 #include <math.h>
@@ -49,7 +50,7 @@ static void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha
  * is fixed: the same bits every time). */
 enum { LANES = 16 };
 
-static float dot(const float *x, const float *y, int64_t n) {
+static inline __attribute__((always_inline)) float dot(const float *x, const float *y, int64_t n) {
   float lane[LANES] = {0}, sum = 0.0f;
   int64_t full = n / LANES * LANES;
   for (int64_t j = 0; j < full; j += LANES)
@@ -59,7 +60,7 @@ static float dot(const float *x, const float *y, int64_t n) {
   return sum;
 }
 
-static float sum_of(const float *x, int64_t n) {
+static inline __attribute__((always_inline)) float sum_of(const float *x, int64_t n) {
   float lane[LANES] = {0}, sum = 0.0f;
   int64_t full = n / LANES * LANES;
   for (int64_t j = 0; j < full; j += LANES)
@@ -69,7 +70,7 @@ static float sum_of(const float *x, int64_t n) {
   return sum;
 }
 
-static float row_max(const float *x, int64_t n) {
+static inline __attribute__((always_inline)) float row_max(const float *x, int64_t n) {
   float lane[LANES], max = -INFINITY;
   for (int l = 0; l < LANES; l++) lane[l] = -INFINITY;
   int64_t full = n / LANES * LANES;
@@ -82,8 +83,10 @@ static float row_max(const float *x, int64_t n) {
 
 /* Row i of a block from query row `first` sees keys [0, first + i]: its
  * scores (`keys` of them, the later ones unused) become its probabilities,
- * 0 past the diagonal. */
-static void softmax_rows(float *s, int64_t rows, int64_t keys, int64_t first) {
+ * 0 past the diagonal. Compiled for AVX-512 and AVX2 too (the runtime is
+ * built for any x86-64), its expf vectorized with libmvec's of that width,
+ * as the loss head's rows (kernels/head.c). */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void softmax_rows(float *s, int64_t rows, int64_t keys, int64_t first) {
   for (int64_t i = 0; i < rows; i++) {
     float *row = s + i * keys;
     int64_t seen = first + i + 1;
@@ -127,7 +130,7 @@ void trc_causal_attention(int64_t b, int64_t t, int64_t c, int64_t heads, float 
 
 /* ds = p * (dp - sum p dp) in place of dp, row by row (0 past the diagonal,
  * where p is). */
-static void softmax_grad_rows(const float *p, float *dp, int64_t rows, int64_t keys) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void softmax_grad_rows(const float *p, float *dp, int64_t rows, int64_t keys) {
   for (int64_t i = 0; i < rows; i++) {
     const float *pr = p + i * keys;
     float *g = dp + i * keys, sum = dot(pr, g, keys);
