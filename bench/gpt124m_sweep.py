@@ -3,9 +3,10 @@ checkpointing on it (issue 24, item 4). examples/gpt124m.nn at T = 1024
 without dropout, batch 2 (the largest PyTorch per-block fits in 5 GiB,
 bench/gpt124m_memory.py), random tokens, AdamW, clip 1, 2 threads.
 
-sweep       `trainc plan --sweep` (with --compress: --compress bf16 too): each
-            budget's plan, its stored activations (what forward() leaves for
-            backward()) and its predicted overhead; predicted only
+sweep       16 budgets from checkpoint all's planned peak to off's (with
+            --compress: --compress bf16 too): each budget's plan, its stored
+            activations (what forward() leaves for backward()) and its
+            predicted overhead; predicted only
 PyTorch     bench/gpt_checkpoint.py's worker: no checkpointing and
             checkpoint(block, use_reentrant=False) per block, the bytes
             autograd saves (saved_tensors_hooks) and the median step
@@ -19,9 +20,7 @@ glibc malloc kept from trimming and mmapping and OMP_WAIT_POLICY=active
 usage: /opt/trainc-peers/bin/python bench/gpt124m_sweep.py TRAINC WORKDIR [--batch N] [--steps N] [--compress] [--force]
 """
 import argparse
-import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -51,16 +50,13 @@ def budget_for(trainc, nn, stored_at_most, top):
     return (f"{lo}MiB", plan(trainc, nn, ["--budget", f"{lo}MiB"])) if lo else (None, None)
 
 
-def sweep(trainc, nn, flags):
-    """[(budget bytes, plan)] of `trainc plan --sweep`'s budgets."""
-    out = subprocess.run([trainc, "plan", nn, "--sweep"] + flags, capture_output=True, text=True, check=True).stdout
-    points = []
-    for line in out.splitlines():
-        m = re.match(r"\s*([0-9.]+) (KiB|MiB|GiB)\s", line)
-        if m:
-            budget = int(float(m.group(1)) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[m.group(2)])
-            points.append((budget, plan(trainc, nn, flags + ["--budget", str(budget)])))
-    return points
+def sweep(trainc, nn, flags, points=16):
+    """[(budget bytes, plan)] at `points` budgets from the least planned peak
+    (checkpoint all) to off's, as `trainc plan --sweep` spaces them."""
+    lo = plan(trainc, nn, flags + ["--policy", "all"])["total"]
+    hi = plan(trainc, nn, flags + ["--policy", "off"])["total"]
+    budgets = [lo + (hi - lo) * i // (points - 1) for i in range(points)]
+    return [(b, plan(trainc, nn, flags + ["--budget", str(b)])) for b in budgets]
 
 
 def main():
@@ -68,7 +64,7 @@ def main():
     ap.add_argument("trainc")
     ap.add_argument("work")
     ap.add_argument("--batch", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--compress", action="store_true", help="also the sweep with --compress bf16")
     ap.add_argument("--force", action="store_true")
     args = ap.parse_args()
@@ -100,7 +96,7 @@ def main():
     print(f"GPT-2 124M, T = {T}, batch {args.batch}; PyTorch {__import__('torch').__version__}")
     torch_overhead = torch["block"]["step_ms"] / torch["none"]["step_ms"] - 1
     for label, flags in [("", [])] + ([(" --compress bf16", ["--compress", "bf16"])] if args.compress else []):
-        print(f"\ntrainc plan --sweep{label}:")
+        print(f"\ntrainc's plans{label}:")
         print(f"{'budget':>10s} {'planned peak':>13s} {'stored':>10s} {'predicted':>10s}")
         marked = False
         for b, p in sweep(trainc, nn, flags):

@@ -34,9 +34,9 @@ static bool attention_pattern(const Graph *g, const Node *x) {
 }
 
 /* AUTO fuses from sequences this long on: on examples/gpt.nn (D = 32 a
- * head) the fused step was 5% slower at T = 64 (many small GEMM calls),
- * as fast at 128, 5% faster at 256, and on GPT-2 124M at 1024 8% faster
- * with half the stored activations (bench/RESULTS.md). */
+ * head) the fused step was as fast at T = 64 (many small GEMM calls), 9%
+ * faster at 128, 19% at 256; on GPT-2 124M at 1024 it stores half the
+ * activations and steps faster than PyTorch's SDPA (bench/RESULTS.md). */
 enum { ATTENTION_FUSED_FROM_T = 128 };
 
 void fuse_attention(Graph *g, AttentionForm form) {
