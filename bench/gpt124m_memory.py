@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-from gpt_checkpoint import NO_DROPOUT, edited_example
+from gpt_checkpoint import NO_DROPOUT, edited_example, wait_for_quiet
 from torch_compare import environment
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -134,10 +134,7 @@ def main():
     subprocess.run([trainc, "build", model_file(work, 1), "-o", init], check=True, stdout=subprocess.DEVNULL)
     subprocess.run([init, "--data", data, "--steps", "0", "--save", weights], check=True, stdout=subprocess.DEVNULL)
 
-    load = float(open("/proc/loadavg").read().split()[0])
-    if load >= 0.5 and not args.force:
-        sys.exit(f"the machine is not quiet (load average {load}); --force runs anyway")
-    print(f"load average before: {open('/proc/loadavg').read().split()[:3]}" + (" (--force)" if args.force else ""))
+    wait_for_quiet(args.force)
     results = []
     for side, flags in [("trainc", [])] + ([("trainc --compress bf16", ["--compress", "bf16"])] if args.compress else []):
         fitting = [b for b in range(1, args.max_batch + 1) if trainc_fits(trainc, model_file(work, b), memory, flags)]
