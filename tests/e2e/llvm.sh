@@ -136,11 +136,13 @@ same() { # what, two files that must be equal
 
 
 # The functions of a trainer that call libmvec (_ZGV*), but the runtime's
-# loss head (head_rows, runtime/kernels/head.c), which always does: it is
-# the same code in the C and LLVM trainers.
+# loss head (head_rows, runtime/kernels/head.c) and fused attention's rows
+# (softmax_rows, softmax_grad_rows, runtime/kernels/attention.c), which
+# always do: they are the same code in the C and LLVM trainers.
 vector_math_callers() {
   objdump -d --no-show-raw-insn "$1" |
-    awk '/^[0-9a-f]+ <.*>:$/ { fn = $2 } /call.*<_ZGV/ { print fn }' | sort -u | grep -v '^<head_rows\.' || true
+    awk '/^[0-9a-f]+ <.*>:$/ { fn = $2 } /call.*<_ZGV/ { print fn }' | sort -u |
+    grep -v '^<\(head_rows\|softmax_rows\|softmax_grad_rows\)\.' || true
 }
 for arg in "$@"; do
   model=${arg%=*} data=${arg#*=} ranks=1 launch=()
