@@ -46,6 +46,7 @@ static const char *usage_text =
     "                           (default: what this machine has free now)\n"
     "  --format table|json|dot  plan: output format (default table)\n"
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
+    "                           (a table, or --format json)\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
     "  --dump=PASS              also print the program after a pass (check,\n"
     "                           plan, emit, build), in pipeline order:\n"
@@ -307,6 +308,8 @@ static int parse_options(int argc, char **argv, Options *o) {
   if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
     return usage_error("%s", "--format, --sweep and --svg go with the plan command");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
+  if (o->sweep && o->format && !strcmp(o->format, "dot"))
+    return usage_error("%s", "--sweep prints a table or json, not dot");
   if (o->dump && pass_named(o->dump) == PASS_NONE) {
     char *takes = xsprintf("--dump takes %s, not '%%s'", pass_names_listed());
     int rc = usage_error(takes, o->dump);
@@ -590,7 +593,8 @@ static PlanFormat plan_format(const Options *o) {
 static int sweep(const Graph *g, const MachineProfile *m, bool compress, const Options *o) {
   int n;
   SweepPoint *pts = plan_sweep(g, m, compress, &n);
-  sweep_print(stdout, pts, n);
+  if (plan_format(o) == PLAN_JSON) sweep_json(stdout, pts, n, g->model_name, compress);
+  else sweep_print(stdout, pts, n);
   int rc = 0;
   if (o->svg) {
     FILE *f = output_open(o->svg, &diag);

@@ -321,6 +321,7 @@ typedef struct {
 /* compress: under --compress bf16 (CheckpointSpec.compress). */
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, int *count);
 void sweep_print(FILE *out, const SweepPoint *pts, int n);
+void sweep_json(FILE *out, const SweepPoint *pts, int n, const char *model, bool compress);
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
 
 /* ---- the whole pipeline ---- */

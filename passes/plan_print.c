@@ -356,6 +356,22 @@ void sweep_print(FILE *out, const SweepPoint *pts, int n) {
   }
 }
 
+/* The sweep as JSON (schema in docs/planner.md). */
+void sweep_json(FILE *out, const SweepPoint *pts, int n, const char *model, bool compress) {
+  fputs("{\"schema\": \"trainc-sweep/1\", \"model\": ", out);
+  json_string(out, model);
+  fprintf(out, ", \"compress\": %s, \"points\": [", compress ? "\"bf16\"" : "null");
+  for (int i = 0; i < n; i++) {
+    fprintf(out, "%s\n  {\"budget\": %llu, \"fits\": %s", i ? "," : "", (unsigned long long)pts[i].budget,
+            pts[i].fits ? "true" : "false");
+    if (pts[i].fits)
+      fprintf(out, ", \"peak\": %llu, \"overhead\": %.6g}", (unsigned long long)pts[i].peak, pts[i].overhead);
+    else
+      fputs(", \"peak\": null, \"overhead\": null}", out);
+  }
+  fputs("\n]}\n", out);
+}
+
 /* Planned peak (x, MiB) against predicted overhead (y, %), one dot a budget. */
 void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title) {
   const double W = 640, H = 400, L = 70, R = 20, T = 40, B = 50;

@@ -3,7 +3,8 @@
 # "trainc-plan/1"): every key, every type, and the sums the doc promises
 # (total = arena + optimizer state; arena = the categories below it; memory:
 # what `auto` planned for, null for the other policies; compress: "bf16"
-# under --compress bf16, which off and every 2 are also planned with).
+# under --compress bf16, which off and every 2 are also planned with); and
+# `--sweep --format json` ("trainc-sweep/1").
 # usage: plan_json.sh TRAINC MODEL.nn...
 set -euo pipefail
 trainc=$1
@@ -69,6 +70,23 @@ for st in d["stage_plan"]:
     mine = sum(v["paid_seconds"] for v in d["values"] if v["stage"] == st["stage"])
     assert abs(mine - st["recompute_seconds"]) <= 1e-5 * st["recompute_seconds"] + 1e-12, (st, mine)
 ' "$policy" "$compress" || { echo "FAIL: $model, policy $policy, compress $compress"; exit 1; }
+  done
+  # the sweep ("trainc-sweep/1"): budgets ascending, a fitting plan's peak
+  # within its budget, and a larger budget never predicting more overhead
+  for compress in none bf16; do
+    "$trainc" plan "$model" --sweep --compress $compress --format json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert set(d) == {"schema", "model", "compress", "points"} and d["schema"] == "trainc-sweep/1", sorted(d)
+assert d["compress"] == (None if sys.argv[1] == "none" else "bf16")
+pts = d["points"]
+assert len(pts) == 17 and all(set(p) == {"budget", "fits", "peak", "overhead"} for p in pts)
+assert [p["budget"] for p in pts] == sorted(p["budget"] for p in pts)
+fit = [p for p in pts if p["fits"]]
+assert fit and all(p["peak"] <= p["budget"] and p["overhead"] >= 0 for p in fit)
+assert all(p["peak"] is None and p["overhead"] is None for p in pts if not p["fits"])
+assert all(a["overhead"] >= b["overhead"] for a, b in zip(fit, fit[1:])), [p["overhead"] for p in fit]
+' $compress || { echo "FAIL: $model, --sweep --compress $compress"; exit 1; }
   done
   echo "ok: $model"
 done
