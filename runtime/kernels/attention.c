@@ -16,8 +16,6 @@
 #include "rt_kernels.h"
 
 #include <math.h>
-#include <oneapi/dnnl/dnnl.h>
-#include <stdio.h>
 #include <string.h>
 
 /* Floats of one block's scores: rows = BLOCK_FLOATS / t (1 to MAX_ROWS). */
@@ -37,18 +35,9 @@ static attention attention_of(int64_t b, int64_t t, int64_t c, int64_t heads, fl
                      .blocks = (t + rows - 1) / rows, .scale = scale};
 }
 
-/* C = alpha op(A) op(B) + beta C, row-major, on this thread. */
-static void sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
-                  int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) != dnnl_success) {
-    fprintf(stderr, "trainer: error: oneDNN sgemm failed in attention\n");
-    trc_comm_abort(1);
-  }
-}
-
-/* Sums and maxima in LANES lanes, so that the loops vectorize (the order
- * is fixed: the same bits every time). */
-enum { LANES = 16 };
+/* Sums in ROW_LANES lanes, so that the loops vectorize (the order is
+ * fixed: the same bits every time). */
+enum { LANES = ROW_LANES };
 
 static inline __attribute__((always_inline)) float dot(const float *x, const float *y, int64_t n) {
   float lane[LANES] = {0}, sum = 0.0f;
@@ -70,17 +59,6 @@ static inline __attribute__((always_inline)) float sum_of(const float *x, int64_
   return sum;
 }
 
-static inline __attribute__((always_inline)) float row_max(const float *x, int64_t n) {
-  float lane[LANES], max = -INFINITY;
-  for (int l = 0; l < LANES; l++) lane[l] = -INFINITY;
-  int64_t full = n / LANES * LANES;
-  for (int64_t j = 0; j < full; j += LANES)
-    for (int l = 0; l < LANES; l++) lane[l] = trc_maxf(lane[l], x[j + l]);
-  for (int l = 0; l < LANES; l++) max = trc_maxf(max, lane[l]);
-  for (int64_t j = full; j < n; j++) max = trc_maxf(max, x[j]);
-  return max;
-}
-
 /* Row i of a block from query row `first` sees keys [0, first + i]: its
  * scores (`keys` of them, the later ones unused) become its probabilities,
  * 0 past the diagonal. Compiled for AVX-512 and AVX2 too (the runtime is
@@ -90,7 +68,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void softmax
   for (int64_t i = 0; i < rows; i++) {
     float *row = s + i * keys;
     int64_t seen = first + i + 1;
-    float max = row_max(row, seen);
+    float max = trc_row_max(row, seen);
     for (int64_t j = 0; j < seen; j++) row[j] = expf(row[j] - max);
     float sum = sum_of(row, seen);
     for (int64_t j = 0; j < seen; j++) row[j] /= sum;
@@ -103,7 +81,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void softmax
 static void probabilities(const attention *a, int64_t i, int64_t h, int64_t first, int64_t rows,
                           float *s) {
   int64_t keys = first + rows, head = i * a->t * a->c + h * a->d;
-  sgemm('N', 'T', rows, keys, a->d, a->scale, a->q + head + first * a->c, a->c, a->k + head, a->c,
+  trc_sgemm('N', 'T', rows, keys, a->d, a->scale, a->q + head + first * a->c, a->c, a->k + head, a->c,
         0.0f, s, keys);
   softmax_rows(s, rows, keys, first);
 }
@@ -116,7 +94,7 @@ static void forward_blocks(void *ctx, int64_t lo, int64_t hi) {
     int64_t first = block * a->rows, rows = a->t - first < a->rows ? a->t - first : a->rows;
     int64_t keys = first + rows, head = i * a->t * a->c + h * a->d;
     probabilities(a, i, h, first, rows, s);
-    sgemm('N', 'N', rows, a->d, keys, 1.0f, s, keys, a->v + head, a->c, 0.0f,
+    trc_sgemm('N', 'N', rows, a->d, keys, 1.0f, s, keys, a->v + head, a->c, 0.0f,
           a->out + head + first * a->c, a->c);
   }
 }
@@ -150,12 +128,12 @@ static void backward_head(const attention *a, int64_t i, int64_t h, float *s, fl
     int64_t rows = a->t - first < a->rows ? a->t - first : a->rows, keys = first + rows;
     const float *qb = a->q + head + first * a->c, *dyb = a->dy + head + first * a->c;
     probabilities(a, i, h, first, rows, s);
-    sgemm('N', 'T', rows, keys, a->d, 1.0f, dyb, a->c, a->v + head, a->c, 0.0f, ds, keys);
+    trc_sgemm('N', 'T', rows, keys, a->d, 1.0f, dyb, a->c, a->v + head, a->c, 0.0f, ds, keys);
     softmax_grad_rows(s, ds, rows, keys);
-    sgemm('N', 'N', rows, a->d, keys, a->scale, ds, keys, a->k + head, a->c, 0.0f,
+    trc_sgemm('N', 'N', rows, a->d, keys, a->scale, ds, keys, a->k + head, a->c, 0.0f,
           dq + first * a->c, a->c);
-    sgemm('T', 'N', keys, a->d, rows, a->scale, ds, keys, qb, a->c, 1.0f, dk, a->c);
-    sgemm('T', 'N', keys, a->d, rows, 1.0f, s, keys, dyb, a->c, 1.0f, dv, a->c);
+    trc_sgemm('T', 'N', keys, a->d, rows, a->scale, ds, keys, qb, a->c, 1.0f, dk, a->c);
+    trc_sgemm('T', 'N', keys, a->d, rows, 1.0f, s, keys, dyb, a->c, 1.0f, dv, a->c);
   }
 }
 

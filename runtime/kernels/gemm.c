@@ -45,14 +45,19 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
       c += from;
       n = to - from;
     }
-    dnnl_status_t status = dnnl_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', m, n, j->k, 1.0f, a,
-                                      j->lda, b, j->ldb, j->beta, c, j->ldc);
-    /* Only a broken installation fails here (the shapes are the compiler's):
-     * the GEMM cannot report, so the trainer stops, every rank under MPI. */
-    if (status != dnnl_success) {
-      fprintf(stderr, "trainer: error: oneDNN sgemm failed (status %d)\n", (int)status);
-      trc_comm_abort(1);
-    }
+    trc_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', m, n, j->k, 1.0f, a, j->lda, b, j->ldb, j->beta, c,
+              j->ldc);
+  }
+}
+
+void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  /* Only a broken installation fails here (the shapes are the compiler's):
+   * the GEMM cannot report, so the trainer stops, every rank under MPI. */
+  if (status != dnnl_success) {
+    fprintf(stderr, "trainer: error: oneDNN sgemm failed (status %d)\n", (int)status);
+    trc_comm_abort(1);
   }
 }
 

@@ -31,7 +31,7 @@ static inline __attribute__((always_inline)) float row_scale(const head_block *b
   return b->has_ignore ? scale * (float)counts : scale;
 }
 
-enum { LANES = 16 }; /* K_LANES of ir/ir.h */
+enum { LANES = ROW_LANES };
 
 /* The sum of expf(l[c] - max) as the IR defines a row's reduction (ir.h,
  * *Reductions in lanes*), which every backend computes bitwise alike: column
@@ -53,21 +53,6 @@ static inline __attribute__((always_inline)) float sum_exp_shifted(const float *
   return lane[0];
 }
 
-/* The row's maximum (trc_maxf: a NaN is passed over), in LANES lanes so
- * that it vectorizes; a maximum is the same in any order (a tie of +0 and
- * -0 changes no result here). */
-static inline __attribute__((always_inline)) float row_max(const float *l, int64_t v) {
-  float lane[LANES];
-  for (int i = 0; i < LANES; i++) lane[i] = -INFINITY;
-  int64_t full = v / LANES * LANES;
-  for (int64_t c = 0; c < full; c += LANES)
-    for (int i = 0; i < LANES; i++) lane[i] = trc_maxf(lane[i], l[c + i]);
-  float max = -INFINITY;
-  for (int i = 0; i < LANES; i++) max = trc_maxf(max, lane[i]);
-  for (int64_t c = full; c < v; c++) max = trc_maxf(max, l[c]);
-  return max;
-}
-
 /* The first column holding the maximum (trc_argmax_row's answer: 0 when
  * no column does, a row of NaNs), found a block of LANES columns at a time. */
 static inline __attribute__((always_inline)) int64_t first_at(const float *l, int64_t v,
@@ -87,7 +72,7 @@ static inline __attribute__((always_inline)) void head_row(const head_block *b, 
   float *l = b->logits + r * b->v;
   int64_t row = b->first + r, label = b->labels[row];
   int counts = !(b->has_ignore && label == b->ignore_label);
-  float max = row_max(l, b->v);
+  float max = trc_row_max(l, b->v);
   float lse = max + logf(sum_exp_shifted(l, b->v, max)); /* row_logsumexp's arithmetic */
   b->argmax[row] = (float)first_at(l, b->v, max);
   b->loss[row] = counts ? lse - l[label] : 0.0f;

@@ -1,10 +1,12 @@
-/* rt_kernels.h — what kernels/'s GEMMs and convolutions share:
- * a GEMM's partition, the bf16 path, oneDNN's primitive caches. Not
- * installed. */
+/* rt_kernels.h — what kernels/'s GEMMs, convolutions and row loops share:
+ * a GEMM's partition, the bf16 path, oneDNN's primitive caches, row
+ * reductions. Not installed. */
 #ifndef TRAINC_RT_KERNELS_H
 #define TRAINC_RT_KERNELS_H
 
 #include "core/rt_core.h"
+
+#include <math.h>
 
 /* ---- GEMMs (gemm.c, gemm_bf16.c) ---- */
 /* One trc_gemm call and its partition: `parts` parts per matrix, each a
@@ -23,6 +25,11 @@ typedef struct {
 static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int64_t head_stride) {
   return i / heads * stride + i % heads * head_stride;
 }
+/* C = alpha op(A) op(B) + beta C, row-major, by oneDNN's sgemm on the
+ * calling thread (a part of trc_gemm, a block of fused attention); a
+ * failure stops the trainer. */
+void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+               int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
 /* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
@@ -35,5 +42,21 @@ uint64_t trc_conv_workspace_bytes(void);
 /* Bytes of the bf16 GEMMs' oneDNN scratchpads so far (gemm_bf16.c), also
  * outside every plan: what its operand buffer is not. */
 uint64_t trc_bf16_scratchpad_bytes(void);
+
+/* ---- row loops (head.c, attention.c) ---- */
+/* Row reductions in ROW_LANES lanes, so that they vectorize. */
+enum { ROW_LANES = 16 }; /* K_LANES of ir/ir.h */
+/* The row's maximum (trc_maxf: a NaN is passed over); a maximum is the
+ * same in any order (a tie of +0 and -0 changes no result in these rows). */
+static inline __attribute__((always_inline)) float trc_row_max(const float *x, int64_t n) {
+  float lane[ROW_LANES], max = -INFINITY;
+  for (int i = 0; i < ROW_LANES; i++) lane[i] = -INFINITY;
+  int64_t full = n / ROW_LANES * ROW_LANES;
+  for (int64_t c = 0; c < full; c += ROW_LANES)
+    for (int i = 0; i < ROW_LANES; i++) lane[i] = trc_maxf(lane[i], x[c + i]);
+  for (int i = 0; i < ROW_LANES; i++) max = trc_maxf(max, lane[i]);
+  for (int64_t c = full; c < n; c++) max = trc_maxf(max, x[c]);
+  return max;
+}
 
 #endif
