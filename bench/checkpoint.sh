@@ -100,8 +100,8 @@ import json, sys; p = json.load(sys.stdin)["peak"]; print(p["total"] - p["stored
     flags_for "$p"
     read -r total stored over < <("$build/driver/trainc" plan "$nn" "${flags[@]}" --profile "$work/profile" \
       --format json | "$PY" -c '
-import json, sys; d = json.load(sys.stdin); p = d["peak"]; s = d["seconds"]
-print(p["total"] / 2**20, p["stored_activations"] / 2**20, 100 * s["recompute"] / (s["forward"] + s["backward"]))')
+import json, sys; d = json.load(sys.stdin); p = d["peak"]
+print(p["total"] / 2**20, p["stored_activations"] / 2**20, 100 * d["overhead"])')
     t=$(tr ' ' '\n' <<<"${t_time[$p]}" | grep . | median)
     m=$(tr ' ' '\n' <<<"${t_rss[$p]}" | grep . | median)
     awk -v p="$p" -v a="$total" -v b="$stored" -v c="$over" -v m="$m" -v t="$t" -v o="$off_time" \

@@ -68,9 +68,8 @@ def trainc_run(trainc, work, batch, memory, data, steps, flags):
                     log, "--quiet"], environment())
     recs = [json.loads(line) for line in open(log)]
     step = statistics.median([batch / r["examples_per_s"] for r in recs if "examples_per_s" in r][1:])
-    s = plan["seconds"]
     return {"step": step, "rss": rss, "planned": plan["peak"]["total"],
-            "predicted": s["recompute"] / (s["forward"] + s["backward"])}
+            "predicted": plan["overhead"]}
 
 
 # ---- PyTorch ----

@@ -25,7 +25,8 @@ step        the median step time of a run (trainc: from --log-every 1's
             3 left out), the median over the runs
 overhead    against the same side's own no-checkpoint step (trainc: `off`
             with the same loss head, in f32 for the bf16 plans too; PyTorch: none); `predicted` is the
-            plan's recompute time over its forward + backward
+            plan's `overhead`: its recompute time over the rest of its predicted step (the update
+            included)
 
 PyTorch's environment is tuned first as bench/torch_compare.py does (its
 allocators: glibc malloc without trimming and mmap, jemalloc, tcmalloc;
@@ -98,9 +99,8 @@ def plan(trainc, nn, args):
     if out.returncode:
         return None
     d = json.loads(out.stdout)
-    s = d["seconds"]
     return {"stored": d["peak"]["stored_activations"], "total": d["peak"]["total"],
-            "predicted": s["recompute"] / (s["forward"] + s["backward"])}
+            "predicted": d["overhead"]}
 
 
 def budget_for(trainc, nn, head, stored_at_most, top):

@@ -183,7 +183,7 @@ static const char calibration_source[] =
     "static void touch(float *x, long n) { for (long i = 0; i < n; i++) x[i] = (float)(i % 7) * 0.25f; }\n"
     "/* Loop kernels as trainers have them: buffers at constant offsets of an\n"
     " * arena, a parallel loop's chunks of a constant count (kstmt_parallel_loop). */\n"
-    "enum { CHUNK = 64, BIG = 1 << 24, SMALL = 1 << 20 };\n"
+    "enum { CHUNK = 64, BIG = 1 << 24, SMALL = 1 << 20, REPEAT = 16 };\n"
     "static void poly(void *ctx, int64_t lo, int64_t hi) {\n"
     "  char *restrict A = ctx;\n"
     "  const float *restrict x = (const float *)(A + 0); float *restrict y = (float *)(A + 4L * BIG);\n"
@@ -197,6 +197,13 @@ static const char calibration_source[] =
     "  for (int64_t c = lo; c < hi; c++)\n"
     "    for (int64_t j = 0; j < CHUNK; j++) z[c * CHUNK + j] = x[c * CHUNK + j] + y[c * CHUNK + j]; }\n"
     "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
+    "/* Fused attention forward and backward on shape s (ATT_*: calibrate_machine's). */\n"
+    "static double attention(const long long *s, float *x) {\n"
+    "  const int64_t n = s[0] * s[1] * s[2];\n"
+    "  double t = now();\n"
+    "  trc_causal_attention(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n);\n"
+    "  trc_causal_attention_grad(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n, x + 4 * n);\n"
+    "  return now() - t;\n}\n"
     "int main(void) {\n"
     "  const int n = 1024, calls = 10000;\n"
     "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
@@ -204,7 +211,8 @@ static const char calibration_source[] =
     "  if (!a || !b || !c || !arena) return 1;\n"
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
-    "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, call = 1e30;\n"
+    "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30;\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
     "    trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
@@ -214,13 +222,44 @@ static const char calibration_source[] =
     "    t = now() - t; if (t < gemm16) gemm16 = t;\n"
     "    t = now(); trc_parallel_for(SMALL / CHUNK, poly, arena); t = now() - t; if (t < loop) loop = t;\n"
     "    t = now(); trc_parallel_for(BIG / CHUNK, add, arena); t = now() - t; if (t < bw) bw = t;\n"
+    "    /* the same loop over 12 MiB, again and again: from the cache */\n"
+    "    t = now(); for (int k = 0; k < REPEAT; k++) trc_parallel_for(SMALL / CHUNK, add, arena);\n"
+    "    t = now() - t; if (t < cache) cache = t;\n"
     "    t = now(); for (int k = 0; k < calls; k++) trc_parallel_for(trc_threads(), nothing, NULL);\n"
     "    t = now() - t; if (t < call) call = t;\n"
+    "    t = attention(ATT_A, (float *)arena); if (t < att_a) att_a = t;\n"
+    "    t = attention(ATT_B, (float *)arena); if (t < att_b) att_b = t;\n"
     "  }\n"
+    "  /* attention's seconds = flops / rate + blocks * per_block, from its two shapes */\n"
+    "  double per_block = (att_b * ATT_FLOPS[0] - att_a * ATT_FLOPS[1]) /\n"
+    "                     (ATT_BLOCKS[1] * ATT_FLOPS[0] - ATT_BLOCKS[0] * ATT_FLOPS[1]);\n"
+    "  if (!(per_block > 1e-9)) per_block = 1e-9;\n"
+    "  double att_rate = ATT_FLOPS[0] / (att_a - ATT_BLOCKS[0] * per_block);\n"
+    "  if (!(att_rate > 0)) att_rate = ATT_FLOPS[0] / att_a;\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
-    "         \"kernel_overhead = %g\\n\", trc_threads(), 2.0 * n * n * n / gemm, 2.0 * n * n * n / gemm16,\n"
-    "         32.0 * SMALL / loop, 12.0 * BIG / bw, call / calls + 1e-9);\n"
+    "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
+    "         \"attention_block_seconds = %g\\n\", trc_threads(), 2.0 * n * n * n / gemm,\n"
+    "         2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw, call / calls + 1e-9,\n"
+    "         12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block);\n"
     "  return 0;\n}\n";
+
+/* The calibration program's two attention shapes (GPT-2's one sequence of
+ * 1024, many blocks of 64 keys), with their FLOPs and tasks as the cost
+ * model counts them (ir.h), from which it fits attention's rate and cost
+ * per task. */
+static bool write_attention_shapes(FILE *f) {
+  const AttentionDims shapes[2] = {{.b = 1, .t = 1024, .c = 768, .heads = 12}, {.b = 32, .t = 64, .c = 128, .heads = 4}};
+  for (int i = 0; i < 2; i++)
+    fprintf(f, "static const long long ATT_%c[4] = {%lld, %lld, %lld, %lld};\n", "AB"[i], (long long)shapes[i].b,
+            (long long)shapes[i].t, (long long)shapes[i].c, (long long)shapes[i].heads);
+  double flops[2], blocks[2];
+  for (int i = 0; i < 2; i++) {
+    flops[i] = attention_flops(&shapes[i], false) + attention_flops(&shapes[i], true);
+    blocks[i] = 2.0 * (double)attention_blocks(&shapes[i]);
+  }
+  return fprintf(f, "static const double ATT_FLOPS[2] = {%.17g, %.17g}, ATT_BLOCKS[2] = {%.17g, %.17g};\n",
+                 flops[0], flops[1], blocks[0], blocks[1]) > 0;
+}
 
 /* Runs the built calibration program and parses the profile it prints. */
 static bool measure(const char *exe, const char *out, const BuildOptions *opt, MachineProfile *profile, Diag *diag) {
@@ -244,7 +283,7 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
-  bool ok = f && fputs(calibration_source, f) >= 0;
+  bool ok = f && write_attention_shapes(f) && fputs(calibration_source, f) >= 0;
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

@@ -363,9 +363,11 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
   free(args);
 }
 
-/* Call j of loop L's layer, its buffers and streams read from the row. */
+/* Call j of loop L's layer, its buffers and streams read from the row,
+ * and its --kernel-times mark: the site of call j of the layer the loop is
+ * at (first: the site of call j of the loop's first layer). */
 static void print_loop_call(FILE *out, const Program *p, const CEmit *e, const LayerLoop *L,
-                            int id, int j) {
+                            int id, int j, int first) {
   const KernelForm *f = &e->names.forms[id];
   char **streams = xcalloc((size_t)f->n_streams + 1, sizeof *streams);
   char value[192];
@@ -375,6 +377,9 @@ static void print_loop_call(FILE *out, const Program *p, const CEmit *e, const L
   }
   fputs("  ", out);
   print_call_named(out, &e->names, id, L->arg + L->arg_at[j], (const char *const *)streams);
+  int lo = L->layer[0], hi = L->layer[L->layers - 1];
+  if (L->step > 0) fprintf(out, " trc_kernel_done(%d + (int)(l - %d) * %d);", first, lo, L->calls);
+  else fprintf(out, " trc_kernel_done(%d + (int)(%d - l) * %d);", first, hi, L->calls);
   for (int t = 0; t < f->n_streams; t++) free(streams[t]);
   free(streams);
   const char *path = node_layer_path(p->g, id);
@@ -400,7 +405,7 @@ static void print_layer_loop(FILE *out, const Program *p, const StepForm *f, con
             layer_value(L, k, value, sizeof value));
   }
   for (int j = 0; j < L->calls; j++) {
-    print_loop_call(out, p, f->data, L, ids[L->start + j], j);
+    print_loop_call(out, p, f->data, L, ids[L->start + j], j, kernel_site(p, ids, L->start + j));
     for (int q = 0; q < L->ready[j]; q++) {
       int first = L->ready_col[j] + 2 * q;
       fprintf(out, "    if (s) %sbucket_ready(s, %s, %s); /* a gradient bucket final */\n",

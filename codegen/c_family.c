@@ -386,8 +386,10 @@ void print_kernels(FILE *out, const Program *p, void (*gemm)(FILE *, const Progr
   print_kernel_list(out, p, p->backward, p->n_backward, gemm, loop);
 }
 
-static void print_calls(FILE *out, const Program *p, const StepForm *f, int id) {
+/* Kernel id's call and its mark for --kernel-times (runtime/trainc.h). */
+static void print_calls(FILE *out, const Program *p, const StepForm *f, int id, int site) {
   f->call(out, p, id, f->data);
+  fprintf(out, " trc_kernel_done(%d);", site);
   print_call_comment(out, p, id);
 }
 
@@ -414,6 +416,7 @@ static void print_call_list(FILE *out, const Program *p, const StepForm *f, cons
                             int n) {
   if (f->declare) f->declare(out, p, ids, n, f->data);
   bool backward = ids == p->backward;
+  fputs("  trc_kernel_start();\n", out);
   if (backward) print_buckets_ready(out, p, f, -1);
   for (int i = 0; i < n;) {
     int looped = f->loop ? f->loop(out, p, f, ids, i) : 0;
@@ -421,7 +424,7 @@ static void print_call_list(FILE *out, const Program *p, const StepForm *f, cons
       i += looped;
       continue;
     }
-    print_calls(out, p, f, ids[i]);
+    print_calls(out, p, f, ids[i], kernel_site(p, ids, i));
     if (backward) print_buckets_ready(out, p, f, i);
     i++;
   }
@@ -554,6 +557,24 @@ static void print_patterns(FILE *out, const NameList *patterns) {
   free(joined);
 }
 
+/* trc_model.kernel_sites: each call of forward() and backward() (the sites
+ * of trc_kernel_done) with the cost model's seconds for it. */
+static void print_kernel_sites(FILE *out, const Program *p) {
+  static const char *const phase_name[] = {"forward", "backward", "recompute"};
+  fprintf(out, "static const trc_kernel_site kernel_sites[%d] = {\n", p->n_forward + p->n_backward);
+  for (int site = 0; site < p->n_forward + p->n_backward; site++) {
+    int id = site < p->n_forward ? p->forward[site] : p->backward[site - p->n_forward];
+    const Node *n = &p->g->nodes[id];
+    fprintf(out, "    {.op = \"%s\", .value = ", op_info(n->op)->name);
+    print_c_string_or_null(out, n->name);
+    fprintf(out, ", .line = %d", n->loc.line);
+    for (int ph = 0; ph < 3; ph++)
+      fprintf(out, ", .%s = %.9g", phase_name[ph], p->kernel_seconds ? p->kernel_seconds[id][ph] : 0.0);
+    fputs("},\n", out);
+  }
+  fputs("};\n\n", out);
+}
+
 static void print_model(FILE *out, const Program *p, const char *device) {
   static const char *const loss_enum[] = {TRC_LOSS_KINDS(TRC_ENUM_IDENT)};
   const Graph *g = p->g;
@@ -604,6 +625,8 @@ static void print_model(FILE *out, const Program *p, const char *device) {
           "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint "
           "= \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
+  fprintf(out, "    .n_kernel_sites = %d, .kernel_sites = kernel_sites, .predicted_update = %.9g,\n",
+          p->n_forward + p->n_backward, p->update_seconds);
   print_defaults(out, &g->train.run);
   if (device) fprintf(out, "    .device = &%s,\n", device);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);
@@ -612,5 +635,6 @@ static void print_model(FILE *out, const Program *p, const char *device) {
 void print_runtime_tables(FILE *out, const Program *p, const char *device) {
   print_params(out, p);
   print_inputs(out, p);
+  print_kernel_sites(out, p);
   print_model(out, p, device);
 }

@@ -19,6 +19,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
   X(name, PTR)                                                                                     \
   X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)                    \
       X(index_limit, I64)
+#define KERNEL_SITE_FIELDS(X)                                                                      \
+  X(op, PTR) X(value, PTR) X(line, I32) X(forward, F64) X(backward, F64) X(recompute, F64)
 #define MODEL_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
   X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(bf16_operand_bytes, I64)                   \
@@ -31,7 +33,8 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
                   X(head_dim, I64) X(head_w_vd, I32) X(label_input, I32) X(token_input, I32) X(has_ignore, I32)                       \
                       X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
                       X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
-                          X(checkpoint, PTR) X(defaults, CONFIG) X(device, PTR)
+                          X(checkpoint, PTR) X(n_kernel_sites, I32) X(kernel_sites, PTR)          \
+                              X(predicted_update, F64) X(defaults, CONFIG) X(device, PTR)
 /* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
 #define CFG_FK_I64 FK_I64
 #define CFG_FK_U64 FK_I64
@@ -47,7 +50,9 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
 #define PARAM_INDEX(field, kind) PARAM_##field,
 #define INPUT_INDEX(field, kind) INPUT_##field,
 #define MODEL_INDEX(field, kind) MODEL_##field,
+#define SITE_INDEX(field, kind) SITE_##field,
 enum { PARAM_FIELDS(PARAM_INDEX) N_PARAM_FIELDS };
+enum { KERNEL_SITE_FIELDS(SITE_INDEX) N_SITE_FIELDS };
 enum { INPUT_FIELDS(INPUT_INDEX) N_INPUT_FIELDS };
 enum { MODEL_FIELDS(MODEL_INDEX) N_MODEL_FIELDS };
 
@@ -61,14 +66,17 @@ typedef struct {
 #define PARAM_OFFSET(field, kind) offsetof(trc_param, field),
 #define INPUT_OFFSET(field, kind) offsetof(trc_input, field),
 #define MODEL_OFFSET(field, kind) offsetof(trc_model, field),
+#define SITE_OFFSET(field, kind) offsetof(trc_kernel_site, field),
 #define CFG_OFFSET(kind, name, run, help) offsetof(trc_train_config, name),
 static const FieldKind param_kinds[] = {PARAM_FIELDS(FIELD_KIND)},
                        input_kinds[] = {INPUT_FIELDS(FIELD_KIND)},
                        model_kinds[] = {MODEL_FIELDS(FIELD_KIND)},
+                       site_kinds[] = {KERNEL_SITE_FIELDS(FIELD_KIND)},
                        config_kinds[] = {TRC_TRAIN_CONFIG(CFG_KIND)};
 static const size_t param_offsets[] = {PARAM_FIELDS(PARAM_OFFSET)},
                     input_offsets[] = {INPUT_FIELDS(INPUT_OFFSET)},
                     model_offsets[] = {MODEL_FIELDS(MODEL_OFFSET)},
+                    site_offsets[] = {KERNEL_SITE_FIELDS(SITE_OFFSET)},
                     config_offsets[] = {TRC_TRAIN_CONFIG(CFG_OFFSET)};
 #define STRUCT_INFO(c_type, prefix)                                                                \
   {                                                                                                \
@@ -78,6 +86,7 @@ static const size_t param_offsets[] = {PARAM_FIELDS(PARAM_OFFSET)},
 static const StructInfo param_info = STRUCT_INFO(trc_param, param),
                         input_info = STRUCT_INFO(trc_input, input),
                         model_info = STRUCT_INFO(trc_model, model),
+                        site_info = STRUCT_INFO(trc_kernel_site, site),
                         config_info = STRUCT_INFO(trc_train_config, config);
 
 static LLVMTypeRef struct_type(Gen *g, const StructInfo *s, Diag *diag);
@@ -214,6 +223,28 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
   return t;
 }
 
+/* kernel_sites, as c_family.c's print_kernel_sites fills it. */
+static LLVMValueRef kernel_sites_table(Gen *g, Diag *diag) {
+  const Program *p = g->p;
+  int n = p->n_forward + p->n_backward;
+  LLVMValueRef *rows = xcalloc((size_t)n + 1, sizeof *rows);
+  for (int site = 0; site < n; site++) {
+    int id = site < p->n_forward ? p->forward[site] : p->backward[site - p->n_forward];
+    const Node *nd = &p->g->nodes[id];
+    const double *sec = p->kernel_seconds ? p->kernel_seconds[id] : (const double[3]){0, 0, 0};
+    LLVMValueRef v[N_SITE_FIELDS] = {[SITE_op] = cstring(g, op_info(nd->op)->name),
+                                     [SITE_value] = cstring_or_null(g, nd->name),
+                                     [SITE_line] = i32c(g, nd->loc.line),
+                                     [SITE_forward] = LLVMConstReal(g->f64, sec[PHASE_FORWARD]),
+                                     [SITE_backward] = LLVMConstReal(g->f64, sec[PHASE_BACKWARD]),
+                                     [SITE_recompute] = LLVMConstReal(g->f64, sec[PHASE_RECOMPUTE])};
+    rows[site] = named_struct(g, &site_info, v, diag);
+  }
+  LLVMValueRef t = table(g, &site_info, rows, n, "kernel_sites", diag);
+  free(rows);
+  return t;
+}
+
 /* trc_train_config values by kind, as their field types hold them. */
 #define CFG_CONST_I64(g, v) i64c(g, v)
 #define CFG_CONST_U64(g, v) u64c(g, v)
@@ -291,6 +322,9 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_backward] = backward.fn,
       [MODEL_step] = step.fn,
       [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
+      [MODEL_n_kernel_sites] = i32c(g, p->n_forward + p->n_backward),
+      [MODEL_kernel_sites] = kernel_sites_table(g, diag),
+      [MODEL_predicted_update] = LLVMConstReal(g->f64, p->update_seconds),
       [MODEL_defaults] = defaults(g, &gr->train.run, diag),
       [MODEL_device] = LLVMConstNull(g->ptr)}; /* the host arena only */
   LLVMValueRef init = named_struct(g, &model_info, v, diag);

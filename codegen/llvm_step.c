@@ -5,9 +5,17 @@
 
 /* ---- forward, backward, step ---- */
 
+/* Kernel id's call and its --kernel-times mark (runtime/trainc.h). */
+static void call_kernel(Gen *g, LLVMValueRef arena, int id, int site) {
+  llvm_call_kernel(g, arena, id);
+  LLVMValueRef at = i32c(g, site);
+  call_ext(g, "trc_kernel_done", g->void_t, &at, 1);
+}
+
 Callee llvm_define_forward(Gen *g) {
   Callee c = define(g, "forward", g->void_t, &g->ptr, 1);
-  for (int i = 0; i < g->p->n_forward; i++) llvm_call_kernel(g, LLVMGetParam(c.fn, 0), g->p->forward[i]);
+  call_ext(g, "trc_kernel_start", g->void_t, NULL, 0);
+  for (int i = 0; i < g->p->n_forward; i++) call_kernel(g, LLVMGetParam(c.fn, 0), g->p->forward[i], i);
   LLVMBuildRetVoid(g->b);
   return c;
 }
@@ -34,9 +42,10 @@ Callee llvm_define_backward(Gen *g) {
   LLVMTypeRef params[2] = {g->ptr, g->ptr};
   Callee c = define(g, "backward", g->void_t, params, 2);
   LLVMValueRef a = LLVMGetParam(c.fn, 0), s = LLVMGetParam(c.fn, 1);
+  call_ext(g, "trc_kernel_start", g->void_t, NULL, 0);
   buckets_ready(g, s, -1);
   for (int i = 0; i < g->p->n_backward; i++) {
-    llvm_call_kernel(g, a, g->p->backward[i]);
+    call_kernel(g, a, g->p->backward[i], g->p->n_forward + i);
     buckets_ready(g, s, i);
   }
   LLVMBuildRetVoid(g->b);

@@ -48,6 +48,8 @@ static const char *usage_text =
     "  --sweep                  plan: the budget -> peak -> overhead curve\n"
     "                           (a table, or --format json)\n"
     "  --svg FILE               plan --sweep: also draw the curve as SVG\n"
+    "  --measured FILE          plan: also show what its trainer measured\n"
+    "                           (the trainer's --kernel-times FILE)\n"
     "  --dump=PASS              also print the program after a pass (check,\n"
     "                           plan, emit, build), in pipeline order:\n"
 #define DUMP_HELP(id, name, doc) "                           " name ": " doc "\n"
@@ -109,6 +111,7 @@ static const char *usage_text =
 typedef struct {
   const char *command, *file, *model, *dump, *output, *cc, *cflags, *keep_c;
   const char *policy, *budget, *profile, *format, *svg, *memory, *bucket;
+  const char *measured;  /* plan --measured: a trainer's --kernel-times file */
   const char *backend, *mcpu, *mattr, *loss_head, *compress, *attention;
   int trainer_argc;      /* run: the trainer's flags, after FILE.nn */
   char **trainer_argv;
@@ -212,7 +215,7 @@ static int backend_options_ok(const Options *o) {
  * would reach the trainer, which does not know them. */
 static const char *const compiler_options[] = {
     "--model", "--policy", "--budget",  "--profile",     "--memory", "--format",
-    "--sweep", "--svg",    "--dump",    "-o",            "--output", "--backend",
+    "--sweep", "--svg",    "--measured", "--dump",    "-o",            "--output", "--backend",
     "--mcpu",  "--mattr",  "--cc",      "--scalar-math", "--cflags", "--keep-c",
     "--mpi",   "--bucket", "--no-fuse", "--time-phases", "-v",       "--verbose",
     "--conv-im2col", "--loss-head", "--compress", "--attention"};
@@ -281,6 +284,7 @@ static int parse_options(int argc, char **argv, Options *o) {
     else if ((v = flag_value(argc, argv, &i, "--profile"))) o->profile = v;
     else if ((v = flag_value(argc, argv, &i, "--format"))) o->format = v;
     else if ((v = flag_value(argc, argv, &i, "--svg"))) o->svg = v;
+    else if ((v = flag_value(argc, argv, &i, "--measured"))) o->measured = v;
     else if ((v = flag_value(argc, argv, &i, "--memory"))) o->memory = v;
     else if ((v = flag_value(argc, argv, &i, "--bucket"))) o->bucket = v;
     else if ((v = flag_value(argc, argv, &i, "--loss-head"))) o->loss_head = v;
@@ -305,8 +309,10 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->format && strcmp(o->format, "table") && strcmp(o->format, "json") && strcmp(o->format, "dot"))
     return usage_error("--format takes table, json or dot, not '%s'", o->format);
   if (o->policy && o->budget) return usage_error("%s", "give --policy or --budget, not both");
-  if ((o->format || o->sweep || o->svg) && strcmp(o->command, "plan"))
-    return usage_error("%s", "--format, --sweep and --svg go with the plan command");
+  if ((o->format || o->sweep || o->svg || o->measured) && strcmp(o->command, "plan"))
+    return usage_error("%s", "--format, --sweep, --svg and --measured go with the plan command");
+  if (o->measured && (o->sweep || (o->format && !strcmp(o->format, "dot"))))
+    return usage_error("%s", "--measured shows one plan's table or json: not with --sweep or --format dot");
   if (o->svg && !o->sweep) return usage_error("%s", "--svg draws the --sweep curve: add --sweep");
   if (o->sweep && o->format && !strcmp(o->format, "dot"))
     return usage_error("%s", "--sweep prints a table or json, not dot");
@@ -624,6 +630,18 @@ static CompileOptions compile_options(const Options *o) {
                           .bucket_bytes = o->bucket_bytes};
 }
 
+/* plan: the plan, and what a run of its trainer measured (--measured). */
+static int print_plan(const Plan *pl, const Options *o) {
+  if (!o->measured) return plan_print(stdout, pl, plan_format(o), NULL), 0;
+  MeasuredTimes m = {0};
+  SourceFile *f = source_read(o->measured, &diag);
+  bool ok = f && measured_parse(f, &m, &diag) && measured_matches(&m, pl, &diag);
+  if (ok) plan_print(stdout, pl, plan_format(o), &m);
+  measured_free(&m);
+  source_free(f);
+  return ok ? 0 : 1;
+}
+
 /* The pipeline's planned half (WEAVE .. BUCKETS), then what the command
  * does with the program. */
 static int plan_and_generate(Compilation *c, const Options *o) {
@@ -636,7 +654,7 @@ static int plan_and_generate(Compilation *c, const Options *o) {
   CompileOptions co = compile_options(o);
   if (!compile_program(c, spec, &m, &co, &diag)) return 1;
   const Program *p = c->plan->program;
-  if (!strcmp(o->command, "plan")) plan_print(stdout, c->plan, plan_format(o));
+  if (!strcmp(o->command, "plan")) return print_plan(c->plan, o);
   else if (!strcmp(o->command, "emit")) return emit(p, o);
   else if (!strcmp(o->command, "build")) return build(p, o);
   else if (!strcmp(o->command, "run")) return run(p, o);

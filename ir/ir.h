@@ -288,6 +288,11 @@ typedef struct {
   double scale;
 } AttentionDims;
 void attention_dims(const Graph *g, const Node *n, AttentionDims *d);
+/* The FLOPs of the call (grad: of its gradient), and its tasks: a block
+ * of query rows of one head of one sequence each (trc_attention_block_rows),
+ * which the cost model prices too. */
+double attention_flops(const AttentionDims *d, bool grad);
+int64_t attention_blocks(const AttentionDims *d);
 /* The bytes a library call needs for its step alone besides its output
  * (the loss head's chunk of logits); 0 for every other node. */
 uint64_t node_scratch_bytes(const Graph *g, const Node *n);

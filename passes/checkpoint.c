@@ -258,7 +258,7 @@ static void find_packable(Plan *pl, const Graph *g, const bool *live, const bool
 /* Rounding bytes of f32 to bf16 in forward and widening them back in
  * backward: each pass reads and writes 1.5x bytes in all. */
 static double packing_seconds(uint64_t bytes, const MachineProfile *m) {
-  return 2 * (1.5 * (double)bytes / m->bandwidth + m->kernel_overhead);
+  return 2 * (memory_seconds(1.5 * (double)bytes, m) + m->kernel_overhead);
 }
 
 static void build_model(Plan *pl, const Graph *g, const bool *live, uint64_t fixed) {
@@ -889,14 +889,15 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
   }
 }
 
-/* Adds node n's share of a step's predicted seconds, and its FLOPs, to the
- * forward, backward or recompute time (what the plan adds to `off`'s step:
- * recomputing, and rounding to bf16 and widening back). */
+/* Adds node n's share of a step's predicted seconds, and its FLOPs, to its
+ * phase's. */
 static void add_time(Plan *pl, const Node *n, double seconds) {
   double flops = op_info(n->op)->flops(pl->graph, n);
-  if (n->recompute_of >= 0 || n->op == OP_TO_BF16) pl->recompute_seconds += seconds, pl->recompute_flops += flops;
-  else if (n->id < pl->graph->n_forward) pl->forward_seconds += seconds, pl->forward_flops += flops;
-  else pl->backward_seconds += seconds, pl->backward_flops += flops;
+  switch (node_phase(pl->graph, n)) {
+  case PHASE_RECOMPUTE: pl->recompute_seconds += seconds, pl->recompute_flops += flops; break;
+  case PHASE_FORWARD: pl->forward_seconds += seconds, pl->forward_flops += flops; break;
+  case PHASE_BACKWARD: pl->backward_seconds += seconds, pl->backward_flops += flops; break;
+  }
 }
 
 /* Every scheduled node's predicted seconds (program_node_seconds: a fused
@@ -909,6 +910,7 @@ static void predict_times(Plan *pl) {
   bool *scheduled = xcalloc((size_t)w->n, sizeof *scheduled);
   for (int i = 0; i < p->n_forward; i++) scheduled[p->forward[i]] = true;
   for (int i = 0; i < p->n_backward; i++) scheduled[p->backward[i]] = true;
+  pl->update_seconds = update_seconds(p, &pl->profile);
   double *seconds = program_node_seconds(p, &pl->profile);
   for (int i = 0; i < w->n; i++)
     if (!is_leaf(&w->nodes[i]) && scheduled[fused_consumer(p, i)]) add_time(pl, &w->nodes[i], seconds[i]);
@@ -1203,8 +1205,10 @@ static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProf
   return pl;
 }
 
+/* The chosen plan: its program carries the prediction to the trainer. */
 static Plan *plan_finish(Plan *pl, bool *live) {
   free(live);
+  program_predict(pl->program, &pl->profile);
   return pl;
 }
 

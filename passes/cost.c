@@ -10,12 +10,15 @@
 
 MachineProfile profile_default(void) {
   /* `trainc calibrate` on the 2-core Intel Xeon (AMX, AVX-512) machine this
-   * project is developed on, three runs on a quiet machine (2026-12-04:
-   * GEMMs 2.32-2.39e11, loops 5.8-6.0e10, 2.57-2.61e10 bytes/s, 0.62-0.72 us
-   * a dispatch; docs/planner.md); bf16 GEMMs 1.05-1.15e12, two runs that
-   * evening; `trainc calibrate` measures yours. */
-  return (MachineProfile){.gemm_flops = 235e9, .gemm_bf16_flops = 1.05e12, .loop_flops = 59e9,
-                          .bandwidth = 26e9, .kernel_overhead = 0.7e-6};
+   * project is developed on, six runs on a quiet machine (2026-12-05: GEMMs
+   * 2.69-3.02e11, bf16 GEMMs 0.91-1.02e12, loops 6.2-7.0e10, 2.8-2.97e10
+   * bytes/s from memory and 5.2-5.7e10 from the cache, 0.61-0.68 us a
+   * dispatch, attention 1.55-1.60e11 plus 5.4-5.6 us a block; the GEMMs
+   * ran at 2.3-2.4e11 on 2026-12-04: this virtual machine's speed moves);
+   * `trainc calibrate` measures yours. */
+  return (MachineProfile){.gemm_flops = 285e9, .gemm_bf16_flops = 960e9, .loop_flops = 66e9, .bandwidth = 29e9,
+                          .kernel_overhead = 0.64e-6, .cache_bandwidth = 54e9, .cache_bytes = 16 << 20,
+                          .attention_flops = 157e9, .attention_block_seconds = 5.5e-6};
 }
 
 static const struct {
@@ -28,13 +31,18 @@ static const struct {
     {"loop_flops", offsetof(MachineProfile, loop_flops), false},
     {"bandwidth", offsetof(MachineProfile, bandwidth), false},
     {"kernel_overhead", offsetof(MachineProfile, kernel_overhead), false},
+    {"cache_bandwidth", offsetof(MachineProfile, cache_bandwidth), true},
+    {"cache_bytes", offsetof(MachineProfile, cache_bytes), true},
+    {"attention_flops", offsetof(MachineProfile, attention_flops), true},
+    {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true},
 };
-enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1 };
+enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
+       CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
   for (int i = 0; i < N_PROFILE_KEYS; i++)
-    fprintf(out, "%s = %.6g\n", profile_keys[i].key, *(const double *)((const char *)p + profile_keys[i].offset));
+    fprintf(out, "%s = %.8g\n", profile_keys[i].key, *(const double *)((const char *)p + profile_keys[i].offset));
 }
 
 /* One `key = value` line (a NUL-terminated copy); false when it is not one
@@ -66,17 +74,22 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
     if (*first != '#' && *first != '\0' && !profile_line(line, p, seen))
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
-                 "bandwidth, kernel_overhead (each once)");
+                 "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
+                 "attention_block_seconds (each once)");
     free(line);
     at += len + (at + len < end);
   }
   bool lines_ok = diag_count(diag) == errors;
   for (int i = 0; lines_ok && i < N_PROFILE_KEYS; i++)
     if (!seen[i] && !profile_keys[i].optional) diag_file_error(diag, f->path, "missing `%s = ...`", profile_keys[i].key);
-  if (!seen[GEMM_BF16_KEY]) { /* the default profile's ratio to gemm_flops */
-    MachineProfile d = profile_default();
-    p->gemm_bf16_flops = p->gemm_flops * d.gemm_bf16_flops / d.gemm_flops;
-  }
+  /* keys profiles written before they were measured lack: the default
+   * profile's ratios, and its cache size */
+  MachineProfile d = profile_default();
+  if (!seen[GEMM_BF16_KEY]) p->gemm_bf16_flops = p->gemm_flops * d.gemm_bf16_flops / d.gemm_flops;
+  if (!seen[CACHE_BANDWIDTH_KEY]) p->cache_bandwidth = p->bandwidth * d.cache_bandwidth / d.bandwidth;
+  if (!seen[CACHE_BYTES_KEY]) p->cache_bytes = d.cache_bytes;
+  if (!seen[ATTENTION_FLOPS_KEY]) p->attention_flops = p->gemm_flops * d.attention_flops / d.gemm_flops;
+  if (!seen[ATTENTION_BLOCK_KEY]) p->attention_block_seconds = d.attention_block_seconds;
   return diag_count(diag) == errors;
 }
 
@@ -87,13 +100,29 @@ static double bytes_moved(const Graph *g, const Node *n) {
   return bytes;
 }
 
+double memory_seconds(double bytes, const MachineProfile *m) {
+  return bytes / (bytes <= m->cache_bytes ? m->cache_bandwidth : m->bandwidth);
+}
+
+/* Fused attention runs a block of rows of one head at a time: its small
+ * GEMMs reach a fraction of the BLAS's rate, and each block costs a few
+ * microseconds besides (measured: bench/RESULTS.md). */
+static double compute_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+  double flops = op_info(n->op)->flops(g, n);
+  if (n->op == OP_CAUSAL_ATTENTION || n->op == OP_CAUSAL_ATTENTION_GRAD) {
+    AttentionDims d;
+    attention_dims(g, n, &d);
+    return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
+  }
+  double rate = n->rounded ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
+  return flops / rate;
+}
+
 /* Leaves and views run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double flops = op_info(n->op)->flops(g, n);
-  double rate = n->rounded ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
-  double compute = flops / rate;
-  double memory = bytes_moved(g, n) / m->bandwidth;
+  double compute = compute_seconds(g, n, m);
+  double memory = memory_seconds(bytes_moved(g, n), m);
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }
 
@@ -115,7 +144,7 @@ typedef struct {
 
 static double step_kernel_seconds(const Graph *g, int step, const StepSums *s, const MachineProfile *m) {
   if (s->members == 1) return node_seconds(g, &g->nodes[step], m);
-  double compute = s->flops / m->loop_flops, memory = s->bytes / m->bandwidth;
+  double compute = s->flops / m->loop_flops, memory = memory_seconds(s->bytes, m);
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }
 
@@ -143,4 +172,39 @@ double *program_node_seconds(const Program *p, const MachineProfile *m) {
   free(step);
   free(sum);
   return share;
+}
+
+/* Bytes each trained float moves in one optimizer step: zeroing its
+ * gradient (4), the gradient norm every step computes for the log and
+ * clipping (4), the optimizer (AdamW reads the weight, gradient and two
+ * moments and writes three: 28; SGD 12, 20 with momentum) and, under
+ * precision bf16, the copy written from the cache (2). */
+static double update_bytes_per_float(const trc_train_config *run) {
+  double optimizer = run->optimizer == TRC_ADAMW ? 28 : run->momentum > 0 ? 20 : 12;
+  return 4 + 4 + optimizer + (run->precision == TRC_BF16 ? 2 : 0);
+}
+
+double update_seconds(const Program *p, const MachineProfile *m) {
+  const trc_train_config *run = &p->g->train.run;
+  double floats = (double)(p->trained_bytes / sizeof(float));
+  double window = run->accumulate > 1 ? (double)run->accumulate : 1;
+  return memory_seconds(floats * update_bytes_per_float(run), m) / window;
+}
+
+StepPhase node_phase(const Graph *g, const Node *n) {
+  if (n->recompute_of >= 0 || n->op == OP_TO_BF16) return PHASE_RECOMPUTE;
+  return n->id < g->n_forward ? PHASE_FORWARD : PHASE_BACKWARD;
+}
+
+void program_predict(Program *p, const MachineProfile *m) {
+  const Graph *g = p->g;
+  int *step = kernel_steps(p);
+  double *share = program_node_seconds(p, m);
+  free(p->kernel_seconds);
+  p->kernel_seconds = xcalloc((size_t)g->n, sizeof *p->kernel_seconds);
+  for (int i = 0; i < g->n; i++)
+    if (!is_leaf(&g->nodes[i])) p->kernel_seconds[step[i]][node_phase(g, &g->nodes[i])] += share[i];
+  p->update_seconds = update_seconds(p, m);
+  free(share);
+  free(step);
 }

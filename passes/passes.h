@@ -89,6 +89,13 @@ typedef struct {
   uint64_t bf16_operand_bytes, rounded_operand_bytes;
   GradBucket *buckets;       /* in the order backward finishes them, roughly: */
   int n_buckets;             /* from the end of the region to its start */
+  /* The cost model's prediction for the planned program (program_predict;
+   * NULL and 0 before): per step node, its kernel's seconds in each phase
+   * (its own and its fused members' shares), and a micro-batch's share of
+   * the optimizer step (update_seconds). Trainers report them beside what
+   * they measure (--kernel-times). */
+  double (*kernel_seconds)[3];
+  double update_seconds;
 } Program;
 
 /* ---- the pass pipeline (pipeline.c): every pass in order, one line each ----
@@ -195,6 +202,14 @@ typedef struct {
   double loop_flops;      /* FLOP/s of generated loop nests */
   double bandwidth;       /* bytes/s of memory traffic */
   double kernel_overhead; /* seconds per kernel call */
+  double cache_bandwidth; /* bytes/s of a kernel moving at most cache_bytes: */
+  double cache_bytes;     /* values a step just made or soon reads again are in the
+                             cache; optional in a profile file, else bandwidth
+                             times the default ratio, and the default size */
+  double attention_flops; /* fused attention (trc_causal_attention and its
+                             gradient): FLOP/s, plus */
+  double attention_block_seconds; /* per task (attention_blocks); optional,
+                             else gemm_flops times the default ratio, and the default */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
@@ -209,12 +224,25 @@ void profile_write(FILE *out, const MachineProfile *p);
  * memory traffic, plus the per-call overhead; 0 for leaves and views, which
  * run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
+/* Moving bytes: at cache_bandwidth up to cache_bytes, else at bandwidth. */
+double memory_seconds(double bytes, const MachineProfile *m);
 /* Predicted seconds of each node of p->g (a new array, one per node id): a
  * step with values fused into it (Program.fused_into) is one kernel call over
  * all their FLOPs, moving their bytes less each fused value's store and load,
  * its time shared among them in proportion to their unfused node_seconds;
  * an unfused node's is its node_seconds. Linear in the graph. */
 double *program_node_seconds(const Program *p, const MachineProfile *m);
+/* What a node's time adds to: the forward or backward pass, or what the
+ * plan adds to `off`'s step (recomputing, rounding to bf16 and widening
+ * back). */
+typedef enum { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE } StepPhase;
+StepPhase node_phase(const Graph *g, const Node *n);
+/* Fills p's kernel_seconds and update_seconds under m. */
+void program_predict(Program *p, const MachineProfile *m);
+/* A micro-batch's share of the step's update (the gradients zeroed, their
+ * norm, the optimizer's pass, precision bf16's weight copy): memory-bound
+ * passes over the trained parameters, once per accumulation window. */
+double update_seconds(const Program *p, const MachineProfile *m);
 
 /* ---- the checkpoint planner ----
  * The forward graph is cut into stages at single-tensor boundaries (each
@@ -282,6 +310,7 @@ typedef struct Plan {
   Program *program;        /* its schedule and memory plan (kernels lowered) */
   MachineProfile profile;
   double forward_seconds, backward_seconds, recompute_seconds;
+  double update_seconds;   /* a micro-batch's share of the optimizer step's (update_seconds) */
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */
   uint64_t bf16_bytes;     /* precision bf16: the parameters' bf16 copy the GEMMs read */
@@ -307,15 +336,35 @@ void plan_free(Plan *p);
 /* The plan with the given stage modes, 1..n, n from a plan of the same graph
  * (exhaustive searches in tests compare against the planner with it). */
 Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m);
+/* What a trainer's --kernel-times measured (measured.c; docs/trainer.md,
+ * *Kernel times*): seconds per micro-batch. */
+typedef struct {
+  double forward, backward, recompute, rest, step, overhead; /* rest: the update when predicted */
+} MeasuredPhases;
+typedef struct {
+  const char *path;
+  char *model, *checkpoint;
+  uint64_t arena_bytes;
+  int64_t steps;
+  MeasuredPhases measured, predicted;
+} MeasuredTimes;
+/* Reads the file's first line; false after saying why. */
+bool measured_parse(const SourceFile *f, MeasuredTimes *m, Diag *diag);
+/* Whether it measured the trainer of pl (model, checkpoint, arena); false
+ * after saying what differs. */
+bool measured_matches(const MeasuredTimes *m, const Plan *pl, Diag *diag);
+void measured_free(MeasuredTimes *m);
+
 typedef enum { PLAN_TABLE, PLAN_JSON, PLAN_DOT } PlanFormat;
 /* Per forward value: stage, name, op, line, shape, bytes, STORE / RECOMPUTE /
- * transient; then the peak by category and the predicted times. */
-void plan_print(FILE *out, const Plan *pl, PlanFormat format);
+ * transient; then the peak by category and the predicted times, and what a
+ * run measured when given (NULL: none). */
+void plan_print(FILE *out, const Plan *pl, PlanFormat format, const MeasuredTimes *measured);
 
 /* The trade-off curve: budgets from the least peak to `off`'s. */
 typedef struct {
   uint64_t budget, peak;
-  double overhead; /* predicted recompute time / (forward + backward) */
+  double overhead; /* predicted recompute time / the rest of the step (plan JSON's overhead) */
   bool fits;
 } SweepPoint;
 /* compress: under --compress bf16 (CheckpointSpec.compress). */

@@ -127,9 +127,14 @@ static PeakParts peak_parts(const Plan *pl) {
 }
 
 static double step_flops(const Plan *pl) { return pl->forward_flops + pl->backward_flops + pl->recompute_flops; }
-static double step_seconds(const Plan *pl) { return pl->forward_seconds + pl->backward_seconds + pl->recompute_seconds; }
+/* A micro-batch's predicted time, the optimizer step's share included:
+ * the overhead is recompute over what the step takes without it, as a
+ * trainer's measured step time compares. */
+static double step_seconds(const Plan *pl) {
+  return pl->forward_seconds + pl->backward_seconds + pl->recompute_seconds + pl->update_seconds;
+}
 static double overhead(const Plan *pl) {
-  double base = pl->forward_seconds + pl->backward_seconds;
+  double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds;
   return base > 0 ? pl->recompute_seconds / base : 0;
 }
 
@@ -163,7 +168,7 @@ static void print_head(FILE *out, const Plan *pl) {
           format_bytes(h.scratch_bytes, b2));
 }
 
-static void print_table(FILE *out, const Plan *pl) {
+static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
   char spec[64], sb[128], b[32];
@@ -209,9 +214,14 @@ static void print_table(FILE *out, const Plan *pl) {
   double total = step_flops(pl);
   fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
           total > 0 ? 100 * pl->recompute_flops / total : 0, total);
-  fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f; +%.1f%%)\n",
-          1e3 * step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds, 1e3 * pl->recompute_seconds,
-          100 * overhead(pl));
+  fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f, update %.3f; "
+          "+%.1f%%)\n", 1e3 * step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds,
+          1e3 * pl->recompute_seconds, 1e3 * pl->update_seconds, 100 * overhead(pl));
+  if (!measured) return;
+  const MeasuredPhases *m = &measured->measured;
+  fprintf(out, "measured micro-batch time (%s, %lld steps): %.3f ms (forward %.3f, backward %.3f, recompute %.3f, "
+          "the rest %.3f; +%.1f%%)\n", measured->path, (long long)measured->steps, 1e3 * m->step, 1e3 * m->forward,
+          1e3 * m->backward, 1e3 * m->recompute, 1e3 * m->rest, 100 * m->overhead);
 }
 
 static void json_string(FILE *out, const char *s) {
@@ -224,7 +234,7 @@ static void json_string(FILE *out, const char *s) {
   fputc('"', out);
 }
 
-static void print_json(FILE *out, const Plan *pl) {
+static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
   ValueFigures *vf = value_figures(pl, fate);
@@ -281,8 +291,19 @@ static void print_json(FILE *out, const Plan *pl) {
   }
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
-  fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"step\": %.6g}}\n",
-          pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, step_seconds(pl));
+  fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
+          "\"step\": %.6g},\n \"overhead\": %.6g,\n \"measured\": ", pl->forward_seconds, pl->backward_seconds,
+          pl->recompute_seconds, pl->update_seconds, step_seconds(pl), overhead(pl));
+  if (!measured) {
+    fputs("null}\n", out);
+    return;
+  }
+  const MeasuredPhases *m = &measured->measured;
+  fputs("{\"file\": ", out);
+  json_string(out, measured->path);
+  fprintf(out, ", \"steps\": %lld, \"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"rest\": %.6g, "
+          "\"step\": %.6g, \"overhead\": %.6g}}\n", (long long)measured->steps, m->forward, m->backward,
+          m->recompute, m->rest, m->step, m->overhead);
 }
 
 static void print_dot(FILE *out, const Plan *pl) {
@@ -304,10 +325,10 @@ static void print_dot(FILE *out, const Plan *pl) {
   free(fate);
 }
 
-void plan_print(FILE *out, const Plan *pl, PlanFormat format) {
+void plan_print(FILE *out, const Plan *pl, PlanFormat format, const MeasuredTimes *measured) {
   switch (format) {
-  case PLAN_TABLE: print_table(out, pl); break;
-  case PLAN_JSON: print_json(out, pl); break;
+  case PLAN_TABLE: print_table(out, pl, measured); break;
+  case PLAN_JSON: print_json(out, pl, measured); break;
   case PLAN_DOT: print_dot(out, pl); break;
   }
 }

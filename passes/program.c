@@ -104,5 +104,6 @@ void program_free(Program *p) {
   free(p->forward);
   free(p->backward);
   free(p->buckets);
+  free(p->kernel_seconds);
   free(p);
 }

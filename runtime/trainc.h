@@ -345,6 +345,25 @@ typedef struct {
                       double *ce_sum);
 } trc_device;
 
+/* ---- --kernel-times ----
+ * forward() and backward() call trc_kernel_start() first and
+ * trc_kernel_done(site) after each kernel: site is the call's position in
+ * the step's call lists (forward()'s calls, then backward()'s), its row of
+ * trc_model.kernel_sites. Both do nothing unless the run measures its
+ * kernels (--kernel-times FILE); then each call adds the time since the
+ * last mark to its site (runtime/train/kernel_times.c). */
+typedef struct {
+  const char *op;    /* the kernel's op (its step's) */
+  const char *value; /* the value it makes, by name; NULL: unnamed */
+  int line;          /* the model-file line */
+  /* The cost model's seconds for one call, by what they add to: a kernel
+   * with values fused into it may recompute some of them in backward. */
+  double forward, backward, recompute;
+} trc_kernel_site;
+
+void trc_kernel_start(void);
+void trc_kernel_done(int site);
+
 typedef struct trc_model {
   const char *name;          /* model name from the file */
   const char *source;        /* the .nn path it was compiled from (for --help) */
@@ -404,6 +423,10 @@ typedef struct trc_model {
    * all-reduce and before the update, and the runtime stops. */
   double (*step)(trc_step *step);
   const char *checkpoint;    /* the checkpoint policy it was planned with */
+  int n_kernel_sites;        /* forward()'s and backward()'s kernel calls */
+  const trc_kernel_site *kernel_sites;
+  double predicted_update;   /* the cost model's seconds of a micro-batch's share of
+                                the optimizer step (zeroing, norm, update) */
   trc_train_config defaults;
   const trc_device *device;  /* NULL: the host arena is the only one (the C backend) */
 } trc_model;
@@ -424,7 +447,8 @@ int trc_main(const trc_model *model, int argc, char **argv);
   X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
   X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy) X(trc_bf16_pack) X(trc_bf16_unpack)           \
-  X(trc_gemm_rounded) X(trc_causal_attention) X(trc_causal_attention_grad)
+  X(trc_gemm_rounded) X(trc_causal_attention) X(trc_causal_attention_grad) X(trc_kernel_start)    \
+  X(trc_kernel_done)
 
 /* ---- threads ----
  * A trainer computes on one set of threads (--threads N; by default
@@ -530,6 +554,15 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
  * of threads (runtime/kernels/attention.c). */
 void trc_causal_attention(int64_t b, int64_t t, int64_t c, int64_t heads, float scale,
                           const float *q, const float *k, const float *v, float *out);
+/* The query rows of one of their blocks: as many as fill a block's
+ * TRC_ATTENTION_BLOCK_FLOATS of scores (t of them a row), 1 to 64; each
+ * (sequence, head, block) is one task (the compiler's cost model counts
+ * them). */
+enum { TRC_ATTENTION_BLOCK_FLOATS = 32768 };
+static inline int64_t trc_attention_block_rows(int64_t t) {
+  int64_t rows = TRC_ATTENTION_BLOCK_FLOATS / t;
+  return rows < 1 ? 1 : rows > 64 ? 64 : rows;
+}
 void trc_causal_attention_grad(int64_t b, int64_t t, int64_t c, int64_t heads, float scale,
                                const float *q, const float *k, const float *v, const float *dy,
                                float *out);

@@ -383,6 +383,7 @@ typedef struct {
   const char *pair_fields; /* --pair-fields A,B,LABEL: the pairs' field names */
   const char *tokenizer;   /* --tokenizer: "bytes" (default) or a BPE or WordPiece folder */
   const char *tensorboard_dir; /* --tensorboard DIR */
+  const char *kernel_times_path; /* --kernel-times FILE */
   int64_t sample;          /* tokens to generate after training (0: none) */
   const char *prompt;      /* their context (NULL: a newline) */
   double temperature;      /* 0: greedy; default 1 */

@@ -266,18 +266,27 @@ bool infer_causal_attention(const Graph *g, Node *n, Diag *diag) {
 /* Per head, the causal half of its products: q k^T and p v forward (2
  * T^2 D in all), the softmax (about 5 an element); backward the scores
  * again, dp, dq, dk and dv (5 T^2 D) and the softmax's gradient. */
+double attention_flops(const AttentionDims *d, bool grad) {
+  double rows = (double)d->b * (double)d->t * (double)d->t;
+  return grad ? rows * (5.0 * (double)d->c + 5.0 * (double)d->heads)
+              : rows * (2.0 * (double)d->c + 2.5 * (double)d->heads);
+}
+
+int64_t attention_blocks(const AttentionDims *d) {
+  int64_t rows = trc_attention_block_rows(d->t);
+  return d->b * d->heads * ((d->t + rows - 1) / rows);
+}
+
 double flops_causal_attention(const Graph *g, const Node *n) {
   AttentionDims d;
   attention_dims(g, n, &d);
-  double rows = (double)d.b * (double)d.t * (double)d.t;
-  return rows * (2.0 * (double)d.c + 2.5 * (double)d.heads);
+  return attention_flops(&d, false);
 }
 
 double flops_causal_attention_grad(const Graph *g, const Node *n) {
   AttentionDims d;
   attention_dims(g, n, &d);
-  double rows = (double)d.b * (double)d.t * (double)d.t;
-  return rows * (5.0 * (double)d.c + 5.0 * (double)d.heads);
+  return attention_flops(&d, true);
 }
 
 /* One gradient node for all three inputs; each takes its slice. */

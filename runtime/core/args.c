@@ -77,6 +77,8 @@ static const flag flags[] = {
     {"resume", FLAG_PATH, OPT(resume_dir), 0, TRAIN, "DIR",
      "continue from the newest state in DIR"},
     {"log", FLAG_PATH, OPT(log_path), 0, TRAIN, "FILE", "JSON Lines log of steps and evaluations"},
+    {"kernel-times", FLAG_PATH, OPT(kernel_times_path), 0, TRAIN, "FILE",
+     "time every kernel after the first step; write each one's time beside the plan's prediction"},
     {"sample", FLAG_COUNT, OPT(sample), 0, TRAIN, "N",
      "after training, generate N tokens (sequence models; see --tokenizer)"},
     {"prompt", FLAG_TEXT, OPT(prompt), 0, TRAIN, "TEXT",

@@ -47,10 +47,11 @@ static int check_not_input(const trc_model *m, const trc_options *o, const outpu
 }
 
 int trc_check_outputs(const trc_model *m, const trc_options *o, int rank, trc_error *err) {
-  output outs[3];
+  output outs[4];
   int n = 0;
   if (rank == 0 && o->save_path) outs[n++] = (output){"--save", o->save_path, 0};
   if (rank == 0 && o->log_path) outs[n++] = (output){"--log", o->log_path, 1};
+  if (rank == 0 && o->kernel_times_path) outs[n++] = (output){"--kernel-times", o->kernel_times_path, 0};
   if (o->dump_path) outs[n++] = (output){"--dump-step", o->dump_path, 0};
   for (int i = 0; i < n; i++) {
     if (trc_check_output(outs[i].path, outs[i].stream, err) || check_not_input(m, o, &outs[i], err))

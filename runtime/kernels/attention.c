@@ -18,8 +18,8 @@
 #include <math.h>
 #include <string.h>
 
-/* Floats of one block's scores: rows = BLOCK_FLOATS / t (1 to MAX_ROWS). */
-enum { BLOCK_FLOATS = 32768, MAX_ROWS = 64 };
+enum { BLOCK_FLOATS = TRC_ATTENTION_BLOCK_FLOATS };
+
 
 typedef struct {
   int64_t b, t, c, heads, d, rows, blocks;
@@ -29,8 +29,7 @@ typedef struct {
 } attention;
 
 static attention attention_of(int64_t b, int64_t t, int64_t c, int64_t heads, float scale) {
-  int64_t rows = BLOCK_FLOATS / t;
-  rows = rows < 1 ? 1 : rows > MAX_ROWS ? MAX_ROWS : rows;
+  int64_t rows = trc_attention_block_rows(t);
   return (attention){.b = b, .t = t, .c = c, .heads = heads, .d = c / heads, .rows = rows,
                      .blocks = (t + rows - 1) / rows, .scale = scale};
 }

@@ -36,6 +36,27 @@ const int64_t *trc_step_rows(trc_step_plan *p, int64_t step, int64_t k);
 double trc_step_epochs(const trc_step_plan *p, int64_t steps_done);
 int trc_step_ends_epoch(const trc_step_plan *p, int64_t steps_done);
 
+/* ---- --kernel-times (kernel_times.c) ---- */
+
+typedef struct {
+  double *seconds;              /* per kernel site (trc_model.kernel_sites): measured */
+  int64_t *calls;
+  double step_seconds, started; /* the timed steps' wall time */
+  int64_t steps, micro_batches; /* timed */
+} trc_kernel_times;
+
+/* Fails for a CUDA trainer (its kernels run asynchronously). */
+int trc_kernel_times_init(trc_kernel_times *k, const trc_model *m, trc_error *err);
+/* Around one optimizer step of `micro_batches`: trc_kernel_done marks count
+ * between the two. */
+void trc_kernel_times_begin(trc_kernel_times *k);
+void trc_kernel_times_end(trc_kernel_times *k, int64_t micro_batches);
+/* Writes path (JSON Lines: the run's phases, measured and predicted, then
+ * one line per site) and prints the phases on stderr. */
+int trc_kernel_times_report(const trc_kernel_times *k, const trc_model *m, const char *path,
+                            trc_error *err);
+void trc_kernel_times_free(trc_kernel_times *k);
+
 /* ---- synchronization across ranks (sync.c) ---- */
 
 typedef struct {

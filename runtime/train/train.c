@@ -55,6 +55,8 @@ typedef struct {
   int64_t window_faults;       /* page faults inside steps since then */
   int64_t steps_run;           /* steps done by this process (not before a resume) */
   double run_examples;         /* and their examples (all ranks) */
+  trc_kernel_times kernel_times; /* --kernel-times (rank 0) */
+  int timing_kernels;
 } trainer;
 
 enum { EXIT_USAGE = 2 }; /* EXIT_SUCCESS 0, EXIT_FAILURE 1 */
@@ -430,8 +432,12 @@ static int train(trainer *t, trc_error *err) {
       if (step_code_wait) step_code_wait();
       t->first_step_at = trc_process_seconds();
     }
+    int timed = t->timing_kernels && t->steps_run > 0; /* the first step warms up */
+    int64_t window = trc_step_window(&t->plan, t->step);
+    if (timed) trc_kernel_times_begin(&t->kernel_times);
     double t0 = trc_now(), loss = train_step(t, lr, &grad_norm);
     t->train_seconds += trc_now() - t0;
+    if (timed) trc_kernel_times_end(&t->kernel_times, window);
     t->window_faults += page_faults() - faults;
     t->window_examples += examples;
     t->run_examples += examples;
@@ -613,6 +619,8 @@ static int run(trainer *t, trc_error *err) {
       trc_log_open(&t->log, log_path, t->opt.resume_dir != NULL, err))
     return EXIT_FAILURE;
   int training = !(t->opt.steps_given && t->opt.cfg.steps == 0);
+  t->timing_kernels = training && t->rank == 0 && t->opt.kernel_times_path;
+  if (t->timing_kernels && trc_kernel_times_init(&t->kernel_times, m, err)) return EXIT_FAILURE;
   trc_arena_poison(m, t->arena);
   if (!t->opt.quiet && t->rank == 0) report_planned_memory(m, &t->opt.cfg);
   if (training && setup_training(t, err)) return EXIT_FAILURE;
@@ -626,6 +634,9 @@ static int run(trainer *t, trc_error *err) {
   }
   if (t->signal) return 128 + t->signal; /* the shell's status for a process a signal ended */
   if (training && t->rank == 0) report_high_water(t);
+  if (t->timing_kernels &&
+      trc_kernel_times_report(&t->kernel_times, m, t->opt.kernel_times_path, err))
+    return EXIT_FAILURE;
   if (!training && t->has_eval) evaluate(t);
   restore_best(t);
   report_classes(t);
@@ -648,6 +659,7 @@ static void teardown(trainer *t) {
   trc_bf16_weights_detach();
   trc_bf16_operands_release();
   trc_tokenizer_free(t->tok);
+  trc_kernel_times_free(&t->kernel_times);
 }
 
 static const char *program_name(const char *argv0) {

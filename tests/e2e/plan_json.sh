@@ -21,7 +21,8 @@ def want(obj, key, types):
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
 assert set(d) == {"schema", "model", "batch", "policy", "memory", "compress", "stages", "values", "stage_plan",
-                  "peak", "loss_head", "flops", "seconds"}, sorted(d)
+                  "peak", "loss_head", "flops", "seconds", "overhead", "measured"}, sorted(d)
+assert d["measured"] is None, d["measured"] # no --measured given
 modes = ("KEEP", "SELECT", "CKPT", "DROP", "BF16")
 assert d["compress"] == {"none": None, "bf16": "bf16"}[sys.argv[2]], d["compress"]
 assert [s["stage"] for s in d["stage_plan"]] == list(range(1, d["stages"] + 1)), d["stage_plan"]
@@ -61,7 +62,14 @@ assert p["total"] == p["arena"] + p["optimizer_state"] + p["bf16_parameters"] + 
 assert (p["bf16_operands"] > 0) <= (d["compress"] == "bf16" and
                                     any(v["op"] in ("matmul", "bmm") and v["decision"] == "RECOMPUTE" for v in d["values"])), p
 assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
-assert set(d["flops"]) == {"forward", "backward", "recompute"} and set(d["seconds"]) == {"forward", "backward", "recompute", "step"}
+assert set(d["flops"]) == {"forward", "backward", "recompute"}
+t = d["seconds"]
+assert set(t) == {"forward", "backward", "recompute", "update", "step"}, t
+# the step is its phases, the optimizer step share included (a trained
+# model has one), and the overhead recompute against the rest of the step
+assert abs(t["step"] - t["forward"] - t["backward"] - t["recompute"] - t["update"]) <= 1e-5 * t["step"], t
+assert t["update"] > 0 and t["forward"] > 0 and t["backward"] > 0, t
+assert abs(d["overhead"] - t["recompute"] / (t["step"] - t["recompute"])) <= 1e-4 * d["overhead"] + 1e-9, (d["overhead"], t)
 assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])
 # what each value costs adds up to the recompute time, stage by stage and in all
 paid = sum(v["paid_seconds"] for v in d["values"])

@@ -5,7 +5,8 @@ target triple = "x86_64-pc-linux-gnu"
 
 %trc_param = type { ptr, i32, [8 x i64], i64, i64, i32, float, float, i64, i64, i32, i32, ptr, i32 }
 %trc_input = type { ptr, i32, i32, [8 x i64], i64, i64, i64 }
-%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, ptr, ptr, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i64, i64, i64, i32, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, %trc_train_config, ptr }
+%trc_kernel_site = type { ptr, ptr, i32, double, double, double }
+%trc_model = type { ptr, ptr, i64, i64, i64, i64, i64, i64, i64, i64, ptr, ptr, i32, ptr, i32, ptr, i64, i64, i32, i32, i64, i64, i64, i32, i64, i64, i64, i32, i32, i32, i32, i32, i64, i64, i64, ptr, ptr, ptr, ptr, i32, ptr, double, %trc_train_config, ptr }
 %trc_train_config = type { i64, i64, i64, i32, double, double, double, double, double, double, i32, i32, i64, double, double, i64, i32, i64, i32, i64, double, i64, i64, i32, i32, i32, double, double, i32 }
 
 @.str = private unnamed_addr constant [2 x i8] c"m\00"
@@ -19,7 +20,24 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.7 = private unnamed_addr constant [6 x i8] c"label\00"
 @inputs = internal constant [2 x %trc_input] [%trc_input { ptr @.str.6, i32 0, i32 2, [8 x i64] [i64 4, i64 5, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 896, i64 20, i64 0 }, %trc_input { ptr @.str.7, i32 1, i32 1, [8 x i64] [i64 4, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0, i64 0], i64 1024, i64 4, i64 3 }]
 @.str.8 = private unnamed_addr constant [4 x i8] c"off\00"
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@.str.9 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.10 = private unnamed_addr constant [5 x i8] c"relu\00"
+@.str.11 = private unnamed_addr constant [2 x i8] c"h\00"
+@.str.12 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.13 = private unnamed_addr constant [4 x i8] c"add\00"
+@.str.14 = private unnamed_addr constant [7 x i8] c"logits\00"
+@.str.15 = private unnamed_addr constant [10 x i8] c"logsumexp\00"
+@.str.16 = private unnamed_addr constant [14 x i8] c"cross_entropy\00"
+@.str.17 = private unnamed_addr constant [5 x i8] c"loss\00"
+@.str.18 = private unnamed_addr constant [19 x i8] c"cross_entropy_grad\00"
+@.str.19 = private unnamed_addr constant [7 x i8] c"sum_to\00"
+@.str.20 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.21 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.22 = private unnamed_addr constant [10 x i8] c"relu_grad\00"
+@.str.23 = private unnamed_addr constant [7 x i8] c"sum_to\00"
+@.str.24 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@kernel_sites = internal constant [13 x %trc_kernel_site] [%trc_kernel_site { ptr @.str.9, ptr null, i32 5, double 0x3EA5AE5ECDE73C82, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.10, ptr @.str.11, i32 5, double 0x3EA5A1A4FDF8E6D9, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.12, ptr null, i32 6, double 0x3EA5A05F35FAAB15, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.13, ptr @.str.14, i32 6, double 0x3EA58ABCEE18B311, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.15, ptr null, i32 7, double 0x3EA598CB54EDEA1D, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.16, ptr @.str.17, i32 7, double 0x3EA586EB961DFFC4, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.18, ptr null, i32 7, double 0.000000e+00, double 0x3EA58E8E4613665D, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.19, ptr null, i32 6, double 0.000000e+00, double 0x3EA5831A3E234C78, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.20, ptr null, i32 6, double 0.000000e+00, double 0x3EA5A05F35FAAB15, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.21, ptr null, i32 6, double 0.000000e+00, double 0x3EA5A05F35FAAB15, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.22, ptr null, i32 5, double 0.000000e+00, double 0x3EA5AF01B1E65A64, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.23, ptr null, i32 5, double 0.000000e+00, double 0x3EA58FD40E11A221, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.24, ptr null, i32 5, double 0.000000e+00, double 0x3EA5AE5ECDE73C82, double 0.000000e+00 }]
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 13, ptr @kernel_sites, double 0x3E740B0DE42D4FAD, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
@@ -611,52 +629,68 @@ entry:
 
 define internal void @forward(ptr %0) {
 entry:
+  call void @trc_kernel_start()
   %1 = getelementptr inbounds i8, ptr %0, i64 1152
   %2 = getelementptr inbounds i8, ptr %0, i64 896
   %3 = getelementptr inbounds i8, ptr %0, i64 0
   call void @k3(ptr %1, ptr %2, ptr %3)
+  call void @trc_kernel_done(i32 0)
   %4 = getelementptr inbounds i8, ptr %0, i64 1280
   %5 = getelementptr inbounds i8, ptr %0, i64 1152
   %6 = getelementptr inbounds i8, ptr %0, i64 192
   call void @k6(ptr %4, ptr %5, ptr %6)
+  call void @trc_kernel_done(i32 1)
   %7 = getelementptr inbounds i8, ptr %0, i64 1152
   %8 = getelementptr inbounds i8, ptr %0, i64 1280
   %9 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k8(ptr %7, ptr %8, ptr %9)
+  call void @trc_kernel_done(i32 2)
   %10 = getelementptr inbounds i8, ptr %0, i64 1216
   %11 = getelementptr inbounds i8, ptr %0, i64 1152
   %12 = getelementptr inbounds i8, ptr %0, i64 384
   call void @k10(ptr %10, ptr %11, ptr %12)
+  call void @trc_kernel_done(i32 3)
   %13 = getelementptr inbounds i8, ptr %0, i64 1152
   %14 = getelementptr inbounds i8, ptr %0, i64 1216
   call void @k11(ptr %13, ptr %14)
+  call void @trc_kernel_done(i32 4)
   %15 = getelementptr inbounds i8, ptr %0, i64 1408
   %16 = getelementptr inbounds i8, ptr %0, i64 1216
   %17 = getelementptr inbounds i8, ptr %0, i64 1024
   %18 = getelementptr inbounds i8, ptr %0, i64 1152
   call void @k12(ptr %15, ptr %16, ptr %17, ptr %18)
+  call void @trc_kernel_done(i32 5)
   ret void
 }
 
+declare void @trc_kernel_start()
+
+declare void @trc_kernel_done(i32)
+
 define internal void @backward(ptr %0, ptr %1) {
 entry:
+  call void @trc_kernel_start()
   %2 = getelementptr inbounds i8, ptr %0, i64 1472
   %3 = getelementptr inbounds i8, ptr %0, i64 1216
   %4 = getelementptr inbounds i8, ptr %0, i64 1024
   %5 = getelementptr inbounds i8, ptr %0, i64 1152
   %6 = getelementptr inbounds i8, ptr %0, i64 1088
   call void @k14(ptr %2, ptr %3, ptr %4, ptr %5, ptr %6)
+  call void @trc_kernel_done(i32 6)
   %7 = getelementptr inbounds i8, ptr %0, i64 832
   %8 = getelementptr inbounds i8, ptr %0, i64 1472
   call void @k15(ptr %7, ptr %8)
+  call void @trc_kernel_done(i32 7)
   %9 = getelementptr inbounds i8, ptr %0, i64 1536
   %10 = getelementptr inbounds i8, ptr %0, i64 1472
   %11 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k16(ptr %9, ptr %10, ptr %11)
+  call void @trc_kernel_done(i32 8)
   %12 = getelementptr inbounds i8, ptr %0, i64 704
   %13 = getelementptr inbounds i8, ptr %0, i64 1472
   %14 = getelementptr inbounds i8, ptr %0, i64 1280
   call void @k17(ptr %12, ptr %13, ptr %14)
+  call void @trc_kernel_done(i32 9)
   %15 = icmp ne ptr %1, null
   br i1 %15, label %bucket_ready, label %16
 
@@ -669,13 +703,16 @@ bucket_ready:                                     ; preds = %entry
   %18 = getelementptr inbounds i8, ptr %0, i64 1280
   %19 = getelementptr inbounds i8, ptr %0, i64 1536
   call void @k18(ptr %17, ptr %18, ptr %19)
+  call void @trc_kernel_done(i32 10)
   %20 = getelementptr inbounds i8, ptr %0, i64 640
   %21 = getelementptr inbounds i8, ptr %0, i64 1664
   call void @k19(ptr %20, ptr %21)
+  call void @trc_kernel_done(i32 11)
   %22 = getelementptr inbounds i8, ptr %0, i64 448
   %23 = getelementptr inbounds i8, ptr %0, i64 1664
   %24 = getelementptr inbounds i8, ptr %0, i64 896
   call void @k20(ptr %22, ptr %23, ptr %24)
+  call void @trc_kernel_done(i32 12)
   %25 = icmp ne ptr %1, null
   br i1 %25, label %bucket_ready1, label %26
 
