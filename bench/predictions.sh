@@ -9,7 +9,7 @@
 # kernels against the rest of its step). Random data (tests/e2e/random_data.py).
 # Trainers are planned with the default profile unless PROFILE is given
 # (`trainc calibrate -o FILE` first).
-# usage: bench/predictions.sh [BUILD_DIR] [ROUNDS] [STEPS] [PROFILE]
+# usage: [MODELS="gpt examples/deep_mlp.nn ..."] bench/predictions.sh [BUILD_DIR] [ROUNDS] [STEPS] [PROFILE]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} rounds=${2:-3} steps=${3:-8} profile=${4:-}
@@ -26,13 +26,15 @@ sed 's/dropout = 0.1/dropout = 0/; s/dropout(proj, 0.1)/proj/; s/const VOCAB = 2
      s/const T = 64 /const T = 128 /; s/const D = 128 /const D = 256 /; s/batch 32/batch 8/' \
   examples/gpt.nn >"$work/gpt.nn"
 models=(examples/deep_mlp.nn bench/models/res_mlp.nn "$work/gpt.nn" examples/fashion_cnn.nn)
-# policies: "NAME|trainc flags"; mid: the budget halfway between all's peak and off's
+[[ -n ${MODELS:-} ]] && read -ra models <<<"${MODELS//gpt/$work/gpt.nn}" # e.g. MODELS=gpt
+# policies: "NAME|trainc flags, ; between them"; mid: the budget halfway
+# between all's peak and off's
 policies_of() {
   local nn=$1 lo hi
   lo=$(peak_of "$nn" --policy all) hi=$(peak_of "$nn" --policy off)
-  printf '%s\n' "off|--policy off" "all|--policy all" "sqrt|--policy sqrt" "every 2|--policy every 2" \
-    "budget mid|--budget $(((lo + hi) / 2))" "off bf16|--policy off --compress bf16" \
-    "budget mid bf16|--budget $(((lo + hi) / 2)) --compress bf16"
+  printf '%s\n' "off|--policy;off" "all|--policy;all" "sqrt|--policy;sqrt" "every 2|--policy;every 2" \
+    "budget mid|--budget;$(((lo + hi) / 2))" "off bf16|--policy;off;--compress;bf16" \
+    "budget mid bf16|--budget;$(((lo + hi) / 2));--compress;bf16"
 }
 peak_of() { "$trainc" plan "$@" "${profile_flags[@]}" --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak"]["total"])'; }
 predicted_of() { "$trainc" plan "$@" "${profile_flags[@]}" --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["overhead"])'; }
@@ -52,13 +54,13 @@ PYEOF
 for nn in "${models[@]}"; do
   name=$(basename "$nn" .nn)
   "$trainc" emit "$nn" -o "$work/$name.c" >/dev/null
-  "$PY" tests/e2e/random_data.py "$work/$name.c" "$work/data_$name" 256
+  "$PY" tests/e2e/random_data.py "$work/$name.c" "$work/data_$name" 1024
   mapfile -t policies < <(policies_of "$nn")
   : >"$work/times"
   declare -A predicted=()
   for i in "${!policies[@]}"; do
     IFS='|' read -r policy flags <<<"${policies[$i]}"
-    read -ra f <<<"$flags"
+    IFS=';' read -ra f <<<"$flags"
     "$trainc" build "$nn" "${f[@]}" "${profile_flags[@]}" -o "$work/${name}_$i" >/dev/null
     predicted[$i]=$(predicted_of "$nn" "${f[@]}")
   done
