@@ -93,8 +93,13 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   return diag_count(diag) == errors;
 }
 
-/* Bytes a kernel reads and writes. */
+/* Bytes a kernel reads and writes: its output and inputs whole, but for an
+ * embedding (a gather: it reads the table's rows it makes) and its gradient
+ * (which adds into those rows of the table's gradient only). */
 static double bytes_moved(const Graph *g, const Node *n) {
+  const Node *in0 = &g->nodes[n->in[0]], *in1 = n->nin > 1 ? &g->nodes[n->in[1]] : NULL;
+  if (n->op == OP_EMBEDDING) return 2.0 * (double)node_bytes(n) + (double)node_bytes(in1);
+  if (n->op == OP_EMBEDDING_GRAD) return (double)node_bytes(in0) + 3.0 * (double)node_bytes(in1);
   double bytes = (double)node_bytes(n);
   for (int k = 0; k < n->nin; k++) bytes += (double)node_bytes(&g->nodes[n->in[k]]);
   return bytes;
@@ -114,7 +119,13 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
     attention_dims(g, n, &d);
     return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
   }
-  double rate = n->rounded ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
+  /* GEMMs with bf16 operands: --compress bf16's recomputed ones, and under
+   * the train block's precision bf16 the matrix products and the loss head
+   * (bmm's many small products gain nothing from bf16 here, measured:
+   * bench/RESULTS.md; convolutions stay fp32) */
+  bool bf16 = n->rounded || (g->train.run.precision == TRC_BF16 &&
+                             (n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY));
+  double rate = bf16 ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
   return flops / rate;
 }
 
