@@ -405,7 +405,7 @@ static void print_layer_loop(FILE *out, const Program *p, const StepForm *f, con
             layer_value(L, k, value, sizeof value));
   }
   for (int j = 0; j < L->calls; j++) {
-    print_loop_call(out, p, f->data, L, ids[L->start + j], j, kernel_site(p, ids, L->start + j));
+    print_loop_call(out, p, f->data, L, ids[L->start + j], j, step_site(p, ids, L->start + j));
     for (int q = 0; q < L->ready[j]; q++) {
       int first = L->ready_col[j] + 2 * q;
       fprintf(out, "    if (s) %sbucket_ready(s, %s, %s); /* a gradient bucket final */\n",

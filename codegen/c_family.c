@@ -424,7 +424,7 @@ static void print_call_list(FILE *out, const Program *p, const StepForm *f, cons
       i += looped;
       continue;
     }
-    print_calls(out, p, f, ids[i], kernel_site(p, ids, i));
+    print_calls(out, p, f, ids[i], step_site(p, ids, i));
     if (backward) print_buckets_ready(out, p, f, i);
     i++;
   }
@@ -561,9 +561,9 @@ static void print_patterns(FILE *out, const NameList *patterns) {
  * of trc_kernel_done) with the cost model's seconds for it. */
 static void print_kernel_sites(FILE *out, const Program *p) {
   static const char *const phase_name[] = {"forward", "backward", "recompute"};
-  fprintf(out, "static const trc_kernel_site kernel_sites[%d] = {\n", p->n_forward + p->n_backward);
-  for (int site = 0; site < p->n_forward + p->n_backward; site++) {
-    int id = site < p->n_forward ? p->forward[site] : p->backward[site - p->n_forward];
+  fprintf(out, "static const trc_kernel_site kernel_sites[%d] = {\n", step_sites(p));
+  for (int site = 0; site < step_sites(p); site++) {
+    int id = step_site_node(p, site);
     const Node *n = &p->g->nodes[id];
     fprintf(out, "    {.op = \"%s\", .value = ", op_info(n->op)->name);
     print_c_string_or_null(out, n->name);
@@ -626,7 +626,7 @@ static void print_model(FILE *out, const Program *p, const char *device) {
           "= \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
   fprintf(out, "    .n_kernel_sites = %d, .kernel_sites = kernel_sites, .predicted_update = %.9g,\n",
-          p->n_forward + p->n_backward, p->update_seconds);
+          step_sites(p), p->update_seconds);
   print_defaults(out, &g->train.run);
   if (device) fprintf(out, "    .device = &%s,\n", device);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);

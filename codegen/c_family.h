@@ -91,11 +91,7 @@ static inline const char *step_comm_prefix(const StepForm *f) {
 }
 
 void print_forward_backward(FILE *out, const Program *p, const StepForm *f);
-/* The --kernel-times site of call i of the list ids (p->forward or
- * p->backward): its position in forward()'s calls, then backward()'s. */
-static inline int kernel_site(const Program *p, const int *ids, int i) {
-  return (ids == p->backward ? p->n_forward : 0) + i;
-}
+
 /* step(): the step's operations in order (c_step.c). */
 void print_step(FILE *out, const Program *p, const StepForm *f);
 /* The parameter and input tables, the trc_model descriptor (its fields in

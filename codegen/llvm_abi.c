@@ -1,6 +1,7 @@
 /* llvm_abi.c — the runtime's tables (trc_param, trc_input, trc_model as
  * trainc.h lays them out) and main(). */
 #include "llvm_gen.h"
+#include "step.h"
 
 #include <stddef.h>
 
@@ -226,10 +227,10 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
 /* kernel_sites, as c_family.c's print_kernel_sites fills it. */
 static LLVMValueRef kernel_sites_table(Gen *g, Diag *diag) {
   const Program *p = g->p;
-  int n = p->n_forward + p->n_backward;
+  int n = step_sites(p);
   LLVMValueRef *rows = xcalloc((size_t)n + 1, sizeof *rows);
   for (int site = 0; site < n; site++) {
-    int id = site < p->n_forward ? p->forward[site] : p->backward[site - p->n_forward];
+    int id = step_site_node(p, site);
     const Node *nd = &p->g->nodes[id];
     const double *sec = p->kernel_seconds ? p->kernel_seconds[id] : (const double[3]){0, 0, 0};
     LLVMValueRef v[N_SITE_FIELDS] = {[SITE_op] = cstring(g, op_info(nd->op)->name),
@@ -322,7 +323,7 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_backward] = backward.fn,
       [MODEL_step] = step.fn,
       [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
-      [MODEL_n_kernel_sites] = i32c(g, p->n_forward + p->n_backward),
+      [MODEL_n_kernel_sites] = i32c(g, step_sites(p)),
       [MODEL_kernel_sites] = kernel_sites_table(g, diag),
       [MODEL_predicted_update] = LLVMConstReal(g->f64, p->update_seconds),
       [MODEL_defaults] = defaults(g, &gr->train.run, diag),

@@ -15,7 +15,8 @@ static void call_kernel(Gen *g, LLVMValueRef arena, int id, int site) {
 Callee llvm_define_forward(Gen *g) {
   Callee c = define(g, "forward", g->void_t, &g->ptr, 1);
   call_ext(g, "trc_kernel_start", g->void_t, NULL, 0);
-  for (int i = 0; i < g->p->n_forward; i++) call_kernel(g, LLVMGetParam(c.fn, 0), g->p->forward[i], i);
+  for (int i = 0; i < g->p->n_forward; i++)
+    call_kernel(g, LLVMGetParam(c.fn, 0), g->p->forward[i], step_site(g->p, g->p->forward, i));
   LLVMBuildRetVoid(g->b);
   return c;
 }
@@ -45,7 +46,7 @@ Callee llvm_define_backward(Gen *g) {
   call_ext(g, "trc_kernel_start", g->void_t, NULL, 0);
   buckets_ready(g, s, -1);
   for (int i = 0; i < g->p->n_backward; i++) {
-    call_kernel(g, a, g->p->backward[i], g->p->n_forward + i);
+    call_kernel(g, a, g->p->backward[i], step_site(g->p, g->p->backward, i));
     buckets_ready(g, s, i);
   }
   LLVMBuildRetVoid(g->b);

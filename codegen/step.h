@@ -51,4 +51,16 @@ static inline StepPlaces step_places(const Program *p) {
                       .loss_seed = p->seed_offset, .loss = p->offset[p->g->loss]};
 }
 
+/* The step's kernel calls as --kernel-times numbers them (the sites of
+ * trc_kernel_done, runtime/trainc.h): forward()'s in order, then
+ * backward()'s. Call i of the list ids (p->forward or p->backward) is site
+ * step_site(p, ids, i); site s calls kernel step_site_node(p, s). */
+static inline int step_sites(const Program *p) { return p->n_forward + p->n_backward; }
+static inline int step_site(const Program *p, const int *ids, int i) {
+  return (ids == p->backward ? p->n_forward : 0) + i;
+}
+static inline int step_site_node(const Program *p, int site) {
+  return site < p->n_forward ? p->forward[site] : p->backward[site - p->n_forward];
+}
+
 #endif
