@@ -9,7 +9,8 @@
 #    forward, backward and recompute seconds add up to `trainc plan`'s, and
 #    the update is its update;
 #  - the measured phases add up to the measured step; recompute is measured
-#    only where the plan recomputes (all: some; off: none);
+#    only where the plan recomputes (all: some; off: none); timing changes
+#    no weight;
 #  - `trainc plan --measured` shows the file's figures for the plan the
 #    trainer was built with, and refuses another plan's file, a file that is
 #    not one, and --measured outside `plan`; the flag on a CUDA trainer
@@ -60,6 +61,10 @@ for policy in all off; do
   grep -q "^  measured  forward" "$work/$policy.err" || flunk "$policy: no measured line on stderr"
   check_file "$work/$policy.jsonl" "$policy" || flunk "$policy: kernel times"
 done
+# timing changes no arithmetic: the same weights with and without it
+"$work/gpt_all" --data "$data" --steps 3 --quiet --save "$work/timed.safetensors" --kernel-times "$work/t.jsonl" 2>/dev/null
+"$work/gpt_all" --data "$data" --steps 3 --quiet --save "$work/untimed.safetensors"
+cmp -s "$work/timed.safetensors" "$work/untimed.safetensors" || flunk "--kernel-times changed the trained weights"
 "$work/gpt_all" --data "$data" --steps 2 --accumulate 2 --quiet --kernel-times "$work/acc.jsonl" 2>/dev/null
 "$PY" -c 'import json, sys; h = json.loads(open(sys.argv[1]).readline()); sys.exit(not (h["steps"] == 1 and h["micro_batches"] == 2))' \
   "$work/acc.jsonl" || flunk "--accumulate 2: not 2 micro-batches in the one step timed"
