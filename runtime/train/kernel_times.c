@@ -147,6 +147,32 @@ static void print_phases(const char *what, const phases *p, const char *rest) {
           1e3 * p->rest, 1e3 * step_of(p), 100 * overhead_of(p));
 }
 
+/* The SLOWEST sites by measured time, each beside its prediction. */
+enum { SLOWEST = 5 };
+
+static void print_slowest(const trc_kernel_times *k, const trc_model *m) {
+  int shown[SLOWEST], n = 0;
+  double mb = (double)k->micro_batches;
+  for (; n < SLOWEST && n < m->n_kernel_sites; n++) {
+    int best = -1;
+    for (int i = 0; i < m->n_kernel_sites; i++) {
+      int taken = 0;
+      for (int j = 0; j < n; j++) taken |= shown[j] == i;
+      if (!taken && (best < 0 || k->seconds[i] > k->seconds[best])) best = i;
+    }
+    shown[n] = best;
+  }
+  fputs("  slowest kernels:", stderr);
+  for (int j = 0; j < n; j++) {
+    const trc_kernel_site *s = &m->kernel_sites[shown[j]];
+    double calls = (double)k->calls[shown[j]] / mb;
+    fprintf(stderr, "%s site %d %s%s%s (line %d) %.3f ms, predicted %.3f", j ? ";" : "", shown[j], s->op,
+            s->value ? " " : "", s->value ? s->value : "", s->line, 1e3 * k->seconds[shown[j]] / mb,
+            1e3 * calls * (s->forward + s->backward + s->recompute));
+  }
+  fputc('\n', stderr);
+}
+
 int trc_kernel_times_report(const trc_kernel_times *k, const trc_model *m, const char *path,
                             trc_error *err) {
   if (k->micro_batches == 0) {
@@ -166,5 +192,6 @@ int trc_kernel_times_report(const trc_kernel_times *k, const trc_model *m, const
           path, (long long)k->steps, (long long)k->micro_batches);
   print_phases("measured", &r.measured, "the rest");
   print_phases("predicted", &r.predicted, "update");
+  print_slowest(k, m);
   return 0;
 }
