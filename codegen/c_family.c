@@ -558,18 +558,18 @@ static void print_patterns(FILE *out, const NameList *patterns) {
 }
 
 /* trc_model.kernel_sites: each call of forward() and backward() (the sites
- * of trc_kernel_done) with the cost model's seconds for it. */
+ * of trc_kernel_done) with the cost model's seconds for it, one short row
+ * each (a model of many layers has many: no field names). */
 static void print_kernel_sites(FILE *out, const Program *p) {
-  static const char *const phase_name[] = {"forward", "backward", "recompute"};
-  fprintf(out, "static const trc_kernel_site kernel_sites[%d] = {\n", step_sites(p));
+  fprintf(out, "/* per kernel call: op, value, line, predicted seconds forward, backward, recompute */\n"
+               "static const trc_kernel_site kernel_sites[%d] = {\n", step_sites(p));
   for (int site = 0; site < step_sites(p); site++) {
     int id = step_site_node(p, site);
     const Node *n = &p->g->nodes[id];
-    fprintf(out, "    {.op = \"%s\", .value = ", op_info(n->op)->name);
+    fprintf(out, "    {\"%s\", ", op_info(n->op)->name);
     print_c_string_or_null(out, n->name);
-    fprintf(out, ", .line = %d", n->loc.line);
-    for (int ph = 0; ph < 3; ph++)
-      fprintf(out, ", .%s = %.9g", phase_name[ph], p->kernel_seconds ? p->kernel_seconds[id][ph] : 0.0);
+    fprintf(out, ", %d", n->loc.line);
+    for (int ph = 0; ph < 3; ph++) fprintf(out, ", %.7g", p->kernel_seconds ? p->kernel_seconds[id][ph] : 0.0);
     fputs("},\n", out);
   }
   fputs("};\n\n", out);
