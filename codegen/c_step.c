@@ -7,9 +7,6 @@
 static void print_settings(FILE *out, const Program *p) {
   StepPlaces at = step_places(p);
   fputs("  char *A = trc_step_arena(s);\n", out);
-  fprintf(out, "  char *const gradients = A + %llu; /* the trained parameters' */\n",
-          (unsigned long long)at.gradients);
-  fprintf(out, "  const size_t gradient_bytes = %llu;\n", (unsigned long long)at.gradient_bytes);
   fprintf(out, "  float *const loss_seed = (float *)(A + %llu);\n", (unsigned long long)at.loss_seed);
   fprintf(out, "  const float *const loss = (const float *)(A + %llu);\n",
           (unsigned long long)at.loss);
@@ -28,7 +25,9 @@ static void print_settings(FILE *out, const Program *p) {
 static void print_op(FILE *out, const Program *p, const StepForm *f, StepOp op) {
   switch (op) {
   case STEP_SETTINGS: print_settings(out, p); break;
-  case STEP_ZERO_GRADIENTS: fputs("  memset(gradients, 0, gradient_bytes);\n", out); break;
+  case STEP_ZERO_GRADIENTS:
+    fputs("  trc_step_zero_gradients(s); /* a pass only where the last update did not */\n", out);
+    break;
   case STEP_WINDOW_BEGIN: fputs("  for (int64_t k = 0; k < window; k++) {\n", out); break;
   case STEP_LOAD_MICRO_BATCH:
     fputs("    trc_step_micro_batch(s, k); /* its rows, dropout key and training flag */\n", out);

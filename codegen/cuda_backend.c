@@ -172,12 +172,12 @@ static void print_call(FILE *out, const Program *p, int id, const void *data) {
 }
 
 static void take_host_state(FILE *out, const Program *p) {
-  (void)p;
+  StepPlaces at = step_places(p);
   fputs("  char *D = trc_cuda_arena;\n", out);
   fputs("  trc_cuda_take_host_state(s, A); /* parameters, optimizer state: up once, then kept */\n",
         out);
-  fputs("  trc_cuda_zero(gradients - A, gradient_bytes); /* the same offsets on the device */\n",
-        out);
+  fprintf(out, "  trc_cuda_zero(%llu, %llu); /* the gradients: the same offsets on the device */\n",
+          (unsigned long long)at.gradients, (unsigned long long)at.gradient_bytes);
 }
 
 static void upload_micro_batch(FILE *out, const Program *p) {

@@ -75,7 +75,7 @@ static void do_if(Gen *g, LLVMValueRef cond, const char *name, LLVMValueRef s) {
 /* What step(s) has built so far: its settings and named places (step.h). */
 typedef struct {
   LLVMValueRef fn, s, a, window, average, overlap, seed, loss_sum, mean;
-  LLVMValueRef gradients, loss_seed, loss, k;
+  LLVMValueRef loss_seed, loss, k;
   Loop window_loop;
 } StepState;
 
@@ -85,7 +85,6 @@ static void build_settings(Gen *g, StepState *st) {
   st->loss_sum = LLVMBuildAlloca(g->b, g->f64, "loss_sum");
   LLVMBuildStore(g->b, LLVMConstReal(g->f64, 0), st->loss_sum);
   st->a = ask(g, "arena", g->ptr, st->s);
-  LLVMSetValueName2(st->gradients = at(g, st->a, places.gradients), "gradients", 9);
   LLVMSetValueName2(st->loss_seed = at(g, st->a, places.loss_seed), "loss_seed", 9);
   LLVMSetValueName2(st->loss = at(g, st->a, places.loss), "loss", 4);
   st->window = ask(g, "micro_batches", g->i64, st->s);
@@ -132,8 +131,7 @@ static void build_op(Gen *g, StepState *st, StepOp op, Callee forward, Callee ba
   switch (op) {
   case STEP_SETTINGS: build_settings(g, st); break;
   case STEP_ZERO_GRADIENTS:
-    LLVMBuildMemSet(g->b, st->gradients, LLVMConstInt(g->i8, 0, 0),
-                    u64c(g, step_places(g->p).gradient_bytes), 1);
+    call_ext(g, "trc_step_zero_gradients", g->void_t, &st->s, 1);
     break;
   case STEP_WINDOW_BEGIN: st->k = llvm_loop_begin(g, st->window, &st->window_loop); break;
   case STEP_LOAD_MICRO_BATCH:

@@ -230,6 +230,9 @@ int trc_step_overlaps(const trc_step *s);
  * With ignored labels (the loss is a sum): 1 / the labels that count in the
  * window (of every rank, when averaged); 0 when none does. */
 float trc_step_loss_seed(const trc_step *s);
+/* The gradient region to zero before a window's first backward: a pass
+ * only where the last update did not already leave it so. */
+void trc_step_zero_gradients(trc_step *s);
 /* Micro-batch k of the window into the arena: its rows into the input
  * slots, its dropout key and the training flag. */
 void trc_step_micro_batch(trc_step *s, int64_t k);
@@ -443,8 +446,9 @@ int trc_main(const trc_model *model, int argc, char **argv);
  * above. (The C and CUDA trainers reach them through this header.) */
 #define TRC_ENTRY_POINTS(X)                                                                        \
   X(trc_main) X(trc_step_arena) X(trc_step_micro_batches) X(trc_step_averages_gradients)           \
-  X(trc_step_overlaps) X(trc_step_loss_seed) X(trc_step_micro_batch) X(trc_step_bucket_ready)      \
-  X(trc_step_wait_gradients) X(trc_step_allreduce_gradients) X(trc_step_clip_gradients)            \
+  X(trc_step_overlaps) X(trc_step_loss_seed) X(trc_step_zero_gradients) X(trc_step_micro_batch)    \
+  X(trc_step_bucket_ready) X(trc_step_wait_gradients) X(trc_step_allreduce_gradients)              \
+  X(trc_step_clip_gradients)                                                                       \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
   X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy) X(trc_bf16_pack) X(trc_bf16_unpack)           \
   X(trc_gemm_rounded) X(trc_causal_attention) X(trc_causal_attention_grad) X(trc_kernel_start)    \

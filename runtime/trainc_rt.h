@@ -200,6 +200,7 @@ typedef struct {
   uint64_t count;          /* parameters (f32) */
   float *m, *v;            /* SGD: momentum in m; AdamW: moments; allocated once */
   int64_t step;            /* updates done */
+  int gradients_zero;      /* the last update left every gradient 0, and no step has run since */
 } trc_optimizer;
 
 int trc_optimizer_init(trc_optimizer *opt, const trc_train_config *cfg, uint64_t count,
@@ -210,7 +211,9 @@ void trc_optimizer_free(trc_optimizer *opt);
 trc_update_scalars trc_optimizer_scalars(trc_optimizer *opt, const trc_train_config *cfg,
                                          double lr);
 /* Updates every parameter from its gradient times grad_scale (clipping's
- * factor); weight decay only where param->decay is 1. */
+ * factor); weight decay only where param->decay is 1. Each gradient is
+ * zeroed as soon as it is read, while it is in the cache: the next step
+ * adds into zeros without a pass of its own (trc_step_zero_gradients). */
 void trc_optimizer_step(trc_optimizer *opt, const trc_model *model, const trc_train_config *cfg,
                         char *arena, double lr, float grad_scale);
 /* PyTorch's clip_grad_norm_ in two parts: the L2 norm of g (summed in fixed

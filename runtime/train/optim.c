@@ -123,6 +123,7 @@ static void update_block(const update_ctx *u, uint64_t at, uint64_t n, double wd
     trc_adamw_hparams adam = {u->lr, cfg->beta1, cfg->beta2, cfg->eps, wd, u->o->step};
     trc_adamw_update(params, grads, u->grad_scale, u->o->m + at, u->o->v + at, n, &adam);
   }
+  memset(grads, 0, n * sizeof *grads);
 }
 
 /* In blocks that stay in the cache, so that the bf16 copy of what a block
@@ -150,6 +151,7 @@ void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_trai
   o->step++;
   update_ctx u = {o, model, cfg, arena, lr, grad_scale};
   trc_parallel_for((int64_t)model->trained_count, update_range, &u);
+  o->gradients_zero = 1;
 }
 
 /* The squared L2 norm is summed in double over at most NORM_BLOCKS blocks

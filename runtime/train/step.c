@@ -35,6 +35,13 @@ void trc_step_micro_batch(trc_step *s, int64_t k) {
   trc_dataset_gather(s->train, m, trc_step_rows(s->plan, s->step, k), m->batch, s->arena);
 }
 
+/* A pass over the region only when the last update did not leave it zero
+ * (the first step, or after a step that stopped before its update). */
+void trc_step_zero_gradients(trc_step *s) {
+  if (!s->optim->gradients_zero) memset(gradients(s), 0, s->model->trained_count * sizeof(float));
+  s->optim->gradients_zero = 0;
+}
+
 void trc_step_bucket_ready(trc_step *s, uint64_t first, uint64_t count) {
   trc_sync_gradients_start(s->sync, gradients(s) + first, first, count);
 }

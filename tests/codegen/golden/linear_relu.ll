@@ -286,7 +286,7 @@ loop5:                                            ; preds = %loop5, %done
   %19 = load float, ptr %18, align 4
   %20 = load float, ptr %t, align 4
   %21 = fsub float %19, %20
-  %22 = call float @expf(float %21) #4
+  %22 = call float @expf(float %21) #3
   %23 = fadd float %15, %22
   store float %23, ptr %t1, align 4
   %24 = add nsw i64 %i6, 1
@@ -296,7 +296,7 @@ loop5:                                            ; preds = %loop5, %done
 done7:                                            ; preds = %loop5
   %26 = load float, ptr %t, align 4
   %27 = load float, ptr %t1, align 4
-  %28 = call float @logf(float %27) #5
+  %28 = call float @logf(float %27) #4
   %29 = fadd float %26, %28
   store float %29, ptr %t2, align 4
   %30 = load float, ptr %t2, align 4
@@ -429,7 +429,7 @@ loop3:                                            ; preds = %loop3, %loop
   %24 = load float, ptr %23, align 4
   %25 = load float, ptr %t, align 4
   %26 = fsub float %24, %25
-  %27 = call float @expf(float %26) #4
+  %27 = call float @expf(float %26) #3
   %28 = sitofp i64 %i4 to float
   %29 = load float, ptr %t2, align 4
   %30 = fcmp oeq float %28, %29
@@ -731,7 +731,6 @@ entry:
   %loss_sum = alloca double, align 8
   store double 0.000000e+00, ptr %loss_sum, align 8
   %1 = call ptr @trc_step_arena(ptr %0)
-  %gradients = getelementptr inbounds i8, ptr %1, i64 448
   %loss_seed = getelementptr inbounds i8, ptr %1, i64 1088
   %loss = getelementptr inbounds i8, ptr %1, i64 1408
   %2 = call i64 @trc_step_micro_batches(ptr %0)
@@ -741,7 +740,7 @@ entry:
   %6 = icmp ne i32 %5, 0
   %overlap = and i1 %4, %6
   %7 = call float @trc_step_loss_seed(ptr %0)
-  call void @llvm.memset.p0.i64(ptr align 1 %gradients, i8 0, i64 448, i1 false)
+  call void @trc_step_zero_gradients(ptr %0)
   %8 = icmp sgt i64 %2, 0
   br i1 %8, label %loop, label %done
 
@@ -816,8 +815,7 @@ declare i32 @trc_step_overlaps(ptr)
 
 declare float @trc_step_loss_seed(ptr)
 
-; Function Attrs: nocallback nofree nounwind willreturn memory(argmem: write)
-declare void @llvm.memset.p0.i64(ptr nocapture writeonly, i8, i64, i1 immarg) #3
+declare void @trc_step_zero_gradients(ptr)
 
 declare void @trc_step_micro_batch(ptr, i64)
 
@@ -847,7 +845,6 @@ declare i32 @trc_main(ptr, i32, ptr)
 attributes #0 = { nocallback nofree nosync nounwind speculatable willreturn memory(none) }
 attributes #1 = { noinline }
 attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { nocallback nofree nounwind willreturn memory(argmem: write) }
-attributes #4 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_expf(_ZGVeN16v_expf),_ZGVdN8v_expf(_ZGVdN8v_expf),_ZGVbN4v_expf(_ZGVbN4v_expf)" }
-attributes #5 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_logf(_ZGVeN16v_logf),_ZGVdN8v_logf(_ZGVdN8v_logf),_ZGVbN4v_logf(_ZGVbN4v_logf)" }
+attributes #3 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_expf(_ZGVeN16v_expf),_ZGVdN8v_expf(_ZGVdN8v_expf),_ZGVbN4v_expf(_ZGVbN4v_expf)" }
+attributes #4 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_logf(_ZGVeN16v_logf),_ZGVdN8v_logf(_ZGVdN8v_logf),_ZGVbN4v_logf(_ZGVbN4v_logf)" }
 [exit 0]
