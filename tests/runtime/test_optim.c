@@ -56,6 +56,13 @@ static void test_optimizer_over_model(void) {
   CHECK_NEAR(arena[0], 2 * (1 - 0.1 * 0.5), 1e-6);
   CHECK_NEAR(arena[2], 2, 0);
   CHECK(opt.step == 1);
+
+  /* the update zeroes each gradient it read: the next step adds into zeros */
+  arena[8] = arena[11] = 0.5f;
+  opt.gradients_zero = 0;
+  trc_optimizer_step(&opt, &m, &cfg, (char *)arena, 0.1f, 1.0f);
+  CHECK(arena[8] == 0 && arena[11] == 0 && opt.gradients_zero);
+  CHECK(arena[3] < 2); /* b[1] moved: the gradient was read first */
   trc_optimizer_free(&opt);
 
   cfg.optimizer = TRC_SGD;
