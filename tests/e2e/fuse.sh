@@ -3,10 +3,15 @@
 # gradcheck model trains 3 steps to bitwise the same weights when built fused
 # and with --no-fuse with scalar math (trainc's default compiler and flags,
 # the vectorizer off: libm's expf, tanhf, ... everywhere; so an FMA
-# contraction that fusion made possible would show), and to within 1e-6 of
-# the largest weight with the default flags, where the compiler picks which
-# elements go through libmvec's vector functions (within 4 ulp of libm's,
-# not bitwise; a fused loop nest is vectorized differently). Under the
+# contraction that fusion made possible would show); with the default flags,
+# where the compiler picks which elements go through libmvec's vector
+# functions (within 4 ulp of libm's, not bitwise; a fused loop nest is
+# vectorized differently), one step's loss, prediction and gradients
+# (--dump-step) agree to within 1e-6 of the largest of each (the gradients:
+# of the largest gradient). Not the weights after 3 steps: AdamW turns a
+# gradient that is zero but for rounding (an attention key's bias) into
+# steps of lr, whichever rounding it is, so those weights differ by lr
+# where libmvec's rounding differs (it did, on an AMD machine). Under the
 # sanitizers: $TRAINC_TEST_CFLAGS -O2, bitwise only. Gradcheck models train
 # on random data drawn for the inputs `--dump=ir` lists. At least one value
 # must have been fused somewhere, or the comparison proves nothing.
@@ -42,7 +47,8 @@ if [[ -n ${TRAINC_TEST_CFLAGS:-} ]]; then
   builds=(scalar) scalar_flags=(--cflags "$TRAINC_TEST_CFLAGS -O2 -fno-math-errno")
 fi
 
-# within_bound A B: the weights of A and B differ by at most 1e-6 of the largest.
+# within_bound A B: the dumps A and B differ by at most 1e-6 of the largest
+# value of each tensor (of every gradient, for the gradients).
 within_bound() {
   "$PY" - "$1" "$2" <<'PY'
 import json, struct, sys
@@ -54,7 +60,9 @@ def tensors(path):
     return {k: np.frombuffer(raw[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]],
                              dtype=np.float32) for k, v in head.items() if k != "__metadata__"}
 a, b = tensors(sys.argv[1]), tensors(sys.argv[2])
-worst = max(float(np.abs(a[k] - b[k]).max() / max(np.abs(a[k]).max(), 1e-30)) for k in a)
+grads = max(float(np.abs(v).max()) for k, v in a.items() if k.startswith("grad."))
+scale = {k: grads if k.startswith("grad.") else float(np.abs(v).max()) for k, v in a.items()}
+worst = max(float(np.abs(a[k] - b[k]).max() / max(scale[k], 1e-30)) for k in a)
 print(f"{worst:.1e}")
 sys.exit(0 if worst <= 1e-6 and a.keys() == b.keys() else 1)
 PY
@@ -70,7 +78,11 @@ for case in "${cases[@]}"; do
     for mode in fused plain; do
       flag=() && [[ $mode == plain ]] && flag=(--no-fuse)
       "$trainc" build "$model" "${flag[@]}" -o "$work/$name.$mode" "${flags[@]}" >/dev/null
-      "$work/$name.$mode" --data "$data" --steps 3 --quiet --save "$work/$name.$mode.$build"
+      if [[ $build == scalar ]]; then
+        "$work/$name.$mode" --data "$data" --steps 3 --quiet --save "$work/$name.$mode.$build"
+      else
+        "$work/$name.$mode" --data "$data" --quiet --dump-step "$work/$name.$mode.$build"
+      fi
     done
   done
   if ! cmp -s "$work/$name.fused.scalar" "$work/$name.plain.scalar"; then
@@ -79,9 +91,9 @@ for case in "${cases[@]}"; do
   elif [[ ${builds[*]} != *default* ]] || cmp -s "$work/$name.fused.default" "$work/$name.plain.default"; then
     echo "$name: $fused values fused; the same weights fused and unfused"
   elif diff=$(within_bound "$work/$name.fused.default" "$work/$name.plain.default"); then
-    echo "$name: $fused values fused; the same weights with scalar math, within $diff with libmvec"
+    echo "$name: $fused values fused; the same weights with scalar math, one step within $diff with libmvec"
   else
-    echo "FAIL: $name: fused and unfused weights differ by $diff of the largest with libmvec"
+    echo "FAIL: $name: fused and unfused steps differ by $diff of the largest with libmvec"
     fail=1
   fi
 done
