@@ -911,7 +911,7 @@ static void predict_times(Plan *pl) {
   for (int i = 0; i < p->n_forward; i++) scheduled[p->forward[i]] = true;
   for (int i = 0; i < p->n_backward; i++) scheduled[p->backward[i]] = true;
   pl->update_seconds = update_seconds(p, &pl->profile);
-  double *seconds = program_node_seconds(p, &pl->profile);
+  double *seconds = program_node_seconds(p, &pl->profile, &pl->cache_credit);
   for (int i = 0; i < w->n; i++)
     if (!is_leaf(&w->nodes[i]) && scheduled[fused_consumer(p, i)]) add_time(pl, &w->nodes[i], seconds[i]);
   free(seconds);
@@ -1038,7 +1038,7 @@ static void *candidate_realizer(void *arg) {
   for (int i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
     w.rounded = r->c[i].rounded;
     apply_modes(&w, r->g, r->live, r->c[i].modes, &candidate);
-    r->c[i].peak = w.peak_bytes, r->c[i].seconds = w.recompute_seconds;
+    r->c[i].peak = w.peak_bytes, r->c[i].seconds = w.recompute_seconds - w.cache_credit;
   }
   pthread_mutex_lock(&r->lock);
   r->build_seconds += w.schedule_seconds;

@@ -153,40 +153,184 @@ typedef struct {
   int members;
 } StepSums;
 
-static double step_kernel_seconds(const Graph *g, int step, const StepSums *s, const MachineProfile *m) {
-  if (s->members == 1) return node_seconds(g, &g->nodes[step], m);
-  double compute = s->flops / m->loop_flops, memory = memory_seconds(s->bytes, m);
-  return (compute > memory ? compute : memory) + m->kernel_overhead;
-}
-
-double *program_node_seconds(const Program *p, const MachineProfile *m) {
+static StepSums *step_sums(const Program *p, const int *step, const MachineProfile *m) {
   const Graph *g = p->g;
-  int *step = kernel_steps(p);
   StepSums *sum = xcalloc((size_t)g->n, sizeof *sum);
-  double *share = xmalloc((size_t)g->n * sizeof *share);
   for (int i = 0; i < g->n; i++) {
     const Node *n = &g->nodes[i];
     StepSums *s = &sum[step[i]];
-    share[i] = node_seconds(g, n, m);
     if (is_leaf(n)) continue; /* no kernel, no FLOPs */
     s->flops += op_info(n->op)->flops(g, n);
     s->bytes += bytes_moved(g, n) - (step[i] != i ? 2.0 * (double)node_bytes(n) : 0);
-    s->plain += share[i];
+    s->plain += node_seconds(g, n, m);
     s->members++;
   }
+  return sum;
+}
+
+/* A kernel step's seconds when `cold` of its bytes come from memory, the
+ * rest moving as memory_seconds prices the kernel's whole traffic. A loop
+ * overlaps its arithmetic with all its traffic; a library call (a GEMM,
+ * fused attention, the loss head) computes at the rate measured on
+ * operands in the cache, and first brings the others from memory (oneDNN
+ * packs its operands before it multiplies them). */
+static double kernel_seconds(const Graph *g, int step, const StepSums *s, double cold,
+                             const MachineProfile *m) {
+  const Node *n = &g->nodes[step];
+  if (is_leaf(n) || node_is_view(n)) return 0;
+  double compute = s->members == 1 ? compute_seconds(g, n, m) : s->flops / m->loop_flops;
+  cold = cold < s->bytes ? cold : s->bytes;
+  double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
+  if (s->members == 1 && op_calls_library(n->op))
+    return (compute > warm ? compute : warm) + cold / m->bandwidth + m->kernel_overhead;
+  double memory = warm + cold / m->bandwidth;
+  return (compute > memory ? compute : memory) + m->kernel_overhead;
+}
+
+/* Where the step's kernels find their inputs. A kernel reads an input from
+ * the cache when the distinct bytes that moved since it last moved, and its
+ * own, fit in cache_bytes (its reuse distance in an LRU cache), else from
+ * memory: the weights, and what forward stored for backward, unless the
+ * whole step fits in the cache. Kernels count in the order they run,
+ * forward then backward, kernel t at time t + 1; a Fenwick tree over the
+ * times holds the bytes of each storage last touched then, so a distance
+ * is a range sum (Bennett and Kruskal's stack distances). */
+typedef struct {
+  const Program *p;
+  const int *step;
+  int *first, *next; /* each kernel step's members: itself and the values fused into it */
+  int times;         /* kernels in the step */
+  double *tree;      /* Fenwick tree over times 1..times: bytes last touched then */
+  int *last;         /* per storage root: when it last moved; 0: not yet */
+  int *seen;         /* per storage root: the kernel that counted it last */
+} Reuse;
+
+static void tree_add(Reuse *r, int t, double bytes) {
+  for (; t <= r->times; t += t & -t) r->tree[t] += bytes;
+}
+
+static double tree_sum(const Reuse *r, int t) { /* times 1..t */
+  double sum = 0;
+  for (; t > 0; t -= t & -t) sum += r->tree[t];
+  return sum;
+}
+
+static int root_of(const Program *p, int id) { return p->storage_root ? p->storage_root[id] : id; }
+
+static double root_bytes(const Reuse *r, int root) { return (double)node_bytes(&r->p->g->nodes[root]); }
+
+/* An input that moves as itself: not a value fused into the kernel, nor
+ * an embedding's table (bytes_moved counts the rows it touches). */
+static bool moves_alone(const Reuse *r, int at, const Node *n, int k) {
+  return r->step[n->in[k]] != at && n->op != OP_EMBEDDING && n->op != OP_EMBEDDING_GRAD;
+}
+
+/* Whether a storage root is still in the cache at time `now`. */
+static bool cached(const Reuse *r, int root, int now, const MachineProfile *m) {
+  if (!r->last[root]) return false;
+  double since = tree_sum(r, now - 1) - tree_sum(r, r->last[root]);
+  return since + root_bytes(r, root) <= m->cache_bytes;
+}
+
+/* Kernel `at`'s (at time `now`) input bytes from memory, and of those in
+ * the cache the ones a recompute node made where the forward value it
+ * remakes has left the cache (stored, as `off` does, it would be read from
+ * memory). Each storage root counts once. */
+static void input_bytes(Reuse *r, int at, int now, const MachineProfile *m, double *cold, double *remade) {
+  const Graph *g = r->p->g;
+  *cold = *remade = 0;
+  for (int i = r->first[at]; i >= 0; i = r->next[i]) {
+    const Node *n = &g->nodes[i];
+    for (int k = 0; k < n->nin; k++) {
+      int root = root_of(r->p, n->in[k]);
+      if (!moves_alone(r, at, n, k) || r->seen[root] == at) continue;
+      r->seen[root] = at;
+      double bytes = (double)node_bytes(&g->nodes[n->in[k]]);
+      int of = g->nodes[root].recompute_of;
+      if (!cached(r, root, now, m)) *cold += bytes;
+      else if (of >= 0 && !cached(r, root_of(r->p, of), now, m)) *remade += bytes;
+    }
+  }
+}
+
+static void touch(Reuse *r, int root, int now) {
+  if (r->last[root] == now) return;
+  if (r->last[root]) tree_add(r, r->last[root], -root_bytes(r, root));
+  tree_add(r, now, root_bytes(r, root));
+  r->last[root] = now;
+}
+
+/* The kernel's inputs and output have just moved, at time `now`. */
+static void kernel_moved(Reuse *r, int at, int now) {
+  const Graph *g = r->p->g;
+  for (int i = r->first[at]; i >= 0; i = r->next[i])
+    for (int k = 0; k < g->nodes[i].nin; k++) touch(r, root_of(r->p, g->nodes[i].in[k]), now);
+  touch(r, root_of(r->p, at), now);
+}
+
+static Reuse reuse_start(const Program *p, const int *step) {
+  int n = p->g->n;
+  Reuse r = {.p = p, .step = step, .first = xmalloc((size_t)n * sizeof(int)),
+             .next = xmalloc((size_t)n * sizeof(int)), .times = p->n_forward + p->n_backward,
+             .last = xcalloc((size_t)n, sizeof(int)), .seen = xmalloc((size_t)n * sizeof(int))};
+  r.tree = xcalloc((size_t)r.times + 1, sizeof *r.tree);
+  for (int i = 0; i < n; i++) r.first[i] = r.next[i] = r.seen[i] = -1;
+  for (int i = n - 1; i >= 0; i--) r.next[i] = r.first[step[i]], r.first[step[i]] = i;
+  return r;
+}
+
+static void reuse_free(Reuse *r) {
+  free(r->first);
+  free(r->next);
+  free(r->tree);
+  free(r->last);
+  free(r->seen);
+}
+
+/* Kernel `at`'s seconds at time `now`, its inputs found where they are;
+ * adds to *credit what it would take longer, outside recomputation, had
+ * the recomputed values it reads been stored. */
+static double kernel_in_order(Reuse *r, int at, int now, const StepSums *s, const MachineProfile *m,
+                              double *credit) {
+  const Graph *g = r->p->g;
+  if (is_leaf(&g->nodes[at]) || node_is_view(&g->nodes[at])) return 0; /* no code, nothing moves */
+  double cold, remade;
+  input_bytes(r, at, now, m, &cold, &remade);
+  double secs = kernel_seconds(g, at, s, cold, m);
+  if (remade > 0 && node_phase(g, &g->nodes[at]) != PHASE_RECOMPUTE)
+    *credit += kernel_seconds(g, at, s, cold + remade, m) - secs;
+  kernel_moved(r, at, now);
+  return secs;
+}
+
+double *program_node_seconds(const Program *p, const MachineProfile *m, double *cache_credit) {
+  const Graph *g = p->g;
+  int *step = kernel_steps(p);
+  StepSums *sum = step_sums(p, step, m);
+  double *kernel = xmalloc((size_t)g->n * sizeof *kernel), credit = 0;
+  for (int i = 0; i < g->n; i++) kernel[i] = kernel_seconds(g, i, &sum[i], 0, m);
+  Reuse r = reuse_start(p, step);
+  for (int t = 0; t < r.times; t++) {
+    int at = t < p->n_forward ? p->forward[t] : p->backward[t - p->n_forward];
+    kernel[at] = kernel_in_order(&r, at, t + 1, &sum[at], m, &credit);
+  }
+  reuse_free(&r);
+  double *share = xmalloc((size_t)g->n * sizeof *share);
   for (int i = 0; i < g->n; i++) {
     const StepSums *s = &sum[step[i]];
-    if (s->members == 1) continue;
-    double secs = step_kernel_seconds(g, step[i], s, m);
-    share[i] = s->plain > 0 ? secs * share[i] / s->plain : 0;
+    double own = node_seconds(g, &g->nodes[i], m);
+    share[i] = s->members <= 1 ? kernel[i] : s->plain > 0 ? kernel[step[i]] * own / s->plain : 0;
   }
+  if (cache_credit) *cache_credit = credit;
+  free(kernel);
   free(step);
   free(sum);
   return share;
 }
 
-/* Bytes each trained float moves in one optimizer step: zeroing its
- * gradient (4), the gradient norm every step computes for the log and
+/* Bytes each trained float moves in one optimizer step: its gradient
+ * zeroed as the update reads it (4, written back), the gradient norm every
+ * step computes for the log and
  * clipping (4), the optimizer (AdamW reads the weight, gradient and two
  * moments and writes three: 28; SGD 12, 20 with momentum) and, under
  * precision bf16, the copy written from the cache (2). */
@@ -210,7 +354,7 @@ StepPhase node_phase(const Graph *g, const Node *n) {
 void program_predict(Program *p, const MachineProfile *m) {
   const Graph *g = p->g;
   int *step = kernel_steps(p);
-  double *share = program_node_seconds(p, m);
+  double *share = program_node_seconds(p, m, NULL);
   free(p->kernel_seconds);
   p->kernel_seconds = xcalloc((size_t)g->n, sizeof *p->kernel_seconds);
   for (int i = 0; i < g->n; i++)

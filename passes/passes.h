@@ -229,9 +229,15 @@ double memory_seconds(double bytes, const MachineProfile *m);
 /* Predicted seconds of each node of p->g (a new array, one per node id): a
  * step with values fused into it (Program.fused_into) is one kernel call over
  * all their FLOPs, moving their bytes less each fused value's store and load,
- * its time shared among them in proportion to their unfused node_seconds;
- * an unfused node's is its node_seconds. Linear in the graph. */
-double *program_node_seconds(const Program *p, const MachineProfile *m);
+ * its time shared among them in proportion to their unfused node_seconds.
+ * A scheduled kernel reads from memory, at `bandwidth`, the inputs that
+ * have left the cache (more than cache_bytes moved since they last moved),
+ * the rest as memory_seconds prices its traffic; an unscheduled node's is
+ * its node_seconds. With cache_credit, also what the kernels outside
+ * recomputation would take longer had the recomputed values they read been
+ * stored since forward (read from memory): recomputation's saving beside
+ * its cost. Linear in the graph. */
+double *program_node_seconds(const Program *p, const MachineProfile *m, double *cache_credit);
 /* What a node's time adds to: the forward or backward pass, or what the
  * plan adds to `off`'s step (recomputing, rounding to bf16 and widening
  * back). */
@@ -310,6 +316,9 @@ typedef struct Plan {
   Program *program;        /* its schedule and memory plan (kernels lowered) */
   MachineProfile profile;
   double forward_seconds, backward_seconds, recompute_seconds;
+  double cache_credit;     /* what backward saves reading recomputed values from the
+                              cache (program_node_seconds): recompute_seconds less
+                              this is what the plan adds to `off`'s step */
   double update_seconds;   /* a micro-batch's share of the optimizer step's (update_seconds) */
   double forward_flops, backward_flops, recompute_flops;
   uint64_t optimizer_bytes;/* optimizer state, outside the arena */

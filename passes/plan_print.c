@@ -56,7 +56,7 @@ static ValueFigures *value_figures(const Plan *pl, const ValueFate *fate) {
     uint64_t bytes = node_bytes(&w->nodes[v]);
     f[v].saved = fate[v] == VALUE_RECOMPUTE ? bytes : fate[v] == VALUE_STORE_BF16 ? bytes / 2 : 0;
   }
-  double *seconds = program_node_seconds(pl->program, &pl->profile);
+  double *seconds = program_node_seconds(pl->program, &pl->profile, NULL);
   for (int i = pl->n_forward; i < w->n; i++) {
     const Node *n = &w->nodes[i];
     int of = n->op == OP_TO_BF16 ? n->in[0] : n->recompute_of;
@@ -133,9 +133,11 @@ static double step_flops(const Plan *pl) { return pl->forward_flops + pl->backwa
 static double step_seconds(const Plan *pl) {
   return pl->forward_seconds + pl->backward_seconds + pl->recompute_seconds + pl->update_seconds;
 }
+/* `off`'s step is this one less its recompute kernels, with the values
+ * they made read from memory, stored (Plan.cache_credit). */
 static double overhead(const Plan *pl) {
-  double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds;
-  return base > 0 ? pl->recompute_seconds / base : 0;
+  double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
+  return base > 0 ? (pl->recompute_seconds - pl->cache_credit) / base : 0;
 }
 
 /* What `freeze` saves: the frozen parameters have no gradients and no
@@ -217,6 +219,9 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
   fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f, update %.3f; "
           "+%.1f%%)\n", 1e3 * step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds,
           1e3 * pl->recompute_seconds, 1e3 * pl->update_seconds, 100 * overhead(pl));
+  if (pl->cache_credit > 0)
+    fprintf(out, "  (backward reads the recomputed values from the cache: %.3f ms less than stored ones)\n",
+            1e3 * pl->cache_credit);
   if (!measured) return;
   const MeasuredPhases *m = &measured->measured;
   fprintf(out, "measured micro-batch time (%s, %lld steps): %.3f ms (forward %.3f, backward %.3f, recompute %.3f, "
@@ -292,8 +297,9 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
-          "\"step\": %.6g},\n \"overhead\": %.6g,\n \"measured\": ", pl->forward_seconds, pl->backward_seconds,
-          pl->recompute_seconds, pl->update_seconds, step_seconds(pl), overhead(pl));
+          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"measured\": ",
+          pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, step_seconds(pl),
+          pl->cache_credit, overhead(pl));
   if (!measured) {
     fputs("null}\n", out);
     return;

@@ -97,12 +97,15 @@ for arg in "$@"; do
 done
 
 # deep_mlp: at the peak of off with bf16 storage, storing in bf16 (about 1%
-# of the step) beats recomputing layers (a GEMM each)
+# of the step) beats recomputing layers (a GEMM each: 2 x 512 x 1024 x 1024
+# FLOPs); what it may still remake is a bias add and ReLU (a few MFLOPs),
+# which the backward pass then reads from the cache
 deep=$src/examples/deep_mlp.nn
+gemm=$((2 * 512 * 1024 * 1024))
 hi=$(plan_figure "$deep" total --policy off --compress bf16)
 flops16=$(plan_figure "$deep" recompute_flops --budget "$hi" --compress bf16)
 flops32=$(plan_figure "$deep" recompute_flops --budget "$hi")
-((flops16 == 0 && flops32 > 0)) ||
+((flops16 < gemm && flops32 >= gemm)) ||
   flunk "deep_mlp: at budget $hi, recompute FLOPs $flops16 with bf16 storage, $flops32 without"
 
 expect_error() { # what pattern command...
