@@ -1151,23 +1151,65 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   return c;
 }
 
+/* Whether candidate a beats b at this budget: fitting beats not; among
+ * fitting ones, less predicted time, then less peak; else less peak. */
+static bool beats(const Candidate *a, const Candidate *b, uint64_t budget) {
+  bool fits = a->peak <= budget, b_fits = b->peak <= budget;
+  if (fits != b_fits) return fits;
+  if (!fits) return a->peak < b->peak;
+  return a->seconds < b->seconds || (a->seconds == b->seconds && a->peak < b->peak);
+}
+
+static int best_candidate(const Candidate *c, int n, uint64_t budget) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (beats(&c[i], &c[best], budget)) best = i;
+  return best;
+}
+
+static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
+                          const ProgramOptions *o, bool **live);
+
+/* Under --compress bf16, the best plan of the search without it, when it
+ * beats c: its stage model prices recomputed GEMMs in fp32 and offers no
+ * BF16 stage, so its candidates differ, and offering bf16 storage must
+ * never get a slower plan. Taken over into pl (its cheap values too);
+ * returns whether it was. */
+static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Candidate *c, uint64_t budget) {
+  CheckpointSpec spec = pl->spec;
+  spec.compress = false;
+  bool *plain_live;
+  Plan *plain = plan_prepare(g, spec, &pl->profile, NULL, &plain_live);
+  int n;
+  Candidate *c32 = budget_candidates(plain, g, plain_live, &n);
+  int best = best_candidate(c32, n, budget);
+  bool take = beats(&c32[best], c, budget);
+  if (take) {
+    memcpy(pl->cheap, plain->cheap, (size_t)pl->n_forward * sizeof *pl->cheap);
+    pl->rounded = false;
+    apply_modes(pl, g, live, c32[best].modes, c32[best].peak <= budget ? &pl->build : &candidate);
+  }
+  pl->schedule_seconds += plain->schedule_seconds;
+  for (int i = 0; i < n; i++) free(c32[i].modes);
+  free(c32);
+  free(plain_live);
+  plan_free(plain);
+  return take;
+}
+
 /* The candidate of least predicted recompute time whose true peak fits;
  * when none fits, the one of least peak (for the error message). Leaves it
  * planned in pl and returns whether it fits. */
 static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t budget) {
   int n;
   Candidate *c = budget_candidates(pl, g, live, &n);
-  int best = 0;
-  for (int i = 1; i < n; i++) {
-    bool fits = c[i].peak <= budget, best_fits = c[best].peak <= budget;
-    if (fits != best_fits ? fits
-                          : fits ? c[i].seconds < c[best].seconds || (c[i].seconds == c[best].seconds && c[i].peak < c[best].peak)
-                                 : c[i].peak < c[best].peak)
-      best = i;
-  }
+  int best = best_candidate(c, n, budget);
   bool ok = c[best].peak <= budget;
-  pl->rounded = c[best].rounded;
-  apply_modes(pl, g, live, c[best].modes, ok ? &pl->build : &candidate);
+  if (!pl->spec.compress || !take_fp32_plan(pl, g, live, &c[best], budget)) {
+    pl->rounded = c[best].rounded;
+    apply_modes(pl, g, live, c[best].modes, ok ? &pl->build : &candidate);
+  }
+  ok = pl->peak_bytes <= budget;
   for (int i = 0; i < n; i++) free(c[i].modes);
   free(c);
   return ok;

@@ -9,16 +9,17 @@
 #include <string.h>
 
 MachineProfile profile_default(void) {
-  /* `trainc calibrate` on the 2-core Intel Xeon (AMX, AVX-512) machine this
-   * project is developed on, six runs on a quiet machine (2026-12-05: GEMMs
-   * 2.69-3.02e11, bf16 GEMMs 0.91-1.02e12, loops 6.2-7.0e10, 2.8-2.97e10
-   * bytes/s from memory and 5.2-5.7e10 from the cache, 0.61-0.68 us a
-   * dispatch, attention 1.55-1.60e11 plus 5.4-5.6 us a block; the GEMMs
-   * ran at 2.3-2.4e11 on 2026-12-04: this virtual machine's speed moves);
-   * `trainc calibrate` measures yours. */
-  return (MachineProfile){.gemm_flops = 285e9, .gemm_bf16_flops = 960e9, .loop_flops = 66e9, .bandwidth = 29e9,
-                          .kernel_overhead = 0.64e-6, .cache_bandwidth = 54e9, .cache_bytes = 16 << 20,
-                          .attention_flops = 157e9, .attention_block_seconds = 5.5e-6};
+  /* `trainc calibrate` on the 2-core AMD EPYC (Zen 4: AVX-512 and
+   * AVX512_BF16, no AMX) machine this project is developed on since
+   * 2026-12-05, the medians of nine runs (GEMMs 1.94-2.05e11, bf16 GEMMs
+   * 3.5-3.9e11, loops 0.99-1.38e11, 3.0-4.0e10 bytes/s from memory and
+   * 0.95-1.33e11 from the cache, 0.17-0.27 us a dispatch, attention
+   * 1.51-1.62e11 plus 5.6-8.4 us a block). The Intel Xeon (AMX) before it
+   * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
+   * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
+  return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
+                          .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
+                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6};
 }
 
 static const struct {
@@ -203,6 +204,7 @@ typedef struct {
   double *tree;      /* Fenwick tree over times 1..times: bytes last touched then */
   int *last;         /* per storage root: when it last moved; 0: not yet */
   int *seen;         /* per storage root: the kernel that counted it last */
+  bool *credited;    /* per recomputed root: a reader counted what it saves */
 } Reuse;
 
 static void tree_add(Reuse *r, int t, double bytes) {
@@ -234,8 +236,9 @@ static bool cached(const Reuse *r, int root, int now, const MachineProfile *m) {
 
 /* Kernel `at`'s (at time `now`) input bytes from memory, and of those in
  * the cache the ones a recompute node made where the forward value it
- * remakes has left the cache (stored, as `off` does, it would be read from
- * memory). Each storage root counts once. */
+ * remakes has left the cache (stored, as `off` does, its first reader
+ * would read it from memory; the next ones from the cache). Each storage
+ * root counts once. */
 static void input_bytes(Reuse *r, int at, int now, const MachineProfile *m, double *cold, double *remade) {
   const Graph *g = r->p->g;
   *cold = *remade = 0;
@@ -247,8 +250,12 @@ static void input_bytes(Reuse *r, int at, int now, const MachineProfile *m, doub
       r->seen[root] = at;
       double bytes = (double)node_bytes(&g->nodes[n->in[k]]);
       int of = g->nodes[root].recompute_of;
-      if (!cached(r, root, now, m)) *cold += bytes;
-      else if (of >= 0 && !cached(r, root_of(r->p, of), now, m)) *remade += bytes;
+      if (!cached(r, root, now, m)) {
+        *cold += bytes;
+      } else if (of >= 0 && !r->credited[root] && !cached(r, root_of(r->p, of), now, m)) {
+        *remade += bytes;
+        r->credited[root] = true; /* stored, it would be in the cache for the next reader */
+      }
     }
   }
 }
@@ -272,7 +279,8 @@ static Reuse reuse_start(const Program *p, const int *step) {
   int n = p->g->n;
   Reuse r = {.p = p, .step = step, .first = xmalloc((size_t)n * sizeof(int)),
              .next = xmalloc((size_t)n * sizeof(int)), .times = p->n_forward + p->n_backward,
-             .last = xcalloc((size_t)n, sizeof(int)), .seen = xmalloc((size_t)n * sizeof(int))};
+             .last = xcalloc((size_t)n, sizeof(int)), .seen = xmalloc((size_t)n * sizeof(int)),
+             .credited = xcalloc((size_t)n, sizeof(bool))};
   r.tree = xcalloc((size_t)r.times + 1, sizeof *r.tree);
   for (int i = 0; i < n; i++) r.first[i] = r.next[i] = r.seen[i] = -1;
   for (int i = n - 1; i >= 0; i--) r.next[i] = r.first[step[i]], r.first[step[i]] = i;
@@ -285,6 +293,7 @@ static void reuse_free(Reuse *r) {
   free(r->tree);
   free(r->last);
   free(r->seen);
+  free(r->credited);
 }
 
 /* Kernel `at`'s seconds at time `now`, its inputs found where they are;
