@@ -71,6 +71,9 @@ assert set(t) == {"forward", "backward", "recompute", "update", "step", "cache_c
 assert abs(t["step"] - t["forward"] - t["backward"] - t["recompute"] - t["update"]) <= 1e-5 * t["step"], t
 assert t["update"] > 0 and t["forward"] > 0 and t["backward"] > 0, t
 assert t["cache_credit"] >= 0 and (t["cache_credit"] > 0) <= (t["recompute"] > 0), t
+# a step whose whole arena fits in the 16 MiB cache of the default profile
+# reads nothing from memory twice: recomputing saves no read there
+assert t["cache_credit"] == 0 or d["peak"]["arena"] > 16 << 20, (t, d["peak"]["arena"])
 off_step = t["step"] - t["recompute"] + t["cache_credit"]
 assert abs(d["overhead"] - (t["recompute"] - t["cache_credit"]) / off_step) <= 1e-4 * abs(d["overhead"]) + 1e-9, (d["overhead"], t)
 assert (d["flops"]["recompute"] == 0) == all(v["decision"] != "RECOMPUTE" for v in d["values"])
