@@ -214,15 +214,14 @@ static int add_example(loader *L, const record *r, trc_error *err) {
 
 enum { MAX_COLUMNS = 64 };
 
-/* The tab-separated fields of a line; returns their count (MAX_COLUMNS + 1
- * when there are more). */
+/* The first MAX_COLUMNS tab-separated fields of a line into f; returns how
+ * many fields the line has. */
 static int split_tabs(span line, span *f) {
   int n = 0;
-  for (const char *p = line.s, *end = line.s + line.n;; p++) {
+  for (const char *p = line.s, *end = line.s + line.n;; p++, n++) {
     const char *tab = memchr(p, '\t', (size_t)(end - p));
-    if (n == MAX_COLUMNS) return n + 1;
-    f[n++] = (span){p, (size_t)((tab ? tab : end) - p)};
-    if (!tab) return n;
+    if (n < MAX_COLUMNS) f[n] = (span){p, (size_t)((tab ? tab : end) - p)};
+    if (!tab) return n + 1;
     p = tab;
   }
 }
@@ -243,11 +242,12 @@ typedef struct {
  * sentence), and a first line whose label is a word is a header that names
  * other fields (-1). */
 static int read_header(const loader *L, span line, tsv_layout *t, trc_error *err) {
-  span f[MAX_COLUMNS + 1];
+  span f[MAX_COLUMNS];
   const int n = split_tabs(line, f), single = !L->fields.b[0];
-  t->a = column_named(f, n, L->fields.a);
-  t->b = single ? -1 : column_named(f, n, L->fields.b);
-  t->label = column_named(f, n, L->fields.label);
+  const int stored = n < MAX_COLUMNS ? n : MAX_COLUMNS;
+  t->a = column_named(f, stored, L->fields.a);
+  t->b = single ? -1 : column_named(f, stored, L->fields.b);
+  t->label = column_named(f, stored, L->fields.label);
   if (n <= MAX_COLUMNS && t->a >= 0 && (single || t->b >= 0) && t->label >= 0) {
     t->count = n;
     return 1;
@@ -264,7 +264,7 @@ static int read_header(const loader *L, span line, tsv_layout *t, trc_error *err
 
 static int tsv_record(const loader *L, const tsv_layout *t, span line, record *r,
                       trc_error *err) {
-  span f[MAX_COLUMNS + 1];
+  span f[MAX_COLUMNS];
   const int n = split_tabs(line, f);
   if (n != t->count)
     return trc_fail(err, "expected %d tab-separated fields (%s%s%s, %s), found %d", t->count,

@@ -170,6 +170,13 @@ static void test_bad_files(const char *dir, const trc_tokenizer *tok) {
                    "expected the end of the line");
   CHECK_LOAD_FAILS("m.jsonl", "\n\n", def, "m.jsonl", "no examples");
   CHECK_LOAD_FAILS("n.csv", "a,b,1\n", def, "n.csv", "expected a .tsv or .jsonl file");
+  /* more fields than a header may name (64): counted, none read past those
+   * stored (found by fuzz.text: a header of 65 read an unset field) */
+  char wide[3 * 70 + 2] = "";
+  for (int i = 0; i < 70; i++) strcat(wide, i ? "\tab" : "ab");
+  strcat(wide, "\n");
+  CHECK_LOAD_FAILS("o.tsv", wide, def, "o.tsv:1",
+                   "expected 3 tab-separated fields (text_a, text_b, label), found 70");
   trc_pair_fields f;
   trc_error err;
   CHECK_FAILS_WITH(trc_pair_fields_parse("a,b", &f, &err), err, "expected TEXT_A,TEXT_B,LABEL");
