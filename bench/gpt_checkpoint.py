@@ -25,8 +25,8 @@ step        the median step time of a run (trainc: from --log-every 1's
             3 left out), the median over the runs
 overhead    against the same side's own no-checkpoint step (trainc: `off`
             with the same loss head, in f32 for the bf16 plans too; PyTorch: none); `predicted` is the
-            plan's `overhead`: its recompute time over the rest of its predicted step (the update
-            included)
+            plan's `overhead`: its recompute time, less what backward saves reading recomputed values
+            from the cache, over the rest of its predicted step (the update included)
 
 PyTorch's environment is tuned first as bench/torch_compare.py does (its
 allocators: glibc malloc without trimming and mmap, jemalloc, tcmalloc;
