@@ -2,7 +2,8 @@
 # The planner's predicted recompute overhead against the measured one (issue
 # 24: "predicted overhead within 10% of measured on every example and
 # policy"). For each model and policy: `trainc plan`'s predicted overhead
-# (recompute against the rest of the step, the update included), the
+# (recompute, less what backward saves reading recomputed values from the
+# cache, against the rest of the step, the update included), the
 # overhead measured by step time against the same model's `off` trainer
 # (median step of a run, median over the rounds; runs alternate), and the
 # one the trainer measures in the same run (--kernel-times: its recompute
