@@ -872,7 +872,7 @@ static uint64_t optimizer_state_bytes(const Graph *g, uint64_t param_bytes) {
 }
 
 /* STORE/RECOMPUTE (and stored in bf16) per forward value from the stage
- * modes and the pins. */
+ * modes, the values kept back and the pins. */
 static void decide(Plan *pl, const Graph *g, const bool *live) {
   for (int v = 0; v < g->n_forward; v++) {
     const Node *n = &g->nodes[v];
@@ -881,6 +881,7 @@ static void decide(Plan *pl, const Graph *g, const bool *live) {
       StageMode m = pl->modes[pl->stage[v]];
       rec = m == STAGE_DROP || (m == STAGE_CKPT && !pl->boundary[v]) ||
             (m == STAGE_SELECT && pl->cheap[v]);
+      rec = rec && !pl->kept_back[v];
       if (n->pin != PIN_NONE) rec = n->pin == PIN_RECOMPUTE;
       if (v == g->loss || v == g->predict) rec = false; /* the runtime reads them after forward() */
     }
@@ -935,11 +936,13 @@ static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   predict_times(pl);
 }
 
-/* The plan of these modes, its program built with o (a candidate's, or
- * pl->build for the one chosen). */
+/* The plan of these modes and values kept back (NULL: none), its program
+ * built with o (a candidate's, or pl->build for the one chosen). */
 static void apply_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes,
-                        const ProgramOptions *o) {
+                        const bool *kept_back, const ProgramOptions *o) {
   memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
+  if (kept_back) memcpy(pl->kept_back, kept_back, (size_t)pl->n_forward * sizeof *kept_back);
+  else memset(pl->kept_back, 0, (size_t)pl->n_forward * sizeof *pl->kept_back);
   decide(pl, g, live);
   realize(pl, g, o);
 }
@@ -961,24 +964,37 @@ static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t ev
   if (policy == CKPT_SQRT) modes_every(modes, n, sqrt_period(n));
 }
 
-/* A plan the budget search may pick: stage modes, whether its recomputed
- * GEMMs round (Plan.rounded), and their true figures. */
+/* A plan the budget search may pick: stage modes, values kept back (NULL:
+ * none), whether its recomputed GEMMs round (Plan.rounded), and their true
+ * figures. */
 typedef struct {
   StageMode *modes;
+  bool *kept_back;
   bool rounded;
   uint64_t peak;
   double seconds;
 } Candidate;
+
+static void free_candidates(Candidate *c, int n) {
+  for (int i = 0; i < n; i++) free(c[i].modes), free(c[i].kept_back);
+  free(c);
+}
 
 /* The ladder: LADDER + 1 budgets from the least model peak of the fixed
  * policies to the largest, and BELOW more under the least, half a step
  * apart (SELECT stages may store less than any fixed policy). */
 enum { LADDER = 12, BELOW = 4, RUNGS = LADDER + 1 + BELOW };
 
+/* pl's decisions for these modes, no value kept back (no program built). */
+static void decide_modes(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
+  memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
+  memset(pl->kept_back, 0, (size_t)pl->n_forward * sizeof *pl->kept_back);
+  decide(pl, g, live);
+}
+
 /* Whether the plan of these modes recomputes a GEMM. */
 static bool recomputes_gemm(Plan *pl, const Graph *g, const bool *live, const StageMode *modes) {
-  memcpy(pl->modes, modes, (size_t)(pl->model.n + 1) * sizeof *modes);
-  decide(pl, g, live);
+  decide_modes(pl, g, live, modes);
   for (int v = 0; v < g->n_forward; v++)
     if (pl->recompute[v] && op_info(g->nodes[v].op)->op_class == OPC_GEMM) return true;
   return false;
@@ -1034,10 +1050,11 @@ static void *candidate_realizer(void *arg) {
   w.modes = xmalloc((size_t)(w.model.n + 1) * sizeof *w.modes);
   w.recompute = xmalloc((size_t)w.n_forward * sizeof *w.recompute);
   w.packed = xmalloc((size_t)w.n_forward * sizeof *w.packed);
+  w.kept_back = xmalloc((size_t)w.n_forward * sizeof *w.kept_back);
   w.graph = NULL, w.program = NULL, w.schedule_seconds = 0;
   for (int i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
     w.rounded = r->c[i].rounded;
-    apply_modes(&w, r->g, r->live, r->c[i].modes, &candidate);
+    apply_modes(&w, r->g, r->live, r->c[i].modes, r->c[i].kept_back, &candidate);
     r->c[i].peak = w.peak_bytes, r->c[i].seconds = w.recompute_seconds - w.cache_credit;
   }
   pthread_mutex_lock(&r->lock);
@@ -1048,6 +1065,7 @@ static void *candidate_realizer(void *arg) {
   free(w.modes);
   free(w.recompute);
   free(w.packed);
+  free(w.kept_back);
   return NULL;
 }
 
@@ -1113,6 +1131,131 @@ static void add_candidates(Plan *pl, const Graph *g, const bool *live, const Sta
   free(packed);
 }
 
+/* Whether candidate a beats b at this budget: fitting beats not; among
+ * fitting ones, less predicted time, then less peak; else less peak. */
+static bool beats(const Candidate *a, const Candidate *b, uint64_t budget) {
+  bool fits = a->peak <= budget, b_fits = b->peak <= budget;
+  if (fits != b_fits) return fits;
+  if (!fits) return a->peak < b->peak;
+  return a->seconds < b->seconds || (a->seconds == b->seconds && a->peak < b->peak);
+}
+
+static int best_candidate(const Candidate *c, int n, uint64_t budget) {
+  int best = 0;
+  for (int i = 1; i < n; i++)
+    if (beats(&c[i], &c[best], budget)) best = i;
+  return best;
+}
+
+/* ---- values kept back: the per-value choice ---- */
+
+/* What keeping back each value pl recomputes would save: its own
+ * recompute, and that of the recomputed values remade only on the way to
+ * it (read by no backward node: a bias add's GEMM output, the scores of
+ * attention's probabilities). */
+static double *keep_back_savings(const Plan *pl, const Graph *g, const bool *read) {
+  double *saves = xcalloc((size_t)g->n_forward, sizeof *saves);
+  for (int v = 0; v < g->n_forward; v++) {
+    if (!pl->recompute[v]) continue;
+    const Node *n = &g->nodes[v];
+    saves[v] = recompute_seconds(pl, g, n);
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k] < g->n_forward && pl->recompute[n->in[k]] && !read[n->in[k]]) saves[v] += saves[n->in[k]];
+  }
+  return saves;
+}
+
+typedef struct {
+  double per_byte;
+  int v;
+} KeepOrder;
+
+static int by_saving_per_byte(const void *a, const void *b) {
+  const KeepOrder *x = a, *y = b;
+  if (x->per_byte != y->per_byte) return x->per_byte > y->per_byte ? -1 : 1;
+  return x->v - y->v;
+}
+
+/* The values pl recomputes that could be kept back instead — read by
+ * backward or a boundary; not pinned, a view, a runtime call, the loss or
+ * the prediction — most seconds saved per byte first; returns how many. */
+static int keep_back_order(const Plan *pl, const Graph *g, int *order) {
+  bool *read = read_by_backward(g);
+  double *saves = keep_back_savings(pl, g, read);
+  KeepOrder *o = xmalloc((size_t)g->n_forward * sizeof *o);
+  int m = 0;
+  for (int v = 0; v < g->n_forward; v++) {
+    const Node *n = &g->nodes[v];
+    OpClass cls = op_info(n->op)->op_class;
+    if (pl->recompute[v] && (read[v] || pl->boundary[v]) && n->pin == PIN_NONE && cls != OPC_VIEW &&
+        cls != OPC_CALL && v != g->loss && v != g->predict)
+      o[m++] = (KeepOrder){saves[v] / (double)align_up(node_bytes(n)), v};
+  }
+  qsort(o, (size_t)m, sizeof *o, by_saving_per_byte);
+  for (int i = 0; i < m; i++) order[i] = o[i].v;
+  free(o), free(saves), free(read);
+  return m;
+}
+
+/* Whether candidate i is beaten in both peak and time by another (ties go
+ * to the first). */
+static bool dominated_candidate(const Candidate *c, int n, int i) {
+  for (int j = 0; j < n; j++) {
+    bool no_worse = c[j].peak <= c[i].peak && c[j].seconds <= c[i].seconds;
+    bool better = c[j].peak < c[i].peak || c[j].seconds < c[i].seconds;
+    if (j != i && no_worse && (better || j < i)) return true;
+  }
+  return false;
+}
+
+/* How many values the variants of a candidate recomputing m keepable ones
+ * keep back: 1, 2, 4, ... and a quarter, half and three quarters of m
+ * (fewer than m, ascending, each once); returns how many counts. */
+static int keep_back_counts(int m, int *k) {
+  int n = 0;
+  for (int i = 1; i < m; i *= 2) k[n++] = i;
+  for (int q = 1; q <= 3; q++) {
+    int i = (int)((int64_t)m * q / 4), at = 0;
+    while (at < n && k[at] < i) at++;
+    if (i < 1 || (at < n && k[at] == i)) continue;
+    memmove(k + at + 1, k + at, (size_t)(n - at) * sizeof *k);
+    k[at] = i, n++;
+  }
+  return n;
+}
+
+/* The per-value choice: each candidate on the front of (true peak, time)
+ * that fits the budget and recomputes anything gets variants that keep
+ * back the values whose remaking costs the most per byte (keep_back_order),
+ * 1, 2, 4, ... of them and a quarter, half and three quarters, so that a
+ * budget between two plans of stage modes gets one that spends the room
+ * between them on storing what is dearest to remake. Nothing when a plan
+ * that recomputes nothing fits. A larger budget offers every variant a
+ * smaller one does (the front members that fit it, and more), so it still
+ * never gets a worse plan. Up to MAX_SEARCH_STAGES stages (past them the
+ * stage search itself is coarse); the new candidates are realized here. */
+static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, uint64_t budget,
+                                   Candidate **c, int *count) {
+  int base = *count, nf = g->n_forward, cap = *count;
+  if (pl->model.n > MAX_SEARCH_STAGES || (*c)[best_candidate(*c, base, budget)].seconds <= 0) return;
+  int *order = xmalloc((size_t)nf * sizeof *order), *k = xmalloc(64 * sizeof *k);
+  size_t mode_bytes = (size_t)(pl->model.n + 1) * sizeof *pl->modes;
+  for (int i = 0; i < base; i++) {
+    if ((*c)[i].seconds <= 0 || (*c)[i].peak > budget || dominated_candidate(*c, base, i)) continue;
+    decide_modes(pl, g, live, (*c)[i].modes);
+    int m = keep_back_order(pl, g, order), counts = keep_back_counts(m, k);
+    if (*count + counts > cap) *c = xrealloc(*c, (size_t)(cap = 2 * (*count + counts)) * sizeof **c);
+    for (int j = 0; j < counts; j++) {
+      bool *kept = xcalloc((size_t)nf, sizeof *kept);
+      for (int t = 0; t < k[j]; t++) kept[order[t]] = true;
+      (*c)[(*count)++] = (Candidate){.modes = memcpy(xmalloc(mode_bytes), (*c)[i].modes, mode_bytes),
+                                     .kept_back = kept, .rounded = (*c)[i].rounded};
+    }
+  }
+  free(order), free(k);
+  realize_candidates(pl, g, live, *c + base, *count - base);
+}
+
 static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, int *count) {
   int n = pl->model.n;
   /* 12 fixed, all-SELECT, 3 per rung; each twice under --compress bf16 */
@@ -1151,22 +1294,6 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   return c;
 }
 
-/* Whether candidate a beats b at this budget: fitting beats not; among
- * fitting ones, less predicted time, then less peak; else less peak. */
-static bool beats(const Candidate *a, const Candidate *b, uint64_t budget) {
-  bool fits = a->peak <= budget, b_fits = b->peak <= budget;
-  if (fits != b_fits) return fits;
-  if (!fits) return a->peak < b->peak;
-  return a->seconds < b->seconds || (a->seconds == b->seconds && a->peak < b->peak);
-}
-
-static int best_candidate(const Candidate *c, int n, uint64_t budget) {
-  int best = 0;
-  for (int i = 1; i < n; i++)
-    if (beats(&c[i], &c[best], budget)) best = i;
-  return best;
-}
-
 static Plan *plan_prepare(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
                           const ProgramOptions *o, bool **live);
 
@@ -1182,16 +1309,17 @@ static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Can
   Plan *plain = plan_prepare(g, spec, &pl->profile, NULL, &plain_live);
   int n;
   Candidate *c32 = budget_candidates(plain, g, plain_live, &n);
+  add_kept_back_variants(plain, g, plain_live, budget, &c32, &n);
   int best = best_candidate(c32, n, budget);
   bool take = beats(&c32[best], c, budget);
   if (take) {
     memcpy(pl->cheap, plain->cheap, (size_t)pl->n_forward * sizeof *pl->cheap);
     pl->rounded = false;
-    apply_modes(pl, g, live, c32[best].modes, c32[best].peak <= budget ? &pl->build : &candidate);
+    apply_modes(pl, g, live, c32[best].modes, c32[best].kept_back,
+                c32[best].peak <= budget ? &pl->build : &candidate);
   }
   pl->schedule_seconds += plain->schedule_seconds;
-  for (int i = 0; i < n; i++) free(c32[i].modes);
-  free(c32);
+  free_candidates(c32, n);
   free(plain_live);
   plan_free(plain);
   return take;
@@ -1203,15 +1331,15 @@ static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Can
 static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t budget) {
   int n;
   Candidate *c = budget_candidates(pl, g, live, &n);
+  add_kept_back_variants(pl, g, live, budget, &c, &n);
   int best = best_candidate(c, n, budget);
   bool ok = c[best].peak <= budget;
   if (!pl->spec.compress || !take_fp32_plan(pl, g, live, &c[best], budget)) {
     pl->rounded = c[best].rounded;
-    apply_modes(pl, g, live, c[best].modes, ok ? &pl->build : &candidate);
+    apply_modes(pl, g, live, c[best].modes, c[best].kept_back, ok ? &pl->build : &candidate);
   }
   ok = pl->peak_bytes <= budget;
-  for (int i = 0; i < n; i++) free(c[i].modes);
-  free(c);
+  free_candidates(c, n);
   return ok;
 }
 
@@ -1229,6 +1357,7 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   pl->cheap = xcalloc((size_t)g->n_forward, sizeof *pl->cheap);
   pl->packable = xcalloc((size_t)g->n_forward, sizeof *pl->packable);
   pl->packed = xcalloc((size_t)g->n_forward, sizeof *pl->packed);
+  pl->kept_back = xcalloc((size_t)g->n_forward, sizeof *pl->kept_back);
   return pl;
 }
 
@@ -1270,7 +1399,7 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
     modes_for_policy(pl, spec.policy, spec.every, modes);
     if (spec.compress) /* a fixed policy stores what it keeps in bf16 where it may */
       modes_kept_as(pl, modes, STAGE_BF16, modes);
-    apply_modes(pl, g, live, modes, &pl->build);
+    apply_modes(pl, g, live, modes, NULL, &pl->build);
     free(modes);
   }
   return plan_finish(pl, live);
@@ -1289,10 +1418,11 @@ Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile
   return pl;
 }
 
-Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m) {
+Plan *plan_with_modes(const Graph *g, const StageMode *modes, const bool *kept_back,
+                      const MachineProfile *m) {
   bool *live;
   Plan *pl = plan_prepare(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &live);
-  apply_modes(pl, g, live, modes, &pl->build);
+  apply_modes(pl, g, live, modes, kept_back, &pl->build);
   return plan_finish(pl, live);
 }
 
@@ -1308,5 +1438,6 @@ void plan_free(Plan *pl) {
   free(pl->cheap);
   free(pl->packable);
   free(pl->packed);
+  free(pl->kept_back);
   free(pl);
 }

@@ -307,6 +307,8 @@ typedef struct Plan {
   bool *cheap;             /* per forward id: recomputed when its stage is SELECT */
   bool *packable;          /* per forward id: stored in bf16 when its stage is BF16 */
   bool *packed;            /* per forward id: stored in bf16 (decided) */
+  bool *kept_back;         /* per forward id: stored although its stage's mode
+                              recomputes it (the budget search's per-value choice) */
   bool rounded;            /* recomputed GEMMs round their operands to bf16
                               (Node.rounded): under --compress bf16, unless the
                               budget left no room for their operand buffer */
@@ -342,9 +344,12 @@ typedef struct Plan {
 Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
                        const ProgramOptions *o, Diag *diag);
 void plan_free(Plan *p);
-/* The plan with the given stage modes, 1..n, n from a plan of the same graph
- * (exhaustive searches in tests compare against the planner with it). */
-Plan *plan_with_modes(const Graph *g, const StageMode *modes, const MachineProfile *m);
+/* The plan with the given stage modes, 1..n, n from a plan of the same graph,
+ * and the forward values in kept_back (NULL: none) stored although their
+ * modes recompute them (exhaustive searches in tests compare against the
+ * planner with it). */
+Plan *plan_with_modes(const Graph *g, const StageMode *modes, const bool *kept_back,
+                      const MachineProfile *m);
 /* What a trainer's --kernel-times measured (measured.c; docs/trainer.md,
  * *Kernel times*): seconds per micro-batch. */
 typedef struct {

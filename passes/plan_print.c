@@ -193,7 +193,8 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
     if (vf[v].paid > 0) snprintf(costs, sizeof costs, "%.1f", 1e6 * vf[v].paid);
     fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu %11s %8s  %s%s%s\n", pl->stage[v], name, op_info(n->op)->name,
             n->loc.line, shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), saves, costs, fate_name[fate[v]],
-            pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)" : "");
+            pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)"
+                                                  : pl->kept_back[v] ? " (kept back)" : "");
   }
   free(vf);
   print_stages(out, pl, fate);
@@ -263,8 +264,9 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
     fprintf(out, ", \"line\": %d, \"shape\": [", n->loc.line);
     for (int i = 0; i < n->shape.rank; i++) fprintf(out, "%s%lld", i ? ", " : "", (long long)n->shape.dim[i]);
     fprintf(out, "], \"bytes\": %llu, \"stage\": %d, \"stage_mode\": \"%s\", \"boundary\": %s, "
-            "\"decision\": \"%s\", \"saved_bytes\": %llu, \"paid_seconds\": %.6g}", (unsigned long long)node_bytes(n),
-            pl->stage[v], mode_name[pl->modes[pl->stage[v]]], pl->boundary[v] ? "true" : "false", fate_name[fate[v]],
+            "\"decision\": \"%s\", \"kept_back\": %s, \"saved_bytes\": %llu, \"paid_seconds\": %.6g}",
+            (unsigned long long)node_bytes(n), pl->stage[v], mode_name[pl->modes[pl->stage[v]]],
+            pl->boundary[v] ? "true" : "false", fate_name[fate[v]], pl->kept_back[v] ? "true" : "false",
             (unsigned long long)vf[v].saved, vf[v].paid);
     first = false;
   }

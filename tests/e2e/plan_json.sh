@@ -41,7 +41,10 @@ assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
 for v in d["values"]:
     assert set(v) == {"id", "name", "op", "line", "shape", "bytes", "stage", "stage_mode", "boundary", "decision",
-                      "saved_bytes", "paid_seconds"}, sorted(v)
+                      "kept_back", "saved_bytes", "paid_seconds"}, sorted(v)
+    # kept back: stored although its stage mode would recompute it
+    assert isinstance(v["kept_back"], bool) and v["kept_back"] <= (v["decision"] == "STORE"), v
+    assert v["kept_back"] <= (v["stage_mode"] != "KEEP"), v
     want(v, "saved_bytes", int)
     assert v["saved_bytes"] == {"RECOMPUTE": v["bytes"], "STORE bf16": v["bytes"] // 2}.get(v["decision"], 0), v
     assert v["paid_seconds"] >= 0 and (v["paid_seconds"] > 0) <= (v["decision"] in ("RECOMPUTE", "STORE bf16")), v
