@@ -5,7 +5,8 @@
 #  - the trainer's measured arena high-water mark equals the planned peak.
 # Policies: off, all, sqrt, every 2, a budget halfway between the least
 # peak (all) and off's, and one a tenth of that range under off's (SELECT
-# stages: selective recomputation). An impossible budget is an error naming the
+# stages: selective recomputation; the GPT keeps values back one by one at the
+# midway one). An impossible budget is an error naming the
 # smallest feasible one. Models with dropout (the CNN, the GPT) check that
 # recomputed dropout regenerates its masks.
 # usage: checkpoint.sh TRAINC SOURCE_DIR WORKDIR MODEL.nn=DATA...
@@ -39,6 +40,11 @@ for arg in "$@"; do
   policies=(off all sqrt "every 2" "budget $(((lo + hi) / 2))" "budget $((hi - (hi - lo) / 10))")
   if [[ $name == gpt_small && $("$trainc" plan "$model" --policy "${policies[5]}") != *"RECOMPUTE (selective)"* ]]; then
     echo "FAIL: $name: no selective recomputation at ${policies[5]}"
+    fail=1
+  fi
+  # and the midway budget keeps values back one by one (the per-value step)
+  if [[ $name == gpt_small && $("$trainc" plan "$model" --policy "${policies[4]}") != *"(kept back)"* ]]; then
+    echo "FAIL: $name: no value kept back at ${policies[4]}"
     fail=1
   fi
   for policy in "${policies[@]}"; do
