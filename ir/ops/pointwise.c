@@ -242,6 +242,51 @@ static Shape split_last(const Shape *s, int64_t w) {
   return t;
 }
 
+/* Whether sum_to keeps axis d of its input (the output, aligned to the
+ * right, has it at full size). */
+static bool keeps_axis(const Shape *in, const Shape *out, int d) {
+  int od = out->rank - in->rank + d;
+  return od >= 0 && out->dim[od] != 1;
+}
+
+/* How many trailing axes of `in` sum_to reduces away, and the elements
+ * they hold (*tail). */
+static int reduced_tail(const Shape *in, const Shape *out, int64_t *tail) {
+  int axes = 0;
+  *tail = 1;
+  for (int d = in->rank - 1; d >= 0 && !keeps_axis(in, out, d); d--) axes++, *tail *= in->dim[d];
+  return axes;
+}
+
+/* sum_to where the input's trailing axes are all reduced and hold at least
+ * K_LANES elements (a convolution's bias gradient, [C, 1, 1] of [N, C, H,
+ * W]): a loop over the kept axes outside, whose iterations write disjoint
+ * elements (on the threads: kernel_mark_parallel proves it), each summing
+ * into a local its reduced leading axes in order and, inside them, the
+ * contiguous tail as one reduction loop in lanes (ir.h: it vectorizes). */
+static Kernel *sum_to_tail(const Graph *g, const Node *n, const Shape *in, int tail_axes, int64_t tail) {
+  Kernel *k = kernel_new(n->id);
+  int lead = in->rank - tail_axes, vars[IR_MAX_RANK] = {0};
+  KStmt *parent = NULL;
+  for (int d = 0; d < lead; d++)
+    if (keeps_axis(in, &n->shape, d)) parent = k_for(k, parent, in->dim[d], &vars[d]);
+  int t, j;
+  k_local(k, parent, k_const(k, 0), &t);
+  KStmt *body = parent;
+  for (int d = 0; d < lead; d++)
+    if (!keeps_axis(in, &n->shape, d)) body = k_for(k, body, in->dim[d], &vars[d]);
+  KStmt *row = k_for(k, body, tail, &j);
+  KExpr *at = k_index(k, j);
+  int64_t stride = tail;
+  for (int d = lead - 1; d >= 0; d--) {
+    at = k_iadd(k, at, k_imul(k, k_index(k, vars[d]), stride));
+    stride *= in->dim[d];
+  }
+  k_set(k, row, t, k_binary(k, KB_ADD, k_localv(k, t), k_load(k, n->in[0], at, false)));
+  k_store(k, parent, n->id, broadcast_index(k, in, &n->shape, vars), k_localv(k, t), accumulates(n));
+  return k;
+}
+
 /* Scatter-adds every input element into the output element it was broadcast
  * from; the loops run over the input, so the innermost loop is contiguous.
  * When the output keeps the input's last axis (a bias gradient [C] of
@@ -249,11 +294,14 @@ static Shape split_last(const Shape *s, int64_t w) {
  * blocks goes outside: its iterations add into disjoint columns, so it
  * runs on the threads (kernel_mark_parallel proves it), and each output
  * element still takes the input's rows in order — the same sums as one
- * loop over the rows. */
+ * loop over the rows. When it reduces the trailing axes away, sum_to_tail. */
 Kernel *kernel_sum_to(const Graph *g, const Node *n) {
+  Shape in = in_node(g, n, 0)->shape, out = n->shape;
+  int64_t tail;
+  int tail_axes = reduced_tail(&in, &out, &tail);
+  if (tail_axes > 0 && tail >= K_LANES) return sum_to_tail(g, n, &in, tail_axes, tail);
   Kernel *k = kernel_new(n->id);
   zero_output(k, n);
-  Shape in = in_node(g, n, 0)->shape, out = n->shape;
   int64_t w = in.rank < IR_MAX_RANK && out.rank >= 1 && last_dim(&out) == last_dim(&in)
                   ? sum_to_block(last_dim(&in)) : 0;
   if (w) in = split_last(&in, w), out = split_last(&out, w);
