@@ -1029,15 +1029,84 @@ static int run_on_cores(void *(*fn)(void *), void *arg, int jobs) {
   return started + 1;
 }
 
+/* ---- candidates realized before ---- */
+
+/* A candidate's true figures depend, for one graph and profile, on its
+ * modes, its values kept back, whether it rounds and whether the plan
+ * compresses (which values are cheap and packable): that is its key. */
+typedef struct {
+  uint64_t hash;
+  unsigned char *key;
+  size_t bytes;
+  uint64_t peak;
+  double seconds;
+} MemoEntry;
+
+struct PlanMemo {
+  MemoEntry *entry;
+  int n, cap;
+};
+
+PlanMemo *plan_memo_new(void) { return xcalloc(1, sizeof(PlanMemo)); }
+
+void plan_memo_free(PlanMemo *memo) {
+  if (!memo) return;
+  for (int i = 0; i < memo->n; i++) free(memo->entry[i].key);
+  free(memo->entry);
+  free(memo);
+}
+
+static unsigned char *memo_key(const Plan *pl, const Candidate *c, size_t *bytes) {
+  size_t modes = (size_t)pl->model.n * sizeof *c->modes, nf = (size_t)pl->n_forward;
+  unsigned char *key = xcalloc(2 + modes + nf, 1);
+  key[0] = pl->spec.compress, key[1] = c->rounded;
+  memcpy(key + 2, c->modes + 1, modes); /* stages count from 1 */
+  for (size_t v = 0; c->kept_back && v < nf; v++) key[2 + modes + v] = c->kept_back[v];
+  *bytes = 2 + modes + nf;
+  return key;
+}
+
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+  uint64_t h = 14695981039346656037ull;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+/* Fills c's figures from the memo; false when it has none. */
+static bool memo_find(const PlanMemo *memo, const Plan *pl, Candidate *c) {
+  if (!memo) return false;
+  size_t bytes;
+  unsigned char *key = memo_key(pl, c, &bytes);
+  uint64_t hash = fnv1a(key, bytes);
+  bool found = false;
+  for (int i = 0; i < memo->n && !found; i++) {
+    const MemoEntry *e = &memo->entry[i];
+    found = e->hash == hash && e->bytes == bytes && memcmp(e->key, key, bytes) == 0;
+    if (found) c->peak = e->peak, c->seconds = e->seconds;
+  }
+  free(key);
+  return found;
+}
+
+static void memo_add(PlanMemo *memo, const Plan *pl, const Candidate *c) {
+  if (!memo) return;
+  MemoEntry e = {.peak = c->peak, .seconds = c->seconds};
+  e.key = memo_key(pl, c, &e.bytes);
+  e.hash = fnv1a(e.key, e.bytes);
+  VEC_PUSH(memo->entry, memo->n, memo->cap, e);
+}
+
 /* The candidates' true figures: each woven and built to SCHEDULE by one of
  * the machine's cores, each core with a plan of its own (its decisions,
  * graph and program; the stages and the stage model shared, read only).
- * The figures, kept by index, do not depend on how many run at once. */
+ * The figures, kept by index, do not depend on how many run at once.
+ * Candidates the memo has are not built again. */
 typedef struct {
   const Plan *pl;
   const Graph *g;
   const bool *live;
   Candidate *c;
+  const int *todo; /* the indices of the candidates to realize */
   int n;
   atomic_int next;
   pthread_mutex_t lock;
@@ -1052,10 +1121,11 @@ static void *candidate_realizer(void *arg) {
   w.packed = xmalloc((size_t)w.n_forward * sizeof *w.packed);
   w.kept_back = xmalloc((size_t)w.n_forward * sizeof *w.kept_back);
   w.graph = NULL, w.program = NULL, w.schedule_seconds = 0;
-  for (int i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
-    w.rounded = r->c[i].rounded;
-    apply_modes(&w, r->g, r->live, r->c[i].modes, r->c[i].kept_back, &candidate);
-    r->c[i].peak = w.peak_bytes, r->c[i].seconds = w.recompute_seconds - w.cache_credit;
+  for (int t; (t = atomic_fetch_add(&r->next, 1)) < r->n;) {
+    Candidate *c = &r->c[r->todo[t]];
+    w.rounded = c->rounded;
+    apply_modes(&w, r->g, r->live, c->modes, c->kept_back, &candidate);
+    c->peak = w.peak_bytes, c->seconds = w.recompute_seconds - w.cache_credit;
   }
   pthread_mutex_lock(&r->lock);
   r->build_seconds += w.schedule_seconds;
@@ -1070,12 +1140,17 @@ static void *candidate_realizer(void *arg) {
 }
 
 static void realize_candidates(Plan *pl, const Graph *g, const bool *live, Candidate *c, int n) {
-  Realizing r = {.pl = pl, .g = g, .live = live, .c = c, .n = n};
+  int *todo = xmalloc((size_t)(n > 0 ? n : 1) * sizeof *todo), count = 0;
+  for (int i = 0; i < n; i++)
+    if (!memo_find(pl->memo, pl, &c[i])) todo[count++] = i;
+  Realizing r = {.pl = pl, .g = g, .live = live, .c = c, .todo = todo, .n = count};
   atomic_init(&r.next, 0);
   pthread_mutex_init(&r.lock, NULL);
-  int cores = run_on_cores(candidate_realizer, &r, n);
+  int cores = count > 0 ? run_on_cores(candidate_realizer, &r, count) : 1;
   pthread_mutex_destroy(&r.lock);
   pl->schedule_seconds += r.build_seconds / cores; /* the share of the wall time, roughly */
+  for (int i = 0; i < count; i++) memo_add(pl->memo, pl, &c[todo[i]]);
+  free(todo);
 }
 
 /* The stage model's optima at the RUNGS budgets of ladder_budget: each
@@ -1307,6 +1382,7 @@ static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Can
   spec.compress = false;
   bool *plain_live;
   Plan *plain = plan_prepare(g, spec, &pl->profile, NULL, &plain_live);
+  plain->memo = pl->memo;
   int n;
   Candidate *c32 = budget_candidates(plain, g, plain_live, &n);
   add_kept_back_variants(plain, g, plain_live, budget, &c32, &n);
@@ -1384,9 +1460,10 @@ static Plan *plan_finish(Plan *pl, bool *live) {
 }
 
 Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
-                   const ProgramOptions *o, uint64_t *least_peak) {
+                   const ProgramOptions *o, uint64_t *least_peak, PlanMemo *memo) {
   bool *live;
   Plan *pl = plan_prepare(g, spec, m, o, &live);
+  pl->memo = memo;
   if (spec.policy == CKPT_BUDGET || spec.policy == CKPT_AUTO) {
     if (!search_budget(pl, g, live, spec.budget)) {
       *least_peak = pl->peak_bytes;
@@ -1408,7 +1485,7 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
 Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
                        const ProgramOptions *o, Diag *diag) {
   uint64_t least;
-  Plan *pl = plan_fitting(g, spec, m, o, &least);
+  Plan *pl = plan_fitting(g, spec, m, o, &least, NULL);
   if (!pl) {
     char b1[32], b2[32];
     diag_file_error(diag, g->source_path, "%s %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",

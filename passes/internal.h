@@ -23,11 +23,18 @@ bool *live_nodes(const Graph *g);
  * inputs, the scalars; activation_offset after them (memplan.c). */
 void place_leaves(Program *p);
 
+/* Candidates' true figures remembered across the budget searches of one
+ * graph and profile (a sweep's budgets share most of their candidates). */
+typedef struct PlanMemo PlanMemo;
+PlanMemo *plan_memo_new(void);
+void plan_memo_free(PlanMemo *memo);
+
 /* plan_checkpoints without the message: NULL when no plan fits spec's
  * budget, *least_peak then the smallest peak found (the sweep asks this of
- * budgets it knows may be too small). */
+ * budgets it knows may be too small). memo (NULL: none) holds candidates
+ * realized by earlier calls with the same graph and profile. */
 Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
-                   const ProgramOptions *o, uint64_t *least_peak);
+                   const ProgramOptions *o, uint64_t *least_peak, PlanMemo *memo);
 
 /* Which steps may fuse into their reader: a fused value computed in
  * forward() (FUSE_FORWARD), in backward() (FUSE_BACKWARD), both or none. */

@@ -332,6 +332,8 @@ typedef struct Plan {
                               the budget bounds */
   double schedule_seconds; /* of the time planning took, what the schedules and
                               memory plans of its candidates took (--time-phases) */
+  struct PlanMemo *memo;   /* candidates realized by earlier searches of the same
+                              graph and profile (a sweep's); not owned; NULL: none */
 } Plan;
 
 /* WEAVE: plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is

@@ -344,30 +344,33 @@ void plan_print(FILE *out, const Plan *pl, PlanFormat format, const MeasuredTime
 /* ------------------------------------------------------------------ sweep */
 
 /* From the least peak of all, sqrt and off to off's without bf16 storage
- * (with it, off itself may be the least). */
+ * (with it, off itself may be the least). The budgets' searches share
+ * their candidates' figures (a PlanMemo): each is realized once. */
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, int *count) {
   uint64_t least, min = UINT64_MAX, max = 0;
   const CheckpointPolicy ends[] = {CKPT_ALL, CKPT_SQRT, CKPT_OFF};
   for (int i = 0; i < 3; i++) {
-    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = ends[i], .compress = compress}, m, NULL, &least);
+    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = ends[i], .compress = compress}, m, NULL, &least, NULL);
     if (pl->peak_bytes < min) min = pl->peak_bytes;
     plan_free(pl);
   }
-  Plan *off = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &least);
+  Plan *off = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &least, NULL);
   max = off->peak_bytes > min ? off->peak_bytes : min;
   plan_free(off);
   enum { STEPS = 16 };
   SweepPoint *pts = xcalloc(STEPS + 1, sizeof *pts);
+  PlanMemo *memo = plan_memo_new();
   int n = 0;
   for (int i = 0; i <= STEPS; i++) {
     uint64_t budget = min + (max - min) * (uint64_t)i / STEPS;
     Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget, .compress = compress},
-                            m, NULL, &least);
+                            m, NULL, &least, memo);
     pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
     if (pl) pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl);
     n++;
     plan_free(pl);
   }
+  plan_memo_free(memo);
   *count = n;
   return pts;
 }
