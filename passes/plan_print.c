@@ -76,6 +76,19 @@ typedef struct {
 
 static bool listed(const Plan *pl, int v);
 
+/* What keeping value v back spares: the kernels remaking it would run, its
+ * own and those of the values it reads that nothing stores (a bias add's
+ * GEMM output), each counted once, as forward runs them alone. */
+static double remake_seconds(const Plan *pl, const ValueFate *fate, int v, bool *seen) {
+  const Node *n = &pl->graph->nodes[v];
+  if (seen[v] || is_leaf(n)) return 0;
+  seen[v] = true;
+  double s = node_seconds(pl->graph, n, &pl->profile);
+  for (int k = 0; k < n->nin; k++)
+    if (n->in[k] < pl->n_forward && fate[n->in[k]] == VALUE_TRANSIENT) s += remake_seconds(pl, fate, n->in[k], seen);
+  return s;
+}
+
 static StageFigures *stage_figures(const Plan *pl, const ValueFate *fate) {
   const Graph *w = pl->graph;
   StageFigures *f = xcalloc((size_t)pl->model.n + 1, sizeof *f);
@@ -187,14 +200,19 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
   for (int v = 0; v < pl->n_forward; v++) {
     if (!listed(pl, v)) continue;
     const Node *n = &w->nodes[v];
-    char name[32], saves[32] = "-", costs[32] = "-";
+    char name[32], saves[32] = "-", costs[32] = "-", why[64] = "";
     snprintf(name, sizeof name, "%%%d%s%.20s", v, n->name ? " " : "", n->name ? n->name : "");
     if (vf[v].saved) snprintf(saves, sizeof saves, "%llu", (unsigned long long)vf[v].saved);
     if (vf[v].paid > 0) snprintf(costs, sizeof costs, "%.1f", 1e6 * vf[v].paid);
+    if (selective(pl, fate, v)) snprintf(why, sizeof why, " (selective)");
+    else if (pl->kept_back[v]) {
+      bool *seen = xcalloc((size_t)pl->n_forward, sizeof *seen);
+      snprintf(why, sizeof why, " (kept back: spares %.1f us)", 1e6 * remake_seconds(pl, fate, v, seen));
+      free(seen);
+    }
     fprintf(out, "%-5d %-24s %-18s %5d %-20s %11llu %11s %8s  %s%s%s\n", pl->stage[v], name, op_info(n->op)->name,
             n->loc.line, shape_str(&n->shape, sb), (unsigned long long)node_bytes(n), saves, costs, fate_name[fate[v]],
-            pl->boundary[v] ? " (boundary)" : "", selective(pl, fate, v) ? " (selective)"
-                                                  : pl->kept_back[v] ? " (kept back)" : "");
+            pl->boundary[v] ? " (boundary)" : "", why);
   }
   free(vf);
   print_stages(out, pl, fate);
