@@ -37,15 +37,24 @@ newest_step() {
   echo "$best"
 }
 
-# interrupted LAUNCH... : runs the command until it exits 0, each time killing
-# it (SIGKILL to the newest process of its tree, i.e. the trainer or one rank)
-# once the state folder has passed a random step, then resuming.
+# saved_by_all DIR RANKS: whether every rank has a complete state in DIR (a
+# kill during the first save can leave one rank's and not the other's: then
+# there is nothing to resume, and --resume says so)
+saved_by_all() {
+  local r
+  for r in $(seq 0 $(($2 - 1))); do [ "$(newest_step "$1" "$r")" -ge 0 ] || return 1; done
+}
+
+# interrupted TOTAL DIR RANKS LAUNCH... : runs the command until it exits 0,
+# each time killing it (SIGKILL to the newest process of its tree, i.e. the
+# trainer or one rank) once the state folder has passed a random step, then
+# resuming.
 interrupted() {
-  local kills=0 total=$1 dir=$2
-  shift 2
+  local kills=0 total=$1 dir=$2 ranks=$3
+  shift 3
   for _ in $(seq 20); do
     local resume=()
-    [ "$(newest_step "$dir" 0)" -ge 0 ] && resume=(--resume "$dir")
+    saved_by_all "$dir" "$ranks" && resume=(--resume "$dir")
     local target=$(($(newest_step "$dir" 0) + 1 + RANDOM % (total / 3)))
     "$@" "${resume[@]}" >/dev/null 2>>interrupted.err &
     local job=$! victim
@@ -68,7 +77,7 @@ echo "1. one process, killed at random points"
 model one "epochs 12"
 ./one --data train --save full.safetensors --quiet >/dev/null
 total=204 # 12 epochs x ceil(50 / 3) windows: 800 training rows (validation 0.2) / batch 16
-interrupted "$total" st ./one --data train --save-state st --save-every 1 --save resumed.safetensors --quiet
+interrupted "$total" st 1 ./one --data train --save-state st --save-every 1 --save resumed.safetensors --quiet
 cmp full.safetensors resumed.safetensors || fail "resumed weights differ from the uninterrupted run's"
 temps=$(find st -name '.*tmp-*' | wc -l)
 echo "   bitwise equal; $temps temp files of interrupted saves were left and ignored"
@@ -93,7 +102,7 @@ if command -v mpirun >/dev/null; then
           --mca mpi_yield_when_idle 1)
   model two "steps 90" "local_sgd 4" "outer_optimizer nesterov(lr = 0.7, momentum = 0.9)"
   "${MPIRUN[@]}" ./two --data train --save full2.safetensors --quiet >/dev/null
-  interrupted 90 stm "${MPIRUN[@]}" ./two --data train --save-state stm --save-every 1 --save resumed2.safetensors --quiet
+  interrupted 90 stm 2 "${MPIRUN[@]}" ./two --data train --save-state stm --save-every 1 --save resumed2.safetensors --quiet
   cmp full2.safetensors resumed2.safetensors || fail "resumed 2-rank weights differ from the uninterrupted run's"
   echo "   bitwise equal"
 else
