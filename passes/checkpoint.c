@@ -1284,17 +1284,16 @@ static bool dominated_candidate(const Candidate *c, int n, int i) {
 }
 
 /* How many values the variants of a candidate recomputing m keepable ones
- * keep back: 1, 2, 4, ... and a quarter, half and three quarters of m
- * (fewer than m, ascending, each once); returns how many counts. */
+ * keep back: 1, 2, 4, ... below m, then a quarter, half and three quarters
+ * of m where not among those (a count below m that is not a power of two
+ * is not listed yet, and the three differ when they are not); returns how
+ * many counts. */
 static int keep_back_counts(int m, int *k) {
   int n = 0;
   for (int i = 1; i < m; i *= 2) k[n++] = i;
   for (int q = 1; q <= 3; q++) {
-    int i = (int)((int64_t)m * q / 4), at = 0;
-    while (at < n && k[at] < i) at++;
-    if (i < 1 || (at < n && k[at] == i)) continue;
-    memmove(k + at + 1, k + at, (size_t)(n - at) * sizeof *k);
-    k[at] = i, n++;
+    int i = (int)((int64_t)m * q / 4);
+    if (i > 1 && (i & (i - 1))) k[n++] = i;
   }
   return n;
 }
