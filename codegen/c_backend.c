@@ -68,17 +68,22 @@ static void print_param_list(FILE *out, const Program *p, const CFunction *fn, c
   fputs(after, out);
 }
 
+/* Before the functions of a kernel whose loops are short rows (ir.h):
+ * trainc.h's attribute that lets GCC vectorize them. */
+static const char *short_rows_attribute(const Kernel *k) { return k->short_rows ? "TRC_SHORT_ROWS " : ""; }
+
 /* Parallel loop `at` of fn's kernel: NAME_loop<at>, a function of fn's
  * parameters and the iterations [lo, hi) it runs (in chunks of pl->chunk),
  * and NAME_loop<at>_task, the body trc_parallel_for runs (runtime/trainc.h),
  * which calls it with the parameters from its ctx array. The restrict
  * parameters are what lets GCC vectorize the loop: restrict pointers loaded
  * from ctx are not enough for it. */
-static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, int at, KStmt *s,
+static void print_loop_body(FILE *out, const Program *p, const CFunction *fn, const Kernel *k, int at,
                             const KParallelLoop *pl) {
   int64_t chunk = pl->chunk;
+  KStmt *s = k->body[at];
   Uses u = uses_of(fn, &s, 1);
-  fprintf(out, "static void %s_loop%d(", fn->name, at);
+  fprintf(out, "%sstatic void %s_loop%d(", short_rows_attribute(k), fn->name, at);
   print_param_list(out, p, fn, &u, ", int64_t lo, int64_t hi) {\n");
   int v = s->var, depth = 2;
   if (chunk == 1) {
@@ -121,9 +126,10 @@ static void print_loop_function(FILE *out, const Program *p, const CFunction *fn
   int n_parallel = 0;
   for (int i = 0; i < k->nbody; i++)
     if (kstmt_parallel_loop(k->body[i], &pl)) {
-      print_loop_body(out, p, fn, i, k->body[i], &pl);
+      print_loop_body(out, p, fn, k, i, &pl);
       n_parallel++;
     }
+  fputs(short_rows_attribute(k), out);
   print_function_head(out, p, fn);
   if (n_parallel) {
     fputs("  void *arg[] = {", out);

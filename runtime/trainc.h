@@ -629,6 +629,20 @@ __attribute__((simd("notinbranch"))) float erff(float);
 #endif
 #endif
 
+/* Before the functions of a kernel whose loop worth vectorizing is a short
+ * row of cells with loops inside (ir.h's Kernel.short_rows: a row of 7 or 14
+ * pooling windows): GCC's dynamic vectorizer cost model, which vectorizes
+ * such a row with a tail, where the default flags' very-cheap model (kept
+ * for the permute loop GCC 12 miscompiles under the others,
+ * tests/codegen/permute_loop.c) leaves it scalar. fashion_cnn's 2x2
+ * max-pool gradient over 14x14 images ran 4x faster (bench/RESULTS.md).
+ * Empty for other compilers. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define TRC_SHORT_ROWS __attribute__((optimize("vect-cost-model=dynamic")))
+#else
+#define TRC_SHORT_ROWS
+#endif
+
 #ifdef __CUDACC__ /* callable from CUDA kernels too */
 #define TRC_KERNEL_FN static inline __host__ __device__
 #else

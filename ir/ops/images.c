@@ -81,6 +81,7 @@ typedef struct {
 
 static Windows windows_open(Kernel *k, const Shape *img, const Attr *a, bool channels_inside, int *c) {
   Windows wd = {.k = k, .img = img, .size = a->i[0], .stride = a->i[1]};
+  k->short_rows = true;
   wd.oh_n = windows(img->dim[2], wd.size, wd.stride);
   wd.ow_n = windows(img->dim[3], wd.size, wd.stride);
   if (channels_inside) { /* im2col: n, oh, ow, c so that a row of columns is contiguous */
