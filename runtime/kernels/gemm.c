@@ -11,17 +11,24 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 
-enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MAX_PARTS = 16 };
+enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MIN_HALF = 64, MAX_PARTS = 16 };
+#define HALVE_FROM_MACS (16.0 * 1024 * 1024)
 
 /* How many parts a matrix whose larger side is `dim` is cut into: the
  * largest power of two (at most MAX_PARTS) that leaves each part at least
  * MIN_PART rows or columns. Each part repacks the operand it shares with
  * the others, so thin parts cost: at 1024x256x1024 one core runs 64-row
  * parts at ~72 GFLOP/s, 256-row parts at ~94. A power of two divides evenly
- * among 2, 4, 8 or 16 threads (the pool hands each thread one block). */
-static int parts_of(int64_t dim) {
+ * among 2, 4, 8 or 16 threads (the pool hands each thread one block).
+ * A matrix too narrow for two such parts but with work for two threads
+ * (`macs` multiply-adds) is halved all the same: fashion_cnn's 128x128x3136
+ * layer ran 97 GFLOP/s as one part on one core, its 64-wide halves 85-91
+ * each (bench/gemm_shapes.c), so the two threads finish it in 0.6 ms, not
+ * 1.05. */
+static int parts_of(int64_t dim, double macs) {
   int parts = 1;
   while (parts < MAX_PARTS && dim / (2 * parts) >= MIN_PART) parts *= 2;
+  if (parts == 1 && dim >= 2 * MIN_HALF && macs >= HALVE_FROM_MACS) parts = 2;
   return parts;
 }
 
@@ -77,7 +84,7 @@ static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t
    * (oneDNN 2.6 runs those on its AMX brgemm, column blocks on its slower
    * gemm; bench/gemm_shapes.sh) */
   if (bf16 && m >= 2 * MIN_PART) j.split_rows = 1;
-  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n);
+  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n, (double)m * (double)n * (double)k);
   if (bf16)
     trc_gemm_bf16(&j);
   else

@@ -4,7 +4,8 @@
  * interleaved in its rows, [rows, heads*cols], or one matrix after the
  * other), beta 0 (overwrite) and 1 (accumulate), and sizes around the
  * partition's cuts (a power of two of parts of at least 128 rows or
- * columns, at most 16; batches of 8 and more not cut, heads not counted);
+ * columns, at most 16; two of 64 or more where a matrix has 2^24
+ * multiply-adds; batches of 8 and more not cut, heads not counted);
  * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
  * under bf16 too (against the product of the operands rounded to bf16);
  * trc_gemm_rounded bitwise trc_gemm under bf16, on every case.
@@ -166,6 +167,7 @@ int main(void) {
       {1, 1, 5, 300, 17, 1, 0, 1, 0},  /* cut by columns, A transposed, accumulating */
       {1, 1, 1100, 3, 9, 0, 1, 0, 0},  /* rows for 8.6 parts: 8 parts */
       {1, 1, 4500, 3, 5, 1, 0, 0, 0},  /* more than 16 parts' worth of rows: 16 parts */
+      {1, 1, 150, 130, 1000, 0, 1, 0, 0}, /* narrow, but 2^24 multiply-adds: halved */
       {3, 1, 270, 66, 12, 1, 1, 1, 0}, /* a small batch, each matrix cut */
       {9, 1, 20, 13, 31, 0, 1, 0, 0},  /* a batch of 8 or more: matrices not cut */
       {2, 1, 64, 64, 1, 0, 0, 1, 0},   /* k = 1 */
