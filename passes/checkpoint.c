@@ -1125,7 +1125,7 @@ static void *candidate_realizer(void *arg) {
     Candidate *c = &r->c[r->todo[t]];
     w.rounded = c->rounded;
     apply_modes(&w, r->g, r->live, c->modes, c->kept_back, &candidate);
-    c->peak = w.peak_bytes, c->seconds = w.recompute_seconds - w.cache_credit;
+    c->peak = w.peak_bytes, c->seconds = recompute_cost(w.recompute_seconds, w.cache_credit);
   }
   pthread_mutex_lock(&r->lock);
   r->build_seconds += w.schedule_seconds;

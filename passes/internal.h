@@ -15,6 +15,18 @@ static inline uint64_t node_bytes(const Node *n) {
  * the dropout key and training flag). */
 static inline bool is_leaf(const Node *n) { return op_info(n->op)->op_class == OPC_LEAF; }
 
+/* A plan's predicted time over `off`'s: its recompute kernels less what
+ * backward saves reading their values from the cache (the credit), never
+ * below zero. The credit can exceed a recompute of a few microseconds
+ * (fashion_cnn's cast of its u8 images, remade from 100 KB where the stored
+ * value is read as 400 KB: 8 us against 4), a difference below what the
+ * model resolves; priced below `off`, such a plan would make a larger
+ * budget, where `off` fits, look slower than a smaller one. */
+static inline double recompute_cost(double recompute_seconds, double cache_credit) {
+  double cost = recompute_seconds - cache_credit;
+  return cost > 0 ? cost : 0;
+}
+
 /* live[i]: node i must be computed (or is a leaf that is read): it reaches
  * the loss, the prediction or a parameter's gradient. Caller frees. */
 bool *live_nodes(const Graph *g);

@@ -150,7 +150,7 @@ static double step_seconds(const Plan *pl) {
  * they made read from memory, stored (Plan.cache_credit). */
 static double overhead(const Plan *pl) {
   double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
-  return base > 0 ? (pl->recompute_seconds - pl->cache_credit) / base : 0;
+  return base > 0 ? recompute_cost(pl->recompute_seconds, pl->cache_credit) / base : 0;
 }
 
 /* What `freeze` saves: the frozen parameters have no gradients and no
