@@ -192,7 +192,7 @@ static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on
  * oneDNN's primitives on the trainer's threads, bitwise the same on any
- * number of them. */
+ * number of them; the forward pass with its bias and relu. */
 static void print_conv_function(FILE *out, const Program *p, const CFunction *fn) {
   const Node *n = &p->g->nodes[fn->first];
   ConvDims d;
@@ -201,8 +201,8 @@ static void print_conv_function(FILE *out, const Program *p, const CFunction *fn
   fprintf(out, "  trc_conv2d(%d, %lld, %lld, %lld, %lld, %lld, %lld, %lld, %lld,\n", d.pass,
           (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
           (long long)d.k, (long long)d.stride, (long long)d.pad);
-  fprintf(out, "             %s, %s, out, %d);\n}\n\n", input_name(p, fn, 0), input_name(p, fn, 1),
-          d.accumulate);
+  fprintf(out, "             %s, %s, %s, %d, out, %d);\n}\n\n", input_name(p, fn, 0),
+          input_name(p, fn, 1), d.bias ? input_name(p, fn, 2) : "NULL", d.relu, d.accumulate);
 }
 
 /* `f32[4, 64, 768]` of node id. */

@@ -446,12 +446,15 @@ static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
 
 /* A convolution pass: the runtime's trc_conv2d with the arguments
  * c_backend.c's print_conv prints. */
-static void conv_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef out) {
+static void conv_body(Gen *g, int id) {
+  const Node *n = &g->p->g->nodes[id];
   ConvDims d;
-  conv_dims(g->p->g, &g->p->g->nodes[id], &d);
+  conv_dims(g->p->g, n, &d);
+  LLVMValueRef bias = d.bias ? g->buf[n->in[2]] : LLVMConstPointerNull(g->ptr);
   LLVMValueRef args[] = {i32c(g, d.pass), i64c(g, d.n), i64c(g, d.c), i64c(g, d.h),
                          i64c(g, d.w), i64c(g, d.o), i64c(g, d.k), i64c(g, d.stride),
-                         i64c(g, d.pad), a, b, out, i32c(g, d.accumulate)};
+                         i64c(g, d.pad), g->buf[n->in[0]], g->buf[n->in[1]], bias,
+                         i32c(g, d.relu), g->buf[id], i32c(g, d.accumulate)};
   call_ext(g, "trc_conv2d", g->void_t, args, (int)(sizeof args / sizeof args[0]));
 }
 
@@ -504,7 +507,7 @@ static void library_body(Gen *g, int id) {
   if (n->op == OP_LINEAR_CROSS_ENTROPY) head_body(g, id);
   else if (n->op == OP_CAUSAL_ATTENTION || n->op == OP_CAUSAL_ATTENTION_GRAD) attention_body(g, id);
   else if (cls == OPC_CALL) bf16_body(g, id);
-  else if (cls == OPC_CONV) conv_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
+  else if (cls == OPC_CONV) conv_body(g, id);
   else gemm_body(g, id, g->buf[n->in[0]], g->buf[n->in[1]], g->buf[id]);
 }
 

@@ -257,12 +257,13 @@ int graph_add_bmm(Graph *g, const int in[2], bool ta, bool tb, int64_t heads, in
 
 /* A node of the conv ops as one trc_conv2d call (runtime/trainc.h): the
  * pass (trc_conv_pass), images [n, c, h, w], weights [o, c, k, k]; the
- * operands a and b are the node's inputs in order; accumulate: dw +=, the
+ * operands a and b are the node's inputs in order; bias: the forward pass
+ * adds its third input, relu: then applies relu; accumulate: dw +=, the
  * weight gradient adds into its parameter's slot. */
 typedef struct {
   int pass;
   int64_t n, c, h, w, o, k, stride, pad;
-  bool accumulate;
+  bool bias, relu, accumulate;
 } ConvDims;
 void conv_dims(const Graph *g, const Node *n, ConvDims *d);
 

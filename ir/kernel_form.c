@@ -60,7 +60,7 @@ static void code_gemm(StrBuf *sb, const Graph *g, int id) {
 static void code_conv(StrBuf *sb, const Graph *g, int id) {
   ConvDims d;
   conv_dims(g, &g->nodes[id], &d);
-  sb_printf(sb, "conv %d %d %lld %lld %lld %lld %lld %lld %lld %lld", d.pass, d.accumulate,
+  sb_printf(sb, "conv %d %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld", d.pass, d.bias, d.relu, d.accumulate,
             (long long)d.n, (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o,
             (long long)d.k, (long long)d.stride, (long long)d.pad);
 }

@@ -10,6 +10,13 @@
 
 #include "ir.h"
 
+/* CONV: a library convolution's bias add, and the relu after it, in its
+ * call (trc_conv2d applies them to each block of the output while it is in
+ * the cache): where nothing else reads the convolution or the sum, the last
+ * node becomes conv2d(x, w, bias) with relu or without (passes/conv.c). Runs
+ * on the forward graph, before autodiff. */
+void fuse_conv_epilogue(Graph *g);
+
 /* ATTENTION: causal attention as lowering writes it (bmm, causal_softmax,
  * bmm, nothing else reading the scores or probabilities: no dropout on
  * them) becomes one causal_attention node, which stores no probabilities
@@ -104,6 +111,7 @@ typedef struct {
 #define TRAINC_PASSES(X)                                                     \
   X(AST, "ast", "the model file as the parser read it")                     \
   X(IR, "ir", "lowering: the forward graph")                                \
+  X(CONV, "conv", "a convolution's bias and relu inside its library call")   \
   X(ATTENTION, "attention", "causal attention fused: no stored probabilities") \
   X(HEAD, "head", "the loss head chunked: linear + cross_entropy one call")  \
   X(GRAD, "grad", "autodiff: the backward graph added")                     \

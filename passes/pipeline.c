@@ -96,6 +96,7 @@ bool compile_graph(Compilation *c, SourceFile *src, const CompileOptions *o, Dia
   for (int i = 0; i < PASS_COUNT; i++) c->seconds[i] = -1;
   PASS(PASS_AST, c->ast = parse_source(src, diag), c->ast);
   PASS(PASS_IR, c->graph = lower(c->ast, o, diag), c->graph);
+  PASS(PASS_CONV, fuse_conv_epilogue(c->graph), true);
   PASS(PASS_ATTENTION, fuse_attention(c->graph, o->attention), true);
   PASS(PASS_HEAD, fuse_loss_head(c->graph, o->head_chunk), true);
   PASS(PASS_GRAD, autodiff(c->graph), true);

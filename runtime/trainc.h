@@ -578,10 +578,11 @@ void trc_causal_attention_grad(int64_t b, int64_t t, int64_t c, int64_t heads, f
 void trc_bf16_pack(int64_t n, const float *from, uint16_t *to);
 void trc_bf16_unpack(int64_t n, const uint16_t *from, float *to);
 
-/* A 2-D convolution as torch.nn.functional.conv2d computes it (no bias,
- * square kernel k, the same stride and zero padding on both axes) on NCHW
- * images [n, c, h, w] and OIHW weights [o, c, k, k], output [n, o, oh, ow]:
- *   TRC_CONV_FORWARD           a = x, b = w, out = y
+/* A 2-D convolution as torch.nn.functional.conv2d computes it (square
+ * kernel k, the same stride and zero padding on both axes) on NCHW images
+ * [n, c, h, w] and OIHW weights [o, c, k, k], output [n, o, oh, ow]:
+ *   TRC_CONV_FORWARD           a = x, b = w, out = y; plus bias[o] unless
+ *                              bias is NULL, then max(y, 0) when relu
  *   TRC_CONV_BACKWARD_DATA     a = dy, b = w, out = dx
  *   TRC_CONV_BACKWARD_WEIGHTS  a = x, b = dy, out = dw (+= when accumulate)
  * on oneDNN's primitives, on the trainer's threads, cut into blocks of images
@@ -589,8 +590,8 @@ void trc_bf16_unpack(int64_t n, const uint16_t *from, float *to);
  * (runtime/kernels/conv.c). */
 typedef enum { TRC_CONV_FORWARD, TRC_CONV_BACKWARD_DATA, TRC_CONV_BACKWARD_WEIGHTS } trc_conv_pass;
 void trc_conv2d(int pass, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k,
-                int64_t stride, int64_t pad, const float *a, const float *b, float *out,
-                int accumulate);
+                int64_t stride, int64_t pad, const float *a, const float *b, const float *bias,
+                int relu, float *out, int accumulate);
 
 /* ---- helpers for generated kernels ---- */
 

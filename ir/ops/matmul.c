@@ -235,7 +235,17 @@ uint64_t node_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_cop
 
 /* conv2d(x [N, C, H, W], w [O, C, k, k]) → [N, O, OH, OW] with attr.i[0] =
  * stride, attr.i[1] = padding: a library call (trc_conv2d), as are its two
- * gradients, which take the shape they produce in attr.shape. */
+ * gradients, which take the shape they produce in attr.shape. The CONV pass
+ * (passes/conv.c) gives it its bias add and relu as a third input (the bias
+ * as [O, 1, 1]) and attr.i[2] = 1, which trc_conv2d applies while each block
+ * of the output is in the cache. */
+static void want_conv_bias(const Graph *g, const Node *n) {
+  const Shape *b = &in_node(g, n, 2)->shape;
+  if (b->rank != 3 || b->dim[0] != n->shape.dim[1] || b->dim[1] != 1 || b->dim[2] != 1 ||
+      in_node(g, n, 2)->dtype != DT_F32)
+    diag_internal_error("conv2d %d: its bias is not f32[O, 1, 1]", n->id); /* only a pass adds one */
+}
+
 bool infer_conv2d(const Graph *g, Node *n, Diag *diag) {
   const Shape *w = &in_node(g, n, 1)->shape;
   int64_t stride = n->attr.i[0], pad = n->attr.i[1];
@@ -252,6 +262,7 @@ bool infer_conv2d(const Graph *g, Node *n, Diag *diag) {
   n->shape = (Shape){.rank = 4,
                      .dim = {x->dim[0], w->dim[0], windows(x->dim[2] + 2 * pad, k, stride),
                              windows(x->dim[3] + 2 * pad, k, stride)}};
+  if (n->nin == 3) want_conv_bias(g, n);
   return true;
 }
 
@@ -264,24 +275,32 @@ void conv_dims(const Graph *g, const Node *n, ConvDims *d) {
                                             : TRC_CONV_BACKWARD_WEIGHTS;
   d->n = x->dim[0], d->c = x->dim[1], d->h = x->dim[2], d->w = x->dim[3];
   d->o = w->dim[0], d->k = w->dim[2], d->stride = n->attr.i[0], d->pad = n->attr.i[1];
+  d->bias = n->op == OP_CONV2D && n->nin == 3;
+  d->relu = n->op == OP_CONV2D && n->attr.i[2];
   d->accumulate = n->grad_of_param >= 0;
   if (d->accumulate && d->pass != TRC_CONV_BACKWARD_WEIGHTS) /* a parameter is no image */
     diag_internal_error("convolution %d accumulates into a parameter's gradient, not as the "
                         "weights' gradient", n->id);
 }
 
-/* Multiply-adds of the convolution (each pass has as many). */
+/* Multiply-adds of the convolution (each pass has as many), and the
+ * forward pass's bias and relu, one each an output element. */
 double flops_conv2d(const Graph *g, const Node *n) {
   ConvDims d;
   conv_dims(g, n, &d);
   double out = (double)d.n * (double)d.o * (double)windows(d.h + 2 * d.pad, d.k, d.stride) *
                (double)windows(d.w + 2 * d.pad, d.k, d.stride);
-  return 2.0 * out * (double)(d.c * d.k * d.k);
+  return out * (2.0 * (double)(d.c * d.k * d.k) + d.bias + d.relu);
 }
 
+/* With a relu, the gradient first goes through it (relu_grad reads the
+ * node's output); the bias's is that gradient summed to [O, 1, 1]. */
 void bwd_conv2d(Graph *g, int n, int dy, const bool want[], int dx[]) {
   Attr a = g->nodes[n].attr;
   int x = g->nodes[n].in[0], w = g->nodes[n].in[1];
+  if (g->nodes[n].attr.i[2]) dy = graph_add_op(g, OP_RELU_GRAD, (int[2]){n, dy}, 2, &(Attr){0}, no_loc, NULL);
+  if (g->nodes[n].nin == 3 && want[2]) dx[2] = graph_sum_to(g, dy, g->nodes[n].in[2]);
+  a.i[2] = 0; /* the gradients' attr: stride and padding */
   if (want[0]) {
     int in[2] = {dy, w};
     a.shape = g->nodes[x].shape;
@@ -295,5 +314,6 @@ void bwd_conv2d(Graph *g, int n, int dy, const bool want[], int dx[]) {
 }
 
 void print_conv(FILE *out, const Node *n) {
-  fprintf(out, " {stride=%lld, padding=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+  fprintf(out, " {stride=%lld, padding=%lld%s}", (long long)n->attr.i[0], (long long)n->attr.i[1],
+          n->op == OP_CONV2D && n->attr.i[2] ? ", relu" : "");
 }

@@ -15,7 +15,10 @@
  * one per thread) and the partial gradients live in one workspace outside
  * the arena, whose size trc_conv_workspace_bytes reports. Under precision
  * bf16 the two inputs of each pass are bf16 (oneDNN's reorders into the
- * primitive's layout round them, to nearest even) and its output f32. */
+ * primitive's layout round them, to nearest even) and its output f32.
+ * The forward pass may add a bias per output channel (f32) and apply relu
+ * inside the primitive (a post-op), while each block's output is in the
+ * cache: no pass of its own over the output for either. */
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -28,7 +31,7 @@ enum { CONV_PARTS = 8, ALIGN = 64 };
 /* What one block's primitive depends on. All 8-byte fields: compared with
  * memcmp. */
 typedef struct {
-  int64_t pass, images, c, h, w, o, k, stride, pad, oh, ow, bf16;
+  int64_t pass, images, c, h, w, o, k, stride, pad, oh, ow, bf16, bias, relu;
 } conv_shape;
 
 /* One tensor of a block: as the arena holds it (NCHW, OIHW) and as the
@@ -47,7 +50,7 @@ typedef struct {
  * and then pointed at each run's data: a run allocates nothing (glibc's
  * heap grew in step 2 when every run created and destroyed its own). */
 typedef struct {
-  dnnl_memory_t user[3], inner[3], scratch;
+  dnnl_memory_t user[3], inner[3], scratch, bias;
 } slot_memories;
 
 /* A block's primitive: its operands a, b (inputs) and out, as trc_conv2d
@@ -56,7 +59,7 @@ typedef struct {
   conv_shape shape;
   dnnl_primitive_t primitive;
   operand op[3];
-  dnnl_memory_desc_t scratch_md;
+  dnnl_memory_desc_t scratch_md, bias_md;
   size_t slot_bytes;
   slot_memories *mem; /* TRC_MAX_THREADS of them */
 } cached_conv;
@@ -89,6 +92,12 @@ static void plain_md(dnnl_memory_desc_t *md, int64_t d0, int64_t d1, int64_t d2,
   check(dnnl_memory_desc_init_by_tag(md, 4, dims, type, tag), "memory descriptor");
 }
 
+/* The forward pass's bias: o floats. */
+static void bias_md(dnnl_memory_desc_t *md, int64_t o) {
+  dnnl_dims_t dims = {o};
+  check(dnnl_memory_desc_init_by_tag(md, 1, dims, dnnl_f32, dnnl_a), "memory descriptor");
+}
+
 /* A tensor's type inside the primitive: bf16 for a pass's inputs under
  * precision bf16 (forward x and w, backward-data dy and w, backward-weights
  * x and dy), f32 otherwise. */
@@ -111,9 +120,11 @@ static void conv_desc(dnnl_convolution_desc_t *d, int64_t pass, const conv_shape
   dnnl_dims_t pad_r = {(s->oh - 1) * s->stride + s->k - s->h - s->pad,
                        (s->ow - 1) * s->stride + s->k - s->w - s->pad};
   const dnnl_alg_kind_t direct = dnnl_convolution_direct;
+  dnnl_memory_desc_t bias;
+  bias_md(&bias, s->o);
   if (pass == TRC_CONV_FORWARD)
-    check(dnnl_convolution_forward_desc_init(d, dnnl_forward_training, direct, x, w, NULL, y,
-                                             strides, pad, pad_r),
+    check(dnnl_convolution_forward_desc_init(d, dnnl_forward_training, direct, x, w,
+                                             s->bias ? &bias : NULL, y, strides, pad, pad_r),
           "convolution descriptor");
   else if (pass == TRC_CONV_BACKWARD_DATA)
     check(dnnl_convolution_backward_data_desc_init(d, direct, x, w, y, strides, pad, pad_r),
@@ -137,8 +148,15 @@ static dnnl_primitive_desc_t primitive_desc(int64_t pass, const conv_shape *s,
   dnnl_primitive_attr_t attr;
   check(dnnl_primitive_attr_create(&attr), "attributes");
   check(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user), "scratchpad");
+  dnnl_post_ops_t post_ops = NULL;
+  if (pass == TRC_CONV_FORWARD && s->relu) { /* max(y, 0): alpha 0, scale 1 */
+    check(dnnl_post_ops_create(&post_ops), "post-ops");
+    check(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f), "relu post-op");
+    check(dnnl_primitive_attr_set_post_ops(attr, post_ops), "post-ops");
+  }
   dnnl_primitive_desc_t pd;
   check(dnnl_primitive_desc_create(&pd, &d, attr, conv.engine, hint), "convolution");
+  if (post_ops) dnnl_post_ops_destroy(post_ops);
   dnnl_primitive_attr_destroy(attr);
   return pd;
 }
@@ -191,6 +209,7 @@ static void create_conv(cached_conv *e) {
   dnnl_primitive_desc_t forward = primitive_desc(TRC_CONV_FORWARD, s, NULL), pd = forward;
   if (s->pass != TRC_CONV_FORWARD) pd = primitive_desc(s->pass, s, forward);
   e->scratch_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  bias_md(&e->bias_md, s->o);
   size_t used = aligned(dnnl_memory_desc_get_size(&e->scratch_md));
   const dnnl_memory_desc_t *user[3][3] = {
       [TRC_CONV_FORWARD] = {&x, &w, &y},
@@ -225,8 +244,8 @@ static void make_conv(const conv_shape *s) {
 /* ---- the blocks ---- */
 
 typedef struct {
-  int64_t pass, n, c, h, w, o, k, stride, pad, oh, ow, parts, slots;
-  const float *a, *b;
+  int64_t pass, n, c, h, w, o, k, stride, pad, oh, ow, parts, slots, relu;
+  const float *a, *b, *bias;
   float *out;
   float *partials; /* backward-weights: one weight gradient per block */
 } conv_job;
@@ -235,8 +254,8 @@ typedef struct {
 static conv_shape block_of(const conv_job *j, int64_t part, int64_t *from) {
   int64_t lo = j->n * part / j->parts, hi = j->n * (part + 1) / j->parts;
   *from = lo;
-  return (conv_shape){j->pass, hi - lo, j->c, j->h, j->w, j->o, j->k, j->stride, j->pad, j->oh,
-                      j->ow, trc_get_precision() == TRC_BF16};
+  return (conv_shape){j->pass, hi - lo, j->c,  j->h,  j->w, j->o, j->k, j->stride,
+                      j->pad,  j->oh,   j->ow, trc_get_precision() == TRC_BF16, j->bias != NULL, j->relu};
 }
 
 static dnnl_memory_t bind(dnnl_memory_t *mem, const dnnl_memory_desc_t *md, const void *data) {
@@ -281,12 +300,13 @@ static void run_block(const conv_job *j, int64_t part, int64_t slot) {
     data[2] = j->partials + part * j->o * j->c * j->k * j->k;
   char *slot_base = conv.workspace + slot * conv.slot_bytes;
   slot_memories *m = &e->mem[slot];
-  dnnl_exec_arg_t args[4];
+  dnnl_exec_arg_t args[5];
   for (int i = 0; i < 3; i++)
     args[i] = (dnnl_exec_arg_t){e->op[i].arg,
                                 operand_memory(&e->op[i], i, data[i], m, slot_base, slot)};
   args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, bind(&m->scratch, &e->scratch_md, slot_base)};
-  execute(e->primitive, slot, 4, args);
+  if (j->bias) args[4] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bind(&m->bias, &e->bias_md, j->bias)};
+  execute(e->primitive, slot, j->bias ? 5 : 4, args);
   if (e->op[2].reorder)
     execute(e->op[2].reorder, slot, 2,
             (dnnl_exec_arg_t[2]){{DNNL_ARG_FROM, m->inner[2]}, {DNNL_ARG_TO, m->user[2]}});
@@ -349,11 +369,12 @@ static void prepare(conv_job *j) {
 }
 
 void trc_conv2d(int pass, int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t k,
-                int64_t stride, int64_t pad, const float *a, const float *b, float *out,
-                int accumulate) {
+                int64_t stride, int64_t pad, const float *a, const float *b, const float *bias,
+                int relu, float *out, int accumulate) {
   conv_job j = {.pass = pass, .n = n, .c = c, .h = h, .w = w, .o = o, .k = k, .stride = stride,
                 .pad = pad, .oh = (h + 2 * pad - k) / stride + 1,
                 .ow = (w + 2 * pad - k) / stride + 1, .a = a, .b = b, .out = out};
+  if (pass == TRC_CONV_FORWARD) j.bias = bias, j.relu = relu;
   j.parts = n < CONV_PARTS ? n : CONV_PARTS;
   j.slots = trc_threads() < j.parts ? trc_threads() : j.parts;
   prepare(&j);

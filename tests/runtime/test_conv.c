@@ -1,6 +1,8 @@
 /* test_conv.c — trc_conv2d (trainc.h) against a direct double-precision
  * convolution, for each pass: forward y, backward-data dx and
- * backward-weights dw (added onto what the buffer held when accumulating);
+ * backward-weights dw (added onto what the buffer held when accumulating),
+ * and the forward pass with its epilogues: plus a bias per channel, then
+ * relu;
  * bitwise the same on 1, 2 and 3 threads; in fp32, and in bf16 against the
  * same sums of the inputs rounded to bf16. Shapes with a batch not divisible
  * into the blocks, stride 2, padding, a 1x1 kernel, and channel counts past
@@ -62,7 +64,17 @@ static void add_term(void *ctx, int64_t xi, int64_t wi, int64_t yi) {
   if (r->pass == TRC_CONV_BACKWARD_WEIGHTS) r->out[wi] += in(r, r->x[xi]) * in(r, r->dy[yi]);
 }
 
-static void check_pass(const shape *s, int pass, trc_precision precision) {
+/* The forward epilogue on the reference: y + bias[o], then max(., 0). */
+static void add_epilogue(const shape *s, double *y, const float *bias, int relu) {
+  int64_t plane = out_dim(s, s->h) * out_dim(s, s->w);
+  for (int64_t i = 0; i < s->n * s->o * plane; i++) {
+    if (bias) y[i] += bias[i / plane % s->o];
+    if (relu && y[i] < 0) y[i] = 0;
+  }
+}
+
+/* epilogue (forward only): 0 none, 1 the bias, 2 the bias and relu. */
+static void check_pass(const shape *s, int pass, trc_precision precision, int epilogue) {
   int64_t xs = s->n * s->c * s->h * s->w, ws = s->o * s->c * s->k * s->k;
   int64_t ys = s->n * s->o * out_dim(s, s->h) * out_dim(s, s->w);
   int64_t sizes[3] = {[TRC_CONV_FORWARD] = ys, [TRC_CONV_BACKWARD_DATA] = xs,
@@ -75,6 +87,8 @@ static void check_pass(const shape *s, int pass, trc_precision precision) {
   for (int64_t i = 0; accumulate && i < size; i++) ref[i] = start[i];
   reference r = {pass, x, w, dy, ref, precision};
   each_term(s, add_term, &r);
+  float *bias = epilogue ? random_floats(5, s->o) : NULL;
+  add_epilogue(s, ref, bias, epilogue == 2);
   trc_set_precision(precision);
   const float *a = pass == TRC_CONV_BACKWARD_DATA ? dy : x;
   const float *b = pass == TRC_CONV_BACKWARD_WEIGHTS ? dy : w;
@@ -83,8 +97,8 @@ static void check_pass(const shape *s, int pass, trc_precision precision) {
     float *out = threads == 1 ? one : many;
     memcpy(out, start, (size_t)size * sizeof *out);
     trc_set_threads(threads);
-    trc_conv2d(pass, s->n, s->c, s->h, s->w, s->o, s->k, s->stride, s->pad, a, b, out,
-               accumulate);
+    trc_conv2d(pass, s->n, s->c, s->h, s->w, s->o, s->k, s->stride, s->pad, a, b, bias,
+               epilogue == 2, out, accumulate);
     if (threads > 1) CHECK(memcmp(one, many, (size_t)size * sizeof *one) == 0);
   }
   trc_set_precision(TRC_FP32);
@@ -94,11 +108,11 @@ static void check_pass(const shape *s, int pass, trc_precision precision) {
     if (err > worst) worst = err;
   }
   if (worst >= 1e-5)
-    fprintf(stderr, "shape %lldx%lldx%lldx%lld o %lld k %lld, pass %d, %s: error %g\n",
+    fprintf(stderr, "shape %lldx%lldx%lldx%lld o %lld k %lld, pass %d, epilogue %d, %s: error %g\n",
             (long long)s->n, (long long)s->c, (long long)s->h, (long long)s->w, (long long)s->o,
-            (long long)s->k, pass, precision == TRC_BF16 ? "bf16" : "fp32", worst);
+            (long long)s->k, pass, epilogue, precision == TRC_BF16 ? "bf16" : "fp32", worst);
   CHECK(worst < 1e-5);
-  free(x), free(w), free(dy), free(start), free(ref), free(one), free(many);
+  free(x), free(w), free(dy), free(start), free(ref), free(one), free(many), free(bias);
 }
 
 int main(void) {
@@ -110,6 +124,8 @@ int main(void) {
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int pass = TRC_CONV_FORWARD; pass <= TRC_CONV_BACKWARD_WEIGHTS; pass++)
-      for (trc_precision p = TRC_FP32; p <= TRC_BF16; p++) check_pass(&shapes[i], pass, p);
+      for (trc_precision p = TRC_FP32; p <= TRC_BF16; p++)
+        for (int epilogue = 0; epilogue <= (pass == TRC_CONV_FORWARD ? 2 : 0); epilogue++)
+          check_pass(&shapes[i], pass, p, epilogue);
   return test_failures != 0;
 }
