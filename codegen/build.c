@@ -204,6 +204,15 @@ static const char calibration_source[] =
     "  trc_causal_attention(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n);\n"
     "  trc_causal_attention_grad(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n, x + 4 * n);\n"
     "  return now() - t;\n}\n"
+    "/* A convolution's three passes on shape CONV (calibrate_machine's). */\n"
+    "static double conv(float *x) {\n"
+    "  const long long *s = CONV;\n"
+    "  float *w = x + s[0] * s[1] * s[2] * s[3], *y = w + s[4] * s[1] * s[5] * s[5];\n"
+    "  double t = now();\n"
+    "  trc_conv2d(TRC_CONV_FORWARD, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, x, w, NULL, 0, y, 0);\n"
+    "  trc_conv2d(TRC_CONV_BACKWARD_DATA, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, y, w, NULL, 0, x, 0);\n"
+    "  trc_conv2d(TRC_CONV_BACKWARD_WEIGHTS, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, x, y, NULL, 0, w, 0);\n"
+    "  return now() - t;\n}\n"
     "int main(void) {\n"
     "  const int n = 1024, calls = 10000;\n"
     "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
@@ -212,7 +221,7 @@ static const char calibration_source[] =
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs = 1e30;\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
     "    trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
@@ -229,7 +238,11 @@ static const char calibration_source[] =
     "    t = now() - t; if (t < call) call = t;\n"
     "    t = attention(ATT_A, (float *)arena); if (t < att_a) att_a = t;\n"
     "    t = attention(ATT_B, (float *)arena); if (t < att_b) att_b = t;\n"
+    "    t = conv((float *)arena); if (t < convs) convs = t;\n"
     "  }\n"
+    "  /* the convolutions' arithmetic: their time less their reorders at the bandwidth */\n"
+    "  double conv_rate = CONV_FLOPS / (convs - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
+    "  if (!(conv_rate > 0)) conv_rate = CONV_FLOPS / convs;\n"
     "  /* attention's seconds = flops / rate + blocks * per_block, from its two shapes */\n"
     "  double per_block = (att_b * ATT_FLOPS[0] - att_a * ATT_FLOPS[1]) /\n"
     "                     (ATT_BLOCKS[1] * ATT_FLOPS[0] - ATT_BLOCKS[0] * ATT_FLOPS[1]);\n"
@@ -238,9 +251,9 @@ static const char calibration_source[] =
     "  if (!(att_rate > 0)) att_rate = ATT_FLOPS[0] / att_a;\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
     "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
-    "         \"attention_block_seconds = %g\\n\", trc_threads(), 2.0 * n * n * n / gemm,\n"
+    "         \"attention_block_seconds = %g\\nconv_flops = %g\\n\", trc_threads(), 2.0 * n * n * n / gemm,\n"
     "         2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw, call / calls + 1e-9,\n"
-    "         12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block);\n"
+    "         12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate);\n"
     "  return 0;\n}\n";
 
 /* The calibration program's two attention shapes (GPT-2's one sequence of
@@ -259,6 +272,18 @@ static bool write_attention_shapes(FILE *f) {
   }
   return fprintf(f, "static const double ATT_FLOPS[2] = {%.17g, %.17g}, ATT_BLOCKS[2] = {%.17g, %.17g};\n",
                  flops[0], flops[1], blocks[0], blocks[1]) > 0;
+}
+
+/* The calibration program's convolution (fashion_cnn's second, at 32
+ * images: [32, 32, 14, 14] by 64 3x3 filters, padding 1), with the FLOPs of
+ * its three passes and the bytes their reorders move, as the cost model
+ * counts them (ir.h). */
+static bool write_conv_shape(FILE *f) {
+  ConvDims d = {.n = 32, .c = 32, .h = 14, .w = 14, .o = 64, .k = 3, .stride = 1, .pad = 1};
+  return fprintf(f, "static const long long CONV[6] = {%lld, %lld, %lld, %lld, %lld, %lld};\n", (long long)d.n,
+                 (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o, (long long)d.k) > 0 &&
+         fprintf(f, "static const double CONV_FLOPS = %.17g, CONV_REORDER_BYTES = %.17g;\n", 3 * conv_flops(&d),
+                 3 * conv_reorder_bytes(&d)) > 0;
 }
 
 /* Runs the built calibration program and parses the profile it prints. */
@@ -283,7 +308,7 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
-  bool ok = f && write_attention_shapes(f) && fputs(calibration_source, f) >= 0;
+  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && fputs(calibration_source, f) >= 0;
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

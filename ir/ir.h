@@ -266,6 +266,15 @@ typedef struct {
   bool bias, relu, accumulate;
 } ConvDims;
 void conv_dims(const Graph *g, const Node *n, ConvDims *d);
+/* The pass's multiply-adds (2 FLOPs each) and its epilogue's FLOPs. */
+double conv_flops(const ConvDims *d);
+/* Bytes the convolution library's layout changes move on top of the
+ * convolution: oneDNN computes on images of 16 channels or more in a
+ * blocked layout (nChw16c), so each such image the pass reads or writes
+ * is reordered from or into the arena's NCHW, read and written once more
+ * (bench/RESULTS.md: fashion_cnn's first convolution spent half its time
+ * there). The cost model prices them at memory bandwidth. */
+double conv_reorder_bytes(const ConvDims *d);
 
 /* A linear_cross_entropy node (the chunked loss head, ir/ops/head.c) as
  * one trc_linear_cross_entropy call: n rows of width d, v classes, `chunk`

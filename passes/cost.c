@@ -14,12 +14,13 @@ MachineProfile profile_default(void) {
    * 2026-12-05, the medians of nine runs (GEMMs 1.94-2.05e11, bf16 GEMMs
    * 3.5-3.9e11, loops 0.99-1.38e11, 3.0-4.0e10 bytes/s from memory and
    * 0.95-1.33e11 from the cache, 0.17-0.27 us a dispatch, attention
-   * 1.51-1.62e11 plus 5.6-8.4 us a block). The Intel Xeon (AMX) before it
+   * 1.51-1.62e11 plus 5.6-8.4 us a block; convolutions, added later,
+   * 2.42-2.48e11 in three runs). The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
-                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6};
+                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9};
 }
 
 static const struct {
@@ -36,9 +37,10 @@ static const struct {
     {"cache_bytes", offsetof(MachineProfile, cache_bytes), true},
     {"attention_flops", offsetof(MachineProfile, attention_flops), true},
     {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true},
+    {"conv_flops", offsetof(MachineProfile, conv_flops), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
-       CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8 };
+       CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -76,7 +78,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
-                 "attention_block_seconds (each once)");
+                 "attention_block_seconds, conv_flops (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -91,6 +93,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[CACHE_BYTES_KEY]) p->cache_bytes = d.cache_bytes;
   if (!seen[ATTENTION_FLOPS_KEY]) p->attention_flops = p->gemm_flops * d.attention_flops / d.gemm_flops;
   if (!seen[ATTENTION_BLOCK_KEY]) p->attention_block_seconds = d.attention_block_seconds;
+  if (!seen[CONV_FLOPS_KEY]) p->conv_flops = p->gemm_flops * d.conv_flops / d.gemm_flops;
   return diag_count(diag) == errors;
 }
 
@@ -126,8 +129,20 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
    * bench/RESULTS.md; convolutions stay fp32) */
   bool bf16 = n->rounded || (g->train.run.precision == TRC_BF16 &&
                              (n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY));
-  double rate = bf16 ? m->gemm_bf16_flops : op_calls_library(n->op) ? m->gemm_flops : m->loop_flops;
+  double rate = bf16                                        ? m->gemm_bf16_flops
+                 : op_info(n->op)->op_class == OPC_CONV    ? m->conv_flops
+                 : op_calls_library(n->op)                 ? m->gemm_flops
+                                                           : m->loop_flops;
   return flops / rate;
+}
+
+/* A convolution's layout reorders (conv_reorder_bytes), which oneDNN runs
+ * as passes of their own around the convolution: at memory bandwidth. */
+static double layout_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+  if (op_info(n->op)->op_class != OPC_CONV) return 0;
+  ConvDims d;
+  conv_dims(g, n, &d);
+  return conv_reorder_bytes(&d) / m->bandwidth;
 }
 
 /* Leaves and views run no code. */
@@ -135,7 +150,7 @@ double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
   double compute = compute_seconds(g, n, m);
   double memory = memory_seconds(bytes_moved(g, n), m);
-  return (compute > memory ? compute : memory) + m->kernel_overhead;
+  return (compute > memory ? compute : memory) + layout_seconds(g, n, m) + m->kernel_overhead;
 }
 
 /* The step whose kernel computes each node: the node itself unless it was
@@ -183,7 +198,7 @@ static double kernel_seconds(const Graph *g, int step, const StepSums *s, double
   cold = cold < s->bytes ? cold : s->bytes;
   double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
   if (s->members == 1 && op_calls_library(n->op))
-    return (compute > warm ? compute : warm) + cold / m->bandwidth + m->kernel_overhead;
+    return (compute > warm ? compute : warm) + cold / m->bandwidth + layout_seconds(g, n, m) + m->kernel_overhead;
   double memory = warm + cold / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

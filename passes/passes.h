@@ -218,6 +218,10 @@ typedef struct {
                              gradient): FLOP/s, plus */
   double attention_block_seconds; /* per task (attention_blocks); optional,
                              else gemm_flops times the default ratio, and the default */
+  double conv_flops;      /* FLOP/s of the convolution library's passes, their
+                             layout reorders (conv_reorder_bytes) priced apart at
+                             bandwidth; optional, else gemm_flops times the
+                             default ratio */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */

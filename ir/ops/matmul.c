@@ -283,14 +283,30 @@ void conv_dims(const Graph *g, const Node *n, ConvDims *d) {
                         "weights' gradient", n->id);
 }
 
+static double conv_out_pixels(const ConvDims *d) {
+  return (double)windows(d->h + 2 * d->pad, d->k, d->stride) * (double)windows(d->w + 2 * d->pad, d->k, d->stride);
+}
+
 /* Multiply-adds of the convolution (each pass has as many), and the
  * forward pass's bias and relu, one each an output element. */
+double conv_flops(const ConvDims *d) {
+  double out = (double)d->n * (double)d->o * conv_out_pixels(d);
+  return out * (2.0 * (double)(d->c * d->k * d->k) + d->bias + d->relu);
+}
+
 double flops_conv2d(const Graph *g, const Node *n) {
   ConvDims d;
   conv_dims(g, n, &d);
-  double out = (double)d.n * (double)d.o * (double)windows(d.h + 2 * d.pad, d.k, d.stride) *
-               (double)windows(d.w + 2 * d.pad, d.k, d.stride);
-  return out * (2.0 * (double)(d.c * d.k * d.k) + d.bias + d.relu);
+  return conv_flops(&d);
+}
+
+enum { CONV_BLOCKED_FROM_CHANNELS = 16 };
+
+double conv_reorder_bytes(const ConvDims *d) {
+  double bytes = 0;
+  if (d->c >= CONV_BLOCKED_FROM_CHANNELS) bytes += 2.0 * 4.0 * (double)d->n * (double)d->c * (double)(d->h * d->w);
+  if (d->o >= CONV_BLOCKED_FROM_CHANNELS) bytes += 2.0 * 4.0 * (double)d->n * (double)d->o * conv_out_pixels(d);
+  return bytes;
 }
 
 /* With a relu, the gradient first goes through it (relu_grad reads the
