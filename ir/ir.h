@@ -452,12 +452,13 @@ struct Kernel {
   int nbody, capbody;
   int n_vars;   /* loop variables are 0..n_vars-1 */
   int n_locals; /* locals are 0..n_locals-1 */
-  /* Its loop worth vectorizing is a short row of cells with a few loops of
-   * its own inside (a row of 7 or 14 pooling windows): a vectorizer must
-   * unroll those and finish the row with a scalar or masked tail, which
-   * GCC's very-cheap cost model (the default flags) never does. The C
-   * backend asks GCC for its dynamic cost model in such a kernel's
-   * functions (TRC_SHORT_ROWS, runtime/trainc.h). */
+  /* Its loops worth vectorizing end in a tail: a short row of cells with
+   * a few loops of their own inside (a row of 7 or 14 pooling windows,
+   * ops/images.c), or a row that ends at run time (k_for_bounded: a causal
+   * softmax's columns). A vectorizer must finish them with a scalar or
+   * masked tail, which GCC's very-cheap cost model (the default flags)
+   * never does. The C backend asks GCC for its dynamic cost model in such
+   * a kernel's functions (TRC_SHORT_ROWS, runtime/trainc.h). */
   bool short_rows;
   void *pool;   /* private: all expression and statement memory */
 };

@@ -630,10 +630,10 @@ __attribute__((simd("notinbranch"))) float erff(float);
 #endif
 #endif
 
-/* Before the functions of a kernel whose loop worth vectorizing is a short
- * row of cells with loops inside (ir.h's Kernel.short_rows: a row of 7 or 14
- * pooling windows): GCC's dynamic vectorizer cost model, which vectorizes
- * such a row with a tail, where the default flags' very-cheap model (kept
+/* Before the functions of a kernel whose loops worth vectorizing end in a
+ * tail (ir.h's Kernel.short_rows: a row of 7 or 14 pooling windows, a
+ * causal softmax's row that ends at the diagonal): GCC's dynamic vectorizer
+ * cost model, which vectorizes such a row with a tail, where the default flags' very-cheap model (kept
  * for the permute loop GCC 12 miscompiles under the others,
  * tests/codegen/permute_loop.c) leaves it scalar. fashion_cnn's 2x2
  * max-pool gradient over 14x14 images ran 4x faster (bench/RESULTS.md).
