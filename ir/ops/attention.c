@@ -58,19 +58,29 @@ RowLoop block_row_loop(const Node *n, int64_t blocks, int scaled) {
 
 /* causal_softmax (attention's softmax(causal_mask(x, scale)) as one op):
  * row t of each [T, T] matrix is the softmax of scale * x over columns
- * c <= t and 0 above, and only columns c <= t are read or exp'd. The loops
- * over the matrices and their rows, with each column loop bounded by the
- * row (k_for_bounded), and a last loop that writes the zeros. Every float
+ * c <= t and 0 above, and from T = CAUSAL_BOUNDED_FROM_T on only columns
+ * c <= t are read or exp'd: the loops over the matrices and their rows,
+ * with each column loop bounded by the row (k_for_bounded), and a last loop
+ * that writes the zeros. Shorter rows run whole, the columns past the
+ * diagonal masked (adding the reductions' identity, storing 0): a bounded
+ * row ends in a tail of up to 15 columns that run scalar (libm's expf),
+ * which on examples/gpt.nn (T = 64) cost more than the masked half's
+ * vector work. Every float
  * is the operation causal_mask then softmax computed on the same operands
  * (the masked columns only added exp(-inf) = 0 to the sum, and a row's lane
  * of a column stays its index's), so with the same math functions the
  * result is bitwise theirs (where a compiler vectorizes a loop, libmvec's
  * expf is within 4 ulp of libm's, and which loops it vectorizes may
  * differ). */
+enum { CAUSAL_BOUNDED_FROM_T = 128 };
+
+static bool causal_rows_whole(const Node *n) { return last_dim(&n->shape) < CAUSAL_BOUNDED_FROM_T; }
+
 static RowLoop causal_row_loop(const Node *n, int scaled) {
   int64_t t = last_dim(&n->shape);
   RowLoop rl = block_row_loop(n, shape_numel(&n->shape) / (t * t), scaled);
-  rl.causal = true;
+  rl.causal = !causal_rows_whole(n);
+  rl.diagonal_mask = causal_rows_whole(n);
   return rl;
 }
 
@@ -90,10 +100,10 @@ static void store_zeros_above(RowLoop *rl, const Node *n) {
 
 /* The kept triangle's share of a [T, T] matrix, (T + 1) / 2T: the FLOPs of
  * the ops it replaces (causal_mask + softmax, softmax_grad +
- * causal_mask_grad) times that. */
+ * causal_mask_grad) times that; whole rows do all of them. */
 static double causal_share(const Node *n) {
   double t = (double)last_dim(&n->shape);
-  return (t + 1) / (2 * t);
+  return causal_rows_whole(n) ? 1 : (t + 1) / (2 * t);
 }
 
 /* A softmax of scaled scores and its gradient (the scale: one more FLOP
@@ -126,7 +136,7 @@ static Kernel *scaled_softmax_kernel(RowLoop rl, const Node *n) {
 Kernel *kernel_causal_softmax(const Graph *g, const Node *n) {
   RowLoop rl = causal_row_loop(n, n->in[0]);
   scaled_softmax_kernel(rl, n);
-  if (!accumulates(n)) store_zeros_above(&rl, n);
+  if (rl.causal && !accumulates(n)) store_zeros_above(&rl, n);
   return rl.k;
 }
 
@@ -155,7 +165,7 @@ static Kernel *scaled_softmax_grad_kernel(RowLoop rl, const Node *n) {
 Kernel *kernel_causal_softmax_grad(const Graph *g, const Node *n) {
   RowLoop rl = causal_row_loop(n, -1);
   scaled_softmax_grad_kernel(rl, n);
-  if (!accumulates(n)) store_zeros_above(&rl, n);
+  if (rl.causal && !accumulates(n)) store_zeros_above(&rl, n);
   return rl.k;
 }
 

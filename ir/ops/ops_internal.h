@@ -80,12 +80,14 @@ typedef struct {
    * `block_rows`, row r of block `block` (a loop around the row loop; -1:
    * none) — a causal kernel's [T, T] matrices, a masked softmax's batch
    * elements. Loads of buffer `scaled` are multiplied by `scale` (-1:
-   * none). A causal kernel's column loops run over c <= r only. With a
-   * `key_mask` (a [blocks, cols] 0/1 buffer; -1: none) a column whose mask
-   * is 0 adds a reduction's identity and stores 0. */
+   * none). A causal kernel's column loops run over c <= r only, or with
+   * `diagonal_mask` over the whole row, the columns past the diagonal
+   * masked. With a `key_mask` (a [blocks, cols] 0/1 buffer; -1: none) or
+   * the diagonal mask a masked column adds a reduction's identity and
+   * stores 0. */
   int block, scaled, key_mask;
   int64_t block_rows;
-  bool causal;
+  bool causal, diagonal_mask;
   double scale;
 } RowLoop;
 

@@ -43,9 +43,15 @@ KExpr *row_elem(RowLoop *rl, int buf, int c) {
   return buf == rl->scaled ? k_binary(k, KB_MUL, x, k_const(k, rl->scale)) : x;
 }
 
-/* v at column c, or `fill` where the row's key mask is 0 (no mask: v). */
+/* v at column c, or `fill` where the row's key mask is 0 or c is past the
+ * diagonal under the diagonal mask (no mask: v). */
 static KExpr *unless_masked(RowLoop *rl, int c, KExpr *v, double fill) {
   Kernel *k = rl->k;
+  if (rl->diagonal_mask) { /* r - c + 0.5 > 0: c <= r */
+    KExpr *r_less_c = k_iadd(k, k_index(k, rl->r), k_imul(k, k_index(k, c), -1));
+    KExpr *kept = k_binary(k, KB_ADD, k_to_float(k, r_less_c), k_const(k, 0.5));
+    return k_select(k, kept, v, k_const(k, fill));
+  }
   if (rl->key_mask < 0) return v;
   KExpr *at = k_iadd(k, k_imul(k, k_index(k, rl->block), rl->cols), k_index(k, c));
   KExpr *keep = k_to_float(k, k_load(k, rl->key_mask, at, true));
