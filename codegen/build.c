@@ -178,6 +178,7 @@ bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *o
  * fixed cost as one dispatch to the threads. */
 static const char calibration_source[] =
     "#define _POSIX_C_SOURCE 199309L\n"
+    "#define TRC_VECTOR_MATH 1 /* as generated trainers: vector expf from libmvec */\n"
     "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"trainc_rt.h\"\n"
     "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
     "static void touch(float *x, long n) { for (long i = 0; i < n; i++) x[i] = (float)(i % 7) * 0.25f; }\n"
@@ -196,6 +197,12 @@ static const char calibration_source[] =
     "  float *restrict z = (float *)(A + 8L * BIG);\n"
     "  for (int64_t c = lo; c < hi; c++)\n"
     "    for (int64_t j = 0; j < CHUNK; j++) z[c * CHUNK + j] = x[c * CHUNK + j] + y[c * CHUNK + j]; }\n"
+    "/* expf over x (values from touch, where libmvec takes no slow path) into y;\n"
+    " * restrict parameters, as a trainer's loop functions have, let GCC vectorize it */\n"
+    "static void exp_chunks(const float *restrict x, float *restrict y, int64_t lo, int64_t hi) {\n"
+    "  for (int64_t c = lo; c < hi; c++)\n"
+    "    for (int64_t j = 0; j < CHUNK; j++) y[c * CHUNK + j] = expf(x[c * CHUNK + j]); }\n"
+    "static void exps(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; exp_chunks(io[0], io[1], lo, hi); }\n"
     "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
     "/* Fused attention forward and backward on shape s (ATT_*: calibrate_machine's). */\n"
     "static double attention(const long long *s, float *x) {\n"
@@ -221,7 +228,7 @@ static const char calibration_source[] =
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30, convs = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, math = 1e30;\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
     "    trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
@@ -239,6 +246,7 @@ static const char calibration_source[] =
     "    t = attention(ATT_A, (float *)arena); if (t < att_a) att_a = t;\n"
     "    t = attention(ATT_B, (float *)arena); if (t < att_b) att_b = t;\n"
     "    t = conv((float *)arena); if (t < convs) convs = t;\n"
+    "    t = now(); trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){b, c}); t = now() - t; if (t < math) math = t;\n"
     "  }\n"
     "  /* the convolutions' arithmetic: their time less their reorders at the bandwidth */\n"
     "  double conv_rate = CONV_FLOPS / (convs - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
@@ -251,9 +259,10 @@ static const char calibration_source[] =
     "  if (!(att_rate > 0)) att_rate = ATT_FLOPS[0] / att_a;\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
     "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
-    "         \"attention_block_seconds = %g\\nconv_flops = %g\\n\", trc_threads(), 2.0 * n * n * n / gemm,\n"
-    "         2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw, call / calls + 1e-9,\n"
-    "         12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate);\n"
+    "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\n\", trc_threads(),\n"
+    "         2.0 * n * n * n / gemm, 2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
+    "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
+    "         SMALL / math);\n"
     "  return 0;\n}\n";
 
 /* The calibration program's two attention shapes (GPT-2's one sequence of

@@ -468,6 +468,11 @@ struct Kernel {
  * an array the caller frees. */
 int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
 
+/* How many times the kernel evaluates expf, logf, tanhf or erff (a loop
+ * bounded at run time counted at its extent, the most it runs): the cost
+ * model prices them apart from the FLOPs (MachineProfile.math_calls). */
+double kernel_math_calls(const Kernel *k);
+
 /* Builders, for op kernels in ir/ops/ and for tests. */
 Kernel *kernel_new(int node);
 void kernel_free(Kernel *k);

@@ -267,3 +267,26 @@ int kernel_stmt_buffers(KStmt *const *body, int n, int **ids) {
   *ids = used.ids;
   return used.n;
 }
+
+/* ---- math calls ---- */
+
+static bool is_math_call(const KExpr *e) {
+  return e->kind == KE_UNARY && (e->op == KU_EXP || e->op == KU_LOG || e->op == KU_TANH || e->op == KU_ERF);
+}
+
+static double expr_math_calls(const KExpr *e) {
+  if (!e) return 0;
+  return is_math_call(e) + expr_math_calls(e->a) + expr_math_calls(e->b) + expr_math_calls(e->c);
+}
+
+/* A bounded loop counts its extent: the most it runs. */
+static double stmts_math_calls(KStmt *const *body, int n) {
+  double calls = 0;
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    calls += s->kind == KS_FOR ? (double)s->extent * stmts_math_calls(s->body, s->nbody) : expr_math_calls(s->value);
+  }
+  return calls;
+}
+
+double kernel_math_calls(const Kernel *k) { return k ? stmts_math_calls(k->body, k->nbody) : 0; }

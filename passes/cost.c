@@ -14,13 +14,15 @@ MachineProfile profile_default(void) {
    * 2026-12-05, the medians of nine runs (GEMMs 1.94-2.05e11, bf16 GEMMs
    * 3.5-3.9e11, loops 0.99-1.38e11, 3.0-4.0e10 bytes/s from memory and
    * 0.95-1.33e11 from the cache, 0.17-0.27 us a dispatch, attention
-   * 1.51-1.62e11 plus 5.6-8.4 us a block; convolutions, added later,
-   * 2.42-2.48e11 in three runs). The Intel Xeon (AMX) before it
+   * 1.51-1.62e11 plus 5.6-8.4 us a block; added later, three runs each:
+   * convolutions 2.42-2.48e11, libmvec's expf 3.4-4.0e9 calls a second).
+   * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
-                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9};
+                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
+                          .math_calls = 3.86e9};
 }
 
 static const struct {
@@ -38,9 +40,11 @@ static const struct {
     {"attention_flops", offsetof(MachineProfile, attention_flops), true},
     {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true},
     {"conv_flops", offsetof(MachineProfile, conv_flops), true},
+    {"math_calls", offsetof(MachineProfile, math_calls), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
-       CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9 };
+       CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
+       MATH_CALLS_KEY = 10 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -78,7 +82,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
-                 "attention_block_seconds, conv_flops (each once)");
+                 "attention_block_seconds, conv_flops, math_calls (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -94,6 +98,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[ATTENTION_FLOPS_KEY]) p->attention_flops = p->gemm_flops * d.attention_flops / d.gemm_flops;
   if (!seen[ATTENTION_BLOCK_KEY]) p->attention_block_seconds = d.attention_block_seconds;
   if (!seen[CONV_FLOPS_KEY]) p->conv_flops = p->gemm_flops * d.conv_flops / d.gemm_flops;
+  if (!seen[MATH_CALLS_KEY]) p->math_calls = p->loop_flops * d.math_calls / d.loop_flops;
   return diag_count(diag) == errors;
 }
 
@@ -145,10 +150,20 @@ static double layout_seconds(const Graph *g, const Node *n, const MachineProfile
   return conv_reorder_bytes(&d) / m->bandwidth;
 }
 
+/* A loop kernel's expf, logf, tanhf and erff (kernel_math_calls), from its
+ * kernel, built for the count. */
+static double node_math_calls(const Graph *g, const Node *n) {
+  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return 0;
+  Kernel *k = op_info(n->op)->kernel(g, n);
+  double calls = kernel_math_calls(k);
+  kernel_free(k);
+  return calls;
+}
+
 /* Leaves and views run no code. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double compute = compute_seconds(g, n, m);
+  double compute = compute_seconds(g, n, m) + node_math_calls(g, n) / m->math_calls;
   double memory = memory_seconds(bytes_moved(g, n), m);
   return (compute > memory ? compute : memory) + layout_seconds(g, n, m) + m->kernel_overhead;
 }
@@ -163,9 +178,10 @@ static int *kernel_steps(const Program *p) {
 }
 
 /* Per kernel step: its members' FLOPs, bytes (less each fused value's store
- * and load), unfused seconds, and how many there are. */
+ * and load), unfused seconds, how many there are, and the math calls of
+ * its kernel (the members' statements are in it). */
 typedef struct {
-  double flops, bytes, plain;
+  double flops, bytes, plain, math;
   int members;
 } StepSums;
 
@@ -181,6 +197,8 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     s->plain += node_seconds(g, n, m);
     s->members++;
   }
+  for (int i = 0; i < g->n; i++)
+    if (step[i] == i && p->kernels) sum[i].math = kernel_math_calls(p->kernels[i]);
   return sum;
 }
 
@@ -194,7 +212,7 @@ static double kernel_seconds(const Graph *g, int step, const StepSums *s, double
                              const MachineProfile *m) {
   const Node *n = &g->nodes[step];
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double compute = s->members == 1 ? compute_seconds(g, n, m) : s->flops / m->loop_flops;
+  double compute = (s->members == 1 ? compute_seconds(g, n, m) : s->flops / m->loop_flops) + s->math / m->math_calls;
   cold = cold < s->bytes ? cold : s->bytes;
   double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
   if (s->members == 1 && op_calls_library(n->op))

@@ -222,6 +222,10 @@ typedef struct {
                              layout reorders (conv_reorder_bytes) priced apart at
                              bandwidth; optional, else gemm_flops times the
                              default ratio */
+  double math_calls;      /* expf, logf, tanhf, erff evaluations a second in
+                             loop kernels (kernel_math_calls), on top of their
+                             FLOPs; optional, else loop_flops times the default
+                             ratio */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
