@@ -150,9 +150,7 @@ static double layout_seconds(const Graph *g, const Node *n, const MachineProfile
   return conv_reorder_bytes(&d) / m->bandwidth;
 }
 
-/* A loop kernel's expf, logf, tanhf and erff (kernel_math_calls), from its
- * kernel, built for the count. */
-static double node_math_calls(const Graph *g, const Node *n) {
+double node_math_calls(const Graph *g, const Node *n) {
   if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return 0;
   Kernel *k = op_info(n->op)->kernel(g, n);
   double calls = kernel_math_calls(k);
@@ -161,11 +159,15 @@ static double node_math_calls(const Graph *g, const Node *n) {
 }
 
 /* Leaves and views run no code. */
-double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+double node_seconds_counted(const Graph *g, const Node *n, double math_calls, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double compute = compute_seconds(g, n, m) + node_math_calls(g, n) / m->math_calls;
+  double compute = compute_seconds(g, n, m) + math_calls / m->math_calls;
   double memory = memory_seconds(bytes_moved(g, n), m);
   return (compute > memory ? compute : memory) + layout_seconds(g, n, m) + m->kernel_overhead;
+}
+
+double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+  return is_leaf(n) || node_is_view(n) ? 0 : node_seconds_counted(g, n, node_math_calls(g, n), m);
 }
 
 /* The step whose kernel computes each node: the node itself unless it was
@@ -194,11 +196,11 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     if (is_leaf(n)) continue; /* no kernel, no FLOPs */
     s->flops += op_info(n->op)->flops(g, n);
     s->bytes += bytes_moved(g, n) - (step[i] != i ? 2.0 * (double)node_bytes(n) : 0);
-    s->plain += node_seconds(g, n, m);
+    double math = p->math_calls ? p->math_calls[i] : node_math_calls(g, n);
+    s->plain += node_seconds_counted(g, n, math, m);
+    s->math += math;
     s->members++;
   }
-  for (int i = 0; i < g->n; i++)
-    if (step[i] == i && p->kernels) sum[i].math = kernel_math_calls(p->kernels[i]);
   return sum;
 }
 
