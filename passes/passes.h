@@ -41,6 +41,13 @@ void fuse_loss_head(Graph *g, int64_t chunk);
  * (unless the loss head made it). */
 void autodiff(Graph *g);
 
+/* POOL: relu_grad(y, maxpool_grad(y, dy)), the max-pool's gradient read by
+ * nothing else, becomes one maxpool_grad that applies the relu's mask as it
+ * stores (passes/pool.c): one pass over the image instead of two, the same
+ * bits (e2e.fuse checks it against --no-fuse, which turns it off). Runs on
+ * the graph after autodiff. */
+void fuse_pool_relu_grad(Graph *g);
+
 #define ARENA_ALIGN 64
 
 /* The step schedule's gradient buckets (buckets.c): the gradient region cut
@@ -117,6 +124,7 @@ typedef struct {
   X(ATTENTION, "attention", "causal attention fused: no stored probabilities") \
   X(HEAD, "head", "the loss head chunked: linear + cross_entropy one call")  \
   X(GRAD, "grad", "autodiff: the backward graph added")                     \
+  X(POOL, "pool", "a max-pool's gradient and the relu's before it one kernel") \
   X(WEAVE, "weave", "the planner's recomputes woven into backward")         \
   X(STEPS, "steps", "forward and backward steps; the fixed regions")        \
   X(KERNELS, "kernels", "each step's loops or library call")                \

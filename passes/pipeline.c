@@ -100,6 +100,7 @@ bool compile_graph(Compilation *c, SourceFile *src, const CompileOptions *o, Dia
   PASS(PASS_ATTENTION, fuse_attention(c->graph, o->attention), true);
   PASS(PASS_HEAD, fuse_loss_head(c->graph, o->head_chunk), true);
   PASS(PASS_GRAD, autodiff(c->graph), true);
+  PASS(PASS_POOL, fuse_pool_relu_grad(c->graph), true);
   return true;
 }
 

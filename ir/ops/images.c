@@ -128,9 +128,11 @@ static Attr window_back(const Graph *g, int n) {
   return a;
 }
 
-/* attr.i[0], attr.i[1]: the window's size and stride. */
+/* attr.i[0], attr.i[1]: the window's size and stride; a max-pool
+ * gradient's attr.i[2]: the relu mask. */
 void print_window(FILE *out, const Node *n) {
-  fprintf(out, " {size=%lld, stride=%lld}", (long long)n->attr.i[0], (long long)n->attr.i[1]);
+  fprintf(out, " {size=%lld, stride=%lld%s}", (long long)n->attr.i[0], (long long)n->attr.i[1],
+          n->op == OP_MAXPOOL_GRAD && n->attr.i[2] ? ", relu" : "");
 }
 
 bool infer_pool(const Graph *g, Node *n, Diag *diag) {
@@ -185,7 +187,10 @@ static void zero_uncovered(Kernel *k, const Node *n) {
 }
 
 /* dx gets each window's dy at its first maximum (PyTorch's choice on ties):
- * one pass finds the position, a second gives dy where the position matches. */
+ * one pass finds the position, a second gives dy where the position matches;
+ * with attr.i[2] (the POOL pass, passes/pool.c) that value then goes
+ * through relu_grad's select on x, the relu's output the pool read:
+ * relu_grad(x, maxpool_grad(x, dy)) as one kernel. */
 Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
   Kernel *k = kernel_new(n->id);
   zero_uncovered(k, n);
@@ -201,7 +206,9 @@ Kernel *kernel_maxpool_grad(const Graph *g, const Node *n) {
   KExpr *pixel = window_elem(&wd, wd.cell, k_index(k, wd.nc), &inner);
   KExpr *d = k_binary(k, KB_SUB, k_localv(k, at), window_pos(&wd)); /* an integer: 0 at the maximum */
   KExpr *here = k_binary(k, KB_SUB, k_const(k, 0.5), k_binary(k, KB_MUL, d, d));
-  k_store(k, inner, n->id, pixel, k_select(k, here, dy, k_const(k, 0)), pool_grad_adds(n));
+  KExpr *v = k_select(k, here, dy, k_const(k, 0));
+  if (n->attr.i[2]) v = k_select(k, k_load(k, n->in[0], pixel, false), v, k_const(k, 0));
+  k_store(k, inner, n->id, pixel, v, pool_grad_adds(n));
   return k;
 }
 
