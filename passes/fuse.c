@@ -289,7 +289,7 @@ static void program_swap(Program *a, Program *b) {
 }
 
 /* Fusion keeps a fused value's inputs alive until its reader runs, and
- * first-fit placement is sensitive to what it places, so a fused program's
+ * greedy placement is sensitive to what it places, so a fused program's
  * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
  * hold for what is built, so p becomes the widest fusion of all,
  * forward-only, backward-only, none, whose arena is no larger than the

@@ -4,8 +4,9 @@
  * Memory: each computed value lives from the step that writes it to the last
  * step that reads it (loss and prediction until the end, since the runtime
  * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
- * may share. Placement is greedy first-fit in order of definition, so the
- * workspace peak is known exactly at compile time. A view (reshape, slice)
+ * may share. Placement is greedy (the better of first fit in order of
+ * definition and largest first), so the workspace peak is known exactly at
+ * compile time, and so is how far it is above the most bytes alive at once. A view (reshape, slice)
  * has no step and no storage: it reads its source's, which lives as long as
  * the view's readers. */
 #include "internal.h"
@@ -215,7 +216,7 @@ static int *order_by_end(const Interval *iv, int n) {
 
 /* First fit of every interval (in order of first step) against the
  * intervals alive at its first step; returns the peak. */
-static uint64_t place_intervals(Interval *iv, int n) {
+static uint64_t place_first_fit(Interval *iv, int n) {
   FitNode *t = xmalloc((size_t)(n + 1) * sizeof *t);
   int *by_end = order_by_end(iv, n), root = -1, expired = 0;
   uint64_t peak = 0;
@@ -242,6 +243,86 @@ static uint64_t place_intervals(Interval *iv, int n) {
   free(by_end);
   free(t);
   return peak;
+}
+
+/* ---- largest first ----
+ * First fit in order of definition leaves holes: a 12.8 MB value freed
+ * between two smaller ones that outlive it is no use to the next 12.8 MB
+ * value. Placing the largest values first, each at the smallest gap among
+ * the values already placed that it overlaps in time (best fit), packs
+ * closer to the most bytes alive at any step (Pisarchyk and Lee's greedy
+ * by size). It compares every pair, so it runs only on programs of up to
+ * BY_SIZE_LIMIT intervals; program_plan_memory keeps the smaller plan. */
+enum { BY_SIZE_LIMIT = 1024 };
+
+static int larger_first(const void *a, const void *b) {
+  const Interval *x = *(Interval *const *)a, *y = *(Interval *const *)b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1;
+  return x->start != y->start ? x->start - y->start : (x < y ? -1 : x > y);
+}
+
+static bool overlap_in_time(const Interval *a, const Interval *b) { return a->start <= b->end && b->start <= a->end; }
+
+/* Where `x` goes among `placed` (sorted by offset): the smallest gap
+ * between the ones it overlaps in time that it fits in, else above them. */
+static uint64_t best_gap(Interval *const *placed, int n, const Interval *x) {
+  uint64_t end = 0, best = UINT64_MAX, best_width = UINT64_MAX;
+  for (int i = 0; i < n; i++) {
+    if (!overlap_in_time(placed[i], x)) continue;
+    uint64_t width = placed[i]->offset > end ? placed[i]->offset - end : 0;
+    if (width >= x->size && width < best_width) best = end, best_width = width;
+    if (placed[i]->offset + placed[i]->size > end) end = placed[i]->offset + placed[i]->size;
+  }
+  return best != UINT64_MAX ? best : end;
+}
+
+static uint64_t place_by_size(Interval *iv, int n) {
+  Interval **order = xmalloc((size_t)(n + 1) * sizeof *order), **placed = xmalloc((size_t)(n + 1) * sizeof *placed);
+  for (int i = 0; i < n; i++) order[i] = &iv[i];
+  qsort(order, (size_t)n, sizeof *order, larger_first);
+  uint64_t peak = 0;
+  for (int i = 0; i < n; i++) {
+    Interval *x = order[i];
+    x->offset = best_gap(placed, i, x);
+    if (x->offset + x->size > peak) peak = x->offset + x->size;
+    int at = i; /* keep `placed` sorted by offset */
+    while (at > 0 && placed[at - 1]->offset > x->offset) at--;
+    memmove(placed + at + 1, placed + at, (size_t)(i - at) * sizeof *placed);
+    placed[at] = x;
+  }
+  free(order);
+  free(placed);
+  return peak;
+}
+
+/* The smaller of the two placements (first fit on a tie: it is the one
+ * larger programs get); largest first is not tried where first fit already
+ * needs no more than the most bytes alive at one step. */
+static uint64_t place(Interval *iv, int n, uint64_t most_alive) {
+  uint64_t first_fit = place_first_fit(iv, n);
+  if (n > BY_SIZE_LIMIT || first_fit == most_alive) return first_fit;
+  Interval *by_size = xmalloc((size_t)(n + 1) * sizeof *by_size);
+  memcpy(by_size, iv, (size_t)n * sizeof *iv);
+  uint64_t sized = place_by_size(by_size, n);
+  if (sized < first_fit) memcpy(iv, by_size, (size_t)n * sizeof *iv);
+  free(by_size);
+  return sized < first_fit ? sized : first_fit;
+}
+
+/* The most bytes alive at one step: no placement needs fewer. */
+static uint64_t most_alive(const Interval *iv, int n) {
+  int steps = 0;
+  for (int i = 0; i < n; i++)
+    if (iv[i].end + 1 > steps) steps = iv[i].end + 1;
+  int64_t *change = xcalloc((size_t)steps + 1, sizeof *change); /* bytes born less bytes dead, per step */
+  for (int i = 0; i < n; i++) change[iv[i].start] += (int64_t)iv[i].size, change[iv[i].end + 1] -= (int64_t)iv[i].size;
+  uint64_t alive = 0, most = 0;
+  for (int s = 0; s < steps; s++) {
+    alive += (uint64_t)change[s];
+    if (alive > most) most = alive;
+  }
+  free(change);
+  return most;
 }
 
 /* Forward values still alive when backward() starts: what forward stores. */
@@ -272,7 +353,8 @@ void program_plan_memory(Program *p) {
   const Graph *g = p->g;
   int n;
   Interval *iv = lifetimes(p, &n);
-  p->activation_bytes = place_intervals(iv, n);
+  p->most_alive_bytes = most_alive(iv, n);
+  p->activation_bytes = place(iv, n, p->most_alive_bytes);
   p->stored_bytes = stored_bytes(iv, n, p->n_forward);
   free(p->live_until); /* a program is planned again after FUSE's trial */
   p->live_until = xmalloc((size_t)g->n * sizeof *p->live_until);

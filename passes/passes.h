@@ -97,6 +97,8 @@ typedef struct {
   uint64_t rng_key_offset, training_offset; /* dropout's key (u64) and train flag (f32) */
   uint64_t activation_offset, activation_bytes; /* peak of the planned workspace */
   uint64_t stored_bytes;     /* activations forward() leaves alive for backward() */
+  uint64_t most_alive_bytes; /* the most activation bytes alive at one step: the
+                                least activation_bytes any placement could reach */
   uint64_t arena_bytes;      /* the planned peak: the arena's high-water mark */
   /* The runtime's one buffer of GEMM operands rounded to bf16, outside the
    * arena (node_bf16_operand_bytes: its largest GEMM's): under precision
@@ -191,7 +193,7 @@ void program_lower_kernels(Program *p);
  * steps dropped. */
 void program_fuse_widest(Program *p);
 /* SCHEDULE: every computed value's place in the activation region from its
- * lifetime (memplan.c); live_until, stored_bytes, arena_bytes. Nothing to
+ * lifetime (memplan.c); live_until, stored_bytes, most_alive_bytes, arena_bytes. Nothing to
  * do when the steps have not changed since the last plan (FUSE plans the
  * programs it compares). */
 void program_plan_memory(Program *p);

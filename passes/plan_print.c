@@ -120,7 +120,7 @@ static bool listed(const Plan *pl, int v) {
 }
 
 typedef struct {
-  uint64_t params, grads, inputs, stored, workspace, optimizer, bf16, operands, arena, total;
+  uint64_t params, grads, inputs, stored, workspace, most_alive, optimizer, bf16, operands, arena, total;
 } PeakParts;
 
 static PeakParts peak_parts(const Plan *pl) {
@@ -131,6 +131,7 @@ static PeakParts peak_parts(const Plan *pl) {
       .inputs = p->activation_offset - p->input_offset, /* inputs and the loss-seed slot */
       .stored = p->stored_bytes,
       .workspace = p->activation_bytes - p->stored_bytes,
+      .most_alive = p->most_alive_bytes,
       .optimizer = pl->optimizer_bytes,
       .bf16 = pl->bf16_bytes,
       .operands = pl->operand_bytes,
@@ -151,6 +152,18 @@ static double step_seconds(const Plan *pl) {
 static double overhead(const Plan *pl) {
   double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
   return base > 0 ? recompute_cost(pl->recompute_seconds, pl->cache_credit) / base : 0;
+}
+
+/* How close the placement of the activations (stored and workspace) came
+ * to the most bytes alive at one step, which no placement can go below. */
+static void print_placement(FILE *out, const PeakParts *pp) {
+  char b1[32], b2[32];
+  uint64_t placed = pp->stored + pp->workspace;
+  if (placed == pp->most_alive)
+    fprintf(out, "  (activations placed in %s: the most alive at one step, no gaps)\n", format_bytes(placed, b1));
+  else
+    fprintf(out, "  (activations placed in %s; the most alive at one step is %s)\n", format_bytes(placed, b1),
+            format_bytes(pp->most_alive, b2));
 }
 
 /* What `freeze` saves: the frozen parameters have no gradients and no
@@ -230,6 +243,7 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
     if (rows[i].bytes || !rows[i].only_if_any)
       fprintf(out, "  %-24s %12llu  %s\n", rows[i].what, (unsigned long long)rows[i].bytes, format_bytes(rows[i].bytes, b));
+  print_placement(out, &pp);
   print_frozen(out, pl);
   print_head(out, pl);
   double total = step_flops(pl);
@@ -299,10 +313,11 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   free(fate);
   PeakParts pp = peak_parts(pl);
   fprintf(out, "\n ],\n \"peak\": {\"parameters\": %llu, \"gradients\": %llu, \"inputs\": %llu, \"stored_activations\": %llu, "
-          "\"backward_workspace\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"bf16_parameters\": %llu, "
+          "\"backward_workspace\": %llu, \"most_alive_activations\": %llu, \"arena\": %llu, \"optimizer_state\": %llu, \"bf16_parameters\": %llu, "
           "\"bf16_operands\": %llu, \"total\": %llu},\n",
           (unsigned long long)pp.params, (unsigned long long)pp.grads, (unsigned long long)pp.inputs,
-          (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.arena,
+          (unsigned long long)pp.stored, (unsigned long long)pp.workspace, (unsigned long long)pp.most_alive,
+          (unsigned long long)pp.arena,
           (unsigned long long)pp.optimizer, (unsigned long long)pp.bf16, (unsigned long long)pp.operands,
           (unsigned long long)pp.total);
   if (w->loss_head >= 0) {

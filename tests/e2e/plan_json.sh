@@ -57,14 +57,17 @@ for v in d["values"]:
     assert (v["decision"] == "STORE bf16") <= (v["stage_mode"] == "BF16" and d["compress"] == "bf16"), v
     assert 1 <= v["stage"] <= d["stages"]
 p = d["peak"]
-assert set(p) == {"parameters", "gradients", "inputs", "stored_activations", "backward_workspace", "arena",
-                  "optimizer_state", "bf16_parameters", "bf16_operands", "total"}, sorted(p)
+assert set(p) == {"parameters", "gradients", "inputs", "stored_activations", "backward_workspace",
+                  "most_alive_activations", "arena", "optimizer_state", "bf16_parameters", "bf16_operands",
+                  "total"}, sorted(p)
 assert all(isinstance(x, int) and x >= 0 for x in p.values())
 assert p["total"] == p["arena"] + p["optimizer_state"] + p["bf16_parameters"] + p["bf16_operands"]
 # operands are rounded only by recomputed GEMMs under compress (fp32 here)
 assert (p["bf16_operands"] > 0) <= (d["compress"] == "bf16" and
                                     any(v["op"] in ("matmul", "bmm") and v["decision"] == "RECOMPUTE" for v in d["values"])), p
 assert p["arena"] == p["parameters"] + p["gradients"] + p["inputs"] + p["stored_activations"] + p["backward_workspace"]
+# no placement of the activations needs fewer bytes than are alive at once
+assert p["stored_activations"] <= p["most_alive_activations"] <= p["stored_activations"] + p["backward_workspace"], p
 assert set(d["flops"]) == {"forward", "backward", "recompute"}
 t = d["seconds"]
 assert set(t) == {"forward", "backward", "recompute", "update", "step", "cache_credit"}, t

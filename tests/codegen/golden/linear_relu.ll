@@ -37,7 +37,7 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.23 = private unnamed_addr constant [7 x i8] c"sum_to\00"
 @.str.24 = private unnamed_addr constant [7 x i8] c"matmul\00"
 @kernel_sites = internal constant [13 x %trc_kernel_site] [%trc_kernel_site { ptr @.str.9, ptr null, i32 5, double 0x3E91A480802B8553, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.10, ptr @.str.11, i32 5, double 0x3E914C45FDEFD1F1, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.12, ptr null, i32 6, double 0x3E915F4230139FE3, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.13, ptr @.str.14, i32 6, double 0x3E91312F0F417542, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.15, ptr null, i32 7, double 0x3E9183146DF1A4EA, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.16, ptr @.str.17, i32 7, double 0x3E912F11F0E7BA8C, double 0.000000e+00, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.18, ptr null, i32 7, double 0.000000e+00, double 0x3E915FD6AF8E80E1, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.19, ptr null, i32 6, double 0.000000e+00, double 0x3E9125C0B64401A0, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.20, ptr null, i32 6, double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.21, ptr null, i32 6, double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.22, ptr null, i32 5, double 0.000000e+00, double 0x3E914EA1078FAD7B, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.23, ptr null, i32 5, double 0.000000e+00, double 0x3E913199D8F5C422, double 0.000000e+00 }, %trc_kernel_site { ptr @.str.24, ptr null, i32 5, double 0.000000e+00, double 0x3E914E095F6D308E, double 0.000000e+00 }]
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1792, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1408, i64 1088, i32 0, i32 1, i64 1216, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 13, ptr @kernel_sites, double 0x3E62A9303E5F26DF, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1664, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1600, i64 1088, i32 0, i32 1, i64 1536, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 13, ptr @kernel_sites, double 0x3E62A9303E5F26DF, %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) {
@@ -645,17 +645,17 @@ entry:
   %9 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k8(ptr %7, ptr %8, ptr %9)
   call void @trc_kernel_done(i32 2)
-  %10 = getelementptr inbounds i8, ptr %0, i64 1216
+  %10 = getelementptr inbounds i8, ptr %0, i64 1536
   %11 = getelementptr inbounds i8, ptr %0, i64 1152
   %12 = getelementptr inbounds i8, ptr %0, i64 384
   call void @k10(ptr %10, ptr %11, ptr %12)
   call void @trc_kernel_done(i32 3)
   %13 = getelementptr inbounds i8, ptr %0, i64 1152
-  %14 = getelementptr inbounds i8, ptr %0, i64 1216
+  %14 = getelementptr inbounds i8, ptr %0, i64 1536
   call void @k11(ptr %13, ptr %14)
   call void @trc_kernel_done(i32 4)
-  %15 = getelementptr inbounds i8, ptr %0, i64 1408
-  %16 = getelementptr inbounds i8, ptr %0, i64 1216
+  %15 = getelementptr inbounds i8, ptr %0, i64 1600
+  %16 = getelementptr inbounds i8, ptr %0, i64 1536
   %17 = getelementptr inbounds i8, ptr %0, i64 1024
   %18 = getelementptr inbounds i8, ptr %0, i64 1152
   call void @k12(ptr %15, ptr %16, ptr %17, ptr %18)
@@ -670,24 +670,24 @@ declare void @trc_kernel_done(i32)
 define internal void @backward(ptr %0, ptr %1) {
 entry:
   call void @trc_kernel_start()
-  %2 = getelementptr inbounds i8, ptr %0, i64 1472
-  %3 = getelementptr inbounds i8, ptr %0, i64 1216
+  %2 = getelementptr inbounds i8, ptr %0, i64 1408
+  %3 = getelementptr inbounds i8, ptr %0, i64 1536
   %4 = getelementptr inbounds i8, ptr %0, i64 1024
   %5 = getelementptr inbounds i8, ptr %0, i64 1152
   %6 = getelementptr inbounds i8, ptr %0, i64 1088
   call void @k14(ptr %2, ptr %3, ptr %4, ptr %5, ptr %6)
   call void @trc_kernel_done(i32 6)
   %7 = getelementptr inbounds i8, ptr %0, i64 832
-  %8 = getelementptr inbounds i8, ptr %0, i64 1472
+  %8 = getelementptr inbounds i8, ptr %0, i64 1408
   call void @k15(ptr %7, ptr %8)
   call void @trc_kernel_done(i32 7)
-  %9 = getelementptr inbounds i8, ptr %0, i64 1536
-  %10 = getelementptr inbounds i8, ptr %0, i64 1472
+  %9 = getelementptr inbounds i8, ptr %0, i64 1152
+  %10 = getelementptr inbounds i8, ptr %0, i64 1408
   %11 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k16(ptr %9, ptr %10, ptr %11)
   call void @trc_kernel_done(i32 8)
   %12 = getelementptr inbounds i8, ptr %0, i64 704
-  %13 = getelementptr inbounds i8, ptr %0, i64 1472
+  %13 = getelementptr inbounds i8, ptr %0, i64 1408
   %14 = getelementptr inbounds i8, ptr %0, i64 1280
   call void @k17(ptr %12, ptr %13, ptr %14)
   call void @trc_kernel_done(i32 9)
@@ -699,17 +699,17 @@ bucket_ready:                                     ; preds = %entry
   br label %16
 
 16:                                               ; preds = %bucket_ready, %entry
-  %17 = getelementptr inbounds i8, ptr %0, i64 1664
+  %17 = getelementptr inbounds i8, ptr %0, i64 1408
   %18 = getelementptr inbounds i8, ptr %0, i64 1280
-  %19 = getelementptr inbounds i8, ptr %0, i64 1536
+  %19 = getelementptr inbounds i8, ptr %0, i64 1152
   call void @k18(ptr %17, ptr %18, ptr %19)
   call void @trc_kernel_done(i32 10)
   %20 = getelementptr inbounds i8, ptr %0, i64 640
-  %21 = getelementptr inbounds i8, ptr %0, i64 1664
+  %21 = getelementptr inbounds i8, ptr %0, i64 1408
   call void @k19(ptr %20, ptr %21)
   call void @trc_kernel_done(i32 11)
   %22 = getelementptr inbounds i8, ptr %0, i64 448
-  %23 = getelementptr inbounds i8, ptr %0, i64 1664
+  %23 = getelementptr inbounds i8, ptr %0, i64 1408
   %24 = getelementptr inbounds i8, ptr %0, i64 896
   call void @k20(ptr %22, ptr %23, ptr %24)
   call void @trc_kernel_done(i32 12)
@@ -732,7 +732,7 @@ entry:
   store double 0.000000e+00, ptr %loss_sum, align 8
   %1 = call ptr @trc_step_arena(ptr %0)
   %loss_seed = getelementptr inbounds i8, ptr %1, i64 1088
-  %loss = getelementptr inbounds i8, ptr %1, i64 1408
+  %loss = getelementptr inbounds i8, ptr %1, i64 1600
   %2 = call i64 @trc_step_micro_batches(ptr %0)
   %3 = call i32 @trc_step_averages_gradients(ptr %0)
   %4 = icmp ne i32 %3, 0
