@@ -104,6 +104,7 @@ static inline LLVMValueRef at(Gen *g, LLVMValueRef a, uint64_t offset) {
 typedef struct {
   LLVMBasicBlockRef pre, head, exit;
   LLVMValueRef i, bound;
+  LLVMValueRef latch; /* the branch back to head, set by llvm_loop_end */
 } Loop;
 
 /* Opens the loop and returns i; a bound not known to be positive is tested

@@ -444,6 +444,9 @@ struct KStmt {
   bool accumulate;
   bool parallel; /* KS_FOR at a kernel's top level: its iterations are
                     independent (kernel_mark_parallel) */
+  bool short_row; /* KS_FOR: the short row that makes its kernel's
+                     short_rows (below): the loop to vectorize whatever its
+                     trip count */
 };
 
 struct Kernel {

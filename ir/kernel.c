@@ -70,7 +70,7 @@ KStmt *k_for_bounded(Kernel *k, KStmt *parent, int64_t extent, KExpr *limit, int
     diag_internal_error("a loop bound that is not an integer expression of loop variables");
   KStmt *s = k_for(k, parent, extent, var);
   s->limit = limit;
-  k->short_rows = true; /* a row that ends at run time ends in a tail */
+  s->short_row = k->short_rows = true; /* a row that ends at run time ends in a tail */
   return s;
 }
 

@@ -94,6 +94,7 @@ static Windows windows_open(Kernel *k, const Shape *img, const Attr *a, bool cha
     l = k_for(k, l, wd.oh_n, &wd.oh);
     wd.cell = k_for(k, l, wd.ow_n, &wd.ow);
   }
+  wd.cell->short_row = true;
   return wd;
 }
 
