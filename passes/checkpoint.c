@@ -1489,9 +1489,10 @@ Plan *plan_checkpoints(const Graph *g, CheckpointSpec spec, const MachineProfile
   Plan *pl = plan_fitting(g, spec, m, o, &least, NULL);
   if (!pl) {
     char b1[32], b2[32];
-    diag_file_error(diag, g->source_path, "%s %s is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
+    diag_file_error(diag, g->source_path,
+                    "%s %s (%llu bytes) is below the smallest peak trainc can plan for this model: %s (%llu bytes)",
                     spec.policy == CKPT_AUTO ? "checkpoint auto: memory" : "budget", format_bytes(spec.budget, b1),
-                    format_bytes(least, b2), (unsigned long long)least);
+                    (unsigned long long)spec.budget, format_bytes(least, b2), (unsigned long long)least);
   }
   return pl;
 }
