@@ -325,9 +325,9 @@ static int parse_options(int argc, char **argv, Options *o) {
   }
   if (o->sweep && dump_needs_plan(o)) return usage_error("--dump=%s shows one plan, not a --sweep", o->dump);
   if (o->memory && (!parse_size(o->memory, &o->memory_bytes) || o->memory_bytes == 0))
-    return usage_error("--memory takes a size such as 16GiB or 512MiB, not '%s'", o->memory);
+    return usage_error("--memory takes a whole number of bytes such as 16GiB or 512MiB, not '%s'", o->memory);
   if (o->bucket && (!parse_size(o->bucket, &o->bucket_bytes) || o->bucket_bytes == 0))
-    return usage_error("--bucket takes a size such as 256KiB or 4MiB, not '%s'", o->bucket);
+    return usage_error("--bucket takes a whole number of bytes such as 256KiB or 4MiB, not '%s'", o->bucket);
   if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--bucket goes with emit and build");
   if (o->loss_head && !parse_loss_head(o->loss_head, &o->head_chunk))
@@ -565,7 +565,7 @@ static bool checkpoint_spec(const Options *o, const Graph *g, CheckpointSpec *sp
   if (o->budget) {
     spec->policy = CKPT_BUDGET;
     if (!parse_size(o->budget, &spec->budget) || spec->budget == 0) {
-      usage_error("--budget takes a size such as 64MiB or 1.5GB, not '%s'", o->budget);
+      usage_error("--budget takes a whole number of bytes such as 64MiB or 1.5GB, not '%s'", o->budget);
       return false;
     }
   }

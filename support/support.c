@@ -412,9 +412,7 @@ bool parse_size(const char *text, uint64_t *bytes) {
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
     if (strcmp(end, units[i].name) != 0) continue;
     double b = v * units[i].scale;
-    /* a fraction of a unit is whole bytes, rounded down (a size is a
-     * limit: 9.4MiB is 9856614 bytes); of a byte it is no size */
-    if (!(b < 9007199254740992.0) || (units[i].scale == 1 && b != (double)(uint64_t)b)) return false;
+    if (!(b < 9007199254740992.0) || b != (double)(uint64_t)b) return false;
     *bytes = (uint64_t)b;
     return true;
   }

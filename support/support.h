@@ -138,8 +138,7 @@ static inline int diag_count(const Diag *d) { return d->errors; }
 /* Formats a byte count the way plans show it: "64.0 MiB", "512 B". */
 const char *format_bytes(uint64_t bytes, char buf[32]);
 /* Reads "64MiB", "1.5GB", "4096" (bytes; units B KB MB GB KiB MiB GiB TiB, as
- * in model files): a fraction of a unit rounded down to whole bytes ("9.4MiB"
- * is 9856614). False unless the whole text is such a size (not "1.5" bytes). */
+ * in model files). False unless the whole text is a whole number of bytes. */
 bool parse_size(const char *text, uint64_t *bytes);
 
 #endif
