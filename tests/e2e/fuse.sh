@@ -72,7 +72,9 @@ fail=0 total=0
 for case in "${cases[@]}"; do
   model=${case%=*} data=$work/${case#*=} name=$(basename "${case%=*}" .nn)
   fused=$("$trainc" check "$model" --dump=schedule | grep -c '^  fused ' || true)
-  total=$((total + fused))
+  pooled=$("$trainc" check "$model" --dump=pool | grep -c ' = maxpool_grad .*relu}' || true) # the pool pass's
+  total=$((total + fused + pooled))
+  fused="$fused values and $pooled relu gradients"
   for build in "${builds[@]}"; do
     flags=() && [[ $build == scalar ]] && flags=("${scalar_flags[@]}")
     for mode in fused plain; do
