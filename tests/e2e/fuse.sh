@@ -88,12 +88,12 @@ for case in "${cases[@]}"; do
     done
   done
   if ! cmp -s "$work/$name.fused.scalar" "$work/$name.plain.scalar"; then
-    echo "FAIL: $name: $fused values fused; different weights fused and unfused (scalar math)"
+    echo "FAIL: $name: $fused fused; different weights fused and unfused (scalar math)"
     fail=1
   elif [[ ${builds[*]} != *default* ]] || cmp -s "$work/$name.fused.default" "$work/$name.plain.default"; then
-    echo "$name: $fused values fused; the same weights fused and unfused"
+    echo "$name: $fused fused; the same weights fused and unfused"
   elif diff=$(within_bound "$work/$name.fused.default" "$work/$name.plain.default"); then
-    echo "$name: $fused values fused; the same weights with scalar math, one step within $diff with libmvec"
+    echo "$name: $fused fused; the same weights with scalar math, one step within $diff with libmvec"
   else
     echo "FAIL: $name: fused and unfused steps differ by $diff of the largest with libmvec"
     fail=1
