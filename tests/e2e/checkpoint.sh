@@ -86,7 +86,7 @@ for arg in "$@"; do
     echo "FAIL: $name: a 1 KiB budget was accepted"
     fail=1
   fi
-  grep -q "error: budget 1.0 KiB is below the smallest peak trainc can plan for this model: .* ([0-9]* bytes)" "$work/impossible.out" ||
+  grep -q "error: budget 1.0 KiB (1024 bytes) is below the smallest peak trainc can plan for this model: .* ([0-9]* bytes)" "$work/impossible.out" ||
     { echo "FAIL: $name: unexpected message for an impossible budget:"; cat "$work/impossible.out"; fail=1; }
 done
 exit $fail
