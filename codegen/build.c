@@ -204,6 +204,18 @@ static const char calibration_source[] =
     "    for (int64_t j = 0; j < CHUNK; j++) y[c * CHUNK + j] = expf(x[c * CHUNK + j]); }\n"
     "static void exps(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; exp_chunks(io[0], io[1], lo, hi); }\n"
     "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
+    "/* A 2x2 max-pool over WINDOW's images (planes of 28x28), as the C backend\n"
+    " * prints kernel_maxpool (codegen.golden.short_rows has its gradient) */\n"
+    "TRC_SHORT_ROWS static void window_chunks(float *restrict out, const float *restrict in0, int64_t lo, int64_t hi) {\n"
+    "  for (int64_t i0 = lo; i0 < hi; i0++)\n"
+    "    for (int64_t i1 = 0; i1 < 14; i1++)\n"
+    "      for (int64_t i2 = 0; i2 < 14; i2++) {\n"
+    "        float t0 = (-INFINITY);\n"
+    "        for (int64_t i3 = 0; i3 < 2; i3++)\n"
+    "          for (int64_t i4 = 0; i4 < 2; i4++)\n"
+    "            t0 = trc_maxf(t0, in0[((((i0 * 28) + ((i1 * 2) + i3)) * 28) + ((i2 * 2) + i4))]);\n"
+    "        out[((((i0 * 14) + i1) * 14) + i2)] = t0; } }\n"
+    "static void windows(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; window_chunks(io[1], io[0], lo, hi); }\n"
     "/* Fused attention forward and backward on shape s (ATT_*: calibrate_machine's). */\n"
     "static double attention(const long long *s, float *x) {\n"
     "  const int64_t n = s[0] * s[1] * s[2];\n"
@@ -228,7 +240,8 @@ static const char calibration_source[] =
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, math = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, math = 1e30, window = 1e30;\n"
+    "  const int64_t planes = WINDOW[0] * WINDOW[1];\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
     "    trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
@@ -247,6 +260,8 @@ static const char calibration_source[] =
     "    t = attention(ATT_B, (float *)arena); if (t < att_b) att_b = t;\n"
     "    t = conv((float *)arena); if (t < convs) convs = t;\n"
     "    t = now(); trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){b, c}); t = now() - t; if (t < math) math = t;\n"
+    "    t = now(); trc_parallel_for(planes, windows, (float *[2]){(float *)arena, (float *)arena + planes * 784});\n"
+    "    t = now() - t; if (t < window) window = t;\n"
     "  }\n"
     "  /* the convolutions' arithmetic: their time less their reorders at the bandwidth */\n"
     "  double conv_rate = CONV_FLOPS / (convs - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
@@ -259,10 +274,11 @@ static const char calibration_source[] =
     "  if (!(att_rate > 0)) att_rate = ATT_FLOPS[0] / att_a;\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
     "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
-    "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\n\", trc_threads(),\n"
+    "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\nwindow_accesses = %g\\n\",\n"
+    "         trc_threads(),\n"
     "         2.0 * n * n * n / gemm, 2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
     "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
-    "         SMALL / math);\n"
+    "         SMALL / math, WINDOW_ACCESSES / window);\n"
     "  return 0;\n}\n";
 
 /* The calibration program's two attention shapes (GPT-2's one sequence of
@@ -295,6 +311,23 @@ static bool write_conv_shape(FILE *f) {
                  3 * conv_reorder_bytes(&d)) > 0;
 }
 
+/* The calibration program's max-pool (fashion_cnn's first, at 32 images:
+ * [32, 32, 28, 28] in 2x2 windows) and its accesses as the cost model
+ * counts them (kernel_window_accesses of kernel_maxpool). */
+static bool write_window_shape(FILE *f) {
+  Graph *g = graph_new();
+  int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
+  g->nodes[x].dtype = DT_F32;
+  g->nodes[x].shape = (Shape){.rank = 4, .dim = {32, 32, 28, 28}};
+  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL);
+  Kernel *k = op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
+  double accesses = kernel_window_accesses(k);
+  kernel_free(k);
+  graph_free(g);
+  return fprintf(f, "static const long long WINDOW[4] = {32, 32, 28, 28};\n"
+                    "static const double WINDOW_ACCESSES = %.17g;\n", accesses) > 0;
+}
+
 /* Runs the built calibration program and parses the profile it prints. */
 static bool measure(const char *exe, const char *out, const BuildOptions *opt, MachineProfile *profile, Diag *diag) {
   Argv a = {0};
@@ -317,7 +350,7 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
-  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && fputs(calibration_source, f) >= 0;
+  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_shape(f) && fputs(calibration_source, f) >= 0;
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

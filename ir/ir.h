@@ -475,6 +475,12 @@ int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
  * bounded at run time counted at its extent, the most it runs): the cost
  * model prices them apart from the FLOPs (MachineProfile.math_calls). */
 double kernel_math_calls(const Kernel *k);
+/* The loads and stores a window kernel makes in its rows of windows (the
+ * short_row loops of a fixed extent, ops/images.c): a load that two
+ * statements of one loop body share counts once. Such rows of 7 or 14
+ * cells vectorize poorly, so the cost model prices these accesses at a
+ * calibrated rate (MachineProfile.window_accesses), not as FLOPs. */
+double kernel_window_accesses(const Kernel *k);
 
 /* Builders, for op kernels in ir/ops/ and for tests. */
 Kernel *kernel_new(int node);

@@ -290,3 +290,50 @@ static double stmts_math_calls(KStmt *const *body, int n) {
 }
 
 double kernel_math_calls(const Kernel *k) { return k ? stmts_math_calls(k->body, k->nbody) : 0; }
+
+/* ---- window accesses ---- */
+
+typedef struct {
+  const KExpr **loads;
+  int n, cap;
+} LoadSet;
+
+/* The loads of e not yet in `seen`, added to it. */
+static double new_loads(const KExpr *e, LoadSet *seen) {
+  if (!e) return 0;
+  double count = new_loads(e->a, seen) + new_loads(e->b, seen) + new_loads(e->c, seen);
+  if (e->kind != KE_LOAD) return count;
+  for (int i = 0; i < seen->n; i++)
+    if (seen->loads[i] == e) return count;
+  VEC_PUSH(seen->loads, seen->n, seen->cap, e);
+  return count + 1;
+}
+
+/* Accesses of one run of body: its statements' distinct loads and its
+ * stores, and its loops' at their extents. */
+static double body_accesses(KStmt *const *body, int n) {
+  LoadSet seen = {0};
+  double count = 0;
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (s->kind == KS_FOR) count += (double)s->extent * body_accesses(s->body, s->nbody);
+    else count += new_loads(s->index, &seen) + new_loads(s->value, &seen) + (s->kind == KS_STORE);
+  }
+  free(seen.loads);
+  return count;
+}
+
+/* A row of windows: a short row of a fixed extent (a bounded row is a
+ * causal softmax's columns, long rows that vectorize). */
+static double stmts_window_accesses(KStmt *const *body, int n) {
+  double count = 0;
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if (s->kind != KS_FOR) continue;
+    if (s->short_row && !s->limit) count += (double)s->extent * body_accesses(s->body, s->nbody);
+    else count += (double)s->extent * stmts_window_accesses(s->body, s->nbody);
+  }
+  return count;
+}
+
+double kernel_window_accesses(const Kernel *k) { return k ? stmts_window_accesses(k->body, k->nbody) : 0; }

@@ -57,7 +57,7 @@ static bool recomputed_rounded(bool rounds, const Node *n) {
 static double recompute_seconds(const Plan *pl, const Graph *g, const Node *n) {
   Node copy = *n;
   copy.rounded = recomputed_rounded(pl->rounded, n);
-  return node_seconds_counted(g, &copy, pl->math_calls[n->id], &pl->profile);
+  return node_seconds_counted(g, &copy, pl->loop_work[n->id], &pl->profile);
 }
 
 /* cut[v]: no forward edge u -> w with u < v < w among computed values. */
@@ -1433,8 +1433,8 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   pl->packable = xcalloc((size_t)g->n_forward, sizeof *pl->packable);
   pl->packed = xcalloc((size_t)g->n_forward, sizeof *pl->packed);
   pl->kept_back = xcalloc((size_t)g->n_forward, sizeof *pl->kept_back);
-  pl->math_calls = xmalloc((size_t)g->n_forward * sizeof *pl->math_calls + 1);
-  for (int v = 0; v < g->n_forward; v++) pl->math_calls[v] = node_math_calls(g, &g->nodes[v]);
+  pl->loop_work = xmalloc((size_t)g->n_forward * sizeof *pl->loop_work + 1);
+  for (int v = 0; v < g->n_forward; v++) pl->loop_work[v] = node_loop_work(g, &g->nodes[v]);
   return pl;
 }
 
@@ -1518,6 +1518,6 @@ void plan_free(Plan *pl) {
   free(pl->packable);
   free(pl->packed);
   free(pl->kept_back);
-  free(pl->math_calls);
+  free(pl->loop_work);
   free(pl);
 }

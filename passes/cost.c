@@ -15,14 +15,15 @@ MachineProfile profile_default(void) {
    * 3.5-3.9e11, loops 0.99-1.38e11, 3.0-4.0e10 bytes/s from memory and
    * 0.95-1.33e11 from the cache, 0.17-0.27 us a dispatch, attention
    * 1.51-1.62e11 plus 5.6-8.4 us a block; added later, three runs each:
-   * convolutions 2.42-2.48e11, libmvec's expf 3.4-4.0e9 calls a second).
+   * convolutions 2.42-2.48e11, libmvec's expf 3.4-4.0e9 calls a second,
+   * a max-pool's rows of windows 1.05-1.23e10 accesses a second).
    * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
-                          .math_calls = 3.86e9};
+                          .math_calls = 3.86e9, .window_accesses = 1.2e10};
 }
 
 static const struct {
@@ -41,10 +42,11 @@ static const struct {
     {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true},
     {"conv_flops", offsetof(MachineProfile, conv_flops), true},
     {"math_calls", offsetof(MachineProfile, math_calls), true},
+    {"window_accesses", offsetof(MachineProfile, window_accesses), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
-       MATH_CALLS_KEY = 10 };
+       MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -82,7 +84,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
-                 "attention_block_seconds, conv_flops, math_calls (each once)");
+                 "attention_block_seconds, conv_flops, math_calls, window_accesses (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -99,6 +101,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[ATTENTION_BLOCK_KEY]) p->attention_block_seconds = d.attention_block_seconds;
   if (!seen[CONV_FLOPS_KEY]) p->conv_flops = p->gemm_flops * d.conv_flops / d.gemm_flops;
   if (!seen[MATH_CALLS_KEY]) p->math_calls = p->loop_flops * d.math_calls / d.loop_flops;
+  if (!seen[WINDOW_ACCESSES_KEY]) p->window_accesses = p->loop_flops * d.window_accesses / d.loop_flops;
   return diag_count(diag) == errors;
 }
 
@@ -150,24 +153,32 @@ static double layout_seconds(const Graph *g, const Node *n, const MachineProfile
   return conv_reorder_bytes(&d) / m->bandwidth;
 }
 
-double node_math_calls(const Graph *g, const Node *n) {
-  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return 0;
+LoopWork kernel_loop_work(const Kernel *k) {
+  return (LoopWork){kernel_math_calls(k), kernel_window_accesses(k)};
+}
+
+LoopWork node_loop_work(const Graph *g, const Node *n) {
+  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return (LoopWork){0, 0};
   Kernel *k = op_info(n->op)->kernel(g, n);
-  double calls = kernel_math_calls(k);
+  LoopWork w = kernel_loop_work(k);
   kernel_free(k);
-  return calls;
+  return w;
+}
+
+static double loop_work_seconds(LoopWork w, const MachineProfile *m) {
+  return w.math_calls / m->math_calls + w.window_accesses / m->window_accesses;
 }
 
 /* Leaves and views run no code. */
-double node_seconds_counted(const Graph *g, const Node *n, double math_calls, const MachineProfile *m) {
+double node_seconds_counted(const Graph *g, const Node *n, LoopWork w, const MachineProfile *m) {
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double compute = compute_seconds(g, n, m) + math_calls / m->math_calls;
+  double compute = compute_seconds(g, n, m) + loop_work_seconds(w, m);
   double memory = memory_seconds(bytes_moved(g, n), m);
   return (compute > memory ? compute : memory) + layout_seconds(g, n, m) + m->kernel_overhead;
 }
 
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
-  return is_leaf(n) || node_is_view(n) ? 0 : node_seconds_counted(g, n, node_math_calls(g, n), m);
+  return is_leaf(n) || node_is_view(n) ? 0 : node_seconds_counted(g, n, node_loop_work(g, n), m);
 }
 
 /* The step whose kernel computes each node: the node itself unless it was
@@ -180,10 +191,11 @@ static int *kernel_steps(const Program *p) {
 }
 
 /* Per kernel step: its members' FLOPs, bytes (less each fused value's store
- * and load), unfused seconds, how many there are, and the math calls of
+ * and load), unfused seconds, how many there are, and the loop work of
  * its kernel (the members' statements are in it). */
 typedef struct {
-  double flops, bytes, plain, math;
+  double flops, bytes, plain;
+  LoopWork work;
   int members;
 } StepSums;
 
@@ -196,9 +208,10 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     if (is_leaf(n)) continue; /* no kernel, no FLOPs */
     s->flops += op_info(n->op)->flops(g, n);
     s->bytes += bytes_moved(g, n) - (step[i] != i ? 2.0 * (double)node_bytes(n) : 0);
-    double math = p->math_calls ? p->math_calls[i] : node_math_calls(g, n);
-    s->plain += node_seconds_counted(g, n, math, m);
-    s->math += math;
+    LoopWork w = p->loop_work ? p->loop_work[i] : node_loop_work(g, n);
+    s->plain += node_seconds_counted(g, n, w, m);
+    s->work.math_calls += w.math_calls;
+    s->work.window_accesses += w.window_accesses;
     s->members++;
   }
   return sum;
@@ -214,7 +227,8 @@ static double kernel_seconds(const Graph *g, int step, const StepSums *s, double
                              const MachineProfile *m) {
   const Node *n = &g->nodes[step];
   if (is_leaf(n) || node_is_view(n)) return 0;
-  double compute = (s->members == 1 ? compute_seconds(g, n, m) : s->flops / m->loop_flops) + s->math / m->math_calls;
+  double compute =
+      (s->members == 1 ? compute_seconds(g, n, m) : s->flops / m->loop_flops) + loop_work_seconds(s->work, m);
   cold = cold < s->bytes ? cold : s->bytes;
   double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
   if (s->members == 1 && op_calls_library(n->op))

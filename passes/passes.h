@@ -50,6 +50,15 @@ void fuse_pool_relu_grad(Graph *g);
 
 #define ARENA_ALIGN 64
 
+/* What a loop kernel does besides its FLOPs that the cost model prices at
+ * rates of its own: libm calls (kernel_math_calls) and accesses in rows of
+ * pooling windows (kernel_window_accesses). */
+typedef struct {
+  double math_calls, window_accesses;
+} LoopWork;
+
+LoopWork kernel_loop_work(const Kernel *k);
+
 /* The step schedule's gradient buckets (buckets.c): the gradient region cut
  * into contiguous ranges that together cover it, each final after one
  * backward kernel, where its all-reduce can start. */
@@ -78,7 +87,7 @@ typedef struct {
                                 backward; n_forward + n_backward: read by the
                                 runtime after backward); -1 for the others */
   Kernel **kernels;          /* per node id: its loop nest (NULL: GEMM, leaf or fused) */
-  double *math_calls;        /* per node id: kernel_math_calls of its own loop nest,
+  LoopWork *loop_work;       /* per node id: the loop_work of its own loop nest,
                                 counted when lowered (kept when fusion frees it) */
   bool memory_planned;       /* offsets and live_until are those of the steps now */
   uint64_t *scratch_offset;  /* per node id: where its node_scratch_bytes lie, a
@@ -238,6 +247,10 @@ typedef struct {
                              loop kernels (kernel_math_calls), on top of their
                              FLOPs; optional, else loop_flops times the default
                              ratio */
+  double window_accesses; /* loads and stores a second in rows of pooling
+                             windows (kernel_window_accesses), on top of their
+                             FLOPs; optional, else loop_flops times the default
+                             ratio */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
@@ -249,15 +262,15 @@ MachineProfile profile_default(void);
 bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag);
 void profile_write(FILE *out, const MachineProfile *p);
 /* Predicted seconds of one node's kernel: the slower of its FLOPs (and its
- * math calls, node_math_calls) and its memory traffic, plus the per-call
+ * loop work, node_loop_work) and its memory traffic, plus the per-call
  * overhead; 0 for leaves and views, which run no code. node_seconds builds
- * the node's kernel to count its math calls; a caller that has counted
- * them passes the count. */
+ * the node's kernel to count its loop work; a caller that has counted it
+ * passes the count. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
-double node_seconds_counted(const Graph *g, const Node *n, double math_calls, const MachineProfile *m);
-/* A loop node's expf, logf, tanhf and erff (kernel_math_calls of its
- * kernel, built for the count); 0 for other nodes. */
-double node_math_calls(const Graph *g, const Node *n);
+double node_seconds_counted(const Graph *g, const Node *n, LoopWork w, const MachineProfile *m);
+/* A loop node's work the FLOPs do not count (its kernel, built for the
+ * count); zero for other nodes. */
+LoopWork node_loop_work(const Graph *g, const Node *n);
 /* Moving bytes: at cache_bandwidth up to cache_bytes, else at bandwidth. */
 double memory_seconds(double bytes, const MachineProfile *m);
 /* Predicted seconds of each node of p->g (a new array, one per node id): a
@@ -339,7 +352,7 @@ typedef struct Plan {
   int *stage;              /* per forward id: its stage (1..), 0 for leaves and dead values */
   bool *boundary;          /* per forward id: the value that ends its stage */
   bool *cheap;             /* per forward id: recomputed when its stage is SELECT */
-  double *math_calls;      /* per forward id: node_math_calls, counted once */
+  LoopWork *loop_work;     /* per forward id: node_loop_work, counted once */
   bool *packable;          /* per forward id: stored in bf16 when its stage is BF16 */
   bool *packed;            /* per forward id: stored in bf16 (decided) */
   bool *kept_back;         /* per forward id: stored although its stage's mode

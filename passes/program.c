@@ -51,12 +51,12 @@ Program *program_steps(const Graph *g) {
 void program_lower_kernels(Program *p) {
   const Graph *g = p->g;
   p->kernels = xcalloc((size_t)g->n, sizeof(Kernel *));
-  p->math_calls = xcalloc((size_t)g->n, sizeof *p->math_calls);
+  p->loop_work = xcalloc((size_t)g->n, sizeof *p->loop_work);
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     if (op_calls_library(g->nodes[id].op)) continue;
     p->kernels[id] = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]); /* a loop, or a view's copy */
-    p->math_calls[id] = kernel_math_calls(p->kernels[id]);
+    p->loop_work[id] = kernel_loop_work(p->kernels[id]);
   }
 }
 
@@ -98,7 +98,7 @@ void program_free(Program *p) {
   if (!p) return;
   for (int i = 0; p->kernels && i < p->g->n; i++) kernel_free(p->kernels[i]);
   free(p->kernels);
-  free(p->math_calls);
+  free(p->loop_work);
   free(p->offset);
   free(p->scratch_offset);
   free(p->live_until);
