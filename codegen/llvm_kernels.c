@@ -352,6 +352,27 @@ static LLVMValueRef lane_ptr(Gen *g, LLVMValueRef lanes, LLVMValueRef l) {
   return LLVMBuildInBoundsGEP2(g->b, g->f32, lanes, &l, 1, "");
 }
 
+/* A short row (KStmt.short_row: 7 or 14 pooling windows, or a row that
+ * ends at run time) and a reduction's loop over its lanes: left to O3, the
+ * full unroller unrolls a row of 14 (or the 16 lanes) first and the
+ * vectorizer then widens the loop around it with gathers (slow on Zen 4:
+ * fashion_cnn's max-pool 1.4 ms against GCC's 0.4) or not at all (a
+ * causal softmax's sums: 5.2 ms against 2.7), and a row under 16 is never
+ * vectorized (the "tiny trip count" rule). The loop's metadata asks for it
+ * unrolled never and vectorized whatever its trip count, as TRC_SHORT_ROWS
+ * asks GCC in the C backend. */
+static void vectorize_whatever_trip_count(Gen *g, const Loop *l) {
+  LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
+  LLVMMetadataRef enable[2] = {LLVMMDStringInContext2(g->ctx, "llvm.loop.vectorize.enable", 26),
+                               LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 1, 0))};
+  LLVMMetadataRef no_unroll = LLVMMDStringInContext2(g->ctx, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef hints[3] = {self, LLVMMDNodeInContext2(g->ctx, enable, 2),
+                              LLVMMDNodeInContext2(g->ctx, &no_unroll, 1)};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->ctx, hints, 3);
+  LLVMMetadataReplaceAllUsesWith(self, loop); /* a loop's ID names itself */
+  LLVMSetMetadata(l->latch, LLVMGetMDKindIDInContext(g->ctx, "llvm.loop", 9), LLVMMetadataAsValue(g->ctx, loop));
+}
+
 /* Iterations first + l, l in [0, count), of reduction loop s, each into
  * lane l: lane[l] = lane[l] op e. */
 static void lanes_take(Gen *g, const KStmt *s, KBinaryOp op, LLVMValueRef lanes,
@@ -363,6 +384,7 @@ static void lanes_take(Gen *g, const KStmt *s, KBinaryOp op, LLVMValueRef lanes,
   LLVMValueRef e = as_float(g, expr(g, s->body[0]->value->b));
   LLVMBuildStore(g->b, combine(g, op, LLVMBuildLoad2(g->b, g->f32, p, ""), e), p);
   llvm_loop_end(g, &l);
+  vectorize_whatever_trip_count(g, &l);
 }
 
 /* Reduction loop s as ir.h's lanes define it and c_backend.c's
@@ -395,25 +417,6 @@ static void reduction(Gen *g, const KStmt *s, const KLaneSplit *ls) {
   LLVMBuildStore(g->b, v[0], t);
 }
 
-/* A short row (KStmt.short_row: 7 or 14 pooling windows, or a row that
- * ends at run time): left to O3, the full unroller unrolls a row of 14
- * first and the vectorizer then widens the loop over rows with gathers
- * (slow on Zen 4: fashion_cnn's max-pool 1.4 ms against GCC's 0.4), and a
- * row under 16 is never vectorized (the "tiny trip count" rule). The loop's
- * metadata asks for it unrolled never and vectorized whatever its trip
- * count, as TRC_SHORT_ROWS asks GCC in the C backend. */
-static void vectorize_short_row(Gen *g, const Loop *l) {
-  LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
-  LLVMMetadataRef enable[2] = {LLVMMDStringInContext2(g->ctx, "llvm.loop.vectorize.enable", 26),
-                               LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 1, 0))};
-  LLVMMetadataRef no_unroll = LLVMMDStringInContext2(g->ctx, "llvm.loop.unroll.disable", 24);
-  LLVMMetadataRef hints[3] = {self, LLVMMDNodeInContext2(g->ctx, enable, 2),
-                              LLVMMDNodeInContext2(g->ctx, &no_unroll, 1)};
-  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->ctx, hints, 3);
-  LLVMMetadataReplaceAllUsesWith(self, loop); /* a loop's ID names itself */
-  LLVMSetMetadata(l->latch, LLVMGetMDKindIDInContext(g->ctx, "llvm.loop", 9), LLVMMetadataAsValue(g->ctx, loop));
-}
-
 static void stmts(Gen *g, KStmt **body, int n) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
@@ -428,7 +431,7 @@ static void stmts(Gen *g, KStmt **body, int n) {
       g->index[s->var] = llvm_loop_begin(g, s->limit ? expr(g, s->limit) : i64c(g, s->extent), &l);
       stmts(g, s->body, s->nbody);
       llvm_loop_end(g, &l);
-      if (s->short_row) vectorize_short_row(g, &l);
+      if (s->short_row) vectorize_whatever_trip_count(g, &l);
       break;
     case KS_LOCAL:
     case KS_SET:

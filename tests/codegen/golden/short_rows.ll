@@ -139,4 +139,5 @@ done19:                                           ; preds = %done18, %entry
 !5 = distinct !{!5, !1, !2}
 !6 = distinct !{!6, !1, !2}
 !7 = distinct !{!7, !1, !2}
+!8 = distinct !{!8, !1, !2}
 [exit 0]
