@@ -6,9 +6,9 @@
  * reads them). Values whose lifetimes overlap get disjoint byte ranges; others
  * may share. Placement is greedy (the better of first fit in order of
  * definition and largest first), so the workspace peak is known exactly at
- * compile time, and so is how far it is above the most bytes alive at once. A view (reshape, slice)
- * has no step and no storage: it reads its source's, which lives as long as
- * the view's readers. */
+ * compile time, and so is how far it is above the most bytes alive at once.
+ * A view (reshape, slice) has no step and no storage: it reads its
+ * source's, which lives as long as the view's readers. */
 #include "internal.h"
 
 #include <stdlib.h>
