@@ -12,10 +12,6 @@
 
 #include <stdlib.h>
 
-static uint64_t value_bytes(const Node *n) {
-  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
-}
-
 static bool overlaps(uint64_t a, uint64_t a_len, uint64_t b, uint64_t b_len) {
   return a < b + b_len && b < a + a_len;
 }

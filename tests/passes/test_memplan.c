@@ -18,10 +18,6 @@ typedef struct {
   uint64_t lo, size;
 } Placed;
 
-static uint64_t value_bytes(const Node *n) {
-  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
-}
-
 static uint64_t aligned(uint64_t bytes) { return (bytes + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN; }
 
 static int step_node(const Program *p, int s) {

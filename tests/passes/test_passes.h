@@ -1,5 +1,6 @@
 /* test_passes.h — what the tests of the passes stage share: a CHECK that
- * counts failures and goes on, and a model file compiled up to autodiff. */
+ * counts failures and goes on, a value's bytes, and a model file compiled up
+ * to autodiff. */
 #ifndef TEST_PASSES_H
 #define TEST_PASSES_H
 
@@ -15,6 +16,11 @@ static int failures;
       fputc('\n', stderr);                                                                 \
     }                                                                                      \
   } while (0)
+
+/* A value's bytes (its shape times its element size). */
+static inline uint64_t value_bytes(const Node *n) {
+  return (uint64_t)shape_numel(&n->shape) * (uint64_t)dtype_size(n->dtype);
+}
 
 /* Parsed, lowered and differentiated; NULL (errors on stderr) when it does
  * not compile or src is NULL. Frees src. */
