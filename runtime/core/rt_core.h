@@ -33,10 +33,11 @@ static inline int trc_add_ok(uint64_t a, uint64_t b, uint64_t *out) {
 }
 
 /* The library is built for the baseline ISA; on x86-64 its hot element loops
- * (the optimizer's, initialization's normal numbers) are also compiled for
- * AVX2 and AVX-512 and picked at load time. Each element is computed by the
- * same IEEE operations in every clone (no FMA contraction in ISO C mode, no
- * reductions), so results are bitwise the same. */
+ * (the optimizer's, initialization's normal numbers, the gradients' norm)
+ * are also compiled for AVX2 and AVX-512 and picked at load time. Each
+ * element is computed by the same IEEE operations in every clone (no FMA
+ * contraction in ISO C mode; the norm's sum is written out lane by lane,
+ * an order no clone changes), so results are bitwise the same. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TRC_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else

@@ -158,7 +158,8 @@ void trc_optimizer_step(trc_optimizer *o, const trc_model *model, const trc_trai
  * whose size depends only on n, each block in NORM_LANES lanes (element i
  * of the block into lane i % NORM_LANES) added up in a fixed tree, then the
  * blocks in order: the same sum, bitwise, on any number of threads, and the
- * lanes vectorize. */
+ * lanes vectorize (built for the baseline x86-64 alone, the lanes went
+ * through memory: 26 ms for GPT-2 124M's gradients, 15 with the clones). */
 #define NORM_BLOCKS TRC_NORM_BLOCKS
 #define NORM_LANES TRC_NORM_LANES
 
@@ -168,6 +169,7 @@ typedef struct {
   double partial[NORM_BLOCKS];
 } norm_ctx;
 
+TRC_VECTOR_CLONES
 static void sum_squares(void *ctx, int64_t lo, int64_t hi) {
   norm_ctx *c = ctx;
   for (int64_t b = lo; b < hi; b++) {
