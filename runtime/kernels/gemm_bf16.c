@@ -48,6 +48,7 @@ static struct {
   int cached, cache_cap;
   char *scratchpad; /* one oneDNN scratchpad per slot */
   size_t scratchpad_cap, slot_bytes;
+  int transpose_a; /* A transposed while rounded, from n = TRANSPOSE_A_FROM_N on */
 } dnn;
 
 /* The rounded operands of a GEMM: A's copy, then B's, each padded to ALIGN
@@ -518,8 +519,33 @@ static void run_slots(void *ctx, int64_t lo, int64_t hi) {
       run_part(r, t, slot);
 }
 
+/* oneDNN 2.6 runs a transposed A on its jit gemm, a row-major one on its
+ * brgemm. With AMX, brgemm is far the faster (~550 GFLOP/s a core against
+ * ~350 on an Intel Xeon): transposing A while rounding it costs ~1 ns an
+ * element, which that repays (2n flops an element of A) from n of about
+ * 500 on (measured on gpt, n = 256, a loss, and gpt124m, n = 768, a gain).
+ * Without AMX (AVX512_BF16 alone: AMD Zen 4) the jit gemm on the
+ * transposed A ran every weight-gradient shape of the examples as fast as
+ * brgemm after the transposition or faster, by up to 30%
+ * (bench/RESULTS.md): A is never transposed there. */
+enum { TRANSPOSE_A_FROM_N = 512 };
+
+static int transposes_a(int64_t n) { return dnn.transpose_a && n >= TRANSPOSE_A_FROM_N; }
+
+/* With AMX; TRAINC_BF16_TRANSPOSE_A=1 or 0 decides instead (tests: both
+ * roundings of A on any machine). */
+static int transposing_pays(void) {
+  const char *env = getenv("TRAINC_BF16_TRANSPOSE_A");
+  if (env && *env) return strcmp(env, "0") != 0;
+  dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa(); /* a bit mask: AMX's bits all set */
+  return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+}
+
 static void prepare(int64_t slots) {
-  if (!dnn.engine) check(dnnl_engine_create(&dnn.engine, dnnl_cpu, 0), "engine");
+  if (!dnn.engine) {
+    check(dnnl_engine_create(&dnn.engine, dnnl_cpu, 0), "engine");
+    dnn.transpose_a = transposing_pays();
+  }
   for (int64_t s = 0; s < slots; s++)
     if (!dnn.streams[s])
       check(dnnl_stream_create(&dnn.streams[s], dnn.engine, dnnl_stream_default_flags), "stream");
@@ -534,13 +560,6 @@ static void prepare_parts(const bf16_run *r) {
       grow(dnn.scratchpad, &dnn.scratchpad_cap, (size_t)r->slots * dnn.slot_bytes + 1);
 }
 
-/* oneDNN 2.6 runs a transposed A on its gemm (~350 GFLOP/s a core here), a
- * row-major one on its AMX brgemm (~550); transposing A while rounding it
- * costs ~1 ns an element, which the faster GEMM repays (2n flops an
- * element of A) from n of about 500 on: measured on gpt (n = 256, a loss)
- * and gpt124m (n = 768, a gain). */
-enum { TRANSPOSE_A_FROM_N = 512 };
-
 void trc_gemm_bf16(const trc_gemm_job *j) {
   int64_t tasks = j->batch * j->parts, slots = trc_threads();
   if (slots > tasks) slots = tasks;
@@ -550,7 +569,7 @@ void trc_gemm_bf16(const trc_gemm_job *j) {
   uint16_t *b16 = a16 + a_bytes / sizeof(uint16_t);
   bf16_run r = {j,
                 operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, a16,
-                        j->n >= TRANSPOSE_A_FROM_N),
+                        transposes_a(j->n)),
                 operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, b16,
                         0),
                 tasks, slots};

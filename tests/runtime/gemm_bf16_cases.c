@@ -1,8 +1,10 @@
 /* gemm_bf16_cases.c — runs trc_gemm on a few shapes (transposes, padded
  * leading dimensions, beta, a batch, broadcast B, parts of two sizes) in fp32
- * and in bf16, and writes operands and results as .npy files into OUTDIR for
- * gemm_bf16_reference.py, which checks them against NumPy. Also checks here
- * that the bf16 results are bitwise the same on 1 and 3 threads.
+ * and in bf16 (a transposed A read in place, or transposed while rounded:
+ * the test runs under TRAINC_BF16_TRANSPOSE_A=0 and =1), and writes
+ * operands and results as .npy files into OUTDIR for gemm_bf16_reference.py,
+ * which checks them against NumPy. Also checks here that the bf16 results
+ * are bitwise the same on 1 and 3 threads.
  * usage: gemm_bf16_cases OUTDIR   (prints one line per case: its file stem
  * and parameters) */
 #include "test_util.h"
@@ -25,6 +27,9 @@ static const gemm_case cases[] = {
     {1, 0, 1, 64, 64, 784, 0.5f, 0, 0},  /* long k, B transposed */
     {10, 1, 1, 12, 9, 17, 0.0f, 2, 0},   /* a batch: one part per matrix */
     {3, 0, 0, 100, 20, 33, 1.0f, 1, 1},  /* one B for the batch */
+    {1, 1, 0, 40, 520, 30, 1.0f, 2, 0},  /* A transposed, n >= 512: with AMX (or
+                                            TRAINC_BF16_TRANSPOSE_A=1) A is transposed
+                                            while rounded */
 };
 
 typedef struct {
