@@ -81,8 +81,8 @@ static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t
                     .parts = 1};
   bf16 = bf16 && m > 0 && n > 0 && k > 0;
   /* bf16: blocks of rows where there are enough, C's rows being whole
-   * (oneDNN 2.6 runs those on its AMX brgemm, column blocks on its slower
-   * gemm; bench/gemm_shapes.sh) */
+   * (with AMX oneDNN 2.6 runs those on its brgemm, column blocks on its
+   * slower gemm; on AVX512_BF16 alone the two ran alike: bench/RESULTS.md) */
   if (bf16 && m >= 2 * MIN_PART) j.split_rows = 1;
   if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n, (double)m * (double)n * (double)k);
   if (bf16)
