@@ -100,6 +100,13 @@ static void *grow(void *buf, size_t *cap, size_t bytes) {
   return buf;
 }
 
+/* An environment switch for tests: `unset` when it is not set (or empty),
+ * else whether it is other than "0". */
+static int env_switch(const char *name, int unset) {
+  const char *env = getenv(name);
+  return env && *env ? strcmp(env, "0") != 0 : unset;
+}
+
 void *trc_cache_append(void **items, int *len, int *cap, size_t size) {
   if (*len == *cap) {
     int bigger = *cap ? 2 * *cap : 16;
@@ -256,8 +263,7 @@ static void round_matrices_transposed(const trc_gemm_job *j, const float *x, int
 int trc_bf16_weights_attach(const float *params, uint64_t count, trc_error *err) {
   trc_bf16_weights_detach();
   size_t bytes = ((size_t)count * sizeof(uint16_t) + ALIGN - 1) / ALIGN * ALIGN;
-  const char *env = getenv("TRAINC_CHECK_BF16_WEIGHTS");
-  const int checked = env && *env && strcmp(env, "0") != 0;
+  const int checked = env_switch("TRAINC_CHECK_BF16_WEIGHTS", 0);
   weights.copy = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
   if (checked) weights.check = aligned_alloc(ALIGN, bytes ? bytes : ALIGN);
   if (!weights.copy || (checked && !weights.check)) {
@@ -535,10 +541,9 @@ static int transposes_a(int64_t n) { return dnn.transpose_a && n >= TRANSPOSE_A_
 /* With AMX; TRAINC_BF16_TRANSPOSE_A=1 or 0 decides instead (tests: both
  * roundings of A on any machine). */
 static int transposing_pays(void) {
-  const char *env = getenv("TRAINC_BF16_TRANSPOSE_A");
-  if (env && *env) return strcmp(env, "0") != 0;
   dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa(); /* a bit mask: AMX's bits all set */
-  return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+  int amx = (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
+  return env_switch("TRAINC_BF16_TRANSPOSE_A", amx);
 }
 
 static void prepare(int64_t slots) {
