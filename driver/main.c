@@ -85,9 +85,11 @@ static const char *usage_text =
     "                           backend's form) instead of oneDNN's\n"
     "  --loss-head H            a loss cross_entropy(x @ w) over a parameter w:\n"
     "                           chunked (default: its logits made a few rows at\n"
-    "                           a time, never stored), ROWS per chunk, or whole\n"
-    "                           (the [rows, classes] logits stored; the CUDA\n"
-    "                           backends' form)\n"
+    "                           a time, never stored), auto (chunked, the budget\n"
+    "                           search weighs the chunk's size: trains to the\n"
+    "                           weights of the chunk it picks), ROWS per chunk,\n"
+    "                           or whole (the [rows, classes] logits stored; the\n"
+    "                           CUDA backends' form)\n"
     "  --attention A            causal attention without dropout on its\n"
     "                           probabilities: fused (one runtime call that\n"
     "                           never stores the [B, heads, T, T] probabilities;\n"
@@ -198,7 +200,7 @@ static int backend_options_ok(const Options *o) {
   if (o->backend && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", run ? "run always uses LLVM: no --backend"
                                  : "--backend goes with emit and build");
-  if (o->loss_head && o->head_chunk >= 0 && o->backend && !strncmp(o->backend, "cuda", 4))
+  if (o->loss_head && o->head_chunk != HEAD_WHOLE && o->backend && !strncmp(o->backend, "cuda", 4))
     return usage_error("%s", "the CUDA backends have no chunked loss head: --loss-head whole");
   if (o->compress_bf16 && o->backend && !strncmp(o->backend, "cuda", 4))
     return usage_error("%s", "the CUDA backends store no activations in bf16: no --compress bf16");
@@ -240,10 +242,11 @@ static int trainer_flags_ok(const Options *o) {
   return -1;
 }
 
-/* --loss-head: whole (-1), chunked (0: the default chunk) or ROWS (> 0). */
+/* --loss-head: whole, chunked (the default chunk), auto or ROWS (> 0). */
 static bool parse_loss_head(const char *text, int64_t *chunk) {
-  if (!strcmp(text, "whole")) return *chunk = -1, true;
-  if (!strcmp(text, "chunked")) return *chunk = 0, true;
+  if (!strcmp(text, "whole")) return *chunk = HEAD_WHOLE, true;
+  if (!strcmp(text, "chunked")) return *chunk = HEAD_CHUNK_DEFAULT, true;
+  if (!strcmp(text, "auto")) return *chunk = HEAD_CHUNK_AUTO, true;
   char *end;
   long long rows = strtoll(text, &end, 10);
   if (end == text || *end || rows < 1 || rows > (1LL << 40)) return false;
@@ -331,7 +334,7 @@ static int parse_options(int argc, char **argv, Options *o) {
   if (o->bucket && strcmp(o->command, "emit") && strcmp(o->command, "build"))
     return usage_error("%s", "--bucket goes with emit and build");
   if (o->loss_head && !parse_loss_head(o->loss_head, &o->head_chunk))
-    return usage_error("--loss-head takes whole, chunked or a number of rows, not '%s'",
+    return usage_error("--loss-head takes whole, chunked, auto or a number of rows, not '%s'",
                        o->loss_head);
   if (o->attention && strcmp(o->attention, "fused") && strcmp(o->attention, "whole") &&
       strcmp(o->attention, "auto"))
@@ -621,7 +624,7 @@ static CompileOptions compile_options(const Options *o) {
   return (CompileOptions){.model = o->model,
                           .conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY,
                           .no_fuse = o->no_fuse,
-                          .head_chunk = is_cuda(o) ? -1 : o->head_chunk,
+                          .head_chunk = is_cuda(o) ? HEAD_WHOLE : o->head_chunk,
                           .attention = is_cuda(o) || (o->attention && !strcmp(o->attention, "whole"))
                                            ? ATTENTION_WHOLE
                                        : o->attention && !strcmp(o->attention, "fused") ? ATTENTION_FUSED

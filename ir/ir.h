@@ -288,8 +288,18 @@ typedef struct {
   int64_t ignore_label;
   int64_t stats_at;
   uint64_t scratch_bytes;
+  bool planner_chooses; /* --loss-head auto: the budget search may change chunk */
 } HeadDims;
 void head_dims(const Graph *g, const Node *n, HeadDims *h);
+/* What a training call of the head moves beyond its operands once, in
+ * passes its GEMMs do not hide (measured: bench/RESULTS.md): each chunk's
+ * logits and dx GEMMs read w, and its weight-gradient GEMM reads and
+ * writes w's gradient; less the one read of w its operands count. The
+ * cost model prices them at the rate of one chunk's weight traffic. */
+typedef struct {
+  double bytes, chunk_bytes;
+} HeadPasses;
+HeadPasses head_passes(const HeadDims *h);
 /* A causal_attention or causal_attention_grad node (ir/ops/attention.c)
  * as one trc_causal_attention(_grad) call: q, k, v [b, t, c], the heads
  * interleaved in each row (c = heads * D), the scores' scale. */

@@ -927,6 +927,7 @@ static void realize(Plan *pl, const Graph *g, const ProgramOptions *o) {
   graph_free(pl->graph);
   pl->graph = weave_recompute(g, pl->rounded, pl->recompute, pl->packed);
   pl->graph->train.checkpoint = pl->spec;
+  if (pl->head_chunk) pl->graph->nodes[pl->graph->loss_head].attr.i[3] = pl->head_chunk;
   pl->program = timed_build(pl, pl->graph, o);
   pl->optimizer_bytes = optimizer_state_bytes(g, pl->program->trained_bytes);
   bool bf16 = g->train.run.precision == TRC_BF16;
@@ -965,15 +966,21 @@ static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t ev
 }
 
 /* A plan the budget search may pick: stage modes, values kept back (NULL:
- * none), whether its recomputed GEMMs round (Plan.rounded), and their true
- * figures. */
+ * none), whether its recomputed GEMMs round (Plan.rounded), the loss
+ * head's chunk (0: the graph's), and their true figures: peak, recompute
+ * seconds, and what the chunk adds to the head's seconds against the
+ * graph's chunk (head_chunk_seconds). */
 typedef struct {
   StageMode *modes;
   bool *kept_back;
   bool rounded;
+  int64_t head_chunk;
   uint64_t peak;
-  double seconds;
+  double seconds, head_seconds;
 } Candidate;
+
+/* What a candidate adds to the step: its recomputation and its head. */
+static double candidate_cost(const Candidate *c) { return c->seconds + c->head_seconds; }
 
 static void free_candidates(Candidate *c, int n) {
   for (int i = 0; i < n; i++) free(c[i].modes), free(c[i].kept_back);
@@ -1058,11 +1065,13 @@ void plan_memo_free(PlanMemo *memo) {
 
 static unsigned char *memo_key(const Plan *pl, const Candidate *c, size_t *bytes) {
   size_t modes = (size_t)pl->model.n * sizeof *c->modes, nf = (size_t)pl->n_forward;
-  unsigned char *key = xcalloc(2 + modes + nf, 1);
+  size_t head = 2 + sizeof c->head_chunk;
+  unsigned char *key = xcalloc(head + modes + nf, 1);
   key[0] = pl->spec.compress, key[1] = c->rounded;
-  memcpy(key + 2, c->modes + 1, modes); /* stages count from 1 */
-  for (size_t v = 0; c->kept_back && v < nf; v++) key[2 + modes + v] = c->kept_back[v];
-  *bytes = 2 + modes + nf;
+  memcpy(key + 2, &c->head_chunk, sizeof c->head_chunk);
+  memcpy(key + head, c->modes + 1, modes); /* stages count from 1 */
+  for (size_t v = 0; c->kept_back && v < nf; v++) key[head + modes + v] = c->kept_back[v];
+  *bytes = head + modes + nf;
   return key;
 }
 
@@ -1124,6 +1133,7 @@ static void *candidate_realizer(void *arg) {
   for (int t; (t = atomic_fetch_add(&r->next, 1)) < r->n;) {
     Candidate *c = &r->c[r->todo[t]];
     w.rounded = c->rounded;
+    w.head_chunk = c->head_chunk;
     apply_modes(&w, r->g, r->live, c->modes, c->kept_back, &candidate);
     c->peak = w.peak_bytes, c->seconds = recompute_cost(w.recompute_seconds, w.cache_credit);
   }
@@ -1212,7 +1222,8 @@ static bool beats(const Candidate *a, const Candidate *b, uint64_t budget) {
   bool fits = a->peak <= budget, b_fits = b->peak <= budget;
   if (fits != b_fits) return fits;
   if (!fits) return a->peak < b->peak;
-  return a->seconds < b->seconds || (a->seconds == b->seconds && a->peak < b->peak);
+  double ca = candidate_cost(a), cb = candidate_cost(b);
+  return ca < cb || (ca == cb && a->peak < b->peak);
 }
 
 static int best_candidate(const Candidate *c, int n, uint64_t budget) {
@@ -1272,15 +1283,29 @@ static int keep_back_order(const Plan *pl, const Graph *g, int *order) {
   return m;
 }
 
-/* Whether candidate i is beaten in both peak and time by another (ties go
- * to the first). */
+/* Whether candidate i is beaten in both peak and time by another with the
+ * same loss head chunk (ties go to the first). Within one chunk: the
+ * candidates of the graph's chunk then get the variants they get without
+ * the chunk's choice, so offering it never makes a plan worse. */
 static bool dominated_candidate(const Candidate *c, int n, int i) {
   for (int j = 0; j < n; j++) {
-    bool no_worse = c[j].peak <= c[i].peak && c[j].seconds <= c[i].seconds;
-    bool better = c[j].peak < c[i].peak || c[j].seconds < c[i].seconds;
+    if (c[j].head_chunk != c[i].head_chunk) continue;
+    double cj = candidate_cost(&c[j]), ci = candidate_cost(&c[i]);
+    bool no_worse = c[j].peak <= c[i].peak && cj <= ci;
+    bool better = c[j].peak < c[i].peak || cj < ci;
     if (j != i && no_worse && (better || j < i)) return true;
   }
   return false;
+}
+
+/* Whether candidate b recomputes nothing and no candidate's head is
+ * cheaper than its: no variant that keeps values back could beat it (a
+ * variant keeps its candidate's head). */
+static bool unbeatable(const Candidate *c, int n, int b) {
+  if (c[b].seconds > 0) return false;
+  for (int i = 0; i < n; i++)
+    if (c[i].head_seconds < c[b].head_seconds) return false;
+  return true;
 }
 
 /* How many values the variants of a candidate recomputing m keepable ones
@@ -1304,14 +1329,14 @@ static int keep_back_counts(int m, int *k) {
  * 1, 2, 4, ... of them and a quarter, half and three quarters, so that a
  * budget between two plans of stage modes gets one that spends the room
  * between them on storing what is dearest to remake. Nothing when a plan
- * that recomputes nothing fits. A larger budget offers every variant a
+ * that recomputes nothing, with the cheapest head, fits. A larger budget offers every variant a
  * smaller one does (the front members that fit it, and more), so it still
  * never gets a worse plan. Up to MAX_SEARCH_STAGES stages (past them the
  * stage search itself is coarse); the new candidates are realized here. */
 static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, uint64_t budget,
                                    Candidate **c, int *count) {
   int base = *count, nf = g->n_forward, cap = *count;
-  if (pl->model.n > MAX_SEARCH_STAGES || (*c)[best_candidate(*c, base, budget)].seconds <= 0) return;
+  if (pl->model.n > MAX_SEARCH_STAGES || unbeatable(*c, base, best_candidate(*c, base, budget))) return;
   int *order = xmalloc((size_t)nf * sizeof *order), *k = xmalloc(64 * sizeof *k);
   size_t mode_bytes = (size_t)(pl->model.n + 1) * sizeof *pl->modes;
   for (int i = 0; i < base; i++) {
@@ -1323,10 +1348,57 @@ static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, u
       bool *kept = xcalloc((size_t)nf, sizeof *kept);
       for (int t = 0; t < k[j]; t++) kept[order[t]] = true;
       (*c)[(*count)++] = (Candidate){.modes = memcpy(xmalloc(mode_bytes), (*c)[i].modes, mode_bytes),
-                                     .kept_back = kept, .rounded = (*c)[i].rounded};
+                                     .kept_back = kept, .rounded = (*c)[i].rounded,
+                                     .head_chunk = (*c)[i].head_chunk, .head_seconds = (*c)[i].head_seconds};
     }
   }
   free(order), free(k);
+  realize_candidates(pl, g, live, *c + base, *count - base);
+}
+
+/* ---- the loss head's chunk: a time-memory trade ---- */
+
+/* Chunks thinner than this are not offered: their GEMMs fall off in a way
+ * the cost model does not price (GPT-2 124M's head in chunks of 32 rows
+ * ran its GEMMs at 70% of the rate of 256, bench/RESULTS.md);
+ * `--loss-head ROWS` still sets any. */
+enum { HEAD_CHUNK_LEAST = 64 };
+
+/* The chunks the search offers besides the graph's: all rows at once, then
+ * half as many, a quarter, ... down to HEAD_CHUNK_LEAST; none unless the
+ * head's chunk is the planner's to choose (--loss-head auto). Returns how
+ * many. */
+static int head_chunk_ladder(const Graph *g, int64_t *chunks) {
+  if (g->loss_head < 0) return 0;
+  HeadDims h;
+  head_dims(g, &g->nodes[g->loss_head], &h);
+  int n = 0;
+  for (int64_t c = h.n; h.planner_chooses && n < 32; c = (c + 1) / 2) {
+    if (c != h.chunk) chunks[n++] = c;
+    if (c <= HEAD_CHUNK_LEAST || c == 1) break;
+  }
+  return n;
+}
+
+/* Each candidate on the front of (true peak, cost) again with every chunk
+ * of the ladder: a smaller chunk leaves room for stored values, a larger
+ * one makes fewer passes over the head's weights (pass_seconds in
+ * passes/cost.c). The front does not depend on the budget, so neither do
+ * these; they are realized here. */
+static void add_chunk_variants(Plan *pl, const Graph *g, const bool *live, Candidate **c, int *count) {
+  int64_t chunks[32];
+  int ladder = head_chunk_ladder(g, chunks), base = *count;
+  if (!ladder || pl->model.n > MAX_SEARCH_STAGES) return;
+  double own = head_seconds_at(g, &pl->profile, pl->graph_chunk);
+  size_t mode_bytes = (size_t)(pl->model.n + 1) * sizeof *pl->modes;
+  for (int i = 0; i < base; i++) {
+    if (dominated_candidate(*c, base, i)) continue;
+    *c = xrealloc(*c, (size_t)(*count + ladder) * sizeof **c);
+    for (int k = 0; k < ladder; k++)
+      (*c)[(*count)++] = (Candidate){.modes = memcpy(xmalloc(mode_bytes), (*c)[i].modes, mode_bytes),
+                                     .rounded = (*c)[i].rounded, .head_chunk = chunks[k],
+                                     .head_seconds = head_seconds_at(g, &pl->profile, chunks[k]) - own};
+  }
   realize_candidates(pl, g, live, *c + base, *count - base);
 }
 
@@ -1365,6 +1437,7 @@ static Candidate *budget_candidates(Plan *pl, const Graph *g, const bool *live, 
   for (int i = 0; i < RUNGS; i++) free(ladder.modes[i]);
   free(modes);
   realize_candidates(pl, g, live, c, *count);
+  add_chunk_variants(pl, g, live, &c, count);
   return c;
 }
 
@@ -1390,6 +1463,7 @@ static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Can
   if (take) {
     memcpy(pl->cheap, plain->cheap, (size_t)pl->n_forward * sizeof *pl->cheap);
     pl->rounded = false;
+    pl->head_chunk = c32[best].head_chunk;
     apply_modes(pl, g, live, c32[best].modes, c32[best].kept_back,
                 c32[best].peak <= budget ? &pl->build : &candidate);
   }
@@ -1411,6 +1485,7 @@ static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t b
   bool ok = c[best].peak <= budget;
   if (!pl->spec.compress || !take_fp32_plan(pl, g, live, &c[best], budget)) {
     pl->rounded = c[best].rounded;
+    pl->head_chunk = c[best].head_chunk;
     apply_modes(pl, g, live, c[best].modes, c[best].kept_back, ok ? &pl->build : &candidate);
   }
   ok = pl->peak_bytes <= budget;
@@ -1426,6 +1501,7 @@ static Plan *plan_new(const Graph *g, CheckpointSpec spec, const MachineProfile 
   pl->build = o ? *o : (ProgramOptions){.last = PASS_BUCKETS, .dump = PASS_NONE};
   pl->profile = *m;
   pl->n_forward = g->n_forward;
+  pl->graph_chunk = g->loss_head >= 0 ? g->nodes[g->loss_head].attr.i[3] : 0;
   pl->recompute = xcalloc((size_t)g->n_forward, sizeof *pl->recompute);
   pl->stage = xcalloc((size_t)g->n_forward, sizeof *pl->stage);
   pl->boundary = xcalloc((size_t)g->n_forward, sizeof *pl->boundary);

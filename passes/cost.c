@@ -117,9 +117,12 @@ static double bytes_moved(const Graph *g, const Node *n) {
   return bytes;
 }
 
-double memory_seconds(double bytes, const MachineProfile *m) {
-  return bytes / (bytes <= m->cache_bytes ? m->cache_bandwidth : m->bandwidth);
+/* The rate bytes move at when `in_play` of them must stay in the cache. */
+static double bandwidth_for(double in_play, const MachineProfile *m) {
+  return in_play <= m->cache_bytes ? m->cache_bandwidth : m->bandwidth;
 }
+
+double memory_seconds(double bytes, const MachineProfile *m) { return bytes / bandwidth_for(bytes, m); }
 
 /* Fused attention runs a block of rows of one head at a time: its small
  * GEMMs reach a fraction of the BLAS's rate, and each block costs a few
@@ -144,9 +147,19 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
   return flops / rate;
 }
 
-/* A convolution's layout reorders (conv_reorder_bytes), which oneDNN runs
- * as passes of their own around the convolution: at memory bandwidth. */
-static double layout_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+/* Passes a library call makes over memory besides its arithmetic, which
+ * its GEMMs do not hide: a convolution's layout reorders
+ * (conv_reorder_bytes), which oneDNN runs as passes of their own, at
+ * memory bandwidth; the loss head's passes over w and its gradient, chunk
+ * by chunk (head_passes), which make its chunk a trade of time for memory
+ * the budget search weighs (--loss-head auto). */
+static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
+  if (n->op == OP_LINEAR_CROSS_ENTROPY) {
+    HeadDims h;
+    head_dims(g, n, &h);
+    HeadPasses p = head_passes(&h);
+    return p.bytes / bandwidth_for(p.chunk_bytes, m);
+  }
   if (op_info(n->op)->op_class != OPC_CONV) return 0;
   ConvDims d;
   conv_dims(g, n, &d);
@@ -174,11 +187,17 @@ double node_seconds_counted(const Graph *g, const Node *n, LoopWork w, const Mac
   if (is_leaf(n) || node_is_view(n)) return 0;
   double compute = compute_seconds(g, n, m) + loop_work_seconds(w, m);
   double memory = memory_seconds(bytes_moved(g, n), m);
-  return (compute > memory ? compute : memory) + layout_seconds(g, n, m) + m->kernel_overhead;
+  return (compute > memory ? compute : memory) + pass_seconds(g, n, m) + m->kernel_overhead;
 }
 
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   return is_leaf(n) || node_is_view(n) ? 0 : node_seconds_counted(g, n, node_loop_work(g, n), m);
+}
+
+double head_seconds_at(const Graph *g, const MachineProfile *m, int64_t chunk) {
+  Node head = g->nodes[g->loss_head];
+  head.attr.i[3] = chunk;
+  return node_seconds(g, &head, m);
 }
 
 /* The step whose kernel computes each node: the node itself unless it was
@@ -232,7 +251,7 @@ static double kernel_seconds(const Graph *g, int step, const StepSums *s, double
   cold = cold < s->bytes ? cold : s->bytes;
   double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
   if (s->members == 1 && op_calls_library(n->op))
-    return (compute > warm ? compute : warm) + cold / m->bandwidth + layout_seconds(g, n, m) + m->kernel_overhead;
+    return (compute > warm ? compute : warm) + cold / m->bandwidth + pass_seconds(g, n, m) + m->kernel_overhead;
   double memory = warm + cold / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

@@ -42,17 +42,18 @@ static int head_pattern(const Graph *g) {
 }
 
 void fuse_loss_head(Graph *g, int64_t chunk) {
-  int ce = chunk >= 0 ? head_pattern(g) : -1;
+  int ce = chunk != HEAD_WHOLE ? head_pattern(g) : -1;
   if (ce < 0) return;
   const Node loss = g->nodes[ce], logits = g->nodes[loss.in[0]];
   const Node *w = &g->nodes[logits.in[1]];
   const Shape *x = &g->nodes[logits.in[0]].shape;
   int64_t rows = shape_numel(x) / x->dim[x->rank - 1];
-  if (chunk == 0) chunk = default_chunk(rows, logits.shape.dim[logits.shape.rank - 1]);
+  bool planner_chooses = chunk == HEAD_CHUNK_AUTO;
+  if (chunk <= 0) chunk = default_chunk(rows, logits.shape.dim[logits.shape.rank - 1]);
   g->loss_seed = graph_add(g, OP_LOSS_SEED, NULL, 0, loss.loc, NULL);
   g->nodes[g->loss_seed].shape = (Shape){.rank = 0};
   Attr attr = {.i = {loss.attr.i[0], loss.attr.i[1], !logits.attr.i[1], chunk < rows ? chunk : rows,
-                     !w->frozen}};
+                     !w->frozen, planner_chooses}};
   int in[4] = {logits.in[0], logits.in[1], loss.in[1], g->loss_seed};
   int head = graph_add_op(g, OP_LINEAR_CROSS_ENTROPY, in, 4, &attr, loss.loc, NULL);
   g->nodes[head].pin = PIN_STORE; /* it adds w's gradient: never run twice */

@@ -29,10 +29,12 @@ void fuse_attention(Graph *g, AttentionForm form);
 /* HEAD: a loss that is cross_entropy over a bias-free linear layer of a
  * parameter (logits = x @ w or x @ w^T, read by nothing else but predict)
  * becomes the chunked loss head: linear_cross_entropy (`chunk` rows at a
- * time; 0: the default size) and head_loss, the new loss; sets
- * g->loss_head and g->loss_seed, and predict becomes x. chunk < 0 (the
- * whole logits, as written) or any other loss: the graph is unchanged.
- * Runs on the forward graph, before autodiff. */
+ * time; HEAD_CHUNK_DEFAULT: the default size; HEAD_CHUNK_AUTO: the default
+ * size, which the budget search may change) and head_loss, the new loss;
+ * sets g->loss_head and g->loss_seed, and predict becomes x. HEAD_WHOLE
+ * (the whole logits, as written) or any other loss: the graph is
+ * unchanged. Runs on the forward graph, before autodiff. */
+enum { HEAD_CHUNK_AUTO = -2, HEAD_WHOLE = -1, HEAD_CHUNK_DEFAULT = 0 };
 void fuse_loss_head(Graph *g, int64_t chunk);
 
 /* Appends the backward graph of g->loss with respect to every parameter.
@@ -268,6 +270,8 @@ void profile_write(FILE *out, const MachineProfile *p);
  * passes the count. */
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m);
 double node_seconds_counted(const Graph *g, const Node *n, LoopWork w, const MachineProfile *m);
+/* g's chunked loss head's node_seconds with `chunk` rows at a time. */
+double head_seconds_at(const Graph *g, const MachineProfile *m, int64_t chunk);
 /* A loop node's work the FLOPs do not count (its kernel, built for the
  * count); zero for other nodes. */
 LoopWork node_loop_work(const Graph *g, const Node *n);
@@ -360,6 +364,9 @@ typedef struct Plan {
   bool rounded;            /* recomputed GEMMs round their operands to bf16
                               (Node.rounded): under --compress bf16, unless the
                               budget left no room for their operand buffer */
+  int64_t head_chunk;      /* the loss head's rows per chunk as the budget search
+                              chose them; 0: the graph's (passes/head.c's) */
+  int64_t graph_chunk;     /* the graph's: the default, or --loss-head ROWS */
   StageModel model;
   StageMode *modes;        /* per stage, 1..model.n */
   Graph *graph;            /* the source graph with recompute nodes woven into backward */
@@ -429,6 +436,10 @@ void plan_print(FILE *out, const Plan *pl, PlanFormat format, const MeasuredTime
 typedef struct {
   uint64_t budget, peak;
   double overhead; /* predicted recompute time / the rest of the step (plan JSON's overhead) */
+  double added;    /* what the search minimizes over the same: the recompute
+                      time, plus what the loss head's chunk adds against the
+                      graph's (less, where a larger chunk is faster) */
+  int64_t head_chunk; /* the loss head's rows per chunk; 0: no chunked head */
   bool fits;
 } SweepPoint;
 /* compress: under --compress bf16 (CheckpointSpec.compress). */
@@ -444,7 +455,7 @@ typedef struct {
   const char *model;  /* the model to compile when the file holds several */
   ConvForm conv;
   bool no_fuse;       /* --no-fuse */
-  int64_t head_chunk; /* --loss-head: rows per chunk; 0 the default; -1 whole */
+  int64_t head_chunk; /* --loss-head: rows per chunk, or HEAD_CHUNK_DEFAULT, _AUTO, HEAD_WHOLE */
   AttentionForm attention; /* --attention */
   Pass dump;          /* print the program after this pass (PASS_NONE: none) */
   FILE *dump_out;

@@ -149,9 +149,30 @@ static double step_seconds(const Plan *pl) {
 }
 /* `off`'s step is this one less its recompute kernels, with the values
  * they made read from memory, stored (Plan.cache_credit). */
+/* The step without recomputation: what forward and backward would take
+ * reading every value from where `off` stores it, and the update. */
+static double base_seconds(const Plan *pl) {
+  return pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
+}
+
 static double overhead(const Plan *pl) {
-  double base = pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
+  double base = base_seconds(pl);
   return base > 0 ? recompute_cost(pl->recompute_seconds, pl->cache_credit) / base : 0;
+}
+
+/* What the loss head's chunk adds to the step against the graph's chunk
+ * (less than 0 where the plan's chunk is faster). */
+static double head_chunk_seconds(const Plan *pl) {
+  const Graph *g = pl->graph;
+  if (g->loss_head < 0) return 0;
+  return head_seconds_at(g, &pl->profile, g->nodes[g->loss_head].attr.i[3]) -
+         head_seconds_at(g, &pl->profile, pl->graph_chunk);
+}
+
+/* The sweep's figure: what the budget search minimizes, over the base. */
+static double added(const Plan *pl) {
+  double base = base_seconds(pl);
+  return base > 0 ? (recompute_cost(pl->recompute_seconds, pl->cache_credit) + head_chunk_seconds(pl)) / base : 0;
 }
 
 /* How close the placement of the activations (stored and workspace) came
@@ -181,19 +202,30 @@ static void print_frozen(FILE *out, const Plan *pl) {
           format_bytes(saved, b));
 }
 
-/* The chunked loss head (passes/head.c): the logits it never stores and
- * the scratch its chunk takes instead. */
+/* The chunked loss head (passes/head.c): the logits it never stores, the
+ * scratch its chunk takes instead, and under --loss-head auto what the
+ * budget search chose. */
 static void print_head(FILE *out, const Plan *pl) {
   const Graph *g = pl->graph;
   if (g->loss_head < 0) return;
   HeadDims h;
   head_dims(g, &g->nodes[g->loss_head], &h);
-  char b1[32], b2[32];
+  char b1[32], b2[32], b3[32];
   fprintf(out, "  loss head: chunked, %lld of %lld rows at a time: the [%lld, %lld] logits (%s) "
           "are never stored; a chunk's are a %s scratch (--loss-head whole stores them all)\n",
           (long long)h.chunk, (long long)h.n, (long long)h.n, (long long)h.v,
           format_bytes((uint64_t)h.n * (uint64_t)h.v * sizeof(float), b1),
           format_bytes(h.scratch_bytes, b2));
+  if (!h.planner_chooses) return;
+  if (pl->spec.policy != CKPT_BUDGET && pl->spec.policy != CKPT_AUTO) {
+    fputs("  loss head chunk: the default (--loss-head auto chooses it under a budget only)\n", out);
+    return;
+  }
+  fprintf(out, "  loss head chunk chosen by the budget search (--loss-head auto): %lld rows, predicted %.3f ms "
+          "a micro-batch; the default, %lld rows: %.3f ms with a scratch of %s\n", (long long)h.chunk,
+          1e3 * head_seconds_at(g, &pl->profile, h.chunk), (long long)pl->graph_chunk,
+          1e3 * head_seconds_at(g, &pl->profile, pl->graph_chunk),
+          format_bytes((uint64_t)pl->graph_chunk * (uint64_t)h.v * sizeof(float), b3));
 }
 
 static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured) {
@@ -324,8 +356,10 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
     HeadDims h;
     head_dims(w, &w->nodes[w->loss_head], &h);
     fprintf(out, " \"loss_head\": {\"chunk\": %lld, \"rows\": %lld, \"classes\": %lld, "
-            "\"scratch\": %llu},\n", (long long)h.chunk, (long long)h.n, (long long)h.v,
-            (unsigned long long)h.scratch_bytes);
+            "\"scratch\": %llu, \"planner_chooses\": %s, \"default_chunk\": %lld, \"seconds\": %.6g},\n",
+            (long long)h.chunk, (long long)h.n, (long long)h.v, (unsigned long long)h.scratch_bytes,
+            h.planner_chooses ? "true" : "false", (long long)pl->graph_chunk,
+            head_seconds_at(w, &pl->profile, h.chunk));
   } else {
     fputs(" \"loss_head\": null,\n", out);
   }
@@ -399,7 +433,11 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, i
     Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = budget, .compress = compress},
                             m, NULL, &least, memo);
     pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
-    if (pl) pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl);
+    if (pl) {
+      const Graph *w = pl->graph;
+      pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl), pts[n].added = added(pl);
+      pts[n].head_chunk = w->loss_head >= 0 ? w->nodes[w->loss_head].attr.i[3] : 0;
+    }
     n++;
     plan_free(pl);
   }
@@ -410,14 +448,20 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, i
 
 void sweep_print(FILE *out, const SweepPoint *pts, int n) {
   char b1[32], b2[32];
-  fprintf(out, "%-14s %-14s %s\n", "budget", "planned peak", "predicted recompute overhead");
+  bool head = n > 0 && pts[n - 1].head_chunk > 0; /* off's plan fits the last budget */
+  fprintf(out, "%-14s %-14s %s\n", "budget", "planned peak",
+          head ? "recompute overhead   added to the step   loss head chunk" : "recompute overhead");
   for (int i = 0; i < n; i++) {
     if (!pts[i].fits) {
       fprintf(out, "%-14s %-14s infeasible\n", format_bytes(pts[i].budget, b1), "-");
       continue;
     }
-    fprintf(out, "%-14s %-14s +%.1f%%\n", format_bytes(pts[i].budget, b1), format_bytes(pts[i].peak, b2),
-            100 * pts[i].overhead);
+    char over[32], add[32];
+    snprintf(over, sizeof over, "+%.1f%%", 100 * pts[i].overhead);
+    snprintf(add, sizeof add, "%+.1f%%", 100 * pts[i].added);
+    fprintf(out, "%-14s %-14s ", format_bytes(pts[i].budget, b1), format_bytes(pts[i].peak, b2));
+    if (head) fprintf(out, "%-20s %-19s %lld rows\n", over, add, (long long)pts[i].head_chunk);
+    else fprintf(out, "%s\n", over);
   }
 }
 
@@ -430,9 +474,10 @@ void sweep_json(FILE *out, const SweepPoint *pts, int n, const char *model, bool
     fprintf(out, "%s\n  {\"budget\": %llu, \"fits\": %s", i ? "," : "", (unsigned long long)pts[i].budget,
             pts[i].fits ? "true" : "false");
     if (pts[i].fits)
-      fprintf(out, ", \"peak\": %llu, \"overhead\": %.6g}", (unsigned long long)pts[i].peak, pts[i].overhead);
+      fprintf(out, ", \"peak\": %llu, \"overhead\": %.6g, \"added\": %.6g, \"head_chunk\": %lld}",
+              (unsigned long long)pts[i].peak, pts[i].overhead, pts[i].added, (long long)pts[i].head_chunk);
     else
-      fputs(", \"peak\": null, \"overhead\": null}", out);
+      fputs(", \"peak\": null, \"overhead\": null, \"added\": null, \"head_chunk\": null}", out);
   }
   fputs("\n]}\n", out);
 }

@@ -30,6 +30,14 @@ void head_dims(const Graph *g, const Node *n, HeadDims *h) {
   h->adds_dw = n->attr.i[4];
   h->stats_at = h->n * h->d;
   h->scratch_bytes = (uint64_t)h->chunk * (uint64_t)h->v * sizeof(float);
+  h->planner_chooses = n->attr.i[5];
+}
+
+HeadPasses head_passes(const HeadDims *h) {
+  double w = (double)h->v * (double)h->d * sizeof(float);
+  double chunks = (double)((h->n + h->chunk - 1) / h->chunk);
+  double per_chunk = (h->adds_dw ? 4 : 2) * w;
+  return (HeadPasses){.bytes = chunks * per_chunk - w, .chunk_bytes = per_chunk};
 }
 
 uint64_t node_scratch_bytes(const Graph *g, const Node *n) {

@@ -17,6 +17,9 @@
 #  (The LLVM backend's head against the C backend's: tests/e2e/llvm.sh on
 #  the gradcheck models, tied.nn and head_ignore.nn among them.)
 #  - the measured high-water mark equals the plan;
+#  - --loss-head auto at its least peak (vocabulary 2048): chunks of half
+#    the rows, a peak no plan of the default chunk reaches, bitwise the weights of `off` in
+#    chunks of that size, and the high-water mark of the plan;
 #  - bad --loss-head values, and chunked with the CUDA backend, are errors.
 # usage: head.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
@@ -133,14 +136,44 @@ print(f"chunked = whole to 1e-5 (losses, gradient norms, weights, dump-step, eva
       f"stored {plan['whole']['stored_activations']} -> {plan['chunked']['stored_activations']} bytes")
 PY
 
+# --loss-head auto, on the small GPT with a vocabulary of 2048 (its chunk of
+# logits then counts at the peak): at the least peak the budget search
+# finds with it, a chunk of half the rows (the default holds them all) and
+# no plan of the default chunk fits; trained, the weights are bitwise those
+# of `off` in chunks of that size, and the high-water mark is the plan
+least_peak() { # trainc plan arguments...: the smallest peak the error names
+  { "$trainc" plan "$@" --budget 1 2>&1 || true; } | sed -n 's/.* (\([0-9]*\) bytes)$/\1/p'
+}
+sed -e 's/^const VOCAB = 256 /const VOCAB = 2048 /' "$work/gpt.nn" >"$work/wide.nn"
+least=$(least_peak "$work/wide.nn" --loss-head auto)
+"$trainc" plan "$work/wide.nn" --loss-head auto --budget "$least" --format json >"$work/auto.plan.json"
+"$PY" -c 'import json, sys; h = json.load(open(sys.argv[1]))["loss_head"]
+assert (h["chunk"], h["default_chunk"], h["planner_chooses"]) == (64, 128, True), h' "$work/auto.plan.json" ||
+  { echo "FAIL: --loss-head auto at its least peak $least: not 64 rows a chunk"; fail=1; }
+(( $(least_peak "$work/wide.nn") > least )) ||
+  { echo "FAIL: the default chunk fits $least bytes too: auto gained nothing"; fail=1; }
+"$trainc" build "$work/wide.nn" --loss-head auto --budget "$least" -o "$work/auto" --keep-c "$work/auto.c" \
+  "${cflags[@]}" >/dev/null
+"$trainc" build "$work/wide.nn" --loss-head 64 --policy off -o "$work/off64" "${cflags[@]}" >/dev/null
+"$PY" "$src/tests/e2e/random_data.py" "$work/auto.c" "$work/wide.data" 32
+for t in auto off64; do
+  "$work/$t" --data "$work/wide.data" --steps 4 --quiet --save "$work/$t.safetensors" --log "$work/$t.jsonl"
+done
+cmp -s "$work/auto.safetensors" "$work/off64.safetensors" ||
+  { echo "FAIL: --loss-head auto at $least trains to other weights than off in chunks of 64"; fail=1; }
+"$PY" -c 'import json, sys; m = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
+assert m["arena_high_water"] == m["arena_planned"], m' "$work/auto.jsonl" ||
+  { echo "FAIL: --loss-head auto: the high-water mark is not the plan"; fail=1; }
+
 expect_error() { # message, trainc arguments...
   local want=$1
   shift
   if "$trainc" "$@" >"$work/err.out" 2>&1; then echo "FAIL: trainc $* succeeded"; fail=1
   elif ! grep -qF -- "$want" "$work/err.out"; then echo "FAIL: trainc $*: $(cat "$work/err.out")"; fail=1; fi
 }
-expect_error "--loss-head takes whole, chunked or a number of rows, not 'some'" plan "$work/gpt.nn" --loss-head some
-expect_error "--loss-head takes whole, chunked or a number of rows, not '0'" plan "$work/gpt.nn" --loss-head 0
+expect_error "--loss-head takes whole, chunked, auto or a number of rows, not 'some'" plan "$work/gpt.nn" --loss-head some
+expect_error "--loss-head takes whole, chunked, auto or a number of rows, not '0'" plan "$work/gpt.nn" --loss-head 0
 expect_error "the CUDA backends have no chunked loss head" emit "$work/gpt.nn" --backend cuda --loss-head chunked -o "$work/x.cu"
-[[ $fail == 0 ]] && echo "head: gradcheck in chunks, chunked = whole, sampling, errors"
+expect_error "the CUDA backends have no chunked loss head" emit "$work/gpt.nn" --backend cuda --loss-head auto -o "$work/x.cu"
+[[ $fail == 0 ]] && echo "head: gradcheck in chunks, chunked = whole, sampling, auto's chunk, errors"
 exit $fail

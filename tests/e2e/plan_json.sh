@@ -8,7 +8,15 @@
 # usage: plan_json.sh TRAINC MODEL.nn...
 set -euo pipefail
 trainc=$1
+PY=/usr/bin/python3
 shift
+# The loss head's rows and default chunk ("0 0" without one).
+head_dims() {
+  "$trainc" plan "$1" --format json | /usr/bin/python3 -c '
+import json, sys
+h = json.load(sys.stdin)["loss_head"]
+print(h["rows"], h["chunk"]) if h else print(0, 0)'
+}
 for model in "$@"; do
   for run in off all sqrt "every 2" auto "off bf16" "every 2 bf16"; do
     policy=${run% bf16} compress=none
@@ -33,9 +41,11 @@ for s in d["stage_plan"]:
 recompute = sum(s["recompute_seconds"] for s in d["stage_plan"])
 assert abs(recompute - d["seconds"]["recompute"]) <= 1e-5 * max(recompute, 1e-9), (recompute, d["seconds"])
 h = d["loss_head"]
-assert h is None or (set(h) == {"chunk", "rows", "classes", "scratch"} and
-                     all(isinstance(x, int) and x > 0 for x in h.values()) and h["chunk"] <= h["rows"] and
-                     h["scratch"] == 4 * h["chunk"] * h["classes"]), h
+counts = ("chunk", "rows", "classes", "scratch", "default_chunk")
+assert h is None or (set(h) == {*counts, "planner_chooses", "seconds"} and
+                     all(isinstance(h[k], int) and h[k] > 0 for k in counts) and h["chunk"] <= h["rows"] and
+                     h["scratch"] == 4 * h["chunk"] * h["classes"] and h["planner_chooses"] is False and
+                     h["chunk"] == h["default_chunk"] and h["seconds"] > 0), h
 want(d, "model", str); want(d, "batch", int); want(d, "policy", str); want(d, "stages", int)
 assert d["policy"] == sys.argv[1], d["policy"]
 assert d["memory"] == (64 << 30 if d["policy"] == "auto" else None), d["memory"]
@@ -94,21 +104,50 @@ for st in d["stage_plan"]:
 ' "$policy" "$compress" || { echo "FAIL: $model, policy $policy, compress $compress"; exit 1; }
   done
   # the sweep ("trainc-sweep/1"): budgets ascending, a fitting plan's peak
-  # within its budget, and a larger budget never predicting more overhead
-  for compress in none bf16; do
-    "$trainc" plan "$model" --sweep --compress $compress --format json | /usr/bin/python3 -c '
+  # within its budget, and a larger budget never predicting more of what
+  # the search minimizes ("added"); that is the recompute overhead unless
+  # the search chose the loss head's chunk (--loss-head auto), whose chunks
+  # are then all rows, or that halved, down to 64 rows
+  for run in none bf16 "none auto"; do
+    compress=${run% auto} head=chunked
+    [[ $run == *auto ]] && head=auto
+    "$trainc" plan "$model" --sweep --compress $compress --loss-head $head --format json | /usr/bin/python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 assert set(d) == {"schema", "model", "compress", "points"} and d["schema"] == "trainc-sweep/1", sorted(d)
 assert d["compress"] == (None if sys.argv[1] == "none" else "bf16")
 pts = d["points"]
-assert len(pts) == 17 and all(set(p) == {"budget", "fits", "peak", "overhead"} for p in pts)
+assert len(pts) == 17 and all(set(p) == {"budget", "fits", "peak", "overhead", "added", "head_chunk"} for p in pts)
 assert [p["budget"] for p in pts] == sorted(p["budget"] for p in pts)
 fit = [p for p in pts if p["fits"]]
 assert fit and all(p["peak"] <= p["budget"] and p["overhead"] >= 0 for p in fit)
-assert all(p["peak"] is None and p["overhead"] is None for p in pts if not p["fits"])
-assert all(a["overhead"] >= b["overhead"] for a, b in zip(fit, fit[1:])), [p["overhead"] for p in fit]
-' $compress || { echo "FAIL: $model, --sweep --compress $compress"; exit 1; }
+assert all(p["peak"] is None and p["overhead"] is None and p["added"] is None for p in pts if not p["fits"])
+assert all(a["added"] >= b["added"] for a, b in zip(fit, fit[1:])), [p["added"] for p in fit]
+chunks = {p["head_chunk"] for p in fit}
+if sys.argv[2] == "chunked" or chunks == {0}: # no choice made: the recompute overhead alone
+    assert len(chunks) == 1 and all(p["added"] == p["overhead"] for p in fit), fit
+else:
+    rows, ladder = int(sys.argv[3]), set()
+    while True:
+        ladder.add(rows)
+        if rows <= 64: break
+        rows = (rows + 1) // 2
+    assert chunks <= ladder | {int(sys.argv[4])}, (chunks, ladder)
+' $compress $head $(head_dims "$model") || { echo "FAIL: $model, --sweep --compress $compress --loss-head $head"; exit 1; }
   done
+  # offering the loss head's chunk never predicts a slower plan: at every
+  # budget of the sweep (the same budgets), auto's "added" is at most the
+  # default chunk's
+  if [[ $(head_dims "$model") != "0 0" ]]; then
+    "$PY" - <("$trainc" plan "$model" --sweep --format json) \
+      <("$trainc" plan "$model" --sweep --loss-head auto --format json) <<'PY' ||
+import json, sys
+fixed, auto = (json.load(open(f))["points"] for f in sys.argv[1:3])
+assert [p["budget"] for p in fixed] == [p["budget"] for p in auto]
+assert all(b["fits"] >= a["fits"] for a, b in zip(fixed, auto)), (fixed, auto)
+assert all(b["added"] <= a["added"] + 1e-12 for a, b in zip(fixed, auto) if a["fits"]), (fixed, auto)
+PY
+      { echo "FAIL: $model: --loss-head auto predicts a slower plan than the default chunk"; exit 1; }
+  fi
   echo "ok: $model"
 done
