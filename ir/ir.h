@@ -295,9 +295,10 @@ void head_dims(const Graph *g, const Node *n, HeadDims *h);
  * passes its GEMMs do not hide (measured: bench/RESULTS.md): each chunk's
  * logits and dx GEMMs read w, and its weight-gradient GEMM reads and
  * writes w's gradient; less the one read of w its operands count. The
- * cost model prices them at the rate of one chunk's weight traffic. */
+ * cost model prices them from the cache while w and its gradient
+ * (in_play) fit there, else from memory. */
 typedef struct {
-  double bytes, chunk_bytes;
+  double bytes, in_play;
 } HeadPasses;
 HeadPasses head_passes(const HeadDims *h);
 /* A causal_attention or causal_attention_grad node (ir/ops/attention.c)

@@ -158,7 +158,7 @@ static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *
     HeadDims h;
     head_dims(g, n, &h);
     HeadPasses p = head_passes(&h);
-    return p.bytes / bandwidth_for(p.chunk_bytes, m);
+    return p.bytes / bandwidth_for(p.in_play, m);
   }
   if (op_info(n->op)->op_class != OPC_CONV) return 0;
   ConvDims d;
