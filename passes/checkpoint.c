@@ -968,8 +968,8 @@ static void modes_for_policy(const Plan *pl, CheckpointPolicy policy, int64_t ev
 /* A plan the budget search may pick: stage modes, values kept back (NULL:
  * none), whether its recomputed GEMMs round (Plan.rounded), the loss
  * head's chunk (0: the graph's), and their true figures: peak, recompute
- * seconds, and what the chunk adds to the head's seconds against the
- * graph's chunk (head_chunk_seconds). */
+ * seconds, and what the chunk adds to the head's predicted seconds against
+ * the graph's chunk (less than 0 where it is faster). */
 typedef struct {
   StageMode *modes;
   bool *kept_back;
@@ -1329,10 +1329,11 @@ static int keep_back_counts(int m, int *k) {
  * 1, 2, 4, ... of them and a quarter, half and three quarters, so that a
  * budget between two plans of stage modes gets one that spends the room
  * between them on storing what is dearest to remake. Nothing when a plan
- * that recomputes nothing, with the cheapest head, fits. A larger budget offers every variant a
- * smaller one does (the front members that fit it, and more), so it still
- * never gets a worse plan. Up to MAX_SEARCH_STAGES stages (past them the
- * stage search itself is coarse); the new candidates are realized here. */
+ * that recomputes nothing, with the cheapest head, fits. A larger budget
+ * offers every variant a smaller one does (the front members that fit it,
+ * and more), so it still never gets a worse plan. Up to MAX_SEARCH_STAGES
+ * stages (past them the stage search itself is coarse); the new candidates
+ * are realized here. */
 static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, uint64_t budget,
                                    Candidate **c, int *count) {
   int base = *count, nf = g->n_forward, cap = *count;
@@ -1360,7 +1361,7 @@ static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, u
 
 /* Chunks thinner than this are not offered: their GEMMs fall off in a way
  * the cost model does not price (GPT-2 124M's head in chunks of 32 rows
- * ran its GEMMs at 70% of the rate of 256, bench/RESULTS.md);
+ * took 1.5 times its time in one chunk of 256, bench/RESULTS.md);
  * `--loss-head ROWS` still sets any. */
 enum { HEAD_CHUNK_LEAST = 64 };
 
@@ -1375,7 +1376,7 @@ static int head_chunk_ladder(const Graph *g, int64_t *chunks) {
   int n = 0;
   for (int64_t c = h.n; h.planner_chooses && n < 32; c = (c + 1) / 2) {
     if (c != h.chunk) chunks[n++] = c;
-    if (c <= HEAD_CHUNK_LEAST || c == 1) break;
+    if (c <= HEAD_CHUNK_LEAST) break;
   }
   return n;
 }
