@@ -450,7 +450,8 @@ void sweep_print(FILE *out, const SweepPoint *pts, int n) {
   char b1[32], b2[32];
   bool head = n > 0 && pts[n - 1].head_chunk > 0; /* off's plan fits the last budget */
   fprintf(out, "%-14s %-14s %s\n", "budget", "planned peak",
-          head ? "recompute overhead   added to the step   loss head chunk" : "recompute overhead");
+          head ? "predicted recompute overhead   added to the step   loss head chunk"
+               : "predicted recompute overhead");
   for (int i = 0; i < n; i++) {
     if (!pts[i].fits) {
       fprintf(out, "%-14s %-14s infeasible\n", format_bytes(pts[i].budget, b1), "-");
@@ -460,7 +461,7 @@ void sweep_print(FILE *out, const SweepPoint *pts, int n) {
     snprintf(over, sizeof over, "+%.1f%%", 100 * pts[i].overhead);
     snprintf(add, sizeof add, "%+.1f%%", 100 * pts[i].added);
     fprintf(out, "%-14s %-14s ", format_bytes(pts[i].budget, b1), format_bytes(pts[i].peak, b2));
-    if (head) fprintf(out, "%-20s %-19s %lld rows\n", over, add, (long long)pts[i].head_chunk);
+    if (head) fprintf(out, "%-30s %-19s %lld rows\n", over, add, (long long)pts[i].head_chunk);
     else fprintf(out, "%s\n", over);
   }
 }
