@@ -18,8 +18,9 @@
 #  the gradcheck models, tied.nn and head_ignore.nn among them.)
 #  - the measured high-water mark equals the plan;
 #  - --loss-head auto at its least peak (vocabulary 2048): chunks of half
-#    the rows, a peak no plan of the default chunk reaches, bitwise the weights of `off` in
-#    chunks of that size, and the high-water mark of the plan;
+#    the rows, a peak no plan of the default chunk reaches, bitwise the
+#    weights of `off` in chunks of that size (C trainers, and under `trainc
+#    run`), and the high-water mark of the plan;
 #  - bad --loss-head values, and chunked with the CUDA backend, are errors.
 # usage: head.sh TRAINC SOURCE_DIR WORKDIR
 set -euo pipefail
@@ -161,6 +162,13 @@ for t in auto off64; do
 done
 cmp -s "$work/auto.safetensors" "$work/off64.safetensors" ||
   { echo "FAIL: --loss-head auto at $least trains to other weights than off in chunks of 64"; fail=1; }
+# the LLVM backend (`trainc run`) takes the planner's chunk too
+"$trainc" run --loss-head auto --budget "$least" "$work/wide.nn" --data "$work/wide.data" --steps 4 --quiet \
+  --save "$work/auto.run.safetensors"
+"$trainc" run --loss-head 64 --policy off "$work/wide.nn" --data "$work/wide.data" --steps 4 --quiet \
+  --save "$work/off64.run.safetensors"
+cmp -s "$work/auto.run.safetensors" "$work/off64.run.safetensors" ||
+  { echo "FAIL: trainc run --loss-head auto at $least: other weights than off in chunks of 64"; fail=1; }
 "$PY" -c 'import json, sys; m = [json.loads(l) for l in open(sys.argv[1]) if "arena_high_water" in l][-1]
 assert m["arena_high_water"] == m["arena_planned"], m' "$work/auto.jsonl" ||
   { echo "FAIL: --loss-head auto: the high-water mark is not the plan"; fail=1; }
