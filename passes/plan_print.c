@@ -366,9 +366,9 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
-          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"measured\": ",
+          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"measured\": ",
           pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, step_seconds(pl),
-          pl->cache_credit, overhead(pl));
+          pl->cache_credit, overhead(pl), added(pl));
   if (!measured) {
     fputs("null}\n", out);
     return;
@@ -410,23 +410,21 @@ void plan_print(FILE *out, const Plan *pl, PlanFormat format, const MeasuredTime
 
 /* ------------------------------------------------------------------ sweep */
 
-/* From the least peak of all, sqrt and off to off's without bf16 storage
- * (with it, off itself may be the least). The budgets' searches share
- * their candidates' figures (a PlanMemo): each is realized once. */
+/* From the least peak the budget search reaches (its candidates include
+ * all, sqrt and off; a budget of 0 bytes fits none of them, and the search
+ * reports the least) to off's without bf16 storage (with it, off itself
+ * may be the least). The budgets' searches share their candidates' figures
+ * (a PlanMemo): each is realized once. */
 SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, int *count) {
-  uint64_t least, min = UINT64_MAX, max = 0;
-  const CheckpointPolicy ends[] = {CKPT_ALL, CKPT_SQRT, CKPT_OFF};
-  for (int i = 0; i < 3; i++) {
-    Plan *pl = plan_fitting(g, (CheckpointSpec){.policy = ends[i], .compress = compress}, m, NULL, &least, NULL);
-    if (pl->peak_bytes < min) min = pl->peak_bytes;
-    plan_free(pl);
-  }
+  uint64_t min, least;
+  PlanMemo *memo = plan_memo_new();
+  plan_free(plan_fitting(g, (CheckpointSpec){.policy = CKPT_BUDGET, .budget = 0, .compress = compress}, m, NULL,
+                         &min, memo));
   Plan *off = plan_fitting(g, (CheckpointSpec){.policy = CKPT_OFF}, m, NULL, &least, NULL);
-  max = off->peak_bytes > min ? off->peak_bytes : min;
+  uint64_t max = off->peak_bytes > min ? off->peak_bytes : min;
   plan_free(off);
   enum { STEPS = 16 };
   SweepPoint *pts = xcalloc(STEPS + 1, sizeof *pts);
-  PlanMemo *memo = plan_memo_new();
   int n = 0;
   for (int i = 0; i <= STEPS; i++) {
     uint64_t budget = min + (max - min) * (uint64_t)i / STEPS;
