@@ -455,6 +455,14 @@ static int emit(const Program *p, const Options *o) {
   return ok ? 0 : 1;
 }
 
+/* Under --loss-head auto, the chunk the budget search chose. */
+static void print_chosen_chunk(const Graph *g) {
+  if (g->loss_head < 0) return;
+  HeadDims h;
+  head_dims(g, &g->nodes[g->loss_head], &h);
+  if (h.planner_chooses) printf(", loss head %lld rows a chunk", (long long)h.chunk);
+}
+
 /* The C compiler: --cc, else $CC, else the one trainc was configured with. */
 static BuildOptions build_options(const Options *o) {
   bool nvcc = o->backend && !strcmp(o->backend, "cuda");
@@ -519,6 +527,7 @@ static int build(const Program *p, const Options *o) {
     const CheckpointSpec *ck = &p->g->train.checkpoint; /* as planned */
     printf("built %s (model %s, arena %s", o->output, p->g->model_name, format_bytes(p->arena_bytes, b));
     if (ck->policy == CKPT_AUTO) printf(", checkpoint auto for memory %s", format_bytes(ck->budget, m));
+    print_chosen_chunk(p->g);
     printf("%s%s%s)\n", mpi ? ", MPI" : "", o->backend ? ", backend " : "",
            o->backend ? o->backend : "");
   }

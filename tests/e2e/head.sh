@@ -154,7 +154,9 @@ assert (h["chunk"], h["default_chunk"], h["planner_chooses"]) == (64, 128, True)
 (( $(least_peak "$work/wide.nn") > least )) ||
   { echo "FAIL: the default chunk fits $least bytes too: auto gained nothing"; fail=1; }
 "$trainc" build "$work/wide.nn" --loss-head auto --budget "$least" -o "$work/auto" --keep-c "$work/auto.c" \
-  "${cflags[@]}" >/dev/null
+  "${cflags[@]}" >"$work/auto.build"
+grep -q ", loss head 64 rows a chunk)" "$work/auto.build" ||
+  { echo "FAIL: trainc build does not say the chosen chunk: $(cat "$work/auto.build")"; fail=1; }
 "$trainc" build "$work/wide.nn" --loss-head 64 --policy off -o "$work/off64" "${cflags[@]}" >/dev/null
 "$PY" "$src/tests/e2e/random_data.py" "$work/auto.c" "$work/wide.data" 32
 for t in auto off64; do
