@@ -1363,10 +1363,10 @@ static void add_kept_back_variants(Plan *pl, const Graph *g, const bool *live, u
  * the cost model does not price (GPT-2 124M's head in chunks of 32 rows
  * took 1.5 times its time in one chunk of 256, bench/RESULTS.md);
  * `--loss-head ROWS` still sets any. */
-enum { HEAD_CHUNK_LEAST = 64 };
+enum { OFFERED_CHUNK_LEAST = 64 };
 
 /* The chunks the search offers besides the graph's: all rows at once, then
- * half as many, a quarter, ... down to HEAD_CHUNK_LEAST; none unless the
+ * half as many, a quarter, ... down to OFFERED_CHUNK_LEAST; none unless the
  * head's chunk is the planner's to choose (--loss-head auto). Returns how
  * many. */
 static int head_chunk_ladder(const Graph *g, int64_t *chunks) {
@@ -1376,7 +1376,7 @@ static int head_chunk_ladder(const Graph *g, int64_t *chunks) {
   int n = 0;
   for (int64_t c = h.n; h.planner_chooses && n < 32; c = (c + 1) / 2) {
     if (c != h.chunk) chunks[n++] = c;
-    if (c <= HEAD_CHUNK_LEAST) break;
+    if (c <= OFFERED_CHUNK_LEAST) break;
   }
   return n;
 }
