@@ -558,19 +558,24 @@ static void print_patterns(FILE *out, const NameList *patterns) {
 }
 
 /* trc_model.kernel_sites: each call of forward() and backward() (the sites
- * of trc_kernel_done) with the cost model's seconds for it, one short row
- * each (a model of many layers has many: no field names). */
+ * of trc_kernel_done) with the cost model's seconds for it under each
+ * precision, one short row each (a model of many layers has many: no field
+ * names). */
 static void print_kernel_sites(FILE *out, const Program *p) {
-  fprintf(out, "/* per kernel call: op, value, line, predicted seconds forward, backward, recompute */\n"
+  fprintf(out, "/* per kernel call: op, value, line, predicted seconds forward, backward, recompute "
+               "under fp32, then under bf16 */\n"
                "static const trc_kernel_site kernel_sites[%d] = {\n", step_sites(p));
   for (int site = 0; site < step_sites(p); site++) {
     int id = step_site_node(p, site);
     const Node *n = &p->g->nodes[id];
     fprintf(out, "    {\"%s\", ", op_info(n->op)->name);
     print_c_string_or_null(out, n->name);
-    fprintf(out, ", %d", n->loc.line);
-    for (int ph = 0; ph < 3; ph++) fprintf(out, ", %.7g", p->kernel_seconds ? p->kernel_seconds[id][ph] : 0.0);
-    fputs("},\n", out);
+    fprintf(out, ", %d, {", n->loc.line);
+    for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++) {
+      const double *sec = p->kernel_seconds[precision] ? p->kernel_seconds[precision][id] : (const double[3]){0};
+      fprintf(out, "%s{%.7g, %.7g, %.7g}", precision ? ", " : "", sec[0], sec[1], sec[2]);
+    }
+    fputs("}},\n", out);
   }
   fputs("};\n\n", out);
 }
@@ -625,8 +630,10 @@ static void print_model(FILE *out, const Program *p, const char *device) {
           "    .forward = forward,\n    .backward = backward,\n    .step = step,\n    .checkpoint "
           "= \"%s\",\n",
           checkpoint_spec_str(&g->train.checkpoint, spec));
-  fprintf(out, "    .n_kernel_sites = %d, .kernel_sites = kernel_sites, .predicted_update = %.9g,\n",
-          step_sites(p), p->update_seconds);
+  fprintf(out, "    .n_kernel_sites = %d, .kernel_sites = kernel_sites, .predicted_update = {", step_sites(p));
+  for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++)
+    fprintf(out, "%s%.9g", precision ? ", " : "", p->update_seconds[precision]);
+  fputs("},\n", out);
   print_defaults(out, &g->train.run);
   if (device) fprintf(out, "    .device = &%s,\n", device);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);

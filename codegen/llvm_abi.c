@@ -9,7 +9,9 @@
  * Each struct is a list of (field, kind) from which both its LLVM type and
  * the check of that type's layout against the C compiler's are made. */
 
-typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } FieldKind;
+/* PRECISIONS: one f64 per precision (trc_precision); PHASES: three f64
+ * (forward, backward, recompute) per precision. */
+typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG, FK_PRECISIONS, FK_PHASES } FieldKind;
 
 #define PARAM_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
@@ -21,7 +23,7 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
   X(dtype, I32) X(rank, I32) X(dims, DIMS) X(offset, I64) X(example_bytes, I64)                    \
       X(index_limit, I64)
 #define KERNEL_SITE_FIELDS(X)                                                                      \
-  X(op, PTR) X(value, PTR) X(line, I32) X(forward, F64) X(backward, F64) X(recompute, F64)
+  X(op, PTR) X(value, PTR) X(line, I32) X(predicted, PHASES)
 #define MODEL_FIELDS(X)                                                                            \
   X(name, PTR)                                                                                     \
   X(source, PTR) X(batch, I64) X(arena_bytes, I64) X(bf16_operand_bytes, I64)                   \
@@ -35,7 +37,7 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG } Fiel
                       X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
                       X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
                           X(checkpoint, PTR) X(n_kernel_sites, I32) X(kernel_sites, PTR)          \
-                              X(predicted_update, F64) X(defaults, CONFIG) X(device, PTR)
+                              X(predicted_update, PRECISIONS) X(defaults, CONFIG) X(device, PTR)
 /* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
 #define CFG_FK_I64 FK_I64
 #define CFG_FK_U64 FK_I64
@@ -108,6 +110,10 @@ static LLVMTypeRef field_type(Gen *g, FieldKind k, Diag *diag) {
     return LLVMArrayType2(g->i64, TRC_MAX_RANK);
   case FK_CONFIG:
     return struct_type(g, &config_info, diag);
+  case FK_PRECISIONS:
+    return LLVMArrayType2(g->f64, TRC_PRECISION_COUNT);
+  case FK_PHASES:
+    return LLVMArrayType2(LLVMArrayType2(g->f64, 3), TRC_PRECISION_COUNT);
   }
   return NULL;
 }
@@ -224,6 +230,23 @@ static LLVMValueRef inputs_table(Gen *g, Diag *diag) {
   return t;
 }
 
+/* n <= 3: a site's phases, or one value per precision */
+static LLVMValueRef f64_array(Gen *g, const double *x, unsigned n) {
+  LLVMValueRef v[TRC_PRECISION_COUNT > 3 ? TRC_PRECISION_COUNT : 3];
+  for (unsigned i = 0; i < n; i++) v[i] = LLVMConstReal(g->f64, x[i]);
+  return LLVMConstArray2(g->f64, v, n);
+}
+
+/* A site's predicted seconds: forward, backward, recompute under each precision. */
+static LLVMValueRef site_seconds(Gen *g, int id) {
+  LLVMValueRef rows[TRC_PRECISION_COUNT];
+  for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++) {
+    double (*sec)[3] = g->p->kernel_seconds[precision];
+    rows[precision] = f64_array(g, sec ? sec[id] : (const double[3]){0, 0, 0}, 3);
+  }
+  return LLVMConstArray2(LLVMArrayType2(g->f64, 3), rows, TRC_PRECISION_COUNT);
+}
+
 /* kernel_sites, as c_family.c's print_kernel_sites fills it. */
 static LLVMValueRef kernel_sites_table(Gen *g, Diag *diag) {
   const Program *p = g->p;
@@ -232,13 +255,10 @@ static LLVMValueRef kernel_sites_table(Gen *g, Diag *diag) {
   for (int site = 0; site < n; site++) {
     int id = step_site_node(p, site);
     const Node *nd = &p->g->nodes[id];
-    const double *sec = p->kernel_seconds ? p->kernel_seconds[id] : (const double[3]){0, 0, 0};
     LLVMValueRef v[N_SITE_FIELDS] = {[SITE_op] = cstring(g, op_info(nd->op)->name),
                                      [SITE_value] = cstring_or_null(g, nd->name),
                                      [SITE_line] = i32c(g, nd->loc.line),
-                                     [SITE_forward] = LLVMConstReal(g->f64, sec[PHASE_FORWARD]),
-                                     [SITE_backward] = LLVMConstReal(g->f64, sec[PHASE_BACKWARD]),
-                                     [SITE_recompute] = LLVMConstReal(g->f64, sec[PHASE_RECOMPUTE])};
+                                     [SITE_predicted] = site_seconds(g, id)};
     rows[site] = named_struct(g, &site_info, v, diag);
   }
   LLVMValueRef t = table(g, &site_info, rows, n, "kernel_sites", diag);
@@ -325,7 +345,7 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_checkpoint] = cstring(g, checkpoint_spec_str(&gr->train.checkpoint, spec)),
       [MODEL_n_kernel_sites] = i32c(g, step_sites(p)),
       [MODEL_kernel_sites] = kernel_sites_table(g, diag),
-      [MODEL_predicted_update] = LLVMConstReal(g->f64, p->update_seconds),
+      [MODEL_predicted_update] = f64_array(g, p->update_seconds, TRC_PRECISION_COUNT),
       [MODEL_defaults] = defaults(g, &gr->train.run, diag),
       [MODEL_device] = LLVMConstNull(g->ptr)}; /* the host arena only */
   LLVMValueRef init = named_struct(g, &model_info, v, diag);

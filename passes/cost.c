@@ -428,15 +428,26 @@ StepPhase node_phase(const Graph *g, const Node *n) {
   return n->id < g->n_forward ? PHASE_FORWARD : PHASE_BACKWARD;
 }
 
-void program_predict(Program *p, const MachineProfile *m) {
-  const Graph *g = p->g;
-  int *step = kernel_steps(p);
-  double *share = program_node_seconds(p, m, NULL);
-  free(p->kernel_seconds);
-  p->kernel_seconds = xcalloc((size_t)g->n, sizeof *p->kernel_seconds);
-  for (int i = 0; i < g->n; i++)
-    if (!is_leaf(&g->nodes[i])) p->kernel_seconds[step[i]][node_phase(g, &g->nodes[i])] += share[i];
-  p->update_seconds = update_seconds(p, m);
+/* The program priced as run under `precision`: the same nodes and steps,
+ * read through a copy of the graph whose run says that precision. */
+static void predict_under(Program *p, const MachineProfile *m, trc_precision precision, const int *step) {
+  Graph run = *p->g;
+  run.train.run.precision = precision;
+  Program priced = *p;
+  priced.g = &run;
+  double *share = program_node_seconds(&priced, m, NULL);
+  free(p->kernel_seconds[precision]);
+  double(*seconds)[3] = xcalloc((size_t)run.n, sizeof *seconds);
+  for (int i = 0; i < run.n; i++)
+    if (!is_leaf(&run.nodes[i])) seconds[step[i]][node_phase(&run, &run.nodes[i])] += share[i];
+  p->kernel_seconds[precision] = seconds;
+  p->update_seconds[precision] = update_seconds(&priced, m);
   free(share);
+}
+
+void program_predict(Program *p, const MachineProfile *m) {
+  int *step = kernel_steps(p);
+  for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++)
+    predict_under(p, m, (trc_precision)precision, step);
   free(step);
 }

@@ -53,6 +53,7 @@ bool measured_parse(const SourceFile *f, MeasuredTimes *m, Diag *diag) {
   double arena = -1, steps = 0;
   m->model = string_at(line, "model");
   m->checkpoint = string_at(line, "checkpoint");
+  m->precision = string_at(line, "precision");
   bool ok = m->model && m->checkpoint && number_at(line, "arena_bytes", &arena) &&
             number_at(line, "steps", &steps) && phases_at(line, "measured", "rest", &m->measured) &&
             phases_at(line, "predicted", "update", &m->predicted);
@@ -80,5 +81,6 @@ bool measured_matches(const MeasuredTimes *m, const Plan *pl, Diag *diag) {
 void measured_free(MeasuredTimes *m) {
   free(m->model);
   free(m->checkpoint);
+  free(m->precision);
   memset(m, 0, sizeof *m);
 }

@@ -119,12 +119,13 @@ typedef struct {
   GradBucket *buckets;       /* in the order backward finishes them, roughly: */
   int n_buckets;             /* from the end of the region to its start */
   /* The cost model's prediction for the planned program (program_predict;
-   * NULL and 0 before): per step node, its kernel's seconds in each phase
-   * (its own and its fused members' shares), and a micro-batch's share of
-   * the optimizer step (update_seconds). Trainers report them beside what
-   * they measure (--kernel-times). */
-  double (*kernel_seconds)[3];
-  double update_seconds;
+   * NULL and 0 before), under each precision a run may choose (the train
+   * block's or --precision): per step node, its kernel's seconds in each
+   * phase (its own and its fused members' shares), and a micro-batch's
+   * share of the optimizer step (update_seconds). Trainers report those of
+   * their run's precision beside what they measure (--kernel-times). */
+  double (*kernel_seconds[TRC_PRECISION_COUNT])[3];
+  double update_seconds[TRC_PRECISION_COUNT];
 } Program;
 
 /* ---- the pass pipeline (pipeline.c): every pass in order, one line each ----
@@ -294,7 +295,7 @@ double *program_node_seconds(const Program *p, const MachineProfile *m, double *
  * back). */
 typedef enum { PHASE_FORWARD, PHASE_BACKWARD, PHASE_RECOMPUTE } StepPhase;
 StepPhase node_phase(const Graph *g, const Node *n);
-/* Fills p's kernel_seconds and update_seconds under m. */
+/* Fills p's kernel_seconds and update_seconds under m, for each precision. */
 void program_predict(Program *p, const MachineProfile *m);
 /* A micro-batch's share of the step's update (the gradients zeroed, their
  * norm, the optimizer's pass, precision bf16's weight copy): memory-bound
@@ -415,9 +416,10 @@ typedef struct {
 typedef struct {
   const char *path;
   char *model, *checkpoint;
+  char *precision; /* the run's ("fp32", "bf16"); NULL in a file from before the key */
   uint64_t arena_bytes;
   int64_t steps;
-  MeasuredPhases measured, predicted;
+  MeasuredPhases measured, predicted; /* predicted: the trainer's, for the run's precision */
 } MeasuredTimes;
 /* Reads the file's first line; false after saying why. */
 bool measured_parse(const SourceFile *f, MeasuredTimes *m, Diag *diag);

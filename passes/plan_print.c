@@ -228,6 +228,17 @@ static void print_head(FILE *out, const Plan *pl) {
           format_bytes((uint64_t)pl->graph_chunk * (uint64_t)h.v * sizeof(float), b3));
 }
 
+static const char *precision_word(const Plan *pl) {
+  static const char *const words[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
+  return words[pl->graph->train.run.precision];
+}
+
+/* Whether the trainer ran under --precision other than the train block's:
+ * the plan's prediction is then not the one to set beside its times. */
+static bool measured_in_other_precision(const Plan *pl, const MeasuredTimes *measured) {
+  return measured->precision && strcmp(measured->precision, precision_word(pl)) != 0;
+}
+
 static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
@@ -289,9 +300,15 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
             1e3 * pl->cache_credit);
   if (!measured) return;
   const MeasuredPhases *m = &measured->measured;
-  fprintf(out, "measured micro-batch time (%s, %lld steps): %.3f ms (forward %.3f, backward %.3f, recompute %.3f, "
-          "the rest %.3f; +%.1f%%)\n", measured->path, (long long)measured->steps, 1e3 * m->step, 1e3 * m->forward,
-          1e3 * m->backward, 1e3 * m->recompute, 1e3 * m->rest, 100 * m->overhead);
+  fprintf(out, "measured micro-batch time (%s, %lld steps%s%s): %.3f ms (forward %.3f, backward %.3f, recompute "
+          "%.3f, the rest %.3f; +%.1f%%)\n", measured->path, (long long)measured->steps,
+          measured->precision ? ", precision " : "", measured->precision ? measured->precision : "",
+          1e3 * m->step, 1e3 * m->forward, 1e3 * m->backward, 1e3 * m->recompute, 1e3 * m->rest,
+          100 * m->overhead);
+  if (measured_in_other_precision(pl, measured))
+    fprintf(out, "  (the prediction above is for precision %s; the trainer's for its %s run: %.3f ms, +%.1f%%)\n",
+            precision_word(pl), measured->precision, 1e3 * measured->predicted.step,
+            100 * measured->predicted.overhead);
 }
 
 static void json_string(FILE *out, const char *s) {
@@ -373,12 +390,16 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
     fputs("null}\n", out);
     return;
   }
-  const MeasuredPhases *m = &measured->measured;
+  const MeasuredPhases *m = &measured->measured, *p = &measured->predicted;
   fputs("{\"file\": ", out);
   json_string(out, measured->path);
+  fputs(", \"precision\": ", out);
+  if (measured->precision) json_string(out, measured->precision);
+  else fputs("null", out);
   fprintf(out, ", \"steps\": %lld, \"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"rest\": %.6g, "
-          "\"step\": %.6g, \"overhead\": %.6g}}\n", (long long)measured->steps, m->forward, m->backward,
-          m->recompute, m->rest, m->step, m->overhead);
+          "\"step\": %.6g, \"overhead\": %.6g, \"predicted_step\": %.6g, \"predicted_overhead\": %.6g}}\n",
+          (long long)measured->steps, m->forward, m->backward, m->recompute, m->rest, m->step, m->overhead,
+          p->step, p->overhead);
 }
 
 static void print_dot(FILE *out, const Plan *pl) {

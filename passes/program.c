@@ -107,6 +107,6 @@ void program_free(Program *p) {
   free(p->forward);
   free(p->backward);
   free(p->buckets);
-  free(p->kernel_seconds);
+  for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++) free(p->kernel_seconds[precision]);
   free(p);
 }

@@ -55,6 +55,7 @@ extern "C" {
 #define TRC_ENUM_VALUE(e, word) e,
 #define TRC_ENUM_IDENT(e, word) #e,
 #define TRC_ENUM_WORD(e, word) word,
+#define TRC_ENUM_ONE(e, word) +1
 
 #define TRC_DTYPES(X) X(TRC_F32, "f32") X(TRC_I32, "i32") X(TRC_U8, "u8")
 typedef enum { TRC_DTYPES(TRC_ENUM_VALUE) } trc_dtype;
@@ -133,6 +134,7 @@ typedef enum { TRC_SCHEDULES(TRC_ENUM_VALUE) } trc_schedule_kind;
  * accumulation (weights, gradients and optimizer state stay fp32). */
 #define TRC_PRECISIONS(X) X(TRC_FP32, "fp32") X(TRC_BF16, "bf16")
 typedef enum { TRC_PRECISIONS(TRC_ENUM_VALUE) } trc_precision;
+enum { TRC_PRECISION_COUNT = 0 TRC_PRECISIONS(TRC_ENUM_ONE) };
 
 #define TRC_LOSS_KINDS(X)                                                                          \
   X(TRC_LOSS_CROSS_ENTROPY, "cross_entropy") X(TRC_LOSS_MSE, "mse") X(TRC_LOSS_OTHER, "other")
@@ -359,9 +361,11 @@ typedef struct {
   const char *op;    /* the kernel's op (its step's) */
   const char *value; /* the value it makes, by name; NULL: unnamed */
   int line;          /* the model-file line */
-  /* The cost model's seconds for one call, by what they add to: a kernel
-   * with values fused into it may recompute some of them in backward. */
-  double forward, backward, recompute;
+  /* The cost model's seconds for one call under each precision the run may
+   * choose (trc_precision), by what they add to: forward, backward,
+   * recompute (a kernel with values fused into it may recompute some of them
+   * in backward). */
+  double predicted[TRC_PRECISION_COUNT][3];
 } trc_kernel_site;
 
 void trc_kernel_start(void);
@@ -428,8 +432,9 @@ typedef struct trc_model {
   const char *checkpoint;    /* the checkpoint policy it was planned with */
   int n_kernel_sites;        /* forward()'s and backward()'s kernel calls */
   const trc_kernel_site *kernel_sites;
-  double predicted_update;   /* the cost model's seconds of a micro-batch's share of
-                                the optimizer step (zeroing, norm, update) */
+  /* the cost model's seconds of a micro-batch's share of the optimizer step
+   * (zeroing, norm, update) under each precision */
+  double predicted_update[TRC_PRECISION_COUNT];
   trc_train_config defaults;
   const trc_device *device;  /* NULL: the host arena is the only one (the C backend) */
 } trc_model;

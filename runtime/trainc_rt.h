@@ -37,6 +37,7 @@ typedef struct {
 } trc_error;
 
 const char *trc_dtype_name(trc_dtype dtype);   /* "f32" "i32" "u8" */
+const char *trc_precision_name(trc_precision p); /* "fp32" "bf16" */
 size_t trc_dtype_size(trc_dtype dtype);
 
 /* Checks a descriptor's internal consistency (every region inside the arena,

@@ -33,6 +33,8 @@ static void text_OPTIMIZER(char *buf, size_t n, trc_optimizer_kind v) {
 static void text_SCHEDULE(char *buf, size_t n, trc_schedule_kind v) {
   snprintf(buf, n, "%s", schedule_words[v]);
 }
+const char *trc_precision_name(trc_precision p) { return precision_words[p]; }
+
 static void text_PRECISION(char *buf, size_t n, trc_precision v) {
   snprintf(buf, n, "%s", precision_words[v]);
 }
@@ -182,7 +184,7 @@ static int set_SCHEDULE(const char *flag, const char *name, const char *text,
 static int set_PRECISION(const char *flag, const char *name, const char *text, trc_precision *out,
                          trc_error *err) {
   (void)name;
-  int i = one_of(flag, text, precision_words, TRC_BF16 + 1, "fp32 or bf16", err);
+  int i = one_of(flag, text, precision_words, TRC_PRECISION_COUNT, "fp32 or bf16", err);
   if (i >= 0) *out = (trc_precision)i;
   return i < 0 ? -1 : 0;
 }

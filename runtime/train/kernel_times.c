@@ -10,7 +10,8 @@
  * with values fused into it may recompute some of them); what the step
  * spends outside the kernels (zeroing the gradients, the norm, the
  * optimizer, loading the micro-batches) is "the rest", set against the
- * predicted update. */
+ * predicted update. The predictions are those for the run's precision
+ * (--precision may differ from the model file's). */
 #include "io/rt_io.h"
 
 #include <stdlib.h>
@@ -72,16 +73,23 @@ static double overhead_of(const phases *p) {
   return base > 0 ? p->recompute / base : 0;
 }
 
+/* A site's predicted seconds for one call under the run's precision. */
+static const double *predicted_of(const trc_kernel_site *s) { return s->predicted[trc_get_precision()]; }
+static double predicted_call(const trc_kernel_site *s) {
+  const double *p = predicted_of(s);
+  return p[0] + p[1] + p[2];
+}
+
 static void add_site(phases *measured, phases *predicted, const trc_kernel_site *s, double seconds,
                      double calls) {
-  double each = s->forward + s->backward + s->recompute;
-  predicted->forward += calls * s->forward;
-  predicted->backward += calls * s->backward;
-  predicted->recompute += calls * s->recompute;
+  const double *p = predicted_of(s), each = predicted_call(s);
+  predicted->forward += calls * p[0];
+  predicted->backward += calls * p[1];
+  predicted->recompute += calls * p[2];
   if (each <= 0) return; /* every kernel is predicted some time: kernel_overhead at least */
-  measured->forward += seconds * s->forward / each;
-  measured->backward += seconds * s->backward / each;
-  measured->recompute += seconds * s->recompute / each;
+  measured->forward += seconds * p[0] / each;
+  measured->backward += seconds * p[1] / each;
+  measured->recompute += seconds * p[2] / each;
 }
 
 typedef struct {
@@ -89,6 +97,7 @@ typedef struct {
   const trc_model *m;
   phases measured, predicted;
 } report;
+
 
 static void write_phases(FILE *f, const char *name, const phases *p, const char *rest) {
   fprintf(f, "\"%s\": {\"forward\": ", name);
@@ -116,6 +125,8 @@ static int write_report(FILE *f, const void *ctx, trc_error *err) {
   trc_json_write_string(f, m->name);
   fputs(", \"checkpoint\": ", f);
   trc_json_write_string(f, m->checkpoint);
+  fputs(", \"precision\": ", f);
+  trc_json_write_string(f, trc_precision_name(trc_get_precision()));
   fprintf(f, ", \"arena_bytes\": %llu, \"sites\": %d, \"steps\": %lld, \"micro_batches\": %lld, ",
           (unsigned long long)m->arena_bytes, m->n_kernel_sites, (long long)r->k->steps,
           (long long)r->k->micro_batches);
@@ -135,7 +146,7 @@ static int write_report(FILE *f, const void *ctx, trc_error *err) {
     fputs(", \"seconds\": ", f);
     trc_json_write_number(f, r->k->seconds[i] / mb);
     fputs(", \"predicted\": ", f);
-    trc_json_write_number(f, (double)r->k->calls[i] / mb * (s->forward + s->backward + s->recompute));
+    trc_json_write_number(f, (double)r->k->calls[i] / mb * predicted_call(s));
     fputs("}\n", f);
   }
   return ferror(f) ? -1 : 0;
@@ -168,7 +179,7 @@ static void print_slowest(const trc_kernel_times *k, const trc_model *m) {
     double calls = (double)k->calls[shown[j]] / mb;
     fprintf(stderr, "%s site %d %s%s%s (line %d) %.3f ms, predicted %.3f", j ? ";" : "", shown[j], s->op,
             s->value ? " " : "", s->value ? s->value : "", s->line, 1e3 * k->seconds[shown[j]] / mb,
-            1e3 * calls * (s->forward + s->backward + s->recompute));
+            1e3 * calls * predicted_call(s));
   }
   fputc('\n', stderr);
 }
@@ -186,10 +197,11 @@ int trc_kernel_times_report(const trc_kernel_times *k, const trc_model *m, const
     kernels += k->seconds[i] / mb;
   }
   r.measured.rest = k->step_seconds / mb - kernels;
-  r.predicted.rest = m->predicted_update;
+  r.predicted.rest = m->predicted_update[trc_get_precision()];
   if (trc_write_atomic(path, write_report, &r, err)) return -1;
-  fprintf(stderr, "kernel times (%s): %lld steps after the first, %lld micro-batches; per micro-batch:\n",
-          path, (long long)k->steps, (long long)k->micro_batches);
+  fprintf(stderr, "kernel times (%s): %lld steps after the first, %lld micro-batches, precision %s; per "
+          "micro-batch:\n", path, (long long)k->steps, (long long)k->micro_batches,
+          trc_precision_name(trc_get_precision()));
   print_phases("measured", &r.measured, "the rest");
   print_phases("predicted", &r.predicted, "update");
   print_slowest(k, m);

@@ -7,7 +7,9 @@
 #    an LLVM trainer;
 #  - the prediction in the trainer is the plan's: the sites' predicted
 #    forward, backward and recompute seconds add up to `trainc plan`'s, and
-#    the update is its update;
+#    the update is its update; under --precision bf16 (the model file says
+#    nothing: fp32) they are the plan's of the model with `precision bf16`
+#    in its train block, and the file says which precision ran;
 #  - the measured phases add up to the measured step; recompute is measured
 #    only where the plan recomputes (all: some; off: none); timing changes
 #    no weight;
@@ -27,16 +29,22 @@ source "$src/tests/e2e/run_data.sh"
 model=$src/examples/gpt.nn # layers in loops; the chunked loss head
 data=$(data_dir random "$model")
 
-# check_file FILE POLICY [FLAGS...]: the file against `trainc plan` of POLICY
+# the same model planned for precision bf16 (for the trainer run with --precision bf16)
+sed 's/^  clip 1.0$/&\n  precision bf16/' "$model" >"$work/gpt_bf16.nn"
+grep -q '^  precision bf16$' "$work/gpt_bf16.nn" || flunk "no precision line added to $model's train block"
+
+# check_file FILE POLICY [PRECISION]: the file against `trainc plan` of
+# POLICY, of the model planned for PRECISION (default fp32)
 check_file() {
-  local file=$1 policy=$2
-  shift 2
-  "$trainc" plan "$model" --policy "$policy" "$@" --format json >"$work/plan.json"
-  "$PY" - "$file" "$work/plan.json" "$policy" <<'PYEOF'
+  local file=$1 policy=$2 precision=${3:-fp32} planned=$model
+  [[ $precision == bf16 ]] && planned=$work/gpt_bf16.nn
+  "$trainc" plan "$planned" --policy "$policy" --format json >"$work/plan.json"
+  "$PY" - "$file" "$work/plan.json" "$policy" "$precision" <<'PYEOF'
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1])]
 head, sites, plan = lines[0], lines[1:], json.load(open(sys.argv[2]))
 assert head["model"] == plan["model"] and head["checkpoint"] == plan["policy"], head
+assert head["precision"] == sys.argv[4], (head["precision"], sys.argv[4])
 assert head["arena_bytes"] == plan["peak"]["arena"], (head["arena_bytes"], plan["peak"]["arena"])
 assert len(sites) == head["sites"] > 0 and [s["site"] for s in sites] == list(range(len(sites)))
 bad = [s for s in sites if s["calls"] != 1]
@@ -71,6 +79,17 @@ cmp -s "$work/timed.safetensors" "$work/untimed.safetensors" || flunk "--kernel-
 "$PY" -c 'import json, sys; h = json.loads(open(sys.argv[1]).readline()); sys.exit(not (h["steps"] == 1 and h["micro_batches"] == 2))' \
   "$work/acc.jsonl" || flunk "--accumulate 2: not 2 micro-batches in the one step timed"
 check_file "$work/acc.jsonl" all || flunk "--accumulate 2: kernel times"
+# --precision bf16: the GEMMs' predictions are those of bf16 operands
+"$work/gpt_all" --data "$data" --steps 3 --quiet --precision bf16 --kernel-times "$work/bf16.jsonl" 2>"$work/bf16.err"
+grep -q "micro-batches, precision bf16; per micro-batch" "$work/bf16.err" || flunk "--precision bf16: not named on stderr"
+check_file "$work/bf16.jsonl" all bf16 || flunk "--precision bf16: kernel times"
+"$PY" - "$work/all.jsonl" "$work/bf16.jsonl" <<'PYEOF' || flunk "--precision bf16: GEMMs not predicted faster, or loops predicted otherwise"
+import json, sys
+fp32, bf16 = ([json.loads(x) for x in list(open(p))[1:]] for p in sys.argv[1:])
+gemm = [a["predicted"] > b["predicted"] for a, b in zip(fp32, bf16) if a["op"] == "matmul"]
+loops = [a["predicted"] == b["predicted"] for a, b in zip(fp32, bf16) if a["op"] in ("gelu", "layernorm", "add")]
+sys.exit(not (gemm and all(gemm) and loops and all(loops)))
+PYEOF
 "$work/gpt_all" --data "$data" --steps 1 --quiet --kernel-times "$work/one.jsonl" 2>"$work/one.err"
 [[ ! -e $work/one.jsonl ]] && grep -q "no step after the first" "$work/one.err" ||
   flunk "--steps 1: a file was written, or no word why not"
@@ -79,7 +98,12 @@ if [[ $llvm == llvm ]]; then
   "$trainc" build "$model" --policy all --backend llvm -o "$work/gpt_llvm" >/dev/null
   "$work/gpt_llvm" --data "$data" --steps 3 --quiet --kernel-times "$work/llvm.jsonl" 2>/dev/null
   check_file "$work/llvm.jsonl" all || flunk "LLVM trainer: kernel times"
-  "$PY" - "$work/all.jsonl" "$work/llvm.jsonl" <<'PYEOF' || flunk "the LLVM trainer's sites differ from the C trainer's"
+  "$work/gpt_llvm" --data "$data" --steps 3 --quiet --precision bf16 --kernel-times "$work/llvm_bf16.jsonl" 2>/dev/null
+  check_file "$work/llvm_bf16.jsonl" all bf16 || flunk "LLVM trainer, --precision bf16: kernel times"
+  for precision in fp32 bf16; do
+    c_file=$work/all.jsonl llvm_file=$work/llvm.jsonl
+    [[ $precision == bf16 ]] && c_file=$work/bf16.jsonl llvm_file=$work/llvm_bf16.jsonl
+    "$PY" - "$c_file" "$llvm_file" <<'PYEOF' || flunk "the LLVM trainer's sites differ from the C trainer's ($precision)"
 import json, sys
 key = lambda s: (s["op"], s["value"], s["line"])
 c, l = ([json.loads(x) for x in list(open(p))[1:]] for p in sys.argv[1:])
@@ -87,11 +111,12 @@ c, l = ([json.loads(x) for x in list(open(p))[1:]] for p in sys.argv[1:])
 sys.exit(len(c) != len(l) or any(key(a) != key(b) or abs(a["predicted"] - b["predicted"]) > 1e-6 * b["predicted"]
                                   for a, b in zip(c, l)))
 PYEOF
+  done
 fi
 
 # trainc plan --measured
 "$trainc" plan "$model" --policy all --measured "$work/all.jsonl" >"$work/plan.txt"
-grep -q "^measured micro-batch time ($work/all.jsonl, 2 steps): .*; +[0-9.]*%)$" "$work/plan.txt" ||
+grep -q "^measured micro-batch time ($work/all.jsonl, 2 steps, precision fp32): .*; +[0-9.]*%)$" "$work/plan.txt" ||
   { flunk "plan --measured: no measured line"; cat "$work/plan.txt"; }
 "$trainc" plan "$model" --policy all --measured "$work/all.jsonl" --format json | "$PY" -c '
 import json, sys
@@ -99,7 +124,9 @@ d, head = json.load(sys.stdin), json.loads(open(sys.argv[1]).readline())
 m = d["measured"]
 assert m["file"] == sys.argv[1] and m["steps"] == head["steps"], m
 assert all(abs(m[k] - head["measured"][k]) <= 1e-5 * head["measured"]["step"] for k in ("forward", "backward", "recompute", "rest", "step"))
-assert abs(m["overhead"] - head["measured"]["overhead"]) <= 1e-5' "$work/all.jsonl" || flunk "plan --measured --format json"
+assert abs(m["overhead"] - head["measured"]["overhead"]) <= 1e-5
+assert m["precision"] == head["precision"] and abs(m["predicted_step"] - head["predicted"]["step"]) <= 1e-5 * m["step"], m
+' "$work/all.jsonl" || flunk "plan --measured --format json"
 
 expect_error() { # what status pattern command...
   local what=$1 status=$2 pattern=$3 rc=0
@@ -108,6 +135,10 @@ expect_error() { # what status pattern command...
   [[ $rc == "$status" ]] || flunk "$what: exit $rc, not $status"
   grep -q -- "$pattern" "$work/err.out" || { flunk "$what: unexpected message"; cat "$work/err.out"; }
 }
+"$trainc" plan "$model" --policy all --measured "$work/bf16.jsonl" >"$work/plan_bf16.txt"
+grep -q "^measured micro-batch time ($work/bf16.jsonl, 2 steps, precision bf16): " "$work/plan_bf16.txt" &&
+  grep -q "^  (the prediction above is for precision fp32; the trainer's for its bf16 run: [0-9.]* ms" \
+    "$work/plan_bf16.txt" || { flunk "plan --measured of a bf16 run: precision not named"; cat "$work/plan_bf16.txt"; }
 expect_error "another plan's file" 1 "all.jsonl: error: measured another plan: model gpt, checkpoint all" \
   "$trainc" plan "$model" --policy off --measured "$work/all.jsonl"
 echo '{"loss": 1}' >"$work/log.jsonl"
