@@ -179,7 +179,7 @@ bool build_cuda(const char *cu_path, const char *exe_path, const BuildOptions *o
 static const char calibration_source[] =
     "#define _POSIX_C_SOURCE 199309L\n"
     "#define TRC_VECTOR_MATH 1 /* as generated trainers: vector expf from libmvec */\n"
-    "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n#include \"trainc_rt.h\"\n"
+    "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <time.h>\n#include \"trainc_rt.h\"\n"
     "static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + 1e-9 * t.tv_nsec; }\n"
     "static void touch(float *x, long n) { for (long i = 0; i < n; i++) x[i] = (float)(i % 7) * 0.25f; }\n"
     "/* Loop kernels as trainers have them: buffers at constant offsets of an\n"
@@ -232,15 +232,38 @@ static const char calibration_source[] =
     "  trc_conv2d(TRC_CONV_BACKWARD_DATA, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, y, w, NULL, 0, x, 0);\n"
     "  trc_conv2d(TRC_CONV_BACKWARD_WEIGHTS, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, x, y, NULL, 0, w, 0);\n"
     "  return now() - t;\n}\n"
+    "/* The optimizer step's passes as trainers make them (trc_grad_norm,\n"
+    " * trc_optimizer_step): the gradients' norm, then AdamW block by block, each\n"
+    " * block's gradient zeroed after it; UPDATE_BYTES a float, as the cost model\n"
+    " * counts them (update_bytes_per_float). */\n"
+    "enum { UPDATE_FLOATS = 1 << 24, UPDATE_BLOCK = 4096 };\n"
+    "static void adamw_blocks(void *ctx, int64_t lo, int64_t hi) {\n"
+    "  float *const *pgmv = ctx;\n"
+    "  const trc_adamw_hparams h = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01, .step = 1};\n"
+    "  for (int64_t b = lo; b < hi; b++) {\n"
+    "    const int64_t at = b * UPDATE_BLOCK;\n"
+    "    trc_adamw_update(pgmv[0] + at, pgmv[1] + at, 1.0f, pgmv[2] + at, pgmv[3] + at, UPDATE_BLOCK, &h);\n"
+    "    memset(pgmv[1] + at, 0, UPDATE_BLOCK * sizeof(float)); } }\n"
+    "static double update(float *const *pgmv) {\n"
+    "  double t = now();\n"
+    "  volatile double norm = trc_grad_norm(pgmv[1], UPDATE_FLOATS);\n"
+    "  (void)norm;\n"
+    "  trc_parallel_for(UPDATE_FLOATS / UPDATE_BLOCK, adamw_blocks, (void *)pgmv);\n"
+    "  return now() - t;\n}\n"
     "int main(void) {\n"
     "  const int n = 1024, calls = 10000;\n"
     "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
-    "  char *arena = malloc(12L * BIG);\n"
-    "  if (!a || !b || !c || !arena) return 1;\n"
+    "  /* the loops' buffers in an arena as trainers map theirs (huge pages: from\n"
+    "   * memory a trainer's loops ran 1.3-1.8x as fast as in 4 KiB pages) */\n"
+    "  trc_error err = {0};\n"
+    "  char *arena = trc_arena_alloc(12L * BIG, &err);\n"
+    "  float *state = (float *)trc_arena_alloc(16L * UPDATE_FLOATS, &err);\n"
+    "  if (!a || !b || !c || !arena || !state) return 1;\n"
+    "  float *const pgmv[4] = {state, state + UPDATE_FLOATS, state + 2L * UPDATE_FLOATS, state + 3L * UPDATE_FLOATS};\n"
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, math = 1e30, window = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, math = 1e30, window = 1e30, upd = 1e30;\n"
     "  const int64_t planes = WINDOW[0] * WINDOW[1];\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
@@ -262,6 +285,7 @@ static const char calibration_source[] =
     "    t = now(); trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){b, c}); t = now() - t; if (t < math) math = t;\n"
     "    t = now(); trc_parallel_for(planes, windows, (float *[2]){(float *)arena, (float *)arena + planes * 784});\n"
     "    t = now() - t; if (t < window) window = t;\n"
+    "    t = update(pgmv); if (t < upd) upd = t;\n"
     "  }\n"
     "  /* the convolutions' arithmetic: their time less their reorders at the bandwidth */\n"
     "  double conv_rate = CONV_FLOPS / (convs - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
@@ -274,11 +298,12 @@ static const char calibration_source[] =
     "  if (!(att_rate > 0)) att_rate = ATT_FLOPS[0] / att_a;\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
     "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
-    "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\nwindow_accesses = %g\\n\",\n"
+    "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\nwindow_accesses = %g\\n\"\n"
+    "         \"update_bandwidth = %g\\n\",\n"
     "         trc_threads(),\n"
     "         2.0 * n * n * n / gemm, 2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
     "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
-    "         SMALL / math, WINDOW_ACCESSES / window);\n"
+    "         SMALL / math, WINDOW_ACCESSES / window, UPDATE_BYTES * UPDATE_FLOATS / upd);\n"
     "  return 0;\n}\n";
 
 /* The calibration program's two attention shapes (GPT-2's one sequence of
@@ -328,6 +353,14 @@ static bool write_window_shape(FILE *f) {
                     "static const double WINDOW_ACCESSES = %.17g;\n", accesses) > 0;
 }
 
+/* The bytes an AdamW step in fp32 moves a float, as the cost model counts
+ * them: the calibration program's update pass divided by its time is the
+ * rate update_seconds prices at. */
+static bool write_update_bytes(FILE *f) {
+  trc_train_config adamw = {.optimizer = TRC_ADAMW, .precision = TRC_FP32};
+  return fprintf(f, "static const double UPDATE_BYTES = %.17g;\n", update_bytes_per_float(&adamw)) > 0;
+}
+
 /* Runs the built calibration program and parses the profile it prints. */
 static bool measure(const char *exe, const char *out, const BuildOptions *opt, MachineProfile *profile, Diag *diag) {
   Argv a = {0};
@@ -350,7 +383,8 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
-  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_shape(f) && fputs(calibration_source, f) >= 0;
+  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_shape(f) && write_update_bytes(f) &&
+            fputs(calibration_source, f) >= 0;
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

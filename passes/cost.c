@@ -17,13 +17,16 @@ MachineProfile profile_default(void) {
    * 1.51-1.62e11 plus 5.6-8.4 us a block; added later, three runs each:
    * convolutions 2.42-2.48e11, libmvec's expf 3.4-4.0e9 calls a second,
    * a max-pool's rows of windows 1.05-1.23e10 accesses a second).
+   * The optimizer step's passes, nine runs on 2026-12-05 (evening):
+   * 6.2-9.6e10 bytes/s, where a loop writing a fresh output measured
+   * 3.7-4.9e10 in the same runs: they read and write back in place.
    * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
-                          .math_calls = 3.86e9, .window_accesses = 1.2e10};
+                          .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9};
 }
 
 static const struct {
@@ -43,10 +46,11 @@ static const struct {
     {"conv_flops", offsetof(MachineProfile, conv_flops), true},
     {"math_calls", offsetof(MachineProfile, math_calls), true},
     {"window_accesses", offsetof(MachineProfile, window_accesses), true},
+    {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
-       MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11 };
+       MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -84,7 +88,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
-                 "attention_block_seconds, conv_flops, math_calls, window_accesses (each once)");
+                 "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth "
+                 "(each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -102,6 +107,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[CONV_FLOPS_KEY]) p->conv_flops = p->gemm_flops * d.conv_flops / d.gemm_flops;
   if (!seen[MATH_CALLS_KEY]) p->math_calls = p->loop_flops * d.math_calls / d.loop_flops;
   if (!seen[WINDOW_ACCESSES_KEY]) p->window_accesses = p->loop_flops * d.window_accesses / d.loop_flops;
+  if (!seen[UPDATE_BANDWIDTH_KEY]) p->update_bandwidth = p->bandwidth * d.update_bandwidth / d.bandwidth;
   return diag_count(diag) == errors;
 }
 
@@ -411,7 +417,7 @@ double *program_node_seconds(const Program *p, const MachineProfile *m, double *
  * clipping (4), the optimizer (AdamW reads the weight, gradient and two
  * moments and writes three: 28; SGD 12, 20 with momentum) and, under
  * precision bf16, the copy written from the cache (2). */
-static double update_bytes_per_float(const trc_train_config *run) {
+double update_bytes_per_float(const trc_train_config *run) {
   double optimizer = run->optimizer == TRC_ADAMW ? 28 : run->momentum > 0 ? 20 : 12;
   return 4 + 4 + optimizer + (run->precision == TRC_BF16 ? 2 : 0);
 }
@@ -420,7 +426,8 @@ double update_seconds(const Program *p, const MachineProfile *m) {
   const trc_train_config *run = &p->g->train.run;
   double floats = (double)(p->trained_bytes / sizeof(float));
   double window = run->accumulate > 1 ? (double)run->accumulate : 1;
-  return memory_seconds(floats * update_bytes_per_float(run), m) / window;
+  double bytes = floats * update_bytes_per_float(run);
+  return bytes / (bytes <= m->cache_bytes ? m->cache_bandwidth : m->update_bandwidth) / window;
 }
 
 StepPhase node_phase(const Graph *g, const Node *n) {

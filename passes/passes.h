@@ -254,6 +254,11 @@ typedef struct {
                              windows (kernel_window_accesses), on top of their
                              FLOPs; optional, else loop_flops times the default
                              ratio */
+  double update_bandwidth; /* bytes/s of the optimizer step's passes
+                             (update_bytes_per_float): streams read and written
+                             back in place, which move faster than a kernel
+                             writing a fresh output (bandwidth); optional, else
+                             bandwidth times the default ratio */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */
@@ -301,6 +306,8 @@ void program_predict(Program *p, const MachineProfile *m);
  * norm, the optimizer's pass, precision bf16's weight copy): memory-bound
  * passes over the trained parameters, once per accumulation window. */
 double update_seconds(const Program *p, const MachineProfile *m);
+/* The bytes each trained float moves in that update under `run`. */
+double update_bytes_per_float(const trc_train_config *run);
 
 /* ---- the checkpoint planner ----
  * The forward graph is cut into stages at single-tensor boundaries (each
