@@ -177,6 +177,7 @@ static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn
   print_dim(out, "trans_b", d.trans_b, 0, false);
   print_dim(out, "accumulate", d.accumulate, 0, false);
   print_dim(out, "rounded", d.rounded, 0, false);
+  print_dim(out, "f32", d.f32, 0, false);
   fprintf(out, ", .lda = %lld", (long long)d.lda);
   print_dim(out, "stride_a", d.stride_a, 0, false);
   print_dim(out, "head_stride_a", d.head_stride_a, 0, false);

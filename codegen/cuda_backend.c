@@ -136,7 +136,8 @@ static void print_operand(FILE *out, const char *type, uint64_t offset, const Ge
 
 /* Row-major C[m, n] = A B as column-major C^T[n, m] = B^T A^T, through the
  * runtime's trc_cuda_gemm (cuBLAS in the run's precision: fp32, or bf16
- * inputs; trainc_cuda.h). cuBLAS's strided batch has one stride per
+ * inputs, but in fp32 where the C trainer keeps f32 operands, GemmDims.f32;
+ * trainc_cuda.h). cuBLAS's strided batch has one stride per
  * operand: a batch split into heads (gemm_dims) is one call per head over
  * the batch, cut by the emulation's trc_gemm as the C trainer's call is
  * (trainc.h). (A model lowered for this backend has no convolution op:
@@ -154,7 +155,7 @@ static void print_gemm(FILE *out, const Program *p, int id) {
   print_operand(out, "const float", p->offset[n->in[0]], &s, s.head_stride_a, s.lda, s.stride_a);
   fprintf(out, ",\n      %s, ", s.accumulate ? "1.0f" : "0.0f");
   print_operand(out, "float", p->offset[id], &s, s.head_stride_c, s.ldc, s.stride_c);
-  fprintf(out, ", %lld, \"k%d\", %d);\n}\n\n", (long long)s.batch, id, n->loc.line);
+  fprintf(out, ", %lld, %d, \"k%d\", %d);\n}\n\n", (long long)s.batch, s.f32, id, n->loc.line);
 }
 
 static void print_call(FILE *out, const Program *p, int id, const void *data) {

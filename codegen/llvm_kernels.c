@@ -458,7 +458,7 @@ static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueR
                          b, i64c(g, d.ldb), i64c(g, d.stride_b), i64c(g, d.head_stride_b),
                          LLVMConstReal(g->f32, d.accumulate ? 1 : 0),
                          c, i64c(g, d.ldc), i64c(g, d.stride_c), i64c(g, d.head_stride_c)};
-  call_ext(g, d.rounded ? "trc_gemm_rounded" : "trc_gemm", g->void_t, args,
+  call_ext(g, d.rounded ? "trc_gemm_rounded" : d.f32 ? "trc_gemm_f32" : "trc_gemm", g->void_t, args,
            (int)(sizeof args / sizeof args[0]));
 }
 

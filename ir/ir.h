@@ -241,12 +241,18 @@ const char *node_file_name(const Node *param);
 typedef struct {
   bool trans_a, trans_b, accumulate;
   bool rounded;            /* Node.rounded: A and B rounded to bf16 */
+  bool f32;                /* A and B stay f32 under precision bf16
+                              (gemm_rounds_under_bf16 false; not rounded) */
   int64_t m, n, k, batch, heads;
   int64_t lda, ldb, ldc;
   int64_t stride_a, stride_b, stride_c;
   int64_t head_stride_a, head_stride_b, head_stride_c;
 } GemmDims;
 void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
+/* Whether GEMM node n multiplies bf16 operands when the run's precision is
+ * bf16: the matrix products do; bmm's many small products do not (rounding
+ * their operands took more time than bf16 saved: bench/RESULTS.md). */
+bool gemm_rounds_under_bf16(const Node *n);
 /* bmm's head layout bits (attr.i[3], ops.def): which of a, b and the
  * output c are stored head-interleaved, [lead..., rows, heads * cols]. */
 enum { BMM_HEADS_A = 1, BMM_HEADS_B = 2, BMM_HEADS_C = 4 };

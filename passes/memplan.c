@@ -340,7 +340,9 @@ static void plan_operand_copies(Program *p) {
   p->bf16_operand_bytes = p->rounded_operand_bytes = 0;
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     const Node *n = &g->nodes[step_node(p, s)];
-    uint64_t all = node_bf16_operand_bytes(g, n, true);
+    /* under precision bf16 every GEMM rounds but bmm (gemm_rounds_under_bf16) */
+    bool keeps_f32 = op_info(n->op)->op_class == OPC_GEMM && !n->rounded && !gemm_rounds_under_bf16(n);
+    uint64_t all = keeps_f32 ? 0 : node_bf16_operand_bytes(g, n, true);
     if (all > p->bf16_operand_bytes) p->bf16_operand_bytes = all;
     uint64_t rounded = n->rounded ? node_bf16_operand_bytes(g, n, false) : 0;
     if (rounded > p->rounded_operand_bytes) p->rounded_operand_bytes = rounded;

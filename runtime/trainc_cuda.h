@@ -776,14 +776,15 @@ static trc_cuda_bf16_operand trc_cuda_round_operand(int slot, const float *x, in
   return {buffers[slot], rows, stride ? (long long)rows * cols : 0};
 }
 
-/* C = op(A) op(B) + beta C for `batch` column-major matrices, op(A) m x k;
- * a failure names the GEMM's kernel and model line. */
+/* C = op(A) op(B) + beta C for `batch` column-major matrices, op(A) m x k,
+ * in the run's precision unless f32 (then in f32, as the C trainer's
+ * trc_gemm_f32); a failure names the GEMM's kernel and model line. */
 static void trc_cuda_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                           const float *a, int lda, long long sa, const float *b, int ldb,
                           long long sb, float beta, float *c, int ldc, long long sc, int batch,
-                          const char *kernel, int line) {
+                          int f32, const char *kernel, int line) {
   static const float one = 1.0f;
-  if (trc_get_precision() != TRC_BF16 || m == 0 || n == 0 || k == 0) { /* as trc_gemm */
+  if (trc_get_precision() != TRC_BF16 || f32 || m == 0 || n == 0 || k == 0) { /* as trc_gemm */
     trc_cublas_check(cublasSgemmStridedBatched(trc_cublas, ta, tb, m, n, k, &one, a, lda, sa, b,
                                                ldb, sb, &beta, c, ldc, sc, batch),
                      "cublasSgemmStridedBatched", kernel, line);

@@ -204,7 +204,10 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->head_stride_c = split ? c.head_stride : 0;
   d->accumulate = n->grad_of_param >= 0;
   d->rounded = n->rounded;
+  d->f32 = !n->rounded && !gemm_rounds_under_bf16(n);
 }
+
+bool gemm_rounds_under_bf16(const Node *n) { return n->op != OP_BMM; }
 
 /* ----------------------------------------------------- bf16 operand copies */
 

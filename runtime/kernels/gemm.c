@@ -99,6 +99,14 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
        head_stride_a, b, ldb, stride_b, head_stride_b, beta, c, ldc, stride_c, head_stride_c);
 }
 
+void trc_gemm_f32(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                  const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+                  const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
+                  float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
+  gemm(0, batch, heads, ta, tb, m, n, k, a, lda, stride_a, head_stride_a, b, ldb, stride_b,
+       head_stride_b, beta, c, ldc, stride_c, head_stride_c);
+}
+
 void trc_gemm_rounded(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
                       int64_t k, const float *a, int64_t lda, int64_t stride_a,
                       int64_t head_stride_a, const float *b, int64_t ldb, int64_t stride_b,

@@ -139,4 +139,31 @@ for run in mlp_bf16:mlp lora:lora; do
     { echo "FAIL: ${run#*:}: trainc plan $want bytes of bf16 GEMM operands, reserved $planned, took $measured"; exit 1; }
   echo "${run#*:}: bf16 GEMM operands planned = taken = $planned bytes"
 done
+# attention's bmm keep f32 operands under bf16 (their products are small:
+# rounding cost more than bf16 saved); here their operands are the largest
+# (the probabilities: 64 x 64 a sequence), so a plan that still counted
+# them, or a runtime that still rounded them, would differ
+cat >"$work/attn_bf16.nn" <<'EOF'
+model attn {
+  input x : f32[B, 64, 8]
+  input y : i32[B, 64]
+  h = linear(x, 8)
+  a = causal_self_attention(h, 1)
+  logits = linear(h + a, 5)
+  loss = cross_entropy(logits, y)
+}
+train {
+  batch 4
+  precision bf16
+}
+EOF
+"$trainc" build "$work/attn_bf16.nn" -o "$work/attn" --keep-c "$work/attn.c" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
+bmm=$(grep -c '^static .*void bmm_' "$work/attn.c") f32=$(grep -c '\.f32 = 1' "$work/attn.c")
+((bmm > 0)) && [[ $bmm == "$f32" ]] || { echo "FAIL: $bmm bmm kernels, $f32 GEMMs with f32 operands"; exit 1; }
+"$work/attn" --data "$(data_dir random "$work/attn_bf16.nn")" --steps 3 --quiet --log "$work/attn.jsonl"
+read -r planned measured < <(operands_of "$work/attn.jsonl")
+want=$(operands_planned "$work/attn_bf16.nn")
+((planned > 0)) && [[ $planned == "$measured" && $planned == "$want" ]] ||
+  { echo "FAIL: attention: trainc plan $want bytes of bf16 GEMM operands, reserved $planned, took $measured"; exit 1; }
+echo "attention: bmm in f32; bf16 GEMM operands planned = taken = $planned bytes"
 echo "bf16 ok"

@@ -8,7 +8,8 @@
  * multiply-adds; batches of 8 and more not cut, heads not counted);
  * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
  * under bf16 too (against the product of the operands rounded to bf16);
- * trc_gemm_rounded bitwise trc_gemm under bf16, on every case.
+ * trc_gemm_rounded bitwise trc_gemm under bf16, and trc_gemm_f32 under
+ * bf16 bitwise trc_gemm under fp32, on every case.
  * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
@@ -111,25 +112,31 @@ static void check_precision(const gemm_case *g, trc_precision p) {
   free(a), free(b), free(start), free(one), free(many), free(want), free(scale);
 }
 
-/* trc_gemm_rounded under fp32 precision is trc_gemm under bf16, bitwise. */
-static void check_rounded(const gemm_case *g) {
+typedef void gemm_fn(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
+                     const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b,
+                     float beta, float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c);
+
+/* `forced` (trc_gemm_rounded, trc_gemm_f32) run under precision `run` is
+ * trc_gemm under precision `as`, bitwise. */
+static void check_forced(const gemm_case *g, gemm_fn *forced, trc_precision run, trc_precision as) {
   layout la = make_layout(g, g->ta ? g->k : g->m, g->ta ? g->m : g->k, g->interleaved & A);
   layout lb = make_layout(g, g->tb ? g->n : g->k, g->tb ? g->k : g->n, g->interleaved & B);
   layout lc = make_layout(g, g->m, g->n, g->interleaved & C);
   size_t bytes = (size_t)lc.size * sizeof(float);
   float *a = random_floats(1, la.size), *b = random_floats(2, lb.size);
-  float *rounded = random_floats(3, lc.size), *bf16 = malloc(bytes);
-  memcpy(bf16, rounded, bytes);
+  float *got = random_floats(3, lc.size), *want = malloc(bytes);
+  memcpy(want, got, bytes);
   trc_set_threads(2);
-  trc_gemm_rounded(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride,
-                   la.head_stride, b, lb.ld, lb.stride, lb.head_stride, g->beta, rounded, lc.ld,
-                   lc.stride, lc.head_stride);
-  trc_set_precision(TRC_BF16);
+  trc_set_precision(run);
+  forced(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride, la.head_stride, b,
+         lb.ld, lb.stride, lb.head_stride, g->beta, got, lc.ld, lc.stride, lc.head_stride);
+  trc_set_precision(as);
   trc_gemm(g->batch, g->heads, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, la.stride, la.head_stride,
-           b, lb.ld, lb.stride, lb.head_stride, g->beta, bf16, lc.ld, lc.stride, lc.head_stride);
+           b, lb.ld, lb.stride, lb.head_stride, g->beta, want, lc.ld, lc.stride, lc.head_stride);
   trc_set_precision(TRC_FP32);
-  CHECK(memcmp(rounded, bf16, bytes) == 0);
-  free(a), free(b), free(rounded), free(bf16);
+  CHECK(memcmp(got, want, bytes) == 0);
+  free(a), free(b), free(got), free(want);
 }
 
 /* Under bf16, op(A) = A^T [37 x 1] times B = [1] is A rounded to bf16, exactly:
@@ -186,7 +193,8 @@ int main(void) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     check_precision(&cases[i], TRC_FP32);
     if (cases[i].heads > 1) check_precision(&cases[i], TRC_BF16);
-    check_rounded(&cases[i]);
+    check_forced(&cases[i], trc_gemm_rounded, TRC_FP32, TRC_BF16);
+    check_forced(&cases[i], trc_gemm_f32, TRC_BF16, TRC_FP32);
   }
   check_bf16_rounding();
   return test_failures != 0;
