@@ -19,14 +19,16 @@ MachineProfile profile_default(void) {
    * a max-pool's rows of windows 1.05-1.23e10 accesses a second).
    * The optimizer step's passes, nine runs on 2026-12-05 (evening):
    * 6.2-9.6e10 bytes/s, where a loop writing a fresh output measured
-   * 3.7-4.9e10 in the same runs: they read and write back in place.
+   * 3.7-4.9e10 in the same runs: they read and write back in place; and
+   * the convolutions in bf16, 4.0-4.8e11 (2.3-2.4e11 in fp32, same runs).
    * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
   return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
-                          .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9};
+                          .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
+                          .conv_bf16_flops = 471e9};
 }
 
 static const struct {
@@ -47,10 +49,12 @@ static const struct {
     {"math_calls", offsetof(MachineProfile, math_calls), true},
     {"window_accesses", offsetof(MachineProfile, window_accesses), true},
     {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true},
+    {"conv_bf16_flops", offsetof(MachineProfile, conv_bf16_flops), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
-       MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12 };
+       MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
+       CONV_BF16_FLOPS_KEY = 13 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -88,8 +92,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
       diag_error(diag, (SrcLoc){f, lineno, (int)(first - line) + 1},
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
-                 "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth "
-                 "(each once)");
+                 "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
+                 "conv_bf16_flops (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -108,6 +112,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[MATH_CALLS_KEY]) p->math_calls = p->loop_flops * d.math_calls / d.loop_flops;
   if (!seen[WINDOW_ACCESSES_KEY]) p->window_accesses = p->loop_flops * d.window_accesses / d.loop_flops;
   if (!seen[UPDATE_BANDWIDTH_KEY]) p->update_bandwidth = p->bandwidth * d.update_bandwidth / d.bandwidth;
+  if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
   return diag_count(diag) == errors;
 }
 
@@ -142,14 +147,15 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
   }
   /* GEMMs with bf16 operands: --compress bf16's recomputed ones, and under
    * the train block's precision bf16 the matrix products and the loss head
-   * (bmm's many small products gain nothing from bf16 here, measured:
-   * bench/RESULTS.md; convolutions stay fp32) */
-  bool bf16 = n->rounded || (g->train.run.precision == TRC_BF16 &&
-                             (n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY));
-  double rate = bf16                                        ? m->gemm_bf16_flops
-                 : op_info(n->op)->op_class == OPC_CONV    ? m->conv_flops
-                 : op_calls_library(n->op)                 ? m->gemm_flops
-                                                           : m->loop_flops;
+   * (bmm's many small products stay f32: gemm_rounds_under_bf16) and the
+   * convolutions */
+  bool run_bf16 = g->train.run.precision == TRC_BF16;
+  bool conv = op_info(n->op)->op_class == OPC_CONV;
+  bool bf16 = n->rounded || (run_bf16 && (n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY));
+  double rate = conv                        ? (run_bf16 ? m->conv_bf16_flops : m->conv_flops)
+                 : bf16                     ? m->gemm_bf16_flops
+                 : op_calls_library(n->op)  ? m->gemm_flops
+                                            : m->loop_flops;
   return flops / rate;
 }
 

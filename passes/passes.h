@@ -246,6 +246,9 @@ typedef struct {
                              layout reorders (conv_reorder_bytes) priced apart at
                              bandwidth; optional, else gemm_flops times the
                              default ratio */
+  double conv_bf16_flops; /* the same under precision bf16 (bf16 inputs, f32
+                             accumulation); optional, else conv_flops times the
+                             default ratio */
   double math_calls;      /* expf, logf, tanhf, erff evaluations a second in
                              loop kernels (kernel_math_calls), on top of their
                              FLOPs; optional, else loop_flops times the default

@@ -4,20 +4,23 @@
 #     (profile_write's list: the keys `trainc plan` reads back) with a
 #     positive value, and `trainc plan --profile` takes it;
 #  2. update_bandwidth prices the optimizer step: the same profile with it
-#     halved predicts twice the update and the same forward and backward.
-# usage: profile.sh TRAINC MODEL.nn WORKDIR
+#     halved predicts twice the update and the same forward and backward;
+#  3. conv_bf16_flops prices a CNN's convolutions under precision bf16 (a
+#     lower one predicts a slower forward), and not under fp32.
+# usage: profile.sh TRAINC MODEL.nn CNN.nn WORKDIR
 set -eu
-trainc=$1 model=$2 work=$3
+trainc=$1 model=$2 cnn=$3 work=$4
 rm -rf "$work" && mkdir -p "$work"
 fail=0
 "$trainc" calibrate -o "$work/machine.profile"
 for key in gemm_flops gemm_bf16_flops loop_flops bandwidth kernel_overhead cache_bandwidth cache_bytes \
-  attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth; do
+  attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops; do
   grep -Eq "^$key = [0-9.]+(e[+-][0-9]+)?$" "$work/machine.profile" || { echo "FAIL: calibrate wrote no $key"; fail=1; }
 done
 "$trainc" plan "$model" --profile "$work/machine.profile" >/dev/null || { echo "FAIL: plan refused the calibrated profile"; fail=1; }
 
-grep -v '^update_bandwidth' "$work/machine.profile" >"$work/base.profile"
+# the calibrated profile without the two keys set below
+grep -v -e '^update_bandwidth' -e '^conv_bf16_flops' "$work/machine.profile" >"$work/base.profile"
 printf 'update_bandwidth = 2e10\n' | cat "$work/base.profile" - >"$work/fast.profile"
 printf 'update_bandwidth = 1e10\n' | cat "$work/base.profile" - >"$work/slow.profile"
 "$trainc" plan "$model" --profile "$work/fast.profile" --format json >"$work/fast.json"
@@ -28,5 +31,22 @@ fast, slow = (json.load(open(p))["seconds"] for p in sys.argv[1:])
 # the JSON prints 6 significant digits
 assert abs(slow["update"] - 2 * fast["update"]) <= 1e-5 * slow["update"] and fast["update"] > 0, (fast, slow)
 assert fast["forward"] == slow["forward"] and fast["backward"] == slow["backward"], (fast, slow)
+PYEOF
+
+sed 's/^train {$/&\n  precision bf16/' "$cnn" >"$work/cnn_bf16.nn"
+grep -q '^  precision bf16$' "$work/cnn_bf16.nn" || { echo "FAIL: no precision line added to $cnn"; fail=1; }
+for precision in fp32 bf16; do
+  planned=$cnn
+  [ "$precision" = bf16 ] && planned=$work/cnn_bf16.nn
+  for rate in 2e11 4e11; do
+    printf 'conv_bf16_flops = %s\n' "$rate" | cat "$work/base.profile" - >"$work/conv.profile"
+    "$trainc" plan "$planned" --policy off --profile "$work/conv.profile" --format json >"$work/cnn.$precision.$rate.json"
+  done
+done
+/usr/bin/python3 - "$work" <<'PYEOF' || { echo "FAIL: conv_bf16_flops does not price bf16 convolutions alone"; fail=1; }
+import json, sys
+f = lambda p, r: json.load(open(f"{sys.argv[1]}/cnn.{p}.{r}.json"))["seconds"]["forward"]
+assert f("bf16", "2e11") > f("bf16", "4e11"), (f("bf16", "2e11"), f("bf16", "4e11"))
+assert f("fp32", "2e11") == f("fp32", "4e11")
 PYEOF
 exit $fail
