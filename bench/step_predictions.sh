@@ -6,7 +6,10 @@
 # alternately on random data (tests/e2e/random_data.py); per run the
 # measured micro-batch (its kernels and the rest: the optimizer step,
 # loading the batch) beside the trainer's prediction for that precision
-# (forward, backward and the update). Medians over the rounds.
+# (forward, backward and the update). Medians over the rounds. A model
+# runs at least STEPS steps, and as many as its predicted step takes to
+# fill 2 seconds (a 2 ms step timed over 5 steps is one hiccup away from
+# double).
 # Models: examples/deep_mlp.nn, examples/gpt124m.nn, the GPT of issue 10
 # (torch_compare.py's "gpt", as bench/gpt_ab.sh writes it), examples/gpt.nn,
 # examples/fashion_mlp.nn and examples/fashion_cnn.nn, or those given.
@@ -32,13 +35,17 @@ for model in "${models[@]}"; do
   name=$(basename "$model" .nn)
   "$trainc" build "$model" --policy off -o "$work/$name" --keep-c "$work/$name.c" >/dev/null
   "$PY" tests/e2e/random_data.py "$work/$name.c" "$work/$name.data" 1024
+  "$trainc" plan "$model" --policy off --format json | "$PY" -c '
+import json, math, sys
+print(min(500, max(int(sys.argv[1]), math.ceil(2.0 / json.load(sys.stdin)["seconds"]["step"]))))' "$steps" \
+    >"$work/$name.steps"
 done
 wait_quiet || echo "(timing anyway: the figures of a busy machine mean little)"
 for ((r = 0; r < rounds; r++)); do
   for model in "${models[@]}"; do
     name=$(basename "$model" .nn)
     for precision in fp32 bf16; do
-      "$work/$name" --data "$work/$name.data" --steps "$steps" --quiet --precision "$precision" \
+      "$work/$name" --data "$work/$name.data" --steps "$(cat "$work/$name.steps")" --quiet --precision "$precision" \
         --kernel-times "$work/$name.$precision.$r.jsonl" 2>/dev/null
     done
   done
