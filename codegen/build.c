@@ -255,6 +255,8 @@ static const char calibration_source[] =
     "static double conv_flops_rate(double seconds, double bw) {\n"
     "  double rate = CONV_FLOPS / (seconds - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
     "  return rate > 0 ? rate : CONV_FLOPS / seconds;\n}\n"
+    "static void release(float *a, float *b, float *c, char *arena, float *state) {\n"
+    "  free(a), free(b), free(c), trc_arena_free(arena), trc_arena_free((char *)state);\n}\n"
     "int main(void) {\n"
     "  const int n = 1024, calls = 10000;\n"
     "  float *a = malloc(4L * n * n), *b = malloc(4L * n * n), *c = malloc(4L * n * n);\n"
@@ -263,7 +265,7 @@ static const char calibration_source[] =
     "  trc_error err = {0};\n"
     "  char *arena = trc_arena_alloc(12L * BIG, &err);\n"
     "  float *state = (float *)trc_arena_alloc(16L * UPDATE_FLOATS, &err);\n"
-    "  if (!a || !b || !c || !arena || !state) return 1;\n"
+    "  if (!a || !b || !c || !arena || !state) { release(a, b, c, arena, state); return 1; }\n"
     "  float *const pgmv[4] = {state, state + UPDATE_FLOATS, state + 2L * UPDATE_FLOATS, state + 3L * UPDATE_FLOATS};\n"
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
@@ -309,6 +311,7 @@ static const char calibration_source[] =
     "         2.0 * n * n * n / gemm, 2.0 * n * n * n / gemm16, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
     "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
     "         SMALL / math, WINDOW_ACCESSES / window, UPDATE_BYTES * UPDATE_FLOATS / upd, conv16_rate);\n"
+    "  release(a, b, c, arena, state);\n"
     "  return 0;\n}\n";
 
 /* The calibration program's two attention shapes (GPT-2's one sequence of
