@@ -249,9 +249,10 @@ typedef struct {
   int64_t head_stride_a, head_stride_b, head_stride_c;
 } GemmDims;
 void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
-/* Whether GEMM node n multiplies bf16 operands when the run's precision is
- * bf16: the matrix products do; bmm's many small products do not (rounding
- * their operands took more time than bf16 saved: bench/RESULTS.md). */
+/* Whether node n multiplies bf16 operands when the run's precision is bf16:
+ * the matrix products and the loss head do; bmm's many small products do not
+ * (rounding their operands took more time than bf16 saved:
+ * bench/RESULTS.md), nor does any other node. */
 bool gemm_rounds_under_bf16(const Node *n);
 /* bmm's head layout bits (attr.i[3], ops.def): which of a, b and the
  * output c are stored head-interleaved, [lead..., rows, heads * cols]. */

@@ -146,12 +146,11 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
     return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
   }
   /* GEMMs with bf16 operands: --compress bf16's recomputed ones, and under
-   * the train block's precision bf16 the matrix products and the loss head
-   * (bmm's many small products stay f32: gemm_rounds_under_bf16) and the
-   * convolutions */
+   * the train block's precision bf16 those the runtime rounds
+   * (gemm_rounds_under_bf16: not bmm) and the convolutions */
   bool run_bf16 = g->train.run.precision == TRC_BF16;
   bool conv = op_info(n->op)->op_class == OPC_CONV;
-  bool bf16 = n->rounded || (run_bf16 && (n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY));
+  bool bf16 = n->rounded || (run_bf16 && gemm_rounds_under_bf16(n));
   double rate = conv                        ? (run_bf16 ? m->conv_bf16_flops : m->conv_flops)
                  : bf16                     ? m->gemm_bf16_flops
                  : op_calls_library(n->op)  ? m->gemm_flops

@@ -207,7 +207,7 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->f32 = !n->rounded && !gemm_rounds_under_bf16(n);
 }
 
-bool gemm_rounds_under_bf16(const Node *n) { return n->op != OP_BMM; }
+bool gemm_rounds_under_bf16(const Node *n) { return n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY; }
 
 /* ----------------------------------------------------- bf16 operand copies */
 
