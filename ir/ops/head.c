@@ -47,19 +47,16 @@ uint64_t node_scratch_bytes(const Graph *g, const Node *n) {
   return h.scratch_bytes;
 }
 
-/* Its calls' operand copies (trc_linear_cross_entropy): the logits (a
- * chunk of x, and w), dx (the chunk's logit gradients, and w), and w's
- * gradient (the logit gradients and the chunk of x). */
+/* Its calls' operand copies (trc_linear_cross_entropy): the logits' (a
+ * chunk of x, and w); dx and w's gradient read the logit gradients as the
+ * head rounded them where it made them (trc_gemm_bf16_given), beside w or
+ * the chunk of x. */
 uint64_t head_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_copied) {
   HeadDims h;
   head_dims(g, n, &h);
   int64_t rows = h.chunk < h.n ? h.chunk : h.n;
   bool w_copied = weights_copied && in_node(g, n, 1)->op == OP_PARAM;
-  uint64_t w = w_copied ? 0 : bf16_copy_bytes(h.v * h.d);
-  uint64_t x = bf16_copy_bytes(rows * h.d), logits = bf16_copy_bytes(rows * h.v);
-  uint64_t most = (x > logits ? x : logits) + w;
-  if (h.adds_dw && logits + x > most) most = logits + x;
-  return most;
+  return bf16_copy_bytes(rows * h.d) + (w_copied ? 0 : bf16_copy_bytes(h.v * h.d));
 }
 
 /* x [..., D], w [V, D] (or [D, V] when attr.i[2]), labels one per row, the

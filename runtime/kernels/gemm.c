@@ -68,6 +68,18 @@ void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, c
   }
 }
 
+/* The job's partition: `parts` blocks of rows or of columns per matrix. */
+static void partition(trc_gemm_job *j, int bf16, int64_t batch) {
+  j->split_rows = j->m >= j->n;
+  j->parts = 1;
+  /* bf16: blocks of rows where there are enough, C's rows being whole
+   * (with AMX oneDNN 2.6 runs those on its brgemm, column blocks on its
+   * slower gemm; on AVX512_BF16 alone the two ran alike: bench/RESULTS.md) */
+  if (bf16 && j->m >= 2 * MIN_PART) j->split_rows = 1;
+  if (batch < SPLIT_BELOW_BATCH)
+    j->parts = parts_of(j->split_rows ? j->m : j->n, (double)j->m * (double)j->n * (double)j->k);
+}
+
 /* trc_gemm's job, in f32 or with A and B rounded to bf16 (bf16). */
 static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
                  int64_t k, const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
@@ -77,18 +89,24 @@ static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t
                     .tb = tb, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
                     .stride_a = stride_a, .stride_b = stride_b, .stride_c = stride_c,
                     .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
-                    .head_stride_c = head_stride_c, .beta = beta, .split_rows = m >= n,
-                    .parts = 1};
+                    .head_stride_c = head_stride_c, .beta = beta};
   bf16 = bf16 && m > 0 && n > 0 && k > 0;
-  /* bf16: blocks of rows where there are enough, C's rows being whole
-   * (with AMX oneDNN 2.6 runs those on its brgemm, column blocks on its
-   * slower gemm; on AVX512_BF16 alone the two ran alike: bench/RESULTS.md) */
-  if (bf16 && m >= 2 * MIN_PART) j.split_rows = 1;
-  if (batch < SPLIT_BELOW_BATCH) j.parts = parts_of(j.split_rows ? m : n, (double)m * (double)n * (double)k);
+  partition(&j, bf16, batch);
   if (bf16)
     trc_gemm_bf16(&j);
   else
     trc_parallel_for(j.batch * j.parts, gemm_tasks, &j);
+}
+
+void trc_gemm_bf16_given(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         const uint16_t *a16, int64_t lda, const float *b, const uint16_t *b16,
+                         int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  trc_gemm_job j = {.batch = 1, .heads = 1, .m = m, .n = n, .k = k, .ta = ta, .tb = tb, .a = a,
+                    .b = b, .a16 = a16, .b16 = b16, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
+                    .beta = beta};
+  partition(&j, 1, 1);
+  trc_gemm_bf16(&j);
 }
 
 void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,

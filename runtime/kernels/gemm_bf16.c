@@ -16,7 +16,8 @@
  * (trc_bf16_operands_reserve). Operands that lie in the parameter region
  * are not rounded per call: they are read from the parameters' bf16 copy
  * (trc_bf16_weights_*, trainc_rt.h), which holds the same bytes the
- * rounding would make. */
+ * rounding would make; nor are those a caller rounded where it made them
+ * (trc_gemm_bf16_given: the loss head's logit gradients). */
 #include "rt_kernels.h"
 
 #include <oneapi/dnnl/dnnl.h>
@@ -156,6 +157,22 @@ static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int
   }
 #endif
   round_portable(from, to, n);
+}
+
+enum { IN_PLACE_BLOCK = 256 };
+
+/* Through locals a block at a time: block i's bf16 values land on floats
+ * i/2 .. (i + w)/2, which it and the blocks before it have read. */
+void trc_bf16_round_in_place(float *x, int64_t n) {
+  unsigned char *bytes = (unsigned char *)x;
+  for (int64_t i = 0; i < n; i += IN_PLACE_BLOCK) {
+    int64_t w = n - i < IN_PLACE_BLOCK ? n - i : IN_PLACE_BLOCK;
+    float block[IN_PLACE_BLOCK];
+    uint16_t rounded[IN_PLACE_BLOCK];
+    memcpy(block, bytes + i * sizeof(float), (size_t)w * sizeof(float));
+    round_to_bf16(block, rounded, w);
+    memcpy(bytes + i * sizeof(uint16_t), rounded, (size_t)w * sizeof(uint16_t));
+  }
 }
 
 /* ---- rounding A and B: rows of the stored (not transposed) matrices ---- */
@@ -347,10 +364,11 @@ static const uint16_t *weights_copy_of(const trc_gemm_job *j, const float *x, in
   return weights.copy + (x - weights.params);
 }
 
-/* The bytes operand X (op(X) rows x cols) takes in the operand buffer. */
-static size_t copy_bytes(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
-                         int64_t cols, int64_t ld) {
-  if (in_weights_copy(j, x, transposed ? cols : rows, transposed ? rows : cols, ld)) return 0;
+/* The bytes operand X (op(X) rows x cols) takes in the operand buffer:
+ * none when it is given rounded (x16) or in the weights' copy. */
+static size_t copy_bytes(const trc_gemm_job *j, const float *x, const uint16_t *x16,
+                         int transposed, int64_t rows, int64_t cols, int64_t ld) {
+  if (x16 || in_weights_copy(j, x, transposed ? cols : rows, transposed ? rows : cols, ld)) return 0;
   return padded((size_t)(j->batch * rows * cols) * sizeof(uint16_t));
 }
 
@@ -389,14 +407,14 @@ static uint16_t *operand_space(size_t bytes) {
 }
 
 /* Operand X of the job: op(X) is rows x cols (the stored matrix is its
- * transpose when transposed); from the weights' copy, or rounded into
- * scratch (packed, op() applied by the strides, or made row-major when
- * row_major). */
-static operand16 operand(const trc_gemm_job *j, const float *x, int transposed, int64_t rows,
-                         int64_t cols, int64_t ld, int64_t stride, int64_t head_stride,
-                         uint16_t *scratch, int row_major) {
+ * transpose when transposed); as given rounded (x16), from the weights'
+ * copy, or rounded into scratch (packed, op() applied by the strides, or
+ * made row-major when row_major). */
+static operand16 operand(const trc_gemm_job *j, const float *x, const uint16_t *x16,
+                         int transposed, int64_t rows, int64_t cols, int64_t ld, int64_t stride,
+                         int64_t head_stride, uint16_t *scratch, int row_major) {
   int64_t stored_rows = transposed ? cols : rows, stored_cols = transposed ? rows : cols;
-  const uint16_t *copy = weights_copy_of(j, x, stored_rows, stored_cols, ld);
+  const uint16_t *copy = x16 ? x16 : weights_copy_of(j, x, stored_rows, stored_cols, ld);
   if (copy) return (operand16){copy, {transposed ? 1 : ld, transposed ? ld : 1}, 0};
   if (transposed && row_major) {
     round_matrices_transposed(j, x, stored_rows, stored_cols, ld, stride, head_stride, scratch);
@@ -569,14 +587,14 @@ void trc_gemm_bf16(const trc_gemm_job *j) {
   int64_t tasks = j->batch * j->parts, slots = trc_threads();
   if (slots > tasks) slots = tasks;
   prepare(slots);
-  size_t a_bytes = copy_bytes(j, j->a, j->ta, j->m, j->k, j->lda);
-  uint16_t *a16 = operand_space(a_bytes + copy_bytes(j, j->b, j->tb, j->k, j->n, j->ldb));
+  size_t a_bytes = copy_bytes(j, j->a, j->a16, j->ta, j->m, j->k, j->lda);
+  uint16_t *a16 = operand_space(a_bytes + copy_bytes(j, j->b, j->b16, j->tb, j->k, j->n, j->ldb));
   uint16_t *b16 = a16 + a_bytes / sizeof(uint16_t);
   bf16_run r = {j,
-                operand(j, j->a, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a, a16,
-                        transposes_a(j->n)),
-                operand(j, j->b, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b, b16,
-                        0),
+                operand(j, j->a, j->a16, j->ta, j->m, j->k, j->lda, j->stride_a, j->head_stride_a,
+                        a16, transposes_a(j->n)),
+                operand(j, j->b, j->b16, j->tb, j->k, j->n, j->ldb, j->stride_b, j->head_stride_b,
+                        b16, 0),
                 tasks, slots};
   prepare_parts(&r);
   trc_parallel_for(slots, run_slots, &r);

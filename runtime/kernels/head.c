@@ -2,8 +2,9 @@
  * cross_entropy(x @ op(w), labels) with its gradients, one block of `chunk`
  * rows at a time so that the [n, v] logits never exist whole. Per block:
  * the logits in scratch (trc_gemm), each row's statistics and its logit
- * gradient in place (rows in parallel, each row on one thread), then dx and
- * dw from that gradient (trc_gemm again). The per-row arithmetic is that of
+ * gradient in place (rows in parallel, each row on one thread; under
+ * precision bf16 rounded there, once), then dx and dw from that gradient
+ * (trc_gemm again). The per-row arithmetic is that of
  * the unfused kernels (ir/ops/rows.c: logsumexp, cross_entropy and
  * cross_entropy_grad) in the same float operation order (expf: libmvec's
  * vector versions, as the generated loops call them). Blocks depend on
@@ -22,6 +23,7 @@ typedef struct {
   int64_t ignore_label;
   float dl, per_row;      /* the loss seed; 1/n, or 1 with ignore */
   float *loss, *argmax;   /* all n rows' */
+  int bf16;               /* the gradient rounded to bf16 where it is made */
 } head_block;
 
 /* The row's scale as cross_entropy_grad_scale makes it: dl * per_row, then
@@ -68,6 +70,12 @@ static inline __attribute__((always_inline)) int64_t first_at(const float *l, in
   return 0;
 }
 
+/* The row's logit gradients over its logits. */
+static inline __attribute__((always_inline)) void gradient_f32(float *l, int64_t v, int64_t label,
+                                                               float lse, float scale) {
+  for (int64_t c = 0; c < v; c++) l[c] = (expf(l[c] - lse) - (float)(c == label)) * scale;
+}
+
 static inline __attribute__((always_inline)) void head_row(const head_block *b, int64_t r) {
   float *l = b->logits + r * b->v;
   int64_t row = b->first + r, label = b->labels[row];
@@ -78,8 +86,12 @@ static inline __attribute__((always_inline)) void head_row(const head_block *b, 
   b->loss[row] = counts ? lse - l[label] : 0.0f;
   float scale = row_scale(b, counts);
   if (b->dl == 0.0f) return; /* no gradient wanted (trc_linear_cross_entropy) */
-  for (int64_t c = 0; c < b->v; c++)
-    l[c] = (expf(l[c] - lse) - (float)(c == label)) * scale;
+  gradient_f32(l, b->v, label, lse, scale);
+  /* under bf16 rounded once, here, into the row's own first 2v bytes, where
+   * the two GEMMs that read them take them as they are (gradient_gemm): the
+   * bits their rounding would make, one pass over a row in the cache instead
+   * of one over the block's gradients in memory per GEMM */
+  if (b->bf16) trc_bf16_round_in_place(l, b->v);
 }
 
 /* The rows' expf loops are most of the head's time beside its GEMMs: they
@@ -97,6 +109,24 @@ static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a
   trc_gemm(1, 1, ta, tb, m, n, k, a, lda, 0, 0, b, ldb, 0, 0, beta, c, ldc, 0, 0);
 }
 
+/* C = op(A) op(B) + beta C where A (g_is_a) or B is the block's logit
+ * gradients: floats (leading dimension v), or under bf16 as head_row
+ * rounded them, in the first half of each row (2v bf16 values a row). */
+static void gradient_gemm(const head_block *hb, int g_is_a, int ta, int tb, int64_t m, int64_t n,
+                          int64_t k, const float *other, int64_t ld_other, float beta, float *c,
+                          int64_t ldc) {
+  const float *g = hb->logits;
+  const uint16_t *g16 = (const uint16_t *)g;
+  if (!hb->bf16 && g_is_a)
+    gemm(ta, tb, m, n, k, g, hb->v, other, ld_other, beta, c, ldc);
+  else if (!hb->bf16)
+    gemm(ta, tb, m, n, k, other, ld_other, g, hb->v, beta, c, ldc);
+  else if (g_is_a)
+    trc_gemm_bf16_given(ta, tb, m, n, k, NULL, g16, 2 * hb->v, other, NULL, ld_other, beta, c, ldc);
+  else
+    trc_gemm_bf16_given(ta, tb, m, n, k, other, NULL, ld_other, NULL, g16, 2 * hb->v, beta, c, ldc);
+}
+
 void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, int w_vd,
                               int has_ignore, int64_t ignore_label, const float *x,
                               const float *w, const int32_t *labels, const float *seed,
@@ -106,7 +136,8 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
   head_block b = {.logits = scratch, .v = v, .labels = labels, .has_ignore = has_ignore,
                   .ignore_label = ignore_label, .dl = *seed,
                   .per_row = has_ignore ? 1.0f : (float)(1.0 / (double)n),
-                  .loss = out + n * d, .argmax = out + n * d + n};
+                  .loss = out + n * d, .argmax = out + n * d + n,
+                  .bf16 = trc_get_precision() == TRC_BF16};
   for (int64_t first = 0; first < n; first += chunk) {
     int64_t rows = n - first < chunk ? n - first : chunk;
     const float *xb = x + first * d;
@@ -117,11 +148,11 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
       memset(out + first * d, 0, (size_t)(rows * d) * sizeof *out);
       continue;
     }
-    gemm(0, !w_vd, rows, d, v, scratch, v, w, ldw, 0.0f, out + first * d, d); /* dx */
+    gradient_gemm(&b, 1, 0, !w_vd, rows, d, v, w, ldw, 0.0f, out + first * d, d); /* dx */
     if (!dw) continue;
     if (w_vd) /* dw[v, d] += g^T x */
-      gemm(1, 0, v, d, rows, scratch, v, xb, d, 1.0f, dw, d);
+      gradient_gemm(&b, 1, 1, 0, v, d, rows, xb, d, 1.0f, dw, d);
     else /* dw[d, v] += x^T g */
-      gemm(1, 0, d, v, rows, xb, d, scratch, v, 1.0f, dw, v);
+      gradient_gemm(&b, 0, 1, 0, d, v, rows, xb, d, 1.0f, dw, v);
   }
 }

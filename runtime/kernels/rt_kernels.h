@@ -16,6 +16,9 @@ typedef struct {
   int64_t batch, heads, m, n, k, parts;
   int ta, tb, split_rows;
   const float *a, *b;
+  /* bf16 only: A or B already rounded (stored as a or b would be, leading
+   * dimension lda or ldb; one matrix), read as they are; NULL: rounded here */
+  const uint16_t *a16, *b16;
   float *c;
   int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
   int64_t head_stride_a, head_stride_b, head_stride_c;
@@ -32,6 +35,15 @@ void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, c
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
+/* x's n floats rounded to bf16 (trc_round_bf16's bits) into its own first
+ * 2n bytes: the loss head's logit gradients, rounded once where made. */
+void trc_bf16_round_in_place(float *x, int64_t n);
+/* trc_gemm of one matrix under bf16 with A or B (a16, b16; the other NULL)
+ * rounded by the caller where it made them: the loss head's logit
+ * gradients, rounded once for the two GEMMs that read them (head.c). k > 0. */
+void trc_gemm_bf16_given(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
+                         const uint16_t *a16, int64_t lda, const float *b, const uint16_t *b16,
+                         int64_t ldb, float beta, float *c, int64_t ldc);
 /* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
  * the end of *items (len entries of `size` bytes, room for *cap, doubled
  * when full); NULL when out of memory. */

@@ -21,7 +21,7 @@
  * g_c = (p_c - y_c) s is compared through dx and dw with magnitude
  * |s| (p_c + y_c) (1 + L): the softmax's error scales with p_c (not with
  * |p_c - y_c|, which cancels at the label) and with the logits' error. In
- * bf16, trc_gemm also rounds g to bf16 (relative 2^-9) for dx and dw, which
+ * bf16, the head also rounds g to bf16 (relative 2^-9) for dx and dw, which
  * the reference does not: 2^-8 there (that rounding alone reaches half
  * of it). The logits are products of bf16
  * operands accumulated in f32, so the loss keeps the fp32 tolerance. An

@@ -8,8 +8,12 @@
  * with the lower halves that decide a rounding (zero, ties, either side of
  * them, all ones): every sign, exponent, NaN payload and overflow to
  * infinity. Subnormal inputs are left out: the C trainer's bf16 GEMM may
- * treat them as zero (AVX512_BF16's dot products do). */
+ * treat them as zero (AVX512_BF16's dot products do). And
+ * trc_bf16_round_in_place (the loss head's rounding of its logit gradients
+ * into their own memory) against trc_round_bf16 element by element: lengths
+ * across its blocks, subnormals, NaNs, ties. */
 #include "test_util.h"
+#include "kernels/rt_kernels.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -65,8 +69,33 @@ static void test_round_bf16(void) {
   CHECK(trc_round_bf16(from_bits(0x00000001)) == 0x0000); /* the least subnormal: zero */
 }
 
+static void test_round_in_place(void) {
+  const float special[] = {NAN, -INFINITY, INFINITY, 1e-40f, -1e-45f, 0.0f, -0.0f, 3.4e38f};
+  const int64_t lengths[] = {1, 15, 16, 17, 255, 256, 257, 1001};
+  for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+    int64_t n = lengths[l];
+    float *x = malloc((size_t)n * sizeof *x), *want = malloc((size_t)n * sizeof *want);
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t bits = (uint32_t)(0x3f800000u + (uint32_t)i * 0x9E3779B1u % 0x00ffffffu);
+      if (i % 5 == 3) bits |= 0x8000u; /* a tie's half */
+      memcpy(&x[i], &bits, sizeof bits);
+      if (i % 7 == 0) x[i] = special[i / 7 % 8];
+      want[i] = x[i];
+    }
+    trc_bf16_round_in_place(x, n);
+    const uint16_t *got = (const uint16_t *)x;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; i++) wrong += got[i] != trc_round_bf16(want[i]);
+    if (wrong) fprintf(stderr, "trc_bf16_round_in_place of %lld floats: %lld wrong\n", (long long)n, (long long)wrong);
+    CHECK(wrong == 0);
+    free(x);
+    free(want);
+  }
+}
+
 int main(void) {
   test_max_min();
   test_round_bf16();
+  test_round_in_place();
   return test_failures != 0;
 }
