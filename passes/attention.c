@@ -7,7 +7,9 @@
  * or the probabilities: dropout on the probabilities (their own mask, read
  * by backward) keeps the unfused form. The final bmm's node becomes the
  * fused one in place, so its readers stay as they are; the scores and
- * probabilities stay in the graph, dead. */
+ * probabilities stay in the graph, dead. Whether to fuse is the user's
+ * (--attention fused or whole) or the planner's: under auto the pipeline
+ * keeps the graph without this pass too and prices both (pipeline.c). */
 #include "internal.h"
 
 /* bmm's head layout and transposes as attend writes them. */
@@ -33,17 +35,11 @@ static bool attention_pattern(const Graph *g, const Node *x) {
          graph_read_only_by(g, s->id, &p->id, 1) && g->predict != p->id && g->predict != s->id;
 }
 
-/* AUTO fuses from sequences this long on: on examples/gpt.nn (D = 32 a
- * head) the fused step was as fast at T = 64 (many small GEMM calls), 9%
- * faster at 128, 19% at 256; on GPT-2 124M at 1024 it stores half the
- * activations and steps faster than PyTorch's SDPA (bench/RESULTS.md). */
-enum { ATTENTION_FUSED_FROM_T = 128 };
-
-void fuse_attention(Graph *g, AttentionForm form) {
-  for (int i = 0; form != ATTENTION_WHOLE && i < g->n_forward; i++) {
+int fuse_attention(Graph *g) {
+  int fused = 0;
+  for (int i = 0; i < g->n_forward; i++) {
     Node *x = &g->nodes[i];
     if (!attention_pattern(g, x)) continue;
-    if (form == ATTENTION_AUTO && x->shape.dim[1] < ATTENTION_FUSED_FROM_T) continue;
     const Node *p = &g->nodes[x->in[0]], *s = &g->nodes[p->in[0]];
     int q = s->in[0], k = s->in[1], v = x->in[1];
     x->op = OP_CAUSAL_ATTENTION;
@@ -51,5 +47,7 @@ void fuse_attention(Graph *g, AttentionForm form) {
     x->in[0] = q, x->in[1] = k, x->in[2] = v;
     x->nin = 3;
     op_info(x->op)->infer(g, x, NULL);
+    fused++;
   }
+  return fused;
 }

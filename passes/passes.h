@@ -20,11 +20,12 @@ void fuse_conv_epilogue(Graph *g);
 /* ATTENTION: causal attention as lowering writes it (bmm, causal_softmax,
  * bmm, nothing else reading the scores or probabilities: no dropout on
  * them) becomes one causal_attention node, which stores no probabilities
- * (passes/attention.c): always (FUSED), never (WHOLE), or from sequences of
- * ATTENTION_FUSED_FROM_T on (AUTO). Runs on the forward graph, before
- * autodiff. */
+ * (passes/attention.c); returns how many it fused. Runs on the forward
+ * graph, before autodiff. The pipeline calls it with FUSED; under AUTO it
+ * also keeps the graph without (WHOLE) for the planner to price against
+ * (compile_program). */
 typedef enum { ATTENTION_AUTO, ATTENTION_FUSED, ATTENTION_WHOLE } AttentionForm;
-void fuse_attention(Graph *g, AttentionForm form);
+int fuse_attention(Graph *g);
 
 /* HEAD: a loss that is cross_entropy over a bias-free linear layer of a
  * parameter (logits = x @ w or x @ w^T, read by nothing else but predict)
@@ -400,7 +401,18 @@ typedef struct Plan {
                               memory plans of its candidates took (--time-phases) */
   struct PlanMemo *memo;   /* candidates realized by earlier searches of the same
                               graph and profile (a sweep's); not owned; NULL: none */
+  struct {
+    int fused;             /* attentions the plan's graph fuses */
+    bool chosen;           /* the planner chose between fused and unfused
+                              (--attention auto); then the other form's plan: */
+    bool other_fits;
+    double other_seconds;  /* its predicted micro-batch (plan_step_seconds) */
+    uint64_t other_peak;   /* its peak; where it does not fit, the least it could */
+  } attention;
 } Plan;
+
+/* A micro-batch's predicted time, the optimizer step's share included. */
+double plan_step_seconds(const Plan *pl);
 
 /* WEAVE: plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is
  * the memory the caller found for it (`--memory`, else the machine's). Each
@@ -476,7 +488,11 @@ typedef struct {
 
 typedef struct {
   Ast *ast;
-  Graph *graph;      /* after GRAD */
+  Graph *graph;      /* after GRAD; after WEAVE, the one the plan was made of */
+  Graph *unfused;    /* --attention auto where the graph fuses attention: the
+                        graph without, which WEAVE prices against it; after
+                        WEAVE, the one it did not choose (else NULL) */
+  int fused_attention; /* the attentions c->graph fuses (ATTENTION) */
   Plan *plan;        /* after WEAVE: the woven graph and its Program */
   double seconds[PASS_COUNT]; /* per pass run; the program passes are in
                                  WEAVE's (plan->schedule_seconds) */
@@ -484,7 +500,9 @@ typedef struct {
 
 /* AST, IR, GRAD: false after reporting an error. */
 bool compile_graph(Compilation *c, SourceFile *src, const CompileOptions *o, Diag *diag);
-/* WEAVE and the program passes: false after reporting an error. */
+/* WEAVE and the program passes: false after reporting an error. With
+ * c->unfused, plans both graphs and keeps the faster predicted step of
+ * those that fit (Plan.attention says which and what the other took). */
 bool compile_program(Compilation *c, CheckpointSpec spec, const MachineProfile *m,
                      const CompileOptions *o, Diag *diag);
 void compilation_free(Compilation *c);

@@ -141,10 +141,9 @@ static PeakParts peak_parts(const Plan *pl) {
 }
 
 static double step_flops(const Plan *pl) { return pl->forward_flops + pl->backward_flops + pl->recompute_flops; }
-/* A micro-batch's predicted time, the optimizer step's share included:
- * the overhead is recompute over what the step takes without it, as a
+/* The overhead is recompute over what the step takes without it, as a
  * trainer's measured step time compares. */
-static double step_seconds(const Plan *pl) {
+double plan_step_seconds(const Plan *pl) {
   return pl->forward_seconds + pl->backward_seconds + pl->recompute_seconds + pl->update_seconds;
 }
 /* `off`'s step is this one less its recompute kernels, with the values
@@ -228,6 +227,28 @@ static void print_head(FILE *out, const Plan *pl) {
           format_bytes((uint64_t)pl->graph_chunk * (uint64_t)h.v * sizeof(float), b3));
 }
 
+/* What --attention made of the graph's causal attention: fused (no stored
+ * probabilities) or whole, and under auto what the other form's plan took. */
+static void print_attention(FILE *out, const Plan *pl) {
+  if (!pl->attention.chosen) {
+    if (pl->attention.fused)
+      fprintf(out, "  attention: fused in %d places (--attention fused): no probabilities stored\n",
+              pl->attention.fused);
+    return;
+  }
+  char b1[32], b2[32];
+  fprintf(out, "  attention chosen by the planner (--attention auto): %s, predicted %.3f ms a micro-batch, peak %s; ",
+          pl->attention.fused ? "fused (no probabilities stored)" : "whole (probabilities stored)",
+          1e3 * plan_step_seconds(pl), format_bytes(pl->peak_bytes, b1));
+  const char *other = pl->attention.fused ? "whole" : "fused";
+  if (pl->attention.other_fits)
+    fprintf(out, "%s: %.3f ms, peak %s\n", other, 1e3 * pl->attention.other_seconds,
+            format_bytes(pl->attention.other_peak, b2));
+  else
+    fprintf(out, "%s: no plan within the budget (its least peak %s)\n", other,
+            format_bytes(pl->attention.other_peak, b2));
+}
+
 static const char *precision_word(const Plan *pl) {
   static const char *const words[] = {TRC_PRECISIONS(TRC_ENUM_WORD)};
   return words[pl->graph->train.run.precision];
@@ -289,11 +310,12 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
   print_placement(out, &pp);
   print_frozen(out, pl);
   print_head(out, pl);
+  print_attention(out, pl);
   double total = step_flops(pl);
   fprintf(out, "\nrecompute: %.4g FLOPs, %.1f%% of the step's %.4g FLOPs\n", pl->recompute_flops,
           total > 0 ? 100 * pl->recompute_flops / total : 0, total);
   fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f, update %.3f; "
-          "+%.1f%%)\n", 1e3 * step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds,
+          "+%.1f%%)\n", 1e3 * plan_step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds,
           1e3 * pl->recompute_seconds, 1e3 * pl->update_seconds, 100 * overhead(pl));
   if (pl->cache_credit > 0)
     fprintf(out, "  (backward reads the recomputed values from the cache: %.3f ms less than stored ones)\n",
@@ -380,11 +402,18 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   } else {
     fputs(" \"loss_head\": null,\n", out);
   }
+  fprintf(out, " \"attention\": {\"form\": \"%s\", \"fused\": %d, \"chosen\": %s, \"other\": ",
+          pl->attention.fused ? "fused" : "whole", pl->attention.fused, pl->attention.chosen ? "true" : "false");
+  if (pl->attention.chosen)
+    fprintf(out, "{\"fits\": %s, \"step\": %.6g, \"peak\": %llu}},\n", pl->attention.other_fits ? "true" : "false",
+            pl->attention.other_fits ? pl->attention.other_seconds : 0.0, (unsigned long long)pl->attention.other_peak);
+  else
+    fputs("null},\n", out);
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
           "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"measured\": ",
-          pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, step_seconds(pl),
+          pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, plan_step_seconds(pl),
           pl->cache_credit, overhead(pl), added(pl));
   if (!measured) {
     fputs("null}\n", out);

@@ -3,9 +3,13 @@
 # without stored probabilities*); its numbers are checked elsewhere
 # (e2e.gradcheck.attention_fused: finite differences; torch.gpt_small_fused:
 # PyTorch on identical weights). Here:
-#  - which attention is fused: --attention auto (the default) from T = 128
-#    on, fused at any length, whole never; dropout on the probabilities
-#    keeps the unfused form;
+#  - which attention is fused: --attention fused at any length, whole never;
+#    dropout on the probabilities keeps the unfused form; auto (the default)
+#    is the planner's choice: the form whose plan `trainc plan` predicts
+#    faster (the predictions of --attention fused and whole; whole on two
+#    small models, fused on examples/gpt.nn at T = 256; a model without
+#    fusable attention has none to make), and under a budget only the fused
+#    form fits, the fused one;
 #  - the fused plan stores exactly the probabilities' bytes less than the
 #    unfused one (off), and trains with its arena high-water mark = plan;
 #  - fused and whole train a GPT without dropout to the same losses (within
@@ -28,21 +32,52 @@ fused_calls() { # MODEL FLAGS...: lines calling trc_causal_attention in its C (l
   "$trainc" emit "$@" -o "$work/out.c" >/dev/null
   grep -c 'trc_causal_attention(' "$work/out.c" || true
 }
-[[ $(fused_calls "$long") == 1 ]] || flunk "T = 130 is not fused by default"
-[[ $(fused_calls "$short") == 0 ]] || flunk "T = 12 is fused by default"
+[[ $(fused_calls "$long" --attention fused) == 1 ]] || flunk "--attention fused leaves T = 130 unfused"
 [[ $(fused_calls "$short" --attention fused) == 1 ]] || flunk "--attention fused leaves gpt_small unfused"
 [[ $(fused_calls "$long" --attention whole) == 0 ]] || flunk "--attention whole fuses"
 [[ $(fused_calls "$dropped" --attention fused) == 0 ]] || flunk "attention with dropout on its probabilities is fused"
+
+plan_of() { # MODEL FLAGS...: attention's form, whether chosen, the predicted step
+  "$trainc" plan "$@" --format json | "$PY" -c '
+import json, sys
+p = json.load(sys.stdin)
+print(p["attention"]["form"], p["attention"]["chosen"], p["seconds"]["step"])'
+}
+least_peak() { # MODEL FLAGS...: the least peak the planner names for an impossible budget
+  { "$trainc" plan "$@" --budget 1 2>&1 || true; } | sed -n 's/.*model: .* (\([0-9]*\) bytes)$/\1/p'
+}
+# examples/gpt.nn at T = 256 without dropout: fused predicted the faster
+sed 's/dropout = 0.1/dropout = 0/; s/dropout(proj, 0.1)/proj/; s/const T = 64 /const T = 256 /; s/batch 32/batch 4/' \
+  "$src/examples/gpt.nn" >"$work/gpt256.nn"
+for model in "$long" "$short" "$work/gpt256.nn"; do
+  read -r _ _ fused_step < <(plan_of "$model" --attention fused)
+  read -r _ _ whole_step < <(plan_of "$model" --attention whole)
+  read -r form chosen step < <(plan_of "$model")
+  faster=$("$PY" -c "import sys; print('fused' if float(sys.argv[1]) <= float(sys.argv[2]) else 'whole')" \
+    "$fused_step" "$whole_step")
+  [[ $form == "$faster" && $chosen == True ]] ||
+    flunk "$model: auto chose $form (chosen: $chosen), predicted fused $fused_step s, whole $whole_step s"
+  [[ $step == "$(plan_of "$model" --attention "$form" | cut -d' ' -f3)" ]] ||
+    flunk "$model: auto's plan is not --attention $form's"
+done
+[[ $(plan_of "$dropped" | cut -d' ' -f1-2) == "whole False" ]] || flunk "attention with dropout offered a choice"
+fused_least=$(least_peak "$long" --attention fused) whole_least=$(least_peak "$long" --attention whole)
+if ((fused_least < whole_least)); then
+  [[ $(plan_of "$long" --budget $(((fused_least + whole_least) / 2)) | cut -d' ' -f1) == fused ]] ||
+    flunk "a budget only fused attention fits did not fuse it"
+else
+  flunk "fused attention's least peak $fused_least is not below whole's $whole_least"
+fi
 
 stored() { # MODEL FLAGS...: the plan's stored activations
   "$trainc" plan "$@" --policy off --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak"]["stored_activations"])'
 }
 probabilities=$((2 * 2 * 130 * 130 * 4)) # [B, heads, T, T] floats
-(($(stored "$long" --attention whole) - $(stored "$long") == probabilities)) ||
+(($(stored "$long" --attention whole) - $(stored "$long" --attention fused) == probabilities)) ||
   flunk "fused attention does not store exactly the probabilities' $probabilities bytes less"
 
 data=$(data_dir random "$long")
-"$trainc" build "$long" -o "$work/fused" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
+"$trainc" build "$long" --attention fused -o "$work/fused" --cflags "${TRAINC_TEST_CFLAGS:-} -O2" >/dev/null
 "$work/fused" --data "$data" --steps 3 --quiet --log "$work/fused.jsonl"
 read -r planned measured < <(arena_of "$work/fused.jsonl")
 [[ $planned == "$measured" ]] || flunk "fused: arena planned $planned bytes, high-water mark $measured"

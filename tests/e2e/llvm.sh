@@ -36,6 +36,7 @@
 #   --gradcheck`, then random). MODEL gpt-small is examples/gpt.nn at the
 #   size of tests/e2e/gpt.sh (dropout kept). DATA@N trains on N ranks under
 #   mpirun (the C- and LLVM-built trainers: `trainc run` refuses MPI models).
+# TRAINC_TEST_ATTENTION=fused|whole: every build's --attention (default auto).
 set -euo pipefail
 trainc=$1 src=$2 work=$3 steps=$4
 shift 4
@@ -43,6 +44,7 @@ mkdir -p "$work"
 PY=/usr/bin/python3
 fail=0
 REL=1e-4
+attention=(--attention "${TRAINC_TEST_ATTENTION:-auto}")
 default_flags=$("$trainc" --help | sed -n 's/^ *--cflags FLAGS .*(default: \(.*\))$/\1/p')
 [[ -n $default_flags ]] || { echo "FAIL: no default flags in trainc --help"; exit 1; }
 
@@ -158,29 +160,29 @@ for arg in "$@"; do
   fi
   name=$(basename "$model" .nn) model_fail=0
   out=$work/$name
-  "$trainc" build "$model" -o "$out.c.bin" >/dev/null
-  "$trainc" build "$model" -o "$out.cs.bin" \
+  "$trainc" build "${attention[@]}" "$model" -o "$out.c.bin" >/dev/null
+  "$trainc" build "${attention[@]}" "$model" -o "$out.cs.bin" \
     --cflags "$default_flags -fno-tree-vectorize -fno-tree-slp-vectorize" >/dev/null
   if [[ -n $(vector_math_callers "$out.cs.bin") ]]; then
     echo "FAIL: $name: the scalar-math C trainer calls libmvec"
     fail=1 model_fail=1
   fi
-  "$trainc" build --backend llvm "$model" -o "$out.llvm.bin" >/dev/null
-  "$trainc" build --backend llvm --scalar-math "$model" -o "$out.llvms.bin" >/dev/null
+  "$trainc" build "${attention[@]}" --backend llvm "$model" -o "$out.llvm.bin" >/dev/null
+  "$trainc" build "${attention[@]}" --backend llvm --scalar-math "$model" -o "$out.llvms.bin" >/dev/null
   if [[ -n $(vector_math_callers "$out.llvms.bin") ]]; then
     echo "FAIL: $name: the --scalar-math LLVM trainer calls libmvec"
     fail=1 model_fail=1
   fi
   # one function per distinct kernel in both backends (ir.h's kernel_form)
-  c_fns=$("$trainc" emit "$model" -o "$out.c" >/dev/null && grep -c 'noinline' "$out.c")
-  llvm_fns=$("$trainc" emit --backend llvm "$model" -o "$out.ll" >/dev/null &&
+  c_fns=$("$trainc" emit "${attention[@]}" "$model" -o "$out.c" >/dev/null && grep -c 'noinline' "$out.c")
+  llvm_fns=$("$trainc" emit "${attention[@]}" --backend llvm "$model" -o "$out.ll" >/dev/null &&
     grep -cE '^define .*@k[0-9]+\(' "$out.ll")
   if [[ $c_fns != "$llvm_fns" ]]; then
     echo "FAIL: $name: $llvm_fns LLVM kernel functions, $c_fns C ones"
     fail=1 model_fail=1
   fi
   if [[ $data == gradcheck ]]; then # the C trainer's: tests/e2e/gradcheck.sh
-    "$trainc" run "$model" --gradcheck --seed 3 >"$out.run.txt" ||
+    "$trainc" run "${attention[@]}" "$model" --gradcheck --seed 3 >"$out.run.txt" ||
       { echo "FAIL: $name: trainc run --gradcheck"; cat "$out.run.txt"; fail=1 model_fail=1; }
     data=random
   fi
@@ -197,7 +199,7 @@ for arg in "$@"; do
   if ((ranks == 1)); then
     # not quiet: its time to first step counts the JIT's whole compile, which
     # step 1 waits for (--time-phases: LLVM's seconds, one thread after the other)
-    "$trainc" run --time-phases "$model" "${flags[@]}" \
+    "$trainc" run "${attention[@]}" --time-phases "$model" "${flags[@]}" \
       --save "$out.run.safetensors" --log "$out.run.jsonl" 2>"$out.run.err"
     hows+=(run)
     if ! awk '/^time to first step:/ { first = $5 } /^LLVM seconds:/ { llvm = $4 + $6 + $8 }

@@ -29,7 +29,14 @@ def want(obj, key, types):
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
 assert set(d) == {"schema", "model", "batch", "policy", "memory", "compress", "stages", "values", "stage_plan",
-                  "peak", "loss_head", "flops", "seconds", "overhead", "added", "measured"}, sorted(d)
+                  "peak", "loss_head", "attention", "flops", "seconds", "overhead", "added", "measured"}, sorted(d)
+a = d["attention"]
+assert set(a) == {"form", "fused", "chosen", "other"} and a["form"] in ("fused", "whole"), a
+assert isinstance(a["fused"], int) and (a["fused"] > 0) == (a["form"] == "fused"), a
+assert isinstance(a["chosen"], bool) and (a["other"] is None) == (not a["chosen"]), a
+assert a["other"] is None or (set(a["other"]) == {"fits", "step", "peak"} and isinstance(a["other"]["fits"], bool)
+                              and isinstance(a["other"]["peak"], int) and a["other"]["peak"] > 0
+                              and (a["other"]["step"] > 0) == a["other"]["fits"]), a
 assert d["added"] == d["overhead"], (d["added"], d["overhead"]) # the default chunk: nothing else added
 assert d["measured"] is None, d["measured"] # no --measured given
 modes = ("KEEP", "SELECT", "CKPT", "DROP", "BF16")
