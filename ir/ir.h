@@ -249,6 +249,9 @@ typedef struct {
   int64_t head_stride_a, head_stride_b, head_stride_c;
 } GemmDims;
 void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
+/* The matrices a GEMM node's call multiplies (batch * heads); 0 for any
+ * other node. */
+int64_t gemm_matrices(const Graph *g, const Node *n);
 /* Whether node n multiplies bf16 operands when the run's precision is bf16:
  * the matrix products and the loss head do; bmm's many small products do not
  * (rounding their operands took more time than bf16 saved:

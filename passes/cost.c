@@ -21,6 +21,8 @@ MachineProfile profile_default(void) {
    * 6.2-9.6e10 bytes/s, where a loop writing a fresh output measured
    * 3.7-4.9e10 in the same runs: they read and write back in place; and
    * the convolutions in bf16, 4.0-4.8e11 (2.3-2.4e11 in fp32, same runs).
+   * A GEMM's matrices beyond their FLOPs, 2026-12-05 (late), three runs:
+   * 0.37-0.55 us each for attention's 64 x 64 x 32 products (the median).
    * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
@@ -28,7 +30,7 @@ MachineProfile profile_default(void) {
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
                           .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
-                          .conv_bf16_flops = 471e9};
+                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6};
 }
 
 static const struct {
@@ -50,11 +52,12 @@ static const struct {
     {"window_accesses", offsetof(MachineProfile, window_accesses), true},
     {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true},
     {"conv_bf16_flops", offsetof(MachineProfile, conv_bf16_flops), true},
+    {"gemm_matrix_seconds", offsetof(MachineProfile, gemm_matrix_seconds), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
        MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
-       CONV_BF16_FLOPS_KEY = 13 };
+       CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -93,7 +96,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
                  "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
-                 "conv_bf16_flops (each once)");
+                 "conv_bf16_flops, gemm_matrix_seconds (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -113,6 +116,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[WINDOW_ACCESSES_KEY]) p->window_accesses = p->loop_flops * d.window_accesses / d.loop_flops;
   if (!seen[UPDATE_BANDWIDTH_KEY]) p->update_bandwidth = p->bandwidth * d.update_bandwidth / d.bandwidth;
   if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
+  if (!seen[GEMM_MATRIX_KEY]) p->gemm_matrix_seconds = d.gemm_matrix_seconds;
   return diag_count(diag) == errors;
 }
 
@@ -155,7 +159,10 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
                  : bf16                     ? m->gemm_bf16_flops
                  : op_calls_library(n->op)  ? m->gemm_flops
                                             : m->loop_flops;
-  return flops / rate;
+  /* a batched call's matrices (bmm) cost each beyond their FLOPs; one
+   * matrix's call is in gemm_flops, measured on one large call */
+  int64_t matrices = gemm_matrices(g, n);
+  return flops / rate + (matrices > 1 ? (double)matrices * m->gemm_matrix_seconds : 0);
 }
 
 /* Passes a library call makes over memory besides its arithmetic, which

@@ -263,6 +263,10 @@ typedef struct {
                              back in place, which move faster than a kernel
                              writing a fresh output (bandwidth); optional, else
                              bandwidth times the default ratio */
+  double gemm_matrix_seconds; /* per matrix of a batched GEMM call, beyond its
+                             FLOPs: bmm's many small sgemm calls (attention's
+                             heads) run below gemm_flops; optional, else the
+                             default */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */

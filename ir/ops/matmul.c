@@ -207,6 +207,13 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->f32 = !n->rounded && !gemm_rounds_under_bf16(n);
 }
 
+int64_t gemm_matrices(const Graph *g, const Node *n) {
+  if (op_info(n->op)->op_class != OPC_GEMM) return 0;
+  GemmDims d;
+  gemm_dims(g, n, &d);
+  return d.batch * d.heads;
+}
+
 bool gemm_rounds_under_bf16(const Node *n) { return n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY; }
 
 /* ----------------------------------------------------- bf16 operand copies */

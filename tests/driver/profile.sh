@@ -6,21 +6,26 @@
 #  2. update_bandwidth prices the optimizer step: the same profile with it
 #     halved predicts twice the update and the same forward and backward;
 #  3. conv_bf16_flops prices a CNN's convolutions under precision bf16 (a
-#     lower one predicts a slower forward), and not under fp32.
-# usage: profile.sh TRAINC MODEL.nn CNN.nn WORKDIR
+#     lower one predicts a slower forward), and not under fp32;
+#  4. gemm_matrix_seconds prices each matrix of a GEMM call: 10 us more of it
+#     adds at least 10 us per matrix of the attention model's forward bmm
+#     (2 a layer, each over batch x heads matrices), per call it would not.
+# usage: profile.sh TRAINC MODEL.nn CNN.nn ATTENTION.nn BATCH HEADS LAYERS WORKDIR
 set -eu
-trainc=$1 model=$2 cnn=$3 work=$4
+trainc=$1 model=$2 cnn=$3 attention=$4 batch=$5 heads=$6 layers=$7 work=$8
 rm -rf "$work" && mkdir -p "$work"
 fail=0
 "$trainc" calibrate -o "$work/machine.profile"
 for key in gemm_flops gemm_bf16_flops loop_flops bandwidth kernel_overhead cache_bandwidth cache_bytes \
-  attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops; do
+  attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops \
+  gemm_matrix_seconds; do
   grep -Eq "^$key = [0-9.]+(e[+-][0-9]+)?$" "$work/machine.profile" || { echo "FAIL: calibrate wrote no $key"; fail=1; }
 done
 "$trainc" plan "$model" --profile "$work/machine.profile" >/dev/null || { echo "FAIL: plan refused the calibrated profile"; fail=1; }
 
 # the calibrated profile without the two keys set below
-grep -v -e '^update_bandwidth' -e '^conv_bf16_flops' "$work/machine.profile" >"$work/base.profile"
+grep -v -e '^update_bandwidth' -e '^conv_bf16_flops' -e '^gemm_matrix_seconds' "$work/machine.profile" \
+  >"$work/base.profile"
 printf 'update_bandwidth = 2e10\n' | cat "$work/base.profile" - >"$work/fast.profile"
 printf 'update_bandwidth = 1e10\n' | cat "$work/base.profile" - >"$work/slow.profile"
 "$trainc" plan "$model" --profile "$work/fast.profile" --format json >"$work/fast.json"
@@ -48,5 +53,17 @@ import json, sys
 f = lambda p, r: json.load(open(f"{sys.argv[1]}/cnn.{p}.{r}.json"))["seconds"]["forward"]
 assert f("bf16", "2e11") > f("bf16", "4e11"), (f("bf16", "2e11"), f("bf16", "4e11"))
 assert f("fp32", "2e11") == f("fp32", "4e11")
+PYEOF
+for per in 1e-12 1e-5; do
+  printf 'gemm_matrix_seconds = %s\n' "$per" | cat "$work/base.profile" - >"$work/matrix.profile"
+  "$trainc" plan "$attention" --attention whole --policy off --profile "$work/matrix.profile" --format json \
+    >"$work/attention.$per.json"
+done
+/usr/bin/python3 - "$work" "$batch" "$heads" "$layers" <<'PYEOF' || { echo "FAIL: gemm_matrix_seconds does not price each matrix"; fail=1; }
+import json, sys
+work, batch, heads, layers = sys.argv[1], *map(int, sys.argv[2:])
+f = lambda per: json.load(open(f"{work}/attention.{per}.json"))["seconds"]["forward"]
+added, matrices = f("1e-5") - f("1e-12"), 2 * batch * heads * layers
+assert added >= (1e-5 - 1e-12) * matrices * (1 - 1e-5), (added, matrices)
 PYEOF
 exit $fail
