@@ -610,11 +610,17 @@ static PlanFormat plan_format(const Options *o) {
   return PLAN_TABLE;
 }
 
-static int sweep(const Graph *g, const MachineProfile *m, bool compress, const Options *o) {
+/* The sweep plans c->graph: under --attention auto, the fused form where
+ * there is a choice (a plan at one budget chooses; the sweep says so). */
+static int sweep(const Compilation *c, const MachineProfile *m, bool compress, const Options *o) {
+  const Graph *g = c->graph;
   int n;
   SweepPoint *pts = plan_sweep(g, m, compress, &n);
   if (plan_format(o) == PLAN_JSON) sweep_json(stdout, pts, n, g->model_name, compress);
   else sweep_print(stdout, pts, n);
+  if (plan_format(o) != PLAN_JSON && c->unfused)
+    printf("(attention fused in every plan above; a plan at one budget prices it against whole attention,\n"
+           " and --attention whole sweeps that form)\n");
   int rc = 0;
   if (o->svg) {
     FILE *f = output_open(o->svg, &diag);
@@ -664,7 +670,7 @@ static int plan_and_generate(Compilation *c, const Options *o) {
   if (!checkpoint_spec(o, c->graph, &spec)) return 2;
   if (spec.policy == CKPT_AUTO && !auto_memory(o, &spec.budget)) return 1;
   if (!machine_profile(o, &m)) return 1;
-  if (o->sweep) return sweep(c->graph, &m, spec.compress, o);
+  if (o->sweep) return sweep(c, &m, spec.compress, o);
   CompileOptions co = compile_options(o);
   if (!compile_program(c, spec, &m, &co, &diag)) return 1;
   const Program *p = c->plan->program;
