@@ -11,7 +11,9 @@
  * treat them as zero (AVX512_BF16's dot products do). And
  * trc_bf16_round_in_place (the loss head's rounding of its logit gradients
  * into their own memory) against trc_round_bf16 element by element: lengths
- * across its blocks, subnormals, NaNs, ties. */
+ * across its blocks, subnormals, NaNs, ties. And trc_row_max (vector code
+ * on AVX-512) against trc_maxf over the row in order: lengths around its
+ * 16 lanes, NaNs passed over, a row of NaNs (-inf), infinities. */
 #include "test_util.h"
 #include "kernels/rt_kernels.h"
 
@@ -93,8 +95,29 @@ static void test_round_in_place(void) {
   }
 }
 
+static void test_row_max(void) {
+  const int64_t lengths[] = {1, 5, 16, 17, 31, 32, 33, 100, 50257};
+  float *x = malloc(50257 * sizeof *x);
+  for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++)
+    for (int kind = 0; kind < 4; kind++) {
+      int64_t n = lengths[l];
+      float want = -INFINITY;
+      for (int64_t i = 0; i < n; i++) {
+        x[i] = kind == 3 ? NAN : (float)((i * 7919) % 1000) - 500.0f; /* the largest at no fixed lane */
+        if (kind == 1 && i % 3 == 1) x[i] = NAN;
+        if (kind == 2 && i == n / 2) x[i] = INFINITY;
+        want = trc_maxf(want, x[i]);
+      }
+      float got = trc_row_max(x, n);
+      if (!same(got, want)) fprintf(stderr, "trc_row_max of %lld (kind %d): %g, want %g\n", (long long)n, kind, got, want);
+      CHECK(same(got, want));
+    }
+  free(x);
+}
+
 int main(void) {
   test_max_min();
+  test_row_max();
   test_round_bf16();
   test_round_in_place();
   return test_failures != 0;
