@@ -140,6 +140,37 @@ static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *e
   close_combine(out, op);
 }
 
+/* The body of a reduction's loop over its full groups of K_LANES: a sum
+ * adds each element to its lane; a max or min computes the group's elements
+ * first and hands them to trainc.h's trc_lanes_maxf / trc_lanes_minf, which
+ * GCC vectorizes where it does not a loop of trc_maxf. */
+static void print_lane_groups(FILE *out, const KStmt *s, KBinaryOp op, int depth,
+                              const BufNames *nm) {
+  int v = s->var;
+  const KExpr *element = s->body[0]->value->b;
+  char lane[64];
+  snprintf(lane, sizeof lane, "lane[i%d - c]", v);
+  if (op == KB_ADD) {
+    fputc('\n', out);
+    indent(out, depth);
+    fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
+    print_combine(out, op, lane, element, nm);
+    return;
+  }
+  fputs(" {\n", out);
+  indent(out, depth);
+  fprintf(out, "float group[%d];\n", K_LANES);
+  indent(out, depth);
+  fprintf(out, "TRC_GROUP_LOOP for (int64_t i%d = c; i%d < c + %d; i%d++) group[i%d - c] = ", v,
+          v, K_LANES, v, v);
+  print_expr(out, element, nm);
+  fputs(";\n", out);
+  indent(out, depth);
+  fprintf(out, "%s(lane, group);\n", op == KB_MAX ? "trc_lanes_maxf" : "trc_lanes_minf");
+  indent(out, depth - 1);
+  fputs("}\n", out);
+}
+
 /* A reduction loop in K_LANES lanes (ir.h): full groups of lanes, the
  * remainder, then the lanes folded in halves into the local. */
 static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int depth,
@@ -166,13 +197,10 @@ static void print_reduction(FILE *out, const KStmt *s, const KLaneSplit *ls, int
     snprintf(end, sizeof end, "lane_end");
   }
   indent(out, depth + 1);
-  fprintf(out, "for (int64_t c = 0; c < %s; c += %d)\n", full, K_LANES);
-  indent(out, depth + 2);
-  char lane[64];
-  snprintf(lane, sizeof lane, "lane[i%d - c]", v);
-  fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
-  print_combine(out, op, lane, s->body[0]->value->b, nm);
+  fprintf(out, "for (int64_t c = 0; c < %s; c += %d)", full, K_LANES);
+  print_lane_groups(out, s, op, depth + 2, nm);
   if (ls->limit || ls->full < ls->extent) {
+    char lane[64];
     snprintf(lane, sizeof lane, "lane[i%d - %s]", v, full);
     indent(out, depth + 1);
     fprintf(out, "for (int64_t i%d = %s; i%d < %s; i%d++) %s = ", v, full, v, end, v, lane);

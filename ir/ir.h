@@ -625,7 +625,7 @@ KGrid kernel_grid(const Kernel *k, const KStmt *top);
  * 128-column softmax still goes through the lanes, so that the lane of
  * every column is its index's, as in the unbounded row). Returns whether
  * loop is a reduction loop, and its op and local. */
-#define K_LANES 16
+#define K_LANES TRC_LANES /* trainc.h: the lanes of generated C's trc_lanes_maxf */
 bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local);
 
 /* A reduction loop as the lanes split it: iterations [0, full) in groups of

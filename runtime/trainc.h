@@ -670,6 +670,43 @@ __attribute__((simd("notinbranch"))) float erff(float);
 TRC_KERNEL_FN float trc_maxf(float a, float b) { return b != b ? a : a > b ? a : b; }
 TRC_KERNEL_FN float trc_minf(float a, float b) { return b != b ? a : a < b ? a : b; }
 
+/* A kernel's max or min reduction in its 16 lanes (ir.h's K_LANES): lane[l] =
+ * trc_maxf(lane[l], e[l]) for every l (trc_minf for min), e the next 16
+ * elements. GCC 12 vectorizes no loop of trc_maxf, whatever its form (every
+ * softmax's max pass ran scalar, a branch an element), so under GCC and clang
+ * the lanes are one vector and the two selects masks: the same answers. */
+#define TRC_LANES 16
+#if defined(__GNUC__) && !defined(__CUDACC__)
+typedef float trc_lanes_f32 __attribute__((vector_size(TRC_LANES * sizeof(float))));
+typedef int32_t trc_lanes_i32 __attribute__((vector_size(TRC_LANES * sizeof(int32_t))));
+
+TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
+  trc_lanes_f32 a, b;
+  trc_lanes_i32 a_bits, b_bits;
+  __builtin_memcpy(&a, lane, sizeof a);
+  __builtin_memcpy(&b, e, sizeof b);
+  trc_lanes_i32 keep = (b != b) | (max ? a > b : a < b); /* -1 where lane's a stays */
+  __builtin_memcpy(&a_bits, &a, sizeof a);
+  __builtin_memcpy(&b_bits, &b, sizeof b);
+  trc_lanes_i32 taken = (a_bits & keep) | (b_bits & ~keep);
+  __builtin_memcpy(lane, &taken, sizeof taken);
+}
+#else
+TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
+  for (int l = 0; l < TRC_LANES; l++) lane[l] = max ? trc_maxf(lane[l], e[l]) : trc_minf(lane[l], e[l]);
+}
+#endif
+/* Before the loop that computes a group of 16 for trc_lanes_maxf: GCC
+ * unrolls a 16-iteration loop whole before its loop vectorizer runs, and its
+ * block vectorizer then leaves the group's selects as branches. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define TRC_GROUP_LOOP _Pragma("GCC unroll 1")
+#else
+#define TRC_GROUP_LOOP
+#endif
+TRC_KERNEL_FN void trc_lanes_maxf(float *lane, const float *e) { trc_lanes_take(lane, e, 1); }
+TRC_KERNEL_FN void trc_lanes_minf(float *lane, const float *e) { trc_lanes_take(lane, e, 0); }
+
 /* An eager select (ir.h's kernel_mark_eager_selects): c > 0 ? a : b with
  * both a and b evaluated, as a function's arguments are, so that a C
  * compiler may vectorize it instead of branching around a load. */

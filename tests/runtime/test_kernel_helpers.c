@@ -1,7 +1,8 @@
 /* test_kernel_helpers.c — trainc.h's helpers for generated kernels:
  * trc_maxf and trc_minf, the maximum and minimum, against the C library's
  * fmaxf and fminf (a NaN operand yields the other one) over every pair of
- * special and ordinary values; and trc_round_bf16, the CUDA trainer's
+ * special and ordinary values, and trc_lanes_maxf / trc_lanes_minf against
+ * them lane by lane; and trc_round_bf16, the CUDA trainer's
  * rounding of a bf16 GEMM's inputs, against the C trainer's: trc_gemm under
  * bf16 of A^T [N x 1] times B = [1] is A rounded to bf16, exactly (as
  * test_gemm.c's check of that rounding), for every upper half of a float
@@ -32,6 +33,28 @@ static void test_max_min(void) {
       CHECK(same(trc_maxf(v[i], v[j]), fmaxf(v[i], v[j])));
       CHECK(same(trc_minf(v[i], v[j]), fminf(v[i], v[j])));
     }
+}
+
+/* trc_lanes_maxf and trc_lanes_minf (a reduction's 16 lanes, vector code
+ * under GCC) take trc_maxf / trc_minf lane by lane, to the bit (signed
+ * zeros, NaNs on either side): every pair of the values above, 16 at a time. */
+static void test_lanes(void) {
+  const float v[] = {NAN, -INFINITY, -3.5f, -1e-40f, -0.0f, 0.0f, 1e-40f, 2.0f, 3.4e38f, INFINITY};
+  const int n = (int)(sizeof v / sizeof v[0]);
+  for (int first = 0; first < n * n; first += TRC_LANES) {
+    float max[TRC_LANES], min[TRC_LANES], e[TRC_LANES], want_max[TRC_LANES], want_min[TRC_LANES];
+    for (int l = 0; l < TRC_LANES; l++) {
+      const int pair = (first + l) % (n * n);
+      max[l] = min[l] = v[pair / n];
+      e[l] = v[pair % n];
+      want_max[l] = trc_maxf(max[l], e[l]);
+      want_min[l] = trc_minf(min[l], e[l]);
+    }
+    trc_lanes_maxf(max, e);
+    trc_lanes_minf(min, e);
+    CHECK(memcmp(max, want_max, sizeof max) == 0);
+    CHECK(memcmp(min, want_min, sizeof min) == 0);
+  }
 }
 
 static float from_bits(uint32_t bits) {
@@ -117,6 +140,7 @@ static void test_row_max(void) {
 
 int main(void) {
   test_max_min();
+  test_lanes();
   test_row_max();
   test_round_bf16();
   test_round_in_place();
