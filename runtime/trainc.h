@@ -674,22 +674,26 @@ TRC_KERNEL_FN float trc_minf(float a, float b) { return b != b ? a : a < b ? a :
  * trc_maxf(lane[l], e[l]) for every l (trc_minf for min), e the next 16
  * elements. GCC 12 vectorizes no loop of trc_maxf, whatever its form (every
  * softmax's max pass ran scalar, a branch an element), so under GCC and clang
- * the lanes are one vector and the two selects masks: the same answers. */
+ * the lanes are vectors and the two selects masks: the same answers. Two
+ * vectors of 8: the width GCC stores the group in (its 256-bit preference on
+ * these targets), so that each load is forwarded from one store. */
 #define TRC_LANES 16
 #if defined(__GNUC__) && !defined(__CUDACC__)
-typedef float trc_lanes_f32 __attribute__((vector_size(TRC_LANES * sizeof(float))));
-typedef int32_t trc_lanes_i32 __attribute__((vector_size(TRC_LANES * sizeof(int32_t))));
+typedef float trc_lanes_f32 __attribute__((vector_size(8 * sizeof(float))));
+typedef int32_t trc_lanes_i32 __attribute__((vector_size(8 * sizeof(int32_t))));
 
 TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
-  trc_lanes_f32 a, b;
-  trc_lanes_i32 a_bits, b_bits;
-  __builtin_memcpy(&a, lane, sizeof a);
-  __builtin_memcpy(&b, e, sizeof b);
-  trc_lanes_i32 keep = (b != b) | (max ? a > b : a < b); /* -1 where lane's a stays */
-  __builtin_memcpy(&a_bits, &a, sizeof a);
-  __builtin_memcpy(&b_bits, &b, sizeof b);
-  trc_lanes_i32 taken = (a_bits & keep) | (b_bits & ~keep);
-  __builtin_memcpy(lane, &taken, sizeof taken);
+  for (int half = 0; half < TRC_LANES; half += 8) {
+    trc_lanes_f32 a, b;
+    trc_lanes_i32 a_bits, b_bits;
+    __builtin_memcpy(&a, lane + half, sizeof a);
+    __builtin_memcpy(&b, e + half, sizeof b);
+    trc_lanes_i32 keep = (b != b) | (max ? a > b : a < b); /* -1 where lane's a stays */
+    __builtin_memcpy(&a_bits, &a, sizeof a);
+    __builtin_memcpy(&b_bits, &b, sizeof b);
+    trc_lanes_i32 taken = (a_bits & keep) | (b_bits & ~keep);
+    __builtin_memcpy(lane + half, &taken, sizeof taken);
+  }
 }
 #else
 TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
