@@ -577,6 +577,11 @@ static void prepare(int64_t slots) {
       check(dnnl_stream_create(&dnn.streams[s], dnn.engine, dnnl_stream_default_flags), "stream");
 }
 
+int trc_gemm_bf16_transposes_a(int64_t n) {
+  prepare(0);
+  return transposes_a(n);
+}
+
 static void prepare_parts(const bf16_run *r) {
   for (int64_t part = 0, from; part < r->j->parts; part++) {
     part_shape s = part_of(r, part, &from);

@@ -109,9 +109,61 @@ static void gemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a
   trc_gemm(1, 1, ta, tb, m, n, k, a, lda, 0, 0, b, ldb, 0, 0, beta, c, ldc, 0, 0);
 }
 
+/* Under bf16 head_row leaves each row's gradients rounded in the row's own
+ * first half (rows 2v bf16 values apart); oneDNN's AMX kernels take only a
+ * dense operand (a leading dimension of 2v sent dx's GEMM to its slower
+ * jit gemm), so the rows are moved together, row r to r·v. In waves: rows
+ * [f, 2f) land in [f·v, 2f·v), where rows below f lay (moved already), and
+ * are read from [2f·v, 4f·v), which no row of the wave lands on. */
+typedef struct {
+  uint16_t *g16;
+  int64_t v, first;
+} row_wave;
+
+static void move_rows(void *ctx, int64_t lo, int64_t hi) {
+  const row_wave *w = ctx;
+  for (int64_t r = w->first + lo; r < w->first + hi; r++)
+    memcpy(w->g16 + r * w->v, w->g16 + 2 * r * w->v, (size_t)w->v * sizeof *w->g16);
+}
+
+static void pack_rounded_rows(float *logits, int64_t rows, int64_t v) {
+  for (int64_t first = 1; first < rows; first *= 2) {
+    row_wave w = {(uint16_t *)logits, v, first};
+    trc_parallel_for((rows < 2 * first ? rows : 2 * first) - first, move_rows, &w);
+  }
+}
+
+/* g^T of the packed [rows, v] gradients into the scratch's second half,
+ * free once they are packed (v rows of `rows`): w's gradient reads it
+ * row-major where oneDNN's AMX kernels want a transposed A so
+ * (trc_gemm_bf16_transposes_a). Blocks of columns of g, one per task. */
+enum { TRANSPOSE_COLUMNS = 64 };
+
+typedef struct {
+  const uint16_t *g16;
+  uint16_t *t16;
+  int64_t rows, v;
+} transposing;
+
+static void transpose_columns(void *ctx, int64_t lo, int64_t hi) {
+  const transposing *t = ctx;
+  for (int64_t c0 = lo * TRANSPOSE_COLUMNS; c0 < hi * TRANSPOSE_COLUMNS && c0 < t->v;
+       c0 += TRANSPOSE_COLUMNS) {
+    int64_t c1 = c0 + TRANSPOSE_COLUMNS < t->v ? c0 + TRANSPOSE_COLUMNS : t->v;
+    for (int64_t r = 0; r < t->rows; r++)
+      for (int64_t c = c0; c < c1; c++) t->t16[c * t->rows + r] = t->g16[r * t->v + c];
+  }
+}
+
+static const uint16_t *transposed_gradients(float *logits, int64_t rows, int64_t v) {
+  transposing t = {(const uint16_t *)logits, (uint16_t *)logits + rows * v, rows, v};
+  trc_parallel_for((v + TRANSPOSE_COLUMNS - 1) / TRANSPOSE_COLUMNS, transpose_columns, &t);
+  return t.t16;
+}
+
 /* C = op(A) op(B) + beta C where A (g_is_a) or B is the block's logit
  * gradients: floats (leading dimension v), or under bf16 as head_row
- * rounded them, in the first half of each row (2v bf16 values a row). */
+ * rounded them and pack_rounded_rows packed them (v bf16 values a row). */
 static void gradient_gemm(const head_block *hb, int g_is_a, int ta, int tb, int64_t m, int64_t n,
                           int64_t k, const float *other, int64_t ld_other, float beta, float *c,
                           int64_t ldc) {
@@ -122,9 +174,9 @@ static void gradient_gemm(const head_block *hb, int g_is_a, int ta, int tb, int6
   else if (!hb->bf16)
     gemm(ta, tb, m, n, k, other, ld_other, g, hb->v, beta, c, ldc);
   else if (g_is_a)
-    trc_gemm_bf16_given(ta, tb, m, n, k, NULL, g16, 2 * hb->v, other, NULL, ld_other, beta, c, ldc);
+    trc_gemm_bf16_given(ta, tb, m, n, k, NULL, g16, hb->v, other, NULL, ld_other, beta, c, ldc);
   else
-    trc_gemm_bf16_given(ta, tb, m, n, k, other, NULL, ld_other, NULL, g16, 2 * hb->v, beta, c, ldc);
+    trc_gemm_bf16_given(ta, tb, m, n, k, other, NULL, ld_other, NULL, g16, hb->v, beta, c, ldc);
 }
 
 void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, int w_vd,
@@ -148,9 +200,13 @@ void trc_linear_cross_entropy(int64_t n, int64_t d, int64_t v, int64_t chunk, in
       memset(out + first * d, 0, (size_t)(rows * d) * sizeof *out);
       continue;
     }
+    if (b.bf16) pack_rounded_rows(scratch, rows, v);
     gradient_gemm(&b, 1, 0, !w_vd, rows, d, v, w, ldw, 0.0f, out + first * d, d); /* dx */
     if (!dw) continue;
-    if (w_vd) /* dw[v, d] += g^T x */
+    if (w_vd && b.bf16 && trc_gemm_bf16_transposes_a(d)) /* dw[v, d] += (g^T) x */
+      trc_gemm_bf16_given(0, 0, v, d, rows, NULL, transposed_gradients(scratch, rows, v), rows,
+                          xb, NULL, d, 1.0f, dw, d);
+    else if (w_vd) /* dw[v, d] += g^T x */
       gradient_gemm(&b, 1, 1, 0, v, d, rows, xb, d, 1.0f, dw, d);
     else /* dw[d, v] += x^T g */
       gradient_gemm(&b, 0, 1, 0, d, v, rows, xb, d, 1.0f, dw, v);

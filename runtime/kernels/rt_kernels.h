@@ -44,6 +44,10 @@ void trc_bf16_round_in_place(float *x, int64_t n);
 void trc_gemm_bf16_given(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
                          const uint16_t *a16, int64_t lda, const float *b, const uint16_t *b16,
                          int64_t ldb, float beta, float *c, int64_t ldc);
+/* Whether trc_gemm_bf16 makes a transposed A of a GEMM with n columns
+ * row-major before oneDNN reads it (with AMX, from n = 512: gemm_bf16.c);
+ * a caller that gives A rounded (trc_gemm_bf16_given) does it itself. */
+int trc_gemm_bf16_transposes_a(int64_t n);
 /* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
  * the end of *items (len entries of `size` bytes, room for *cap, doubled
  * when full); NULL when out of memory. */

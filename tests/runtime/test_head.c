@@ -4,7 +4,10 @@
  * divide n, one block larger than n, blocks of one row, v not a multiple of
  * 16 and large enough for trc_gemm to cut, both layouts of w, ignored rows,
  * no dw and a dw that starts non-zero (the head adds to it), seeds other
- * than 1; a row of zero logits (every column ties: the argmax is column 0).
+ * than 1; a row of zero logits (every column ties: the argmax is column 0);
+ * d = 512, from which w's gradient under bf16 reads g^T made row-major in
+ * the scratch where the machine's bf16 GEMMs want it (AMX; CMake runs this
+ * test with TRAINC_BF16_TRANSPOSE_A at 0 and at 1: both forms anywhere).
  * Every output and dw are bitwise the same on 1, 2 and 3 threads; in fp32,
  * and in bf16 against the reference on operands rounded to bf16. (Not
  * bitwise the unfused kernels': the rows' expf is libmvec's vector one, as
@@ -223,6 +226,7 @@ int main(void) {
       {70, 24, 300, 32, 0, 0, 0, 1.05f},
       {1, 5, 3, 2, 1, 0, 1, 1.0f},      /* a single row */
       {10, 16, 33, 4, 1, 1, 1, 0.0f},   /* seed 0 (evaluation): dx 0, dw untouched */
+      {40, 512, 300, 16, 1, 1, 1, 1.0f}, /* d from which bf16 may read g^T row-major */
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     for (trc_precision p = TRC_FP32; p <= TRC_BF16; p++) check_case(&cases[i], p);
