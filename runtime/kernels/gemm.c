@@ -16,7 +16,7 @@ enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MIN_HALF = 64, MAX_PARTS = 16 };
 
 /* How many parts a matrix whose larger side is `dim` is cut into: the
  * largest power of two (at most MAX_PARTS) that leaves each part at least
- * MIN_PART rows or columns. Each part repacks the operand it shares with
+ * min_part rows or columns (MIN_PART; under bf16 trc_gemm_bf16_min_part). Each part repacks the operand it shares with
  * the others, so thin parts cost: at 1024x256x1024 one core runs 64-row
  * parts at ~72 GFLOP/s, 256-row parts at ~94. A power of two divides evenly
  * among 2, 4, 8 or 16 threads (the pool hands each thread one block).
@@ -25,9 +25,9 @@ enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MIN_HALF = 64, MAX_PARTS = 16 };
  * layer ran 97 GFLOP/s as one part on one core, its 64-wide halves 85-91
  * each (bench/gemm_shapes.c), so the two threads finish it in 0.6 ms, not
  * 1.05. */
-static int parts_of(int64_t dim, double macs) {
+static int parts_of(int64_t dim, double macs, int64_t min_part) {
   int parts = 1;
-  while (parts < MAX_PARTS && dim / (2 * parts) >= MIN_PART) parts *= 2;
+  while (parts < MAX_PARTS && dim / (2 * parts) >= min_part) parts *= 2;
   if (parts == 1 && dim >= 2 * MIN_HALF && macs >= HALVE_FROM_MACS) parts = 2;
   return parts;
 }
@@ -77,7 +77,8 @@ static void partition(trc_gemm_job *j, int bf16, int64_t batch) {
    * slower gemm; on AVX512_BF16 alone the two ran alike: bench/RESULTS.md) */
   if (bf16 && j->m >= 2 * MIN_PART) j->split_rows = 1;
   if (batch < SPLIT_BELOW_BATCH)
-    j->parts = parts_of(j->split_rows ? j->m : j->n, (double)j->m * (double)j->n * (double)j->k);
+    j->parts = parts_of(j->split_rows ? j->m : j->n, (double)j->m * (double)j->n * (double)j->k,
+                        bf16 ? trc_gemm_bf16_min_part() : MIN_PART);
 }
 
 /* trc_gemm's job, in f32 or with A and B rounded to bf16 (bf16). */
