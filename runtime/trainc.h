@@ -697,7 +697,8 @@ TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
 }
 #else
 TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
-  for (int l = 0; l < TRC_LANES; l++) lane[l] = max ? trc_maxf(lane[l], e[l]) : trc_minf(lane[l], e[l]);
+  for (int l = 0; l < TRC_LANES; l++)
+    lane[l] = max ? trc_maxf(lane[l], e[l]) : trc_minf(lane[l], e[l]);
 }
 #endif
 /* Before the loop that computes a group of 16 for trc_lanes_maxf: GCC

@@ -583,13 +583,9 @@ int trc_gemm_bf16_transposes_a(int64_t n) {
   return transposes_a(n);
 }
 
-/* Each part of a GEMM copies the operand it shares with the others into
- * oneDNN's blocked layout; on AMX's brgemm that copy weighs: parts of 256
- * rows ran 14-19% faster than of 128 (one core, cold weights: 1024 x 1024
- * x 1024 527 -> 612 GFLOP/s, 3072 x 768 491 -> 585, 768 x 3072 388 -> 442). */
-int trc_gemm_bf16_min_part(void) {
+int trc_gemm_bf16_on_amx(void) {
   prepare(0);
-  return dnn.amx ? 256 : 128;
+  return dnn.amx;
 }
 
 static void prepare_parts(const bf16_run *r) {

@@ -48,9 +48,9 @@ void trc_gemm_bf16_given(int ta, int tb, int64_t m, int64_t n, int64_t k, const 
  * row-major before oneDNN reads it (with AMX, from n = 512: gemm_bf16.c);
  * a caller that gives A rounded (trc_gemm_bf16_given) does it itself. */
 int trc_gemm_bf16_transposes_a(int64_t n);
-/* The fewest rows or columns trc_gemm gives a part of a bf16 GEMM (256 with
- * AMX, else 128; gemm_bf16.c). */
-int trc_gemm_bf16_min_part(void);
+/* Whether oneDNN runs the bf16 GEMMs on AMX's tiles (gemm.c cuts them into
+ * thicker parts there). */
+int trc_gemm_bf16_on_amx(void);
 /* The oneDNN primitive caches (gemm_bf16.c, conv.c): a zeroed new entry at
  * the end of *items (len entries of `size` bytes, room for *cap, doubled
  * when full); NULL when out of memory. */
