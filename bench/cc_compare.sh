@@ -14,8 +14,8 @@ trainc=$build/driver/trainc work=$build/bench_cc
 mkdir -p "$work"
 scripts/fetch-fashion-mnist "$work/fashion" >/dev/null
 [[ -d $work/kjv ]] || scripts/fetch-kjv "$work/kjv" 64 >/dev/null
-declare -A cflags=([gcc]="-O3 -march=native -fvect-cost-model=very-cheap -fno-math-errno"
-                   [clang]="-O3 -march=native -fno-math-errno -fveclib=libmvec")
+declare -A cflags=([gcc]="-O3 -march=native -mprefer-vector-width=512 -fvect-cost-model=very-cheap -fno-math-errno"
+                   [clang]="-O3 -march=native -mprefer-vector-width=512 -fno-math-errno -fveclib=libmvec")
 declare -A cc=([gcc]=gcc-12 [clang]=clang-19)
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 median_ms() { # log.jsonl batch

@@ -2,7 +2,9 @@
 # Where a step goes (issue 23, item 3: "the non-GEMM share of the GPT and
 # GPT-2 124M steps before and after"): the model's trainer built as trainc
 # builds it and with --no-fuse (no loop fusion, no pool pass: the step
-# before fusion), run alternately, each run's --kernel-times split into
+# before fusion), or with the flags in $BASELINE_FLAGS instead of --no-fuse
+# (e.g. BASELINE_FLAGS='--cflags "-O3 -march=native"': another compiler
+# flag set), run alternately, each run's --kernel-times split into
 #   - GEMMs and library calls: the sites whose op is of class GEMM, CONV or
 #     CALL in ir/ops.def (matmul, bmm, convolutions, the chunked loss head,
 #     fused attention; op_calls_library),
@@ -24,7 +26,9 @@ rm -rf "$work" && mkdir -p "$work"
 "$trainc" emit "$nn" "$@" -o "$work/$name.c" >/dev/null
 "$PY" tests/e2e/random_data.py "$work/$name.c" "$work/data" 1024
 "$trainc" build "$nn" "$@" -o "$work/fused" >/dev/null
-"$trainc" build "$nn" "$@" --no-fuse -o "$work/unfused" >/dev/null
+baseline=${BASELINE_FLAGS:---no-fuse}
+eval "baseline_flags=($baseline)"
+"$trainc" build "$nn" "$@" "${baseline_flags[@]}" -o "$work/unfused" >/dev/null
 # the op names of library calls, from the op table
 awk -F'[(,]' '/^OP\(/ { gsub(/[" ]/, "", $3); gsub(/ /, "", $4); if ($4 ~ /^(GEMM|CONV|CALL)$/) print $3 }' \
   ir/ops.def >"$work/library_ops"
@@ -36,7 +40,7 @@ for r in $(seq "$rounds"); do
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$PY" - "$work" "$rounds" <<'PYEOF'
+"$PY" - "$work" "$rounds" "$baseline" <<'PYEOF'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 library = set(open(f"{work}/library_ops").read().split())
@@ -59,7 +63,7 @@ for build in ("unfused", "fused"):
     step, lib, loops, rest = (statistics.median(r[k] for r in runs) * 1e3 for k in range(4))
     ops = {op: statistics.median(r[4].get(op, 0) for r in runs) * 1e3 for op in runs[0][4]}
     top = ", ".join(f"{op} {t:.1f}" for op, t in sorted(ops.items(), key=lambda x: -x[1])[:5])
-    label = "--no-fuse" if build == "unfused" else "as built"
+    label = sys.argv[3] if build == "unfused" else "as built"
     print(f"| {label} | {step:.1f} | {lib:.1f} ({lib / step:.0%}) | {loops:.1f} ({loops / step:.0%}) | "
           f"{rest:.1f} ({rest / step:.0%}) | {top} |")
 PYEOF

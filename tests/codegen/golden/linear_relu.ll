@@ -40,7 +40,7 @@ target triple = "x86_64-pc-linux-gnu"
 @model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1664, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1600, i64 1088, i32 0, i32 1, i64 1536, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 13, ptr @kernel_sites, [2 x double] [double 0x3E62A9303E5F26DF, double 0x3E63B2967AB9C57A], %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
-define internal float @trc_maxf(float %0, float %1) {
+define internal float @trc_maxf(float %0, float %1) #0 {
 entry:
   %2 = fcmp uno float %1, %1
   %3 = fcmp ogt float %0, %1
@@ -49,7 +49,7 @@ entry:
   ret float %5
 }
 
-define internal float @trc_minf(float %0, float %1) {
+define internal float @trc_minf(float %0, float %1) #0 {
 entry:
   %2 = fcmp uno float %1, %1
   %3 = fcmp olt float %0, %1
@@ -58,7 +58,7 @@ entry:
   ret float %5
 }
 
-define internal float @trc_kernel_uniform(ptr %0, i64 %1, i64 %2) {
+define internal float @trc_kernel_uniform(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = load i32, ptr %0, align 4
   %4 = zext i32 %3 to i64
@@ -96,10 +96,10 @@ entry:
 }
 
 ; Function Attrs: nocallback nofree nosync nounwind speculatable willreturn memory(none)
-declare float @llvm.sqrt.f32(float) #0
+declare float @llvm.sqrt.f32(float) #1
 
 ; Function Attrs: noinline
-define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, i64 20, i64 0, ptr %2, i64 5, i64 35, i64 0, float 0.000000e+00, ptr %0, i64 7, i64 28, i64 0)
   ret void
@@ -107,7 +107,7 @@ entry:
 
 declare void @trc_gemm(i64, i64, i32, i32, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, i64, float, ptr, i64, i64, i64)
 
-define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
 entry:
   %t = alloca float, align 4
   %5 = sub nsw i64 %4, %3
@@ -148,7 +148,7 @@ done3:                                            ; preds = %done, %entry
   ret void
 }
 
-define internal void @k6_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k6_loop0(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -161,7 +161,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k6(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k6(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %t = alloca float, align 4
@@ -176,13 +176,13 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, i64 28, i64 0, ptr %2, i64 7, i64 21, i64 0, float 0.000000e+00, ptr %0, i64 3, i64 12, i64 0)
   ret void
 }
 
-define internal void @k10_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+define internal void @k10_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
 entry:
   %5 = sub nsw i64 %4, %3
   %6 = icmp sgt i64 %5, 0
@@ -219,7 +219,7 @@ done3:                                            ; preds = %done, %entry
   ret void
 }
 
-define internal void @k10_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k10_loop0(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -232,7 +232,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
@@ -245,7 +245,7 @@ entry:
   ret void
 }
 
-define internal void @k11_loop0_range(ptr noalias %0, ptr noalias %1, i64 %2, i64 %3) {
+define internal void @k11_loop0_range(ptr noalias %0, ptr noalias %1, i64 %2, i64 %3) #0 {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
@@ -286,7 +286,7 @@ loop5:                                            ; preds = %loop5, %done
   %19 = load float, ptr %18, align 4
   %20 = load float, ptr %t, align 4
   %21 = fsub float %19, %20
-  %22 = call float @expf(float %21) #3
+  %22 = call float @expf(float %21) #4
   %23 = fadd float %15, %22
   store float %23, ptr %t1, align 4
   %24 = add nsw i64 %i6, 1
@@ -296,7 +296,7 @@ loop5:                                            ; preds = %loop5, %done
 done7:                                            ; preds = %loop5
   %26 = load float, ptr %t, align 4
   %27 = load float, ptr %t1, align 4
-  %28 = call float @logf(float %27) #4
+  %28 = call float @logf(float %27) #5
   %29 = fadd float %26, %28
   store float %29, ptr %t2, align 4
   %30 = load float, ptr %t2, align 4
@@ -311,30 +311,30 @@ done8:                                            ; preds = %done7, %entry
 }
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare float @expf(float) #2
+declare float @expf(float) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <16 x float> @_ZGVeN16v_expf(<16 x float>) #2
+declare <16 x float> @_ZGVeN16v_expf(<16 x float>) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <8 x float> @_ZGVdN8v_expf(<8 x float>) #2
+declare <8 x float> @_ZGVdN8v_expf(<8 x float>) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <4 x float> @_ZGVbN4v_expf(<4 x float>) #2
+declare <4 x float> @_ZGVbN4v_expf(<4 x float>) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare float @logf(float) #2
+declare float @logf(float) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <16 x float> @_ZGVeN16v_logf(<16 x float>) #2
+declare <16 x float> @_ZGVeN16v_logf(<16 x float>) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <8 x float> @_ZGVdN8v_logf(<8 x float>) #2
+declare <8 x float> @_ZGVdN8v_logf(<8 x float>) #3
 
 ; Function Attrs: nounwind willreturn memory(none)
-declare <4 x float> @_ZGVbN4v_logf(<4 x float>) #2
+declare <4 x float> @_ZGVbN4v_logf(<4 x float>) #3
 
-define internal void @k11_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k11_loop0(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -345,7 +345,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k11(ptr noalias %0, ptr noalias %1) #1 {
+define internal void @k11(ptr noalias %0, ptr noalias %1) #2 {
 entry:
   %2 = alloca [2 x ptr], align 8
   %t = alloca float, align 4
@@ -360,7 +360,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k12(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #1 {
+define internal void @k12(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #2 {
 entry:
   %t = alloca float, align 4
   store float 0.000000e+00, ptr %t, align 4
@@ -393,7 +393,7 @@ done:                                             ; preds = %loop
   ret void
 }
 
-define internal void @k14_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4, i64 %5, i64 %6) {
+define internal void @k14_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4, i64 %5, i64 %6) #0 {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
@@ -429,7 +429,7 @@ loop3:                                            ; preds = %loop3, %loop
   %24 = load float, ptr %23, align 4
   %25 = load float, ptr %t, align 4
   %26 = fsub float %24, %25
-  %27 = call float @expf(float %26) #3
+  %27 = call float @expf(float %26) #4
   %28 = sitofp i64 %i4 to float
   %29 = load float, ptr %t2, align 4
   %30 = fcmp oeq float %28, %29
@@ -452,7 +452,7 @@ done5:                                            ; preds = %done, %entry
   ret void
 }
 
-define internal void @k14_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k14_loop0(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -469,7 +469,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k14(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4) #1 {
+define internal void @k14(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3, ptr noalias %4) #2 {
 entry:
   %5 = alloca [5 x ptr], align 8
   %t = alloca float, align 4
@@ -490,7 +490,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k15(ptr noalias %0, ptr noalias %1) #1 {
+define internal void @k15(ptr noalias %0, ptr noalias %1) #2 {
 entry:
   br label %loop
 
@@ -523,20 +523,20 @@ done3:                                            ; preds = %done
 }
 
 ; Function Attrs: noinline
-define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k16(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   call void @trc_gemm(i64 1, i64 1, i32 0, i32 0, i64 4, i64 7, i64 3, ptr %1, i64 3, i64 12, i64 0, ptr %2, i64 7, i64 21, i64 0, float 0.000000e+00, ptr %0, i64 7, i64 28, i64 0)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   call void @trc_gemm(i64 1, i64 1, i32 1, i32 0, i64 3, i64 7, i64 4, ptr %1, i64 3, i64 12, i64 0, ptr %2, i64 7, i64 28, i64 0, float 1.000000e+00, ptr %0, i64 7, i64 21, i64 0)
   ret void
 }
 
-define internal void @k18_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+define internal void @k18_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
 entry:
   %5 = sub nsw i64 %4, %3
   %6 = icmp sgt i64 %5, 0
@@ -561,7 +561,7 @@ done:                                             ; preds = %loop, %entry
   ret void
 }
 
-define internal void @k18_loop0(ptr %0, i64 %1, i64 %2) {
+define internal void @k18_loop0(ptr %0, i64 %1, i64 %2) #0 {
 entry:
   %3 = getelementptr inbounds ptr, ptr %0, i64 0
   %4 = load ptr, ptr %3, align 8
@@ -574,7 +574,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k18(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k18(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   %3 = alloca [3 x ptr], align 8
   %4 = getelementptr inbounds ptr, ptr %3, i64 0
@@ -588,7 +588,7 @@ entry:
 }
 
 ; Function Attrs: noinline
-define internal void @k19(ptr noalias %0, ptr noalias %1) #1 {
+define internal void @k19(ptr noalias %0, ptr noalias %1) #2 {
 entry:
   br label %loop
 
@@ -621,13 +621,13 @@ done3:                                            ; preds = %done
 }
 
 ; Function Attrs: noinline
-define internal void @k20(ptr noalias %0, ptr noalias %1, ptr noalias %2) #1 {
+define internal void @k20(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
   call void @trc_gemm(i64 1, i64 1, i32 1, i32 0, i64 7, i64 5, i64 4, ptr %1, i64 7, i64 28, i64 0, ptr %2, i64 5, i64 20, i64 0, float 1.000000e+00, ptr %0, i64 5, i64 35, i64 0)
   ret void
 }
 
-define internal void @forward(ptr %0) {
+define internal void @forward(ptr %0) #0 {
 entry:
   call void @trc_kernel_start()
   %1 = getelementptr inbounds i8, ptr %0, i64 1152
@@ -667,7 +667,7 @@ declare void @trc_kernel_start()
 
 declare void @trc_kernel_done(i32)
 
-define internal void @backward(ptr %0, ptr %1) {
+define internal void @backward(ptr %0, ptr %1) #0 {
 entry:
   call void @trc_kernel_start()
   %2 = getelementptr inbounds i8, ptr %0, i64 1408
@@ -726,7 +726,7 @@ bucket_ready1:                                    ; preds = %16
 
 declare void @trc_step_bucket_ready(ptr, i64, i64)
 
-define internal double @step(ptr %0) {
+define internal double @step(ptr %0) #0 {
 entry:
   %loss_sum = alloca double, align 8
   store double 0.000000e+00, ptr %loss_sum, align 8
@@ -824,7 +824,7 @@ declare void @trc_step_wait_gradients(ptr)
 declare void @trc_step_allreduce_gradients(ptr)
 
 ; Function Attrs: nocallback nofree nosync nounwind speculatable willreturn memory(none)
-declare double @llvm.fabs.f64(double) #0
+declare double @llvm.fabs.f64(double) #1
 
 declare void @trc_step_clip_gradients(ptr)
 
@@ -834,7 +834,7 @@ declare i32 @trc_step_ends_round(ptr)
 
 declare void @trc_step_average_parameters(ptr)
 
-define i32 @main(i32 %0, ptr %1) {
+define i32 @main(i32 %0, ptr %1) #0 {
 entry:
   %2 = call i32 @trc_main(ptr @model, i32 %0, ptr %1)
   ret i32 %2
@@ -842,9 +842,10 @@ entry:
 
 declare i32 @trc_main(ptr, i32, ptr)
 
-attributes #0 = { nocallback nofree nosync nounwind speculatable willreturn memory(none) }
-attributes #1 = { noinline }
-attributes #2 = { nounwind willreturn memory(none) }
-attributes #3 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_expf(_ZGVeN16v_expf),_ZGVdN8v_expf(_ZGVdN8v_expf),_ZGVbN4v_expf(_ZGVbN4v_expf)" }
-attributes #4 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_logf(_ZGVeN16v_logf),_ZGVdN8v_logf(_ZGVdN8v_logf),_ZGVbN4v_logf(_ZGVbN4v_logf)" }
+attributes #0 = { "prefer-vector-width"="512" }
+attributes #1 = { nocallback nofree nosync nounwind speculatable willreturn memory(none) }
+attributes #2 = { noinline "prefer-vector-width"="512" }
+attributes #3 = { nounwind willreturn memory(none) }
+attributes #4 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_expf(_ZGVeN16v_expf),_ZGVdN8v_expf(_ZGVdN8v_expf),_ZGVbN4v_expf(_ZGVbN4v_expf)" }
+attributes #5 = { nobuiltin "vector-function-abi-variant"="_ZGVeN16v_logf(_ZGVeN16v_logf),_ZGVdN8v_logf(_ZGVdN8v_logf),_ZGVbN4v_logf(_ZGVbN4v_logf)" }
 [exit 0]

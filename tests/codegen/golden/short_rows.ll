@@ -1,4 +1,4 @@
-define internal void @k46_loop1_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) {
+define internal void @k46_loop1_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
 entry:
   %t = alloca float, align 4
   %t1 = alloca float, align 4
