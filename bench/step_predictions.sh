@@ -13,13 +13,16 @@
 # Models: examples/deep_mlp.nn, examples/gpt124m.nn, the GPT of issue 10
 # (torch_compare.py's "gpt", as bench/gpt_ab.sh writes it), examples/gpt.nn,
 # examples/fashion_mlp.nn and examples/fashion_cnn.nn, or those given.
-# Needs a quiet machine (bench/quiet.sh).
+# Needs a quiet machine (bench/quiet.sh). PROFILE=FILE prices the plans
+# with that machine profile (`trainc calibrate -o FILE`) instead of the
+# default.
 # usage: bench/step_predictions.sh [BUILD_DIR] [ROUNDS] [STEPS] [MODEL.nn ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} rounds=${2:-3} steps=${3:-6}
 shift $(($# < 3 ? $# : 3))
 trainc=$build/driver/trainc PY=/usr/bin/python3
+profile=(${PROFILE:+--profile "$PROFILE"})
 source bench/quiet.sh
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -33,9 +36,9 @@ if ((${#models[@]} == 0)); then
 fi
 for model in "${models[@]}"; do
   name=$(basename "$model" .nn)
-  "$trainc" build "$model" --policy off -o "$work/$name" --keep-c "$work/$name.c" >/dev/null
+  "$trainc" build "$model" --policy off "${profile[@]}" -o "$work/$name" --keep-c "$work/$name.c" >/dev/null
   "$PY" tests/e2e/random_data.py "$work/$name.c" "$work/$name.data" 1024
-  "$trainc" plan "$model" --policy off --format json | "$PY" -c '
+  "$trainc" plan "$model" --policy off "${profile[@]}" --format json | "$PY" -c '
 import json, math, sys
 print(min(500, max(int(sys.argv[1]), math.ceil(2.0 / json.load(sys.stdin)["seconds"]["step"]))))' "$steps" \
     >"$work/$name.steps"
