@@ -304,7 +304,7 @@ static const char calibration_source[] =
     "    if (t < convs16) convs16 = t;\n"
     "    /* from a, which only GEMMs read: small_gemms writes b, whose products\n"
     "     * (thousands) overflow expf, libmvec's slow path, 10x slower. Timed on\n"
-    "     * a second call: the first after the convolutions ran 2-4 times as long\n"
+    "     * a second call: the first after the convolutions ran 1.4-6 times as long\n"
     "     * on the Xeon of 2026-12-06 (the rate is the math's; the bytes are\n"
     "     * priced apart) */\n"
     "    trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){a, c});\n"
