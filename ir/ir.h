@@ -301,14 +301,18 @@ typedef struct {
   bool planner_chooses; /* --loss-head auto: the budget search may change chunk */
 } HeadDims;
 void head_dims(const Graph *g, const Node *n, HeadDims *h);
-/* What a training call of the head moves beyond its operands once, in
- * passes its GEMMs do not hide (measured: bench/RESULTS.md): each chunk's
- * logits and dx GEMMs read w, and its weight-gradient GEMM reads and
- * writes w's gradient; less the one read of w its operands count. The
- * cost model prices them from the cache while w and its gradient
- * (in_play) fit there, else from memory. */
+/* What a training call of the head does beside its GEMMs' arithmetic,
+ * which they do not hide (measured: bench/RESULTS.md). Passes over w: each
+ * chunk's logits and dx GEMMs read w, and its weight-gradient GEMM reads
+ * and writes w's gradient; less the one read of w its operands count
+ * (bytes, from the cache while w and its gradient, in_play, fit there).
+ * The rows' own work: each chunk's logits read back and rewritten with
+ * their gradient (row_bytes, from the cache while one chunk's logits,
+ * row_in_play, fit there), and two expf a logit (math_calls: the row's sum
+ * of exponentials, then its gradient). */
 typedef struct {
   double bytes, in_play;
+  double row_bytes, row_in_play, math_calls;
 } HeadPasses;
 HeadPasses head_passes(const HeadDims *h);
 /* A causal_attention or causal_attention_grad node (ir/ops/attention.c)

@@ -139,6 +139,13 @@ static double bandwidth_for(double in_play, const MachineProfile *m) {
 
 double memory_seconds(double bytes, const MachineProfile *m) { return bytes / bandwidth_for(bytes, m); }
 
+/* GEMMs with bf16 operands: --compress bf16's recomputed ones, and under
+ * the train block's precision bf16 those the runtime rounds
+ * (gemm_rounds_under_bf16: not bmm) */
+static bool multiplies_bf16(const Graph *g, const Node *n) {
+  return n->rounded || (g->train.run.precision == TRC_BF16 && gemm_rounds_under_bf16(n));
+}
+
 /* Fused attention runs a block of rows of one head at a time: its small
  * GEMMs reach a fraction of the BLAS's rate, and each block costs a few
  * microseconds besides (measured: bench/RESULTS.md). */
@@ -149,14 +156,10 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
     attention_dims(g, n, &d);
     return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
   }
-  /* GEMMs with bf16 operands: --compress bf16's recomputed ones, and under
-   * the train block's precision bf16 those the runtime rounds
-   * (gemm_rounds_under_bf16: not bmm) and the convolutions */
   bool run_bf16 = g->train.run.precision == TRC_BF16;
   bool conv = op_info(n->op)->op_class == OPC_CONV;
-  bool bf16 = n->rounded || (run_bf16 && gemm_rounds_under_bf16(n));
   double rate = conv                        ? (run_bf16 ? m->conv_bf16_flops : m->conv_flops)
-                 : bf16                     ? m->gemm_bf16_flops
+                 : multiplies_bf16(g, n)    ? m->gemm_bf16_flops
                  : op_calls_library(n->op)  ? m->gemm_flops
                                             : m->loop_flops;
   /* a batched call's matrices (bmm) cost each beyond their FLOPs; one
@@ -170,13 +173,22 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
  * (conv_reorder_bytes), which oneDNN runs as passes of their own, at
  * memory bandwidth; the loss head's passes over w and its gradient, chunk
  * by chunk (head_passes), which make its chunk a trade of time for memory
- * the budget search weighs (--loss-head auto). */
+ * the budget search weighs (--loss-head auto), and its rows' passes over
+ * the logits and their expf, the same whatever the chunk; and the rounding
+ * of a bf16 GEMM's operands (gemm_bf16.c), which precedes its arithmetic. */
 static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
   if (n->op == OP_LINEAR_CROSS_ENTROPY) {
     HeadDims h;
     head_dims(g, n, &h);
     HeadPasses p = head_passes(&h);
-    return p.bytes / bandwidth_for(p.in_play, m);
+    return p.bytes / bandwidth_for(p.in_play, m) + p.row_bytes / bandwidth_for(p.row_in_play, m) +
+           p.math_calls / m->math_calls;
+  }
+  if (op_info(n->op)->op_class == OPC_GEMM && multiplies_bf16(g, n)) {
+    /* each operand not read from the parameters' bf16 copy is rounded
+     * first, in a pass of its own: 4 bytes read and 2 written a value */
+    bool weights_copied = g->train.run.precision == TRC_BF16;
+    return memory_seconds(3.0 * (double)node_bf16_operand_bytes(g, n, weights_copied), m);
   }
   if (op_info(n->op)->op_class != OPC_CONV) return 0;
   ConvDims d;

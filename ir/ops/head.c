@@ -37,7 +37,12 @@ HeadPasses head_passes(const HeadDims *h) {
   double w = (double)h->v * (double)h->d * sizeof(float);
   double chunks = (double)((h->n + h->chunk - 1) / h->chunk);
   double per_chunk = (h->adds_dw ? 4 : 2) * w;
-  return (HeadPasses){.bytes = chunks * per_chunk - w, .in_play = (h->adds_dw ? 2 : 1) * w};
+  double logits = (double)h->n * (double)h->v;
+  return (HeadPasses){.bytes = chunks * per_chunk - w,
+                      .in_play = (h->adds_dw ? 2 : 1) * w,
+                      .row_bytes = 2 * logits * sizeof(float),
+                      .row_in_play = (double)h->scratch_bytes,
+                      .math_calls = 2 * logits};
 }
 
 uint64_t node_scratch_bytes(const Graph *g, const Node *n) {
