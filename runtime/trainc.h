@@ -485,11 +485,12 @@ int trc_threads(void);
  * (o, h) of X at x + o*stride_x + h*head_stride_x, row r at r*ldx: heads
  * interleaved in a row, [.., rows, heads*cols], or not; op transposes when
  * ta / tb), on the trainer's threads. The work is cut into single-threaded
- * oneDNN sgemm calls by a partition that depends on the shapes only — for a
- * batch of fewer than 8 (the heads not counted: one call per head of a
- * batch, as the CUDA backend makes, is cut the same way), the larger of m
- * and n is split into the largest power of two of parts, at most 16, that
- * leaves each at least 128 — never on the
+ * oneDNN sgemm calls by a partition that depends on the shapes and the
+ * machine only — for a batch of fewer than 8 (the heads not counted: one
+ * call per head of a batch, as the CUDA backend makes, is cut the same
+ * way), the larger of m and n is split into the largest power of two of
+ * parts, at most 16 and at most twice the CPUs the process may run on,
+ * that leaves each at least 128 — never on the
  * number of threads: a BLAS's own threading can change the result with the
  * thread count (OpenBLAS's did for K = 784: most of C), this does not. Under
  * precision bf16 (trc_set_precision) each part is a oneDNN matmul of A and

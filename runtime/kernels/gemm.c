@@ -1,6 +1,6 @@
 /* gemm.c — trc_gemm (trainc.h): the GEMMs of generated code, cut into
- * single-threaded oneDNN sgemm calls by a partition fixed by the shapes,
- * run by trc_parallel_for. Each pool thread has set OpenMP's count to 1
+ * single-threaded oneDNN sgemm calls by a partition fixed by the shapes
+ * and the machine's CPUs (max_parts), run by trc_parallel_for. Each pool thread has set OpenMP's count to 1
  * (parallel.c), so oneDNN's OpenMP build starts no team: every element of C
  * is computed by the same call, with the same blocking, whatever --threads
  * is. oneDNN rather than OpenBLAS: on this machine's AVX-512 its sgemm is
@@ -19,8 +19,21 @@ enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MIN_HALF = 64, MAX_PARTS = 16 };
 enum { MIN_PART_AMX = 256 };
 #define HALVE_FROM_MACS (16.0 * 1024 * 1024)
 
+/* The most parts a matrix is cut into on this machine: twice its CPUs (a
+ * power of two, at most MAX_PARTS), a few parts a thread at most. Each
+ * part repacks the operand it shares: on 2 CPUs at most 4 parts against
+ * up to 16 made fp32 steps 1.5-6% faster (deep_mlp 339 -> 319 ms, the
+ * issue-10 GPT 134 -> 129, medians of four alternations:
+ * bench/RESULTS.md). It follows the machine, not --threads, so that C is
+ * the same bits for any number of threads. */
+static int max_parts(void) {
+  int parts = 1;
+  while (parts < MAX_PARTS && parts < 2 * trc_machine_cpus()) parts *= 2;
+  return parts;
+}
+
 /* How many parts a matrix whose larger side is `dim` is cut into: the
- * largest power of two (at most MAX_PARTS) that leaves each part at least
+ * largest power of two (at most max_parts) that leaves each part at least
  * min_part rows or columns (MIN_PART, or MIN_PART_AMX). Each part repacks
  * the operand it shares with the others, so thin parts cost: at 1024x256x1024 one core runs 64-row
  * parts at ~72 GFLOP/s, 256-row parts at ~94. A power of two divides evenly
@@ -31,8 +44,8 @@ enum { MIN_PART_AMX = 256 };
  * each (bench/gemm_shapes.c), so the two threads finish it in 0.6 ms, not
  * 1.05. */
 static int parts_of(int64_t dim, double macs, int64_t min_part) {
-  int parts = 1;
-  while (parts < MAX_PARTS && dim / (2 * parts) >= min_part) parts *= 2;
+  int parts = 1, most = max_parts();
+  while (parts < most && dim / (2 * parts) >= min_part) parts *= 2;
   if (parts == 1 && dim >= 2 * MIN_HALF && macs >= HALVE_FROM_MACS) parts = 2;
   return parts;
 }

@@ -134,13 +134,29 @@ static void pool_start(pool *p, int threads) {
   }
 }
 
+/* The CPUs this process may run on; 0 when the mask cannot be read. */
+static int affinity_cpus(void) {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+int trc_machine_cpus(void) {
+  static atomic_int cpus; /* 0: not read yet */
+  int n = atomic_load(&cpus);
+  if (n == 0) {
+    n = affinity_cpus();
+    n = n < 1 ? 1 : n;
+    atomic_store(&cpus, n);
+  }
+  return n;
+}
+
 /* The default: OMP_NUM_THREADS when set, else the CPUs this process may
  * run on. */
 static int default_threads(void) {
   const char *env = getenv("OMP_NUM_THREADS");
   int n = env ? atoi(env) : 0;
-  cpu_set_t set;
-  if (n < 1 && sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n < 1) n = affinity_cpus();
   return n < 1 ? 1 : n > TRC_MAX_THREADS ? TRC_MAX_THREADS : n;
 }
 

@@ -33,6 +33,10 @@ static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int6
  * failure stops the trainer. */
 void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+/* The CPUs this process may run on (its affinity mask, read once): what a
+ * GEMM's partition may follow, never --threads, so that its results are
+ * the same bits for any number of threads on one machine (parallel.c). */
+int trc_machine_cpus(void);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
 /* x's n floats rounded to bf16 (trc_round_bf16's bits) into its own first
