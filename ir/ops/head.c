@@ -76,7 +76,8 @@ bool infer_linear_cross_entropy(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-/* Its three GEMMs (logits, dx, w's gradient); the row work is small beside. */
+/* Its three GEMMs (logits, dx, w's gradient); the rows' FLOPs are few
+ * beside them, though not their time (head_passes prices it). */
 double flops_linear_cross_entropy(const Graph *g, const Node *n) {
   HeadDims h;
   head_dims(g, n, &h);
