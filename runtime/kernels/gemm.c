@@ -1,6 +1,7 @@
 /* gemm.c — trc_gemm (trainc.h): the GEMMs of generated code, cut into
  * single-threaded oneDNN sgemm calls by a partition fixed by the shapes
- * and the machine's CPUs (max_parts), run by trc_parallel_for. Each pool thread has set OpenMP's count to 1
+ * and the machine's CPUs (max_parts), run by trc_parallel_for. Each pool
+ * thread has set OpenMP's count to 1
  * (parallel.c), so oneDNN's OpenMP build starts no team: every element of C
  * is computed by the same call, with the same blocking, whatever --threads
  * is. oneDNN rather than OpenBLAS: on this machine's AVX-512 its sgemm is
