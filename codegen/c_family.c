@@ -143,7 +143,9 @@ static void print_combine(FILE *out, KBinaryOp op, const char *a, const KExpr *e
 /* The body of a reduction's loop over its full groups of K_LANES: a sum
  * adds each element to its lane; a max or min computes the group's elements
  * first and hands them to trainc.h's trc_lanes_maxf / trc_lanes_minf, which
- * GCC vectorizes where it does not a loop of trc_maxf. */
+ * GCC vectorizes where it does not a loop of trc_maxf. Either loop over the
+ * group is kept from whole unrolling (TRC_GROUP_LOOP), so that it runs as
+ * one vector of K_LANES. */
 static void print_lane_groups(FILE *out, const KStmt *s, KBinaryOp op, int depth,
                               const BufNames *nm) {
   int v = s->var;
@@ -153,7 +155,8 @@ static void print_lane_groups(FILE *out, const KStmt *s, KBinaryOp op, int depth
   if (op == KB_ADD) {
     fputc('\n', out);
     indent(out, depth);
-    fprintf(out, "for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v, lane);
+    fprintf(out, "TRC_GROUP_LOOP for (int64_t i%d = c; i%d < c + %d; i%d++) %s = ", v, v, K_LANES, v,
+            lane);
     print_combine(out, op, lane, element, nm);
     return;
   }

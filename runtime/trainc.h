@@ -702,9 +702,13 @@ TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
     lane[l] = max ? trc_maxf(lane[l], e[l]) : trc_minf(lane[l], e[l]);
 }
 #endif
-/* Before the loop that computes a group of 16 for trc_lanes_maxf: GCC
- * unrolls a 16-iteration loop whole before its loop vectorizer runs, and its
- * block vectorizer then leaves the group's selects as branches. */
+/* Before a reduction's loop over a group of 16 lanes (a sum's, or the one
+ * that computes a group for trc_lanes_maxf): GCC unrolls a 16-iteration
+ * loop whole before its loop vectorizer runs; its block vectorizer then
+ * leaves a group's selects as branches, and its loop vectorizer takes the
+ * 16 unrolled statements of a sum across groups instead (8 groups a vector,
+ * the loads strided: a causal softmax over 8 x 4 x 128 rows of 128 took
+ * 830 us on one thread, 490 with the group kept a loop). */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define TRC_GROUP_LOOP _Pragma("GCC unroll 1")
 #else
