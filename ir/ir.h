@@ -500,6 +500,10 @@ int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
  * bounded at run time counted at its extent, the most it runs): the cost
  * model prices them apart from the FLOPs (MachineProfile.math_calls). */
 double kernel_math_calls(const Kernel *k);
+/* How many random numbers it draws (KE_RANDOM: dropout's counter hash, two
+ * 64-bit multiplies and shifts a number, which vectorize poorly), counted
+ * the same way and priced apart (MachineProfile.rng_draws). */
+double kernel_random_draws(const Kernel *k);
 /* The loads and stores a window kernel makes in its rows of windows (the
  * short_row loops of a fixed extent, ops/images.c): a load that two
  * statements of one loop body share counts once. Such rows of 7 or 14

@@ -268,28 +268,34 @@ int kernel_stmt_buffers(KStmt *const *body, int n, int **ids) {
   return used.n;
 }
 
-/* ---- math calls ---- */
+/* ---- math calls and random draws ---- */
 
 static bool is_math_call(const KExpr *e) {
   return e->kind == KE_UNARY && (e->op == KU_EXP || e->op == KU_LOG || e->op == KU_TANH || e->op == KU_ERF);
 }
 
-static double expr_math_calls(const KExpr *e) {
+static bool is_random_draw(const KExpr *e) { return e->kind == KE_RANDOM; }
+
+static double expr_count(const KExpr *e, bool (*counted)(const KExpr *)) {
   if (!e) return 0;
-  return is_math_call(e) + expr_math_calls(e->a) + expr_math_calls(e->b) + expr_math_calls(e->c);
+  return counted(e) + expr_count(e->a, counted) + expr_count(e->b, counted) + expr_count(e->c, counted);
 }
 
-/* A bounded loop counts its extent: the most it runs. */
-static double stmts_math_calls(KStmt *const *body, int n) {
-  double calls = 0;
+/* Evaluations of the expressions `counted` picks in the statements' values;
+ * a bounded loop counts its extent: the most it runs. */
+static double stmts_count(KStmt *const *body, int n, bool (*counted)(const KExpr *)) {
+  double count = 0;
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
-    calls += s->kind == KS_FOR ? (double)s->extent * stmts_math_calls(s->body, s->nbody) : expr_math_calls(s->value);
+    count += s->kind == KS_FOR ? (double)s->extent * stmts_count(s->body, s->nbody, counted)
+                               : expr_count(s->value, counted);
   }
-  return calls;
+  return count;
 }
 
-double kernel_math_calls(const Kernel *k) { return k ? stmts_math_calls(k->body, k->nbody) : 0; }
+double kernel_math_calls(const Kernel *k) { return k ? stmts_count(k->body, k->nbody, is_math_call) : 0; }
+
+double kernel_random_draws(const Kernel *k) { return k ? stmts_count(k->body, k->nbody, is_random_draw) : 0; }
 
 /* ---- window accesses ---- */
 

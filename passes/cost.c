@@ -23,6 +23,9 @@ MachineProfile profile_default(void) {
    * the convolutions in bf16, 4.0-4.8e11 (2.3-2.4e11 in fp32, same runs).
    * A GEMM's matrices beyond their FLOPs, 2026-12-05 (late), three runs:
    * 0.37-0.55 us each for attention's 64 x 64 x 32 products (the median).
+   * Dropout's random numbers, not measured there: math_calls times the
+   * ratio the Intel Xeon measured (2026-12-06: 2.3e9 draws and 3.5e9 expf
+   * a second on one core).
    * The Intel Xeon (AMX) before it
    * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
    * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
@@ -30,7 +33,7 @@ MachineProfile profile_default(void) {
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
                           .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
-                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6};
+                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9};
 }
 
 static const struct {
@@ -53,11 +56,12 @@ static const struct {
     {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true},
     {"conv_bf16_flops", offsetof(MachineProfile, conv_bf16_flops), true},
     {"gemm_matrix_seconds", offsetof(MachineProfile, gemm_matrix_seconds), true},
+    {"rng_draws", offsetof(MachineProfile, rng_draws), true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
        MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
-       CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14 };
+       CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14, RNG_DRAWS_KEY = 15 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -96,7 +100,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
                  "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
-                 "conv_bf16_flops, gemm_matrix_seconds (each once)");
+                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws (each once)");
     free(line);
     at += len + (at + len < end);
   }
@@ -117,6 +121,7 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[UPDATE_BANDWIDTH_KEY]) p->update_bandwidth = p->bandwidth * d.update_bandwidth / d.bandwidth;
   if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
   if (!seen[GEMM_MATRIX_KEY]) p->gemm_matrix_seconds = d.gemm_matrix_seconds;
+  if (!seen[RNG_DRAWS_KEY]) p->rng_draws = p->math_calls * d.rng_draws / d.math_calls;
   return diag_count(diag) == errors;
 }
 
@@ -197,11 +202,11 @@ static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *
 }
 
 LoopWork kernel_loop_work(const Kernel *k) {
-  return (LoopWork){kernel_math_calls(k), kernel_window_accesses(k)};
+  return (LoopWork){kernel_math_calls(k), kernel_window_accesses(k), kernel_random_draws(k)};
 }
 
 LoopWork node_loop_work(const Graph *g, const Node *n) {
-  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return (LoopWork){0, 0};
+  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return (LoopWork){0, 0, 0};
   Kernel *k = op_info(n->op)->kernel(g, n);
   LoopWork w = kernel_loop_work(k);
   kernel_free(k);
@@ -209,7 +214,19 @@ LoopWork node_loop_work(const Graph *g, const Node *n) {
 }
 
 static double loop_work_seconds(LoopWork w, const MachineProfile *m) {
-  return w.math_calls / m->math_calls + w.window_accesses / m->window_accesses;
+  return w.math_calls / m->math_calls + w.window_accesses / m->window_accesses + w.random_draws / m->rng_draws;
+}
+
+/* A kernel's arithmetic and its memory traffic: overlapped, but in a
+ * batched product (bmm: attention's), whose small matrices are each a call
+ * of its own that brings its operands in and then multiplies them. Alone on
+ * two threads attention's products took 1.3-1.6x as long on operands just
+ * evicted from the cache as on operands in it; in the trainers of three
+ * GPTs their time was their FLOPs' plus their bytes at the cache's rate,
+ * to within 5% (bench/RESULTS.md). */
+static double arithmetic_and_traffic(const Graph *g, const Node *n, double compute, double memory) {
+  if (gemm_matrices(g, n) > 1) return compute + memory;
+  return compute > memory ? compute : memory;
 }
 
 /* Leaves and views run no code. */
@@ -217,7 +234,7 @@ double node_seconds_counted(const Graph *g, const Node *n, LoopWork w, const Mac
   if (is_leaf(n) || node_is_view(n)) return 0;
   double compute = compute_seconds(g, n, m) + loop_work_seconds(w, m);
   double memory = memory_seconds(bytes_moved(g, n), m);
-  return (compute > memory ? compute : memory) + pass_seconds(g, n, m) + m->kernel_overhead;
+  return arithmetic_and_traffic(g, n, compute, memory) + pass_seconds(g, n, m) + m->kernel_overhead;
 }
 
 double node_seconds(const Graph *g, const Node *n, const MachineProfile *m) {
@@ -261,6 +278,7 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     s->plain += node_seconds_counted(g, n, w, m);
     s->work.math_calls += w.math_calls;
     s->work.window_accesses += w.window_accesses;
+    s->work.random_draws += w.random_draws;
     s->members++;
   }
   return sum;
@@ -281,7 +299,8 @@ static double kernel_seconds(const Graph *g, int step, const StepSums *s, double
   cold = cold < s->bytes ? cold : s->bytes;
   double warm = s->bytes > 0 ? memory_seconds(s->bytes, m) * (s->bytes - cold) / s->bytes : 0;
   if (s->members == 1 && op_calls_library(n->op))
-    return (compute > warm ? compute : warm) + cold / m->bandwidth + pass_seconds(g, n, m) + m->kernel_overhead;
+    return arithmetic_and_traffic(g, n, compute, warm) + cold / m->bandwidth + pass_seconds(g, n, m) +
+           m->kernel_overhead;
   double memory = warm + cold / m->bandwidth;
   return (compute > memory ? compute : memory) + m->kernel_overhead;
 }

@@ -54,10 +54,11 @@ void fuse_pool_relu_grad(Graph *g);
 #define ARENA_ALIGN 64
 
 /* What a loop kernel does besides its FLOPs that the cost model prices at
- * rates of its own: libm calls (kernel_math_calls) and accesses in rows of
- * pooling windows (kernel_window_accesses). */
+ * rates of its own: libm calls (kernel_math_calls), accesses in rows of
+ * pooling windows (kernel_window_accesses) and dropout's random numbers
+ * (kernel_random_draws). */
 typedef struct {
-  double math_calls, window_accesses;
+  double math_calls, window_accesses, random_draws;
 } LoopWork;
 
 LoopWork kernel_loop_work(const Kernel *k);
@@ -267,6 +268,9 @@ typedef struct {
                              FLOPs: bmm's many small sgemm calls (attention's
                              heads) run below gemm_flops; optional, else the
                              default */
+  double rng_draws;       /* dropout's random numbers a second in loop kernels
+                             (kernel_random_draws), on top of their FLOPs;
+                             optional, else math_calls times the default ratio */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */

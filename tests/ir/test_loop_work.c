@@ -8,7 +8,9 @@
  *     a window; its gradient reads the window once to find the maximum,
  *     then reads dy, x (the fused relu's mask) and stores each element
  *     (4 + 3 * 4 a window; 4 + 2 * 4 without the mask); elementwise and
- *     softmax kernels have no windows. */
+ *     softmax kernels have no windows;
+ *   - kernel_random_draws: dropout draws one number an element (in its
+ *     forward and its backward alike), a GELU none. */
 #include "ir.h"
 #include "check.h"
 
@@ -24,6 +26,13 @@ static double math_calls(const Graph *g, int id) {
   double calls = kernel_math_calls(k);
   kernel_free(k);
   return calls;
+}
+
+static double random_draws(const Graph *g, int id) {
+  Kernel *k = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]);
+  double draws = kernel_random_draws(k);
+  kernel_free(k);
+  return draws;
 }
 
 static double window_accesses(const Graph *g, int id) {
@@ -68,9 +77,24 @@ static void test_window_accesses(void) {
   graph_free(g);
 }
 
+static void test_random_draws(void) {
+  Graph *g = graph_new();
+  int x = leaf(g, (Shape){.rank = 2, .dim = {3, 5}}), key = leaf(g, (Shape){.rank = 1, .dim = {2}});
+  int training = leaf(g, (Shape){.rank = 0});
+  g->nodes[key].dtype = DT_I32;
+  Attr a = {.f = {0.25}, .i = {0}};
+  int drop = graph_add_op(g, OP_DROPOUT, (int[3]){x, key, training}, 3, &a, (SrcLoc){0}, NULL);
+  int gelu = graph_add(g, OP_GELU, &x, 1, (SrcLoc){0}, NULL);
+  CHECK(random_draws(g, drop) == 15, "dropout: a draw an element");
+  CHECK(math_calls(g, drop) == 0, "dropout: no math calls");
+  CHECK(random_draws(g, gelu) == 0, "gelu: no draws");
+  graph_free(g);
+}
+
 int main(void) {
   test_math_calls();
   test_window_accesses();
+  test_random_draws();
   printf("test_loop_work: %d failures\n", failures);
   return failures != 0;
 }

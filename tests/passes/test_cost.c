@@ -10,7 +10,12 @@
  *     4 bytes read and 2 written a value (the first layer's forward rounds
  *     x [128, 784] alone, its weight's gradient [512, 784] dy [128, 512]
  *     and x both);
- *     under fp32 there is no such pass. */
+ *     under fp32 there is no such pass;
+ *   - a batched product (bmm, attention's scores and outputs) pays for its
+ *     arithmetic and its bytes one after the other, where a single GEMM's
+ *     overlap: faster arithmetic and a faster memory each shorten the
+ *     former, only one of them the latter;
+ *   - dropout's random numbers (one an element) at rng_draws a second. */
 #include "test_passes.h"
 
 #include <math.h>
@@ -31,14 +36,30 @@ static const char model[] =
     "  optimizer adamw(lr = 1e-3)\n"
     "}\n";
 
+/* One block of causal self-attention, its probabilities stored
+ * (--attention whole): its products are bmm nodes; then dropout. */
+static const char attention_model[] =
+    "model att {\n"
+    "  input  x      : f32[B, 64, 128]\n"
+    "  input  target : f32[B, 64, 128]\n"
+    "  y      = dropout(causal_self_attention(x, 4, dropout = 0), 0.1)\n"
+    "  loss   = mse(y, target)\n"
+    "}\n"
+    "train {\n"
+    "  batch 8\n"
+    "  optimizer adamw(lr = 1e-3)\n"
+    "}\n";
+
 static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b); }
 
-static Graph *compiled(Compilation *c, SourceFile *src) {
+static Graph *compiled_as(Compilation *c, SourceFile *src, AttentionForm attention) {
   Diag diag;
   diag_init(&diag, stderr);
-  CompileOptions o = {.conv = CONV_LIBRARY, .head_chunk = 32, .dump = PASS_NONE};
+  CompileOptions o = {.conv = CONV_LIBRARY, .head_chunk = 32, .attention = attention, .dump = PASS_NONE};
   return compile_graph(c, src, &o, &diag) ? c->graph : NULL;
 }
+
+static Graph *compiled(Compilation *c, SourceFile *src) { return compiled_as(c, src, ATTENTION_AUTO); }
 
 static void test_head_rows(const Graph *g) {
   CHECK(g->loss_head >= 0, "the head pass made a chunked head");
@@ -87,6 +108,48 @@ static void test_bf16_rounding(Graph *g) {
   g->train.run.precision = TRC_FP32;
 }
 
+/* How much node n's time falls with twice the GEMM rate, and with twice
+ * the memory's rates. */
+static void time_saved(const Graph *g, const Node *n, double *by_arithmetic, double *by_memory) {
+  MachineProfile m = profile_default(), fast_gemm = m, fast_memory = m;
+  fast_gemm.gemm_flops *= 2;
+  fast_memory.bandwidth *= 2;
+  fast_memory.cache_bandwidth *= 2;
+  *by_arithmetic = node_seconds(g, n, &m) - node_seconds(g, n, &fast_gemm);
+  *by_memory = node_seconds(g, n, &m) - node_seconds(g, n, &fast_memory);
+}
+
+static void test_batched_traffic(const Graph *g) {
+  const Node *bmm = NULL, *matmul = NULL;
+  for (int i = 0; i < g->n; i++) {
+    if (g->nodes[i].op == OP_BMM && !bmm) bmm = &g->nodes[i];
+    if (g->nodes[i].op == OP_MATMUL && !matmul) matmul = &g->nodes[i];
+  }
+  CHECK(bmm && matmul, "attention's bmm and a projection's matmul");
+  if (!bmm || !matmul) return;
+  double arithmetic, memory;
+  time_saved(g, bmm, &arithmetic, &memory);
+  MachineProfile m = profile_default();
+  CHECK(near(arithmetic, op_info(OP_BMM)->flops(g, bmm) / (2 * m.gemm_flops)),
+        "a bmm's FLOPs priced whole: %g s", arithmetic);
+  CHECK(memory > 0, "a bmm's bytes priced beside its FLOPs: %g s", memory);
+  time_saved(g, matmul, &arithmetic, &memory);
+  CHECK((arithmetic > 0) != (memory > 0), "a matmul's arithmetic hides its bytes or they it: %g %g s",
+        arithmetic, memory);
+}
+
+static void test_dropout_draws(const Graph *g) {
+  const Node *drop = NULL;
+  for (int i = 0; i < g->n && !drop; i++)
+    if (g->nodes[i].op == OP_DROPOUT) drop = &g->nodes[i];
+  CHECK(drop, "a dropout node");
+  if (!drop) return;
+  MachineProfile m = profile_default(), fast = m;
+  fast.rng_draws *= 2;
+  double saved = node_seconds(g, drop, &m) - node_seconds(g, drop, &fast);
+  CHECK(near(saved, 8.0 * 64 * 128 / (2 * m.rng_draws)), "a draw an element priced: %g s", saved);
+}
+
 int main(void) {
   Compilation c = {0};
   SourceFile *src = source_from_string("mlp.nn", model);
@@ -98,6 +161,16 @@ int main(void) {
   }
   compilation_free(&c);
   source_free(src);
+  Compilation ca = {0};
+  SourceFile *att = source_from_string("att.nn", attention_model);
+  Graph *ga = compiled_as(&ca, att, ATTENTION_WHOLE);
+  CHECK(ga, "the attention model compiles");
+  if (ga) {
+    test_batched_traffic(ga);
+    test_dropout_draws(ga);
+  }
+  compilation_free(&ca);
+  source_free(att);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }
