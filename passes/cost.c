@@ -221,9 +221,9 @@ static double loop_work_seconds(LoopWork w, const MachineProfile *m) {
  * batched product (bmm: attention's), whose small matrices are each a call
  * of its own that brings its operands in and then multiplies them. Alone on
  * two threads attention's products took 1.3-1.6x as long on operands just
- * evicted from the cache as on operands in it; in the trainers of three
- * GPTs their time was their FLOPs' plus their bytes at the cache's rate,
- * to within 5% (bench/RESULTS.md). */
+ * evicted from the cache as on operands in it; priced as their FLOPs plus
+ * their bytes, the three GPTs' bmm came within 10% of what their trainers
+ * measured, from 20-23% short (bench/RESULTS.md). */
 static double arithmetic_and_traffic(const Graph *g, const Node *n, double compute, double memory) {
   if (gemm_matrices(g, n) > 1) return compute + memory;
   return compute > memory ? compute : memory;
