@@ -163,8 +163,7 @@ static void print_dim(FILE *out, const char *name, int64_t v, int64_t dflt, bool
 
 /* C = op(A) op(B), batched (gemm_dims in ir.h), its dimensions a static
  * trc_gemm_shape: the runtime's trc_gemm runs it on the trainer's threads,
- * bitwise the same on any number of them; a linear's with its bias added
- * to each part (trc_gemm_bias). */
+ * bitwise the same on any number of them. */
 static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn) {
   const Node *n = &p->g->nodes[fn->first];
   GemmDims d;
@@ -188,12 +187,8 @@ static void print_gemm_function(FILE *out, const Program *p, const CFunction *fn
   print_dim(out, "ldc", d.ldc, 0, true);
   print_dim(out, "stride_c", d.stride_c, 0, false);
   print_dim(out, "head_stride_c", d.head_stride_c, 0, false);
-  if (d.bias)
-    fprintf(out, "};\n  trc_gemm_shaped_bias(&dims, %s, %s, %s, out);\n}\n\n", input_name(p, fn, 0),
-            input_name(p, fn, 1), input_name(p, fn, 2));
-  else
-    fprintf(out, "};\n  trc_gemm_shaped(&dims, %s, %s, out);\n}\n\n", input_name(p, fn, 0),
-            input_name(p, fn, 1));
+  fprintf(out, "};\n  trc_gemm_shaped(&dims, %s, %s, out);\n}\n\n", input_name(p, fn, 0),
+          input_name(p, fn, 1));
 }
 
 /* A convolution pass (conv_dims in ir.h): the runtime's trc_conv2d runs it on

@@ -151,8 +151,8 @@ static char *function_text(const Graph *g, int id) {
     int64_t dims[] = {d.batch * d.heads, d.m, d.n, d.k};
     bool batched = dims[0] > 1;
     append_dims(&s, dims + !batched, 4 - !batched);
-    sb_printf(&s, "%s%s%s%s", d.trans_a ? "_ta" : "", d.trans_b ? "_tb" : "",
-               d.accumulate ? "_acc" : "", d.bias ? "_bias" : "");
+    sb_printf(&s, "%s%s%s", d.trans_a ? "_ta" : "", d.trans_b ? "_tb" : "",
+               d.accumulate ? "_acc" : "");
   } else if (cls == OPC_CONV) {
     ConvDims d;
     conv_dims(g, n, &d);

@@ -448,18 +448,10 @@ static void stmts(Gen *g, KStmt **body, int n) {
 
 /* C = op(A) op(B), the batch gemm_dims describes: the runtime's trc_gemm
  * with the arguments c_backend.c's print_gemm prints (bitwise the same on
- * any number of threads); with a bias, trc_gemm_bias. */
+ * any number of threads). */
 static void gemm_body(Gen *g, int id, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
   GemmDims d;
   gemm_dims(g->p->g, &g->p->g->nodes[id], &d);
-  if (d.bias) {
-    LLVMValueRef bias = g->buf[g->p->g->nodes[id].in[2]];
-    LLVMValueRef args[] = {i32c(g, d.rounded), i32c(g, d.trans_a), i32c(g, d.trans_b),
-                           i64c(g, d.m), i64c(g, d.n), i64c(g, d.k), a, i64c(g, d.lda), b,
-                           i64c(g, d.ldb), bias, c, i64c(g, d.ldc)};
-    call_ext(g, "trc_gemm_bias", g->void_t, args, (int)(sizeof args / sizeof args[0]));
-    return;
-  }
   LLVMValueRef args[] = {i64c(g, d.batch), i64c(g, d.heads), i32c(g, d.trans_a),
                          i32c(g, d.trans_b), i64c(g, d.m), i64c(g, d.n), i64c(g, d.k),
                          a, i64c(g, d.lda), i64c(g, d.stride_a), i64c(g, d.head_stride_a),

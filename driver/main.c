@@ -78,8 +78,7 @@ static const char *usage_text =
     "                           stderr: parse, lower, autodiff, plan, schedule\n"
     "                           (the memory plans inside plan), emit; run: also\n"
     "                           LLVM's module, optimize and codegen\n"
-    "  --no-fuse                fuse no pointwise kernel into its reader, no\n"
-    "                           linear's bias into its GEMM call, nor\n"
+    "  --no-fuse                fuse no pointwise kernel into its reader, nor\n"
     "                           a relu's gradient into a max-pool's (the\n"
     "                           unfused program: the same arithmetic)\n"
     "  --conv-im2col            convolutions as im2col + GEMM (the CUDA\n"
@@ -641,7 +640,6 @@ static CompileOptions compile_options(const Options *o) {
   return (CompileOptions){.model = o->model,
                           .conv = is_cuda(o) || o->conv_im2col ? CONV_IM2COL : CONV_LIBRARY,
                           .no_fuse = o->no_fuse,
-                          .gemm_epilogue = !is_cuda(o),
                           .head_chunk = is_cuda(o) ? HEAD_WHOLE : o->head_chunk,
                           .attention = is_cuda(o) || (o->attention && !strcmp(o->attention, "whole"))
                                            ? ATTENTION_WHOLE

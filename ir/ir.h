@@ -243,8 +243,6 @@ typedef struct {
   bool rounded;            /* Node.rounded: A and B rounded to bf16 */
   bool f32;                /* A and B stay f32 under precision bf16
                               (gemm_rounds_under_bf16 false; not rounded) */
-  bool bias;               /* one matrix + its third input, a bias [n] added
-                              to every row (the EPILOGUE pass) */
   int64_t m, n, k, batch, heads;
   int64_t lda, ldb, ldc;
   int64_t stride_a, stride_b, stride_c;

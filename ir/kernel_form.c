@@ -49,9 +49,9 @@ static void code_gemm(StrBuf *sb, const Graph *g, int id) {
   GemmDims d;
   gemm_dims(g, &g->nodes[id], &d);
   sb_printf(sb,
-            "gemm %d %d %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
-            "%lld %lld",
-            d.trans_a, d.trans_b, d.accumulate, d.rounded, d.bias, (long long)d.m, (long long)d.n, (long long)d.k,
+            "gemm %d %d %d %d %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld "
+            "%lld",
+            d.trans_a, d.trans_b, d.accumulate, d.rounded, (long long)d.m, (long long)d.n, (long long)d.k,
             (long long)d.batch, (long long)d.heads, (long long)d.lda, (long long)d.ldb,
             (long long)d.ldc, (long long)d.stride_a, (long long)d.stride_b, (long long)d.stride_c,
             (long long)d.head_stride_a, (long long)d.head_stride_b, (long long)d.head_stride_c);

@@ -31,8 +31,7 @@ static int head_pattern(const Graph *g) {
   const Node *loss = &g->nodes[g->loss];
   if (loss->op != OP_CROSS_ENTROPY) return -1;
   const Node *logits = &g->nodes[loss->in[0]], *labels = &g->nodes[loss->in[1]];
-  if (logits->op != OP_MATMUL || logits->nin != 2 || logits->attr.i[0] || labels->dtype != DT_I32)
-    return -1;
+  if (logits->op != OP_MATMUL || logits->attr.i[0] || labels->dtype != DT_I32) return -1;
   const Node *w = &g->nodes[logits->in[1]];
   if (w->op != OP_PARAM || w->shape.rank != 2) return -1;
   if (g->predict >= 0 && g->predict != logits->id) return -1;

@@ -10,14 +10,12 @@
 
 #include "ir.h"
 
-/* EPILOGUE: a library call's bias add in its call (passes/epilogue.c): a
- * convolution's, and the relu after it (trc_conv2d applies them to each
- * block of the output while it is in the cache), and, when gemm, a linear
- * layer's (trc_gemm_bias adds it to each GEMM part: the same bits as the
- * add kernel). Where nothing else reads the product or the sum, the last
- * node becomes conv2d(x, w, bias), with relu or without, or matmul(x, w,
- * bias). Runs on the forward graph, before autodiff. */
-void fuse_library_epilogues(Graph *g, bool gemm);
+/* CONV: a library convolution's bias add, and the relu after it, in its
+ * call (trc_conv2d applies them to each block of the output while it is in
+ * the cache): where nothing else reads the convolution or the sum, the last
+ * node becomes conv2d(x, w, bias) with relu or without (passes/conv.c). Runs
+ * on the forward graph, before autodiff. */
+void fuse_conv_epilogue(Graph *g);
 
 /* ATTENTION: causal attention as lowering writes it (bmm, causal_softmax,
  * bmm, nothing else reading the scores or probabilities: no dropout on
@@ -138,7 +136,7 @@ typedef struct {
 #define TRAINC_PASSES(X)                                                     \
   X(AST, "ast", "the model file as the parser read it")                     \
   X(IR, "ir", "lowering: the forward graph")                                \
-  X(EPILOGUE, "epilogue", "a convolution's or linear's bias in its library call") \
+  X(CONV, "conv", "a convolution's bias and relu inside its library call")   \
   X(ATTENTION, "attention", "causal attention fused: no stored probabilities") \
   X(HEAD, "head", "the loss head chunked: linear + cross_entropy one call")  \
   X(GRAD, "grad", "autodiff: the backward graph added")                     \
@@ -488,8 +486,7 @@ void sweep_svg(FILE *out, const SweepPoint *pts, int n, const char *title);
 typedef struct {
   const char *model;  /* the model to compile when the file holds several */
   ConvForm conv;
-  bool no_fuse;       /* --no-fuse (also: no linear's bias in its GEMM call) */
-  bool gemm_epilogue; /* EPILOGUE fuses a linear's bias (not for the CUDA backends) */
+  bool no_fuse;       /* --no-fuse */
   int64_t head_chunk; /* --loss-head: rows per chunk, or HEAD_CHUNK_DEFAULT, _AUTO, HEAD_WHOLE */
   AttentionForm attention; /* --attention */
   Pass dump;          /* print the program after this pass (PASS_NONE: none) */

@@ -95,7 +95,7 @@ static Graph *lower(const Ast *ast, const CompileOptions *o, Diag *diag) {
 /* IR .. POOL on c->graph, attention fused or not. */
 static bool graph_passes(Compilation *c, const CompileOptions *o, bool fuse, Diag *diag) {
   PASS(PASS_IR, c->graph = lower(c->ast, o, diag), c->graph);
-  PASS(PASS_EPILOGUE, fuse_library_epilogues(c->graph, o->gemm_epilogue && !o->no_fuse), true);
+  PASS(PASS_CONV, fuse_conv_epilogue(c->graph), true);
   PASS(PASS_ATTENTION, c->fused_attention = fuse ? fuse_attention(c->graph) : 0, true);
   PASS(PASS_HEAD, fuse_loss_head(c->graph, o->head_chunk), true);
   PASS(PASS_GRAD, autodiff(c->graph), true);

@@ -456,7 +456,7 @@ int trc_main(const trc_model *model, int argc, char **argv);
   X(trc_step_clip_gradients)                                                                       \
   X(trc_step_update) X(trc_step_ends_round) X(trc_step_average_parameters) X(trc_conv2d)           \
   X(trc_gemm) X(trc_parallel_for) X(trc_linear_cross_entropy) X(trc_bf16_pack) X(trc_bf16_unpack)           \
-  X(trc_gemm_rounded) X(trc_gemm_f32) X(trc_gemm_bias) X(trc_causal_attention) X(trc_causal_attention_grad) X(trc_kernel_start)    \
+  X(trc_gemm_rounded) X(trc_gemm_f32) X(trc_causal_attention) X(trc_causal_attention_grad) X(trc_kernel_start)    \
   X(trc_kernel_done)
 
 /* ---- threads ----
@@ -506,13 +506,6 @@ void trc_gemm_rounded(int64_t batch, int64_t heads, int ta, int tb, int64_t m, i
                       int64_t head_stride_a, const float *b, int64_t ldb, int64_t stride_b,
                       int64_t head_stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
                       int64_t head_stride_c);
-/* One matrix C[m, n] = op(A) op(B) + bias, bias[n] added to every row:
- * trc_gemm (trc_gemm_rounded when rounded) with each part's bias added
- * while the part is in the cache, the same bits as an add kernel after it
- * (a linear layer: the EPILOGUE pass, docs/trainer.md). */
-void trc_gemm_bias(int rounded, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
-                   int64_t ldc);
 /* trc_gemm in f32 whatever the precision: bmm's many small products, which
  * lose more to rounding their operands than bf16 gains them on the CPU. */
 void trc_gemm_f32(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
@@ -542,13 +535,6 @@ static inline void trc_gemm_shaped(const trc_gemm_shape *s, const float *a, cons
            s->k, a, s->lda, s->stride_a, s->head_stride_a, b, s->ldb, s->stride_b,
            s->head_stride_b, s->accumulate ? 1.0f : 0.0f, c, s->ldc, s->stride_c,
            s->head_stride_c);
-}
-
-/* trc_gemm_bias with them (one matrix: batch, heads and the strides unused). */
-static inline void trc_gemm_shaped_bias(const trc_gemm_shape *s, const float *a, const float *b,
-                                        const float *bias, float *c) {
-  trc_gemm_bias(s->rounded, s->trans_a, s->trans_b, s->m, s->n, s->k, a, s->lda, b, s->ldb, bias,
-                c, s->ldc);
 }
 
 /* The chunked loss head: cross_entropy(x @ op(w), labels) and its

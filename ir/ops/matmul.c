@@ -41,11 +41,6 @@ bool infer_matmul(const Graph *g, Node *n, Diag *diag) {
     return false;
   }
   int64_t cols = tb ? rows_of(b) : last_dim(b);
-  if (n->nin == 3) { /* the EPILOGUE pass's: bias [cols] */
-    const Node *bias = in_node(g, n, 2);
-    if (bias->dtype != DT_F32 || bias->shape.rank != 1 || bias->shape.dim[0] != cols)
-      diag_internal_error("matmul %d: its bias is not f32[%lld]", n->id, (long long)cols);
-  }
   if (ta) {
     n->shape = (Shape){.rank = 2, .dim = {last_dim(a), cols}};
   } else {
@@ -63,13 +58,10 @@ double flops_matmul(const Graph *g, const Node *n) {
 
 /* C = A op(B), A viewed as [M, K]. dA = dC op(B)^T; dB = A^T dC (or dC^T A
  * when B is stored transposed, as linear's [out, in] weight is). Forward
- * matmuls never transpose A, so this rule needs no other case. With the
- * EPILOGUE pass's bias, the bias's gradient is dC summed over rows, as the
- * add it replaced had it. */
+ * matmuls never transpose A, so this rule needs no other case. */
 void bwd_matmul(Graph *g, int n, int dy, const bool want[], int dx[]) {
   int a = g->nodes[n].in[0], b = g->nodes[n].in[1];
   bool tb = g->nodes[n].attr.i[1];
-  if (g->nodes[n].nin == 3 && want[2]) dx[2] = graph_sum_to(g, dy, g->nodes[n].in[2]);
   if (want[0]) {
     int in[2] = {dy, b};
     dx[0] = graph_add_attr(g, OP_MATMUL, in, 2, 0, 0, !tb, no_loc, NULL);
@@ -213,7 +205,6 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d) {
   d->accumulate = n->grad_of_param >= 0;
   d->rounded = n->rounded;
   d->f32 = !n->rounded && !gemm_rounds_under_bf16(n);
-  d->bias = n->op == OP_MATMUL && n->nin == 3;
 }
 
 int64_t gemm_matrices(const Graph *g, const Node *n) {
@@ -254,8 +245,8 @@ uint64_t node_bf16_operand_bytes(const Graph *g, const Node *n, bool weights_cop
 
 /* conv2d(x [N, C, H, W], w [O, C, k, k]) → [N, O, OH, OW] with attr.i[0] =
  * stride, attr.i[1] = padding: a library call (trc_conv2d), as are its two
- * gradients, which take the shape they produce in attr.shape. The EPILOGUE
- * pass (passes/epilogue.c) gives it its bias add and relu as a third input (the bias
+ * gradients, which take the shape they produce in attr.shape. The CONV pass
+ * (passes/conv.c) gives it its bias add and relu as a third input (the bias
  * as [O, 1, 1]) and attr.i[2] = 1, which trc_conv2d applies while each block
  * of the output is in the cache. */
 static void want_conv_bias(const Graph *g, const Node *n) {

@@ -73,22 +73,7 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
     }
     trc_sgemm(j->ta ? 'T' : 'N', j->tb ? 'T' : 'N', m, n, j->k, 1.0f, a, j->lda, b, j->ldb, j->beta, c,
               j->ldc);
-    trc_gemm_epilogue(j, c, m, n, j->split_rows ? 0 : from);
   }
-}
-
-/* Compiled for AVX-512 and AVX2 too (the runtime itself is built for any
- * x86-64); an add gives the same bits at any vector width. */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-add_bias_rows(float *restrict c, int64_t rows, int64_t cols, int64_t ldc,
-              const float *restrict bias) {
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t i = 0; i < cols; i++) c[r * ldc + i] = c[r * ldc + i] + bias[i];
-}
-
-void trc_gemm_epilogue(const trc_gemm_job *j, float *c, int64_t rows, int64_t cols,
-                       int64_t first_col) {
-  if (j->bias) add_bias_rows(c, rows, cols, j->ldc, j->bias + first_col);
 }
 
 void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
@@ -119,13 +104,12 @@ static void partition(trc_gemm_job *j, int bf16, int64_t batch) {
 static void gemm(int bf16, int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
                  int64_t k, const float *a, int64_t lda, int64_t stride_a, int64_t head_stride_a,
                  const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
-                 float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c,
-                 const float *bias) {
+                 float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
   trc_gemm_job j = {.batch = batch * heads, .heads = heads, .m = m, .n = n, .k = k, .ta = ta,
                     .tb = tb, .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
                     .stride_a = stride_a, .stride_b = stride_b, .stride_c = stride_c,
                     .head_stride_a = head_stride_a, .head_stride_b = head_stride_b,
-                    .head_stride_c = head_stride_c, .beta = beta, .bias = bias};
+                    .head_stride_c = head_stride_c, .beta = beta};
   bf16 = bf16 && m > 0 && n > 0 && k > 0;
   partition(&j, bf16, batch);
   if (bf16)
@@ -150,8 +134,7 @@ void trc_gemm(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n
               const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
               float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
   gemm(trc_get_precision() == TRC_BF16, batch, heads, ta, tb, m, n, k, a, lda, stride_a,
-       head_stride_a, b, ldb, stride_b, head_stride_b, beta, c, ldc, stride_c, head_stride_c,
-       NULL);
+       head_stride_a, b, ldb, stride_b, head_stride_b, beta, c, ldc, stride_c, head_stride_c);
 }
 
 void trc_gemm_f32(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n, int64_t k,
@@ -159,7 +142,7 @@ void trc_gemm_f32(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64
                   const float *b, int64_t ldb, int64_t stride_b, int64_t head_stride_b, float beta,
                   float *c, int64_t ldc, int64_t stride_c, int64_t head_stride_c) {
   gemm(0, batch, heads, ta, tb, m, n, k, a, lda, stride_a, head_stride_a, b, ldb, stride_b,
-       head_stride_b, beta, c, ldc, stride_c, head_stride_c, NULL);
+       head_stride_b, beta, c, ldc, stride_c, head_stride_c);
 }
 
 void trc_gemm_rounded(int64_t batch, int64_t heads, int ta, int tb, int64_t m, int64_t n,
@@ -168,12 +151,5 @@ void trc_gemm_rounded(int64_t batch, int64_t heads, int ta, int tb, int64_t m, i
                       int64_t head_stride_b, float beta, float *c, int64_t ldc, int64_t stride_c,
                       int64_t head_stride_c) {
   gemm(1, batch, heads, ta, tb, m, n, k, a, lda, stride_a, head_stride_a, b, ldb, stride_b,
-       head_stride_b, beta, c, ldc, stride_c, head_stride_c, NULL);
-}
-
-void trc_gemm_bias(int rounded, int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a,
-                   int64_t lda, const float *b, int64_t ldb, const float *bias, float *c,
-                   int64_t ldc) {
-  gemm(rounded || trc_get_precision() == TRC_BF16, 1, 1, ta, tb, m, n, k, a, lda, 0, 0, b, ldb, 0,
-       0, 0.0f, c, ldc, 0, 0, bias);
+       head_stride_b, beta, c, ldc, stride_c, head_stride_c);
 }

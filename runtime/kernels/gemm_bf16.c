@@ -537,7 +537,6 @@ static void run_part(const bf16_run *r, int64_t task, int64_t slot) {
   check(dnnl_primitive_execute(e->primitive, dnn.streams[slot], 4, args), "execute");
   check(dnnl_stream_wait(dnn.streams[slot]), "stream");
   for (int m = 0; m < 4; m++) dnnl_memory_destroy(args[m].memory);
-  trc_gemm_epilogue(j, c, s.rows, s.cols, j->split_rows ? 0 : from);
 }
 
 /* Slot s runs tasks [tasks*s/slots, tasks*(s+1)/slots) with scratchpad s. */

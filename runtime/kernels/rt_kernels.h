@@ -23,9 +23,6 @@ typedef struct {
   int64_t lda, ldb, ldc, stride_a, stride_b, stride_c;
   int64_t head_stride_a, head_stride_b, head_stride_c;
   float beta;
-  /* one matrix only (trc_gemm_bias): bias[n] added to each row of the part
-   * just computed; NULL: none */
-  const float *bias;
 } trc_gemm_job;
 /* The offset of matrix i, (i / heads, i % heads), of a trc_gemm operand. */
 static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int64_t head_stride) {
@@ -36,11 +33,6 @@ static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int6
  * failure stops the trainer. */
 void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
-/* The job's epilogue on its part just computed, rows x cols of C at c
- * starting at column first_col: c + bias, the arithmetic of the add kernel
- * it replaces; nothing without a bias. */
-void trc_gemm_epilogue(const trc_gemm_job *j, float *c, int64_t rows, int64_t cols,
-                       int64_t first_col);
 /* The CPUs this process may run on (its affinity mask, read once): what a
  * GEMM's partition may follow, never --threads, so that its results are
  * the same bits for any number of threads on one machine (parallel.c). */

@@ -9,10 +9,7 @@
  * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
  * under bf16 too (against the product of the operands rounded to bf16);
  * trc_gemm_rounded bitwise trc_gemm under bf16, and trc_gemm_f32 under
- * bf16 bitwise trc_gemm under fp32, on every case; trc_gemm_bias on every
- * one-matrix case bitwise trc_gemm followed by the add of the bias to each
- * row, the loop it replaces, in both precisions, rounded or not, on 1, 2
- * and 3 threads.
+ * bf16 bitwise trc_gemm under fp32, on every case.
  * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
@@ -142,38 +139,6 @@ static void check_forced(const gemm_case *g, gemm_fn *forced, trc_precision run,
   free(a), free(b), free(got), free(want);
 }
 
-/* trc_gemm_bias (rounded or not) under precision p is trc_gemm
- * (trc_gemm_rounded when rounded), then c = c + bias[col], bitwise, on 1, 2
- * and 3 threads; C's padding kept. */
-static void check_bias(const gemm_case *g, int rounded, trc_precision p) {
-  layout la = make_layout(g, g->ta ? g->k : g->m, g->ta ? g->m : g->k, 0);
-  layout lb = make_layout(g, g->tb ? g->n : g->k, g->tb ? g->k : g->n, 0);
-  layout lc = make_layout(g, g->m, g->n, 0);
-  size_t bytes = (size_t)lc.size * sizeof(float);
-  float *a = random_floats(1, la.size), *b = random_floats(2, lb.size);
-  float *bias = random_floats(4, g->n), *want = random_floats(3, lc.size);
-  float *start = malloc(bytes), *got = malloc(bytes);
-  memcpy(start, want, bytes);
-  trc_set_precision(p);
-  (rounded ? trc_gemm_rounded : trc_gemm)(1, 1, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, 0, 0, b,
-                                           lb.ld, 0, 0, 0.0f, want, lc.ld, 0, 0);
-  for (int64_t r = 0; r < g->m; r++)
-    for (int64_t c = 0; c < g->n; c++) want[r * lc.ld + c] = want[r * lc.ld + c] + bias[c];
-  for (int threads = 1; threads <= 3; threads++) {
-    memcpy(got, start, bytes);
-    trc_set_threads(threads);
-    trc_gemm_bias(rounded, g->ta, g->tb, g->m, g->n, g->k, a, la.ld, b, lb.ld, bias, got, lc.ld);
-    if (memcmp(got, want, bytes) != 0) {
-      fprintf(stderr, "trc_gemm_bias %lldx%lldx%lld rounded %d %s, %d threads: not bitwise\n",
-              (long long)g->m, (long long)g->n, (long long)g->k, rounded,
-              p == TRC_BF16 ? "bf16" : "fp32", threads);
-      test_failures++;
-    }
-  }
-  trc_set_precision(TRC_FP32);
-  free(a), free(b), free(bias), free(want), free(got), free(start);
-}
-
 /* Under bf16, op(A) = A^T [37 x 1] times B = [1] is A rounded to bf16, exactly:
  * the rounding of a stored row of 37 floats (two blocks of 16 and a tail)
  * on values where rounding is easy to get wrong. */
@@ -230,8 +195,6 @@ int main(void) {
     if (cases[i].heads > 1) check_precision(&cases[i], TRC_BF16);
     check_forced(&cases[i], trc_gemm_rounded, TRC_FP32, TRC_BF16);
     check_forced(&cases[i], trc_gemm_f32, TRC_BF16, TRC_FP32);
-    for (int variant = 0; cases[i].batch == 1 && cases[i].heads == 1 && variant < 4; variant++)
-      check_bias(&cases[i], variant & 1, variant >> 1 ? TRC_BF16 : TRC_FP32);
   }
   check_bf16_rounding();
   return test_failures != 0;

@@ -24,19 +24,20 @@ target triple = "x86_64-pc-linux-gnu"
 @.str.10 = private unnamed_addr constant [5 x i8] c"relu\00"
 @.str.11 = private unnamed_addr constant [2 x i8] c"h\00"
 @.str.12 = private unnamed_addr constant [7 x i8] c"matmul\00"
-@.str.13 = private unnamed_addr constant [7 x i8] c"logits\00"
-@.str.14 = private unnamed_addr constant [10 x i8] c"logsumexp\00"
-@.str.15 = private unnamed_addr constant [14 x i8] c"cross_entropy\00"
-@.str.16 = private unnamed_addr constant [5 x i8] c"loss\00"
-@.str.17 = private unnamed_addr constant [19 x i8] c"cross_entropy_grad\00"
-@.str.18 = private unnamed_addr constant [7 x i8] c"sum_to\00"
-@.str.19 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.13 = private unnamed_addr constant [4 x i8] c"add\00"
+@.str.14 = private unnamed_addr constant [7 x i8] c"logits\00"
+@.str.15 = private unnamed_addr constant [10 x i8] c"logsumexp\00"
+@.str.16 = private unnamed_addr constant [14 x i8] c"cross_entropy\00"
+@.str.17 = private unnamed_addr constant [5 x i8] c"loss\00"
+@.str.18 = private unnamed_addr constant [19 x i8] c"cross_entropy_grad\00"
+@.str.19 = private unnamed_addr constant [7 x i8] c"sum_to\00"
 @.str.20 = private unnamed_addr constant [7 x i8] c"matmul\00"
-@.str.21 = private unnamed_addr constant [10 x i8] c"relu_grad\00"
-@.str.22 = private unnamed_addr constant [7 x i8] c"sum_to\00"
-@.str.23 = private unnamed_addr constant [7 x i8] c"matmul\00"
-@kernel_sites = internal constant [12 x %trc_kernel_site] [%trc_kernel_site { ptr @.str.9, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0x3E91B2BBDA5153B3, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E91C7F1773857AF, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.10, ptr @.str.11, i32 5, [2 x [3 x double]] [[3 x double] [double 0x3E913E0AA3CA0391, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E913E0AA3CA0391, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.12, ptr @.str.13, i32 6, [2 x [3 x double]] [[3 x double] [double 0x3E91655B9FDAAF30, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E9181CB26521B9C, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.14, ptr null, i32 7, [2 x [3 x double]] [[3 x double] [double 0x3E9183146DF1A4EA, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E9183146DF1A4EA, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.15, ptr @.str.16, i32 7, [2 x [3 x double]] [[3 x double] [double 0x3E912F11F0E7BA8C, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E912F11F0E7BA8C, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.17, ptr null, i32 7, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E915FD6AF8E80E1, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E915FD6AF8E80E1, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.18, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E9125C0B64401A0, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9125C0B64401A0, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.19, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E915D7072EDE09E, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.20, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9179DFF9654D0A, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.21, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914EA1078FAD7B, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E914EA1078FAD7B, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.22, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E913199D8F5C422, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E913199D8F5C422, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.23, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914E095F6D308E, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9186E86C5C0966, double 0.000000e+00]] }]
-@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1664, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1600, i64 1088, i32 0, i32 1, i64 1536, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 12, ptr @kernel_sites, [2 x double] [double 0x3E62A9303E5F26DF, double 0x3E63B2967AB9C57A], %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
+@.str.21 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@.str.22 = private unnamed_addr constant [10 x i8] c"relu_grad\00"
+@.str.23 = private unnamed_addr constant [7 x i8] c"sum_to\00"
+@.str.24 = private unnamed_addr constant [7 x i8] c"matmul\00"
+@kernel_sites = internal constant [13 x %trc_kernel_site] [%trc_kernel_site { ptr @.str.9, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0x3E91A480802B8553, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E91B9B61D12894F, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.10, ptr @.str.11, i32 5, [2 x [3 x double]] [[3 x double] [double 0x3E914C45FDEFD1F1, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E914C45FDEFD1F1, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.12, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0x3E915F4230139FE3, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E917BB1B68B0C4F, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.13, ptr @.str.14, i32 6, [2 x [3 x double]] [[3 x double] [double 0x3E91312F0F417542, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E91312F0F417542, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.15, ptr null, i32 7, [2 x [3 x double]] [[3 x double] [double 0x3E9183146DF1A4EA, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E9183146DF1A4EA, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.16, ptr @.str.17, i32 7, [2 x [3 x double]] [[3 x double] [double 0x3E912F11F0E7BA8C, double 0.000000e+00, double 0.000000e+00], [3 x double] [double 0x3E912F11F0E7BA8C, double 0.000000e+00, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.18, ptr null, i32 7, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E915FD6AF8E80E1, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E915FD6AF8E80E1, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.19, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E9125C0B64401A0, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9125C0B64401A0, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.20, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E915D7072EDE09E, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.21, ptr null, i32 6, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914100EC767432, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9179DFF9654D0A, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.22, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914EA1078FAD7B, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E914EA1078FAD7B, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.23, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E913199D8F5C422, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E913199D8F5C422, double 0.000000e+00]] }, %trc_kernel_site { ptr @.str.24, ptr null, i32 5, [2 x [3 x double]] [[3 x double] [double 0.000000e+00, double 0x3E914E095F6D308E, double 0.000000e+00], [3 x double] [double 0.000000e+00, double 0x3E9186E86C5C0966, double 0.000000e+00]] }]
+@model = internal constant %trc_model { ptr @.str, ptr @.str.1, i64 4, i64 1664, i64 128, i64 0, i64 0, i64 112, i64 448, i64 112, ptr null, ptr null, i32 4, ptr @params, i32 2, ptr @inputs, i64 1600, i64 1088, i32 0, i32 1, i64 1536, i64 3, i64 1, i32 0, i64 0, i64 0, i64 0, i32 0, i32 1, i32 -1, i32 0, i32 0, i64 0, i64 1096, i64 1104, ptr @forward, ptr @backward, ptr @step, ptr @.str.8, i32 13, ptr @kernel_sites, [2 x double] [double 0x3E62A9303E5F26DF, double 0x3E63B2967AB9C57A], %trc_train_config { i64 1, i64 1, i64 0, i32 1, double 1.000000e-03, double 0.000000e+00, double 1.000000e-02, double 9.000000e-01, double 0x3FEFF7CED916872B, double 1.000000e-08, i32 0, i32 0, i64 0, double 0.000000e+00, double 0.000000e+00, i64 42, i32 0, i64 0, i32 3, i64 50, double 0.000000e+00, i64 1, i64 0, i32 0, i32 0, i32 0, double 1.000000e+00, double 0.000000e+00, i32 0 }, ptr null }
 @llvm.compiler.used = appending global [6 x ptr] [ptr @_ZGVeN16v_expf, ptr @_ZGVdN8v_expf, ptr @_ZGVbN4v_expf, ptr @_ZGVeN16v_logf, ptr @_ZGVdN8v_logf, ptr @_ZGVbN4v_logf], section "llvm.metadata"
 
 define internal float @trc_maxf(float %0, float %1) #0 {
@@ -98,33 +99,52 @@ entry:
 declare float @llvm.sqrt.f32(float) #1
 
 ; Function Attrs: noinline
-define internal void @k5(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #2 {
+define internal void @k3(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
-  call void @trc_gemm_bias(i32 0, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, ptr %2, i64 5, ptr %3, ptr %0, i64 7)
+  call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 7, i64 5, ptr %1, i64 5, i64 20, i64 0, ptr %2, i64 5, i64 35, i64 0, float 0.000000e+00, ptr %0, i64 7, i64 28, i64 0)
   ret void
 }
 
-declare void @trc_gemm_bias(i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, ptr, i64)
+declare void @trc_gemm(i64, i64, i32, i32, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, i64, float, ptr, i64, i64, i64)
 
-define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, i64 %2, i64 %3) #0 {
+define internal void @k6_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
 entry:
-  %4 = sub nsw i64 %3, %2
-  %5 = icmp sgt i64 %4, 0
-  br i1 %5, label %loop, label %done
+  %t = alloca float, align 4
+  %5 = sub nsw i64 %4, %3
+  %6 = icmp sgt i64 %5, 0
+  br i1 %6, label %loop, label %done3
 
-loop:                                             ; preds = %loop, %entry
-  %i = phi i64 [ 0, %entry ], [ %11, %loop ]
-  %6 = add nsw i64 %2, %i
-  %7 = getelementptr inbounds float, ptr %0, i64 %6
-  %8 = load float, ptr %7, align 4
-  %9 = call float @trc_maxf(float %8, float 0.000000e+00)
-  %10 = getelementptr inbounds float, ptr %1, i64 %6
-  store float %9, ptr %10, align 4
-  %11 = add nsw i64 %i, 1
-  %12 = icmp slt i64 %11, %4
-  br i1 %12, label %loop, label %done
+loop:                                             ; preds = %done, %entry
+  %i = phi i64 [ 0, %entry ], [ %22, %done ]
+  %7 = add nsw i64 %3, %i
+  br label %loop1
 
-done:                                             ; preds = %loop, %entry
+loop1:                                            ; preds = %loop1, %loop
+  %i2 = phi i64 [ 0, %loop ], [ %20, %loop1 ]
+  %8 = mul nsw i64 %7, 7
+  %9 = add nsw i64 %i2, %8
+  %10 = getelementptr inbounds float, ptr %0, i64 %9
+  %11 = load float, ptr %10, align 4
+  %12 = getelementptr inbounds float, ptr %1, i64 %i2
+  %13 = load float, ptr %12, align 4
+  %14 = fadd float %11, %13
+  store float %14, ptr %t, align 4
+  %15 = mul nsw i64 %7, 7
+  %16 = add nsw i64 %15, %i2
+  %17 = load float, ptr %t, align 4
+  %18 = call float @trc_maxf(float %17, float 0.000000e+00)
+  %19 = getelementptr inbounds float, ptr %2, i64 %16
+  store float %18, ptr %19, align 4
+  %20 = add nsw i64 %i2, 1
+  %21 = icmp slt i64 %20, 7
+  br i1 %21, label %loop1, label %done
+
+done:                                             ; preds = %loop1
+  %22 = add nsw i64 %i, 1
+  %23 = icmp slt i64 %22, %5
+  br i1 %23, label %loop, label %done3
+
+done3:                                            ; preds = %done, %entry
   ret void
 }
 
@@ -134,26 +154,94 @@ entry:
   %4 = load ptr, ptr %3, align 8
   %5 = getelementptr inbounds ptr, ptr %0, i64 1
   %6 = load ptr, ptr %5, align 8
-  call void @k6_loop0_range(ptr %4, ptr %6, i64 %1, i64 %2)
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  call void @k6_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k6(ptr noalias %0, ptr noalias %1) #2 {
+define internal void @k6(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
-  %2 = alloca [2 x ptr], align 8
-  %3 = getelementptr inbounds ptr, ptr %2, i64 0
-  store ptr %1, ptr %3, align 8
-  %4 = getelementptr inbounds ptr, ptr %2, i64 1
-  store ptr %0, ptr %4, align 8
-  call void @k6_loop0(ptr %2, i64 0, i64 28)
+  %3 = alloca [3 x ptr], align 8
+  %t = alloca float, align 4
+  %4 = getelementptr inbounds ptr, ptr %3, i64 0
+  store ptr %1, ptr %4, align 8
+  %5 = getelementptr inbounds ptr, ptr %3, i64 1
+  store ptr %2, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %3, i64 2
+  store ptr %0, ptr %6, align 8
+  call void @k6_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
 
 ; Function Attrs: noinline
-define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2, ptr noalias %3) #2 {
+define internal void @k8(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
-  call void @trc_gemm_bias(i32 0, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, ptr %2, i64 7, ptr %3, ptr %0, i64 3)
+  call void @trc_gemm(i64 1, i64 1, i32 0, i32 1, i64 4, i64 3, i64 7, ptr %1, i64 7, i64 28, i64 0, ptr %2, i64 7, i64 21, i64 0, float 0.000000e+00, ptr %0, i64 3, i64 12, i64 0)
+  ret void
+}
+
+define internal void @k10_loop0_range(ptr noalias %0, ptr noalias %1, ptr noalias %2, i64 %3, i64 %4) #0 {
+entry:
+  %5 = sub nsw i64 %4, %3
+  %6 = icmp sgt i64 %5, 0
+  br i1 %6, label %loop, label %done3
+
+loop:                                             ; preds = %done, %entry
+  %i = phi i64 [ 0, %entry ], [ %20, %done ]
+  %7 = add nsw i64 %3, %i
+  br label %loop1
+
+loop1:                                            ; preds = %loop1, %loop
+  %i2 = phi i64 [ 0, %loop ], [ %18, %loop1 ]
+  %8 = mul nsw i64 %7, 3
+  %9 = add nsw i64 %i2, %8
+  %10 = mul nsw i64 %7, 3
+  %11 = add nsw i64 %i2, %10
+  %12 = getelementptr inbounds float, ptr %0, i64 %11
+  %13 = load float, ptr %12, align 4
+  %14 = getelementptr inbounds float, ptr %1, i64 %i2
+  %15 = load float, ptr %14, align 4
+  %16 = fadd float %13, %15
+  %17 = getelementptr inbounds float, ptr %2, i64 %9
+  store float %16, ptr %17, align 4
+  %18 = add nsw i64 %i2, 1
+  %19 = icmp slt i64 %18, 3
+  br i1 %19, label %loop1, label %done
+
+done:                                             ; preds = %loop1
+  %20 = add nsw i64 %i, 1
+  %21 = icmp slt i64 %20, %5
+  br i1 %21, label %loop, label %done3
+
+done3:                                            ; preds = %done, %entry
+  ret void
+}
+
+define internal void @k10_loop0(ptr %0, i64 %1, i64 %2) #0 {
+entry:
+  %3 = getelementptr inbounds ptr, ptr %0, i64 0
+  %4 = load ptr, ptr %3, align 8
+  %5 = getelementptr inbounds ptr, ptr %0, i64 1
+  %6 = load ptr, ptr %5, align 8
+  %7 = getelementptr inbounds ptr, ptr %0, i64 2
+  %8 = load ptr, ptr %7, align 8
+  call void @k10_loop0_range(ptr %4, ptr %6, ptr %8, i64 %1, i64 %2)
+  ret void
+}
+
+; Function Attrs: noinline
+define internal void @k10(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
+entry:
+  %3 = alloca [3 x ptr], align 8
+  %4 = getelementptr inbounds ptr, ptr %3, i64 0
+  store ptr %1, ptr %4, align 8
+  %5 = getelementptr inbounds ptr, ptr %3, i64 1
+  store ptr %2, ptr %5, align 8
+  %6 = getelementptr inbounds ptr, ptr %3, i64 2
+  store ptr %0, ptr %6, align 8
+  call void @k10_loop0(ptr %3, i64 0, i64 4)
   ret void
 }
 
@@ -441,8 +529,6 @@ entry:
   ret void
 }
 
-declare void @trc_gemm(i64, i64, i32, i32, i64, i64, i64, ptr, i64, i64, i64, ptr, i64, i64, i64, float, ptr, i64, i64, i64)
-
 ; Function Attrs: noinline
 define internal void @k17(ptr noalias %0, ptr noalias %1, ptr noalias %2) #2 {
 entry:
@@ -547,29 +633,33 @@ entry:
   %1 = getelementptr inbounds i8, ptr %0, i64 1152
   %2 = getelementptr inbounds i8, ptr %0, i64 896
   %3 = getelementptr inbounds i8, ptr %0, i64 0
-  %4 = getelementptr inbounds i8, ptr %0, i64 192
-  call void @k5(ptr %1, ptr %2, ptr %3, ptr %4)
+  call void @k3(ptr %1, ptr %2, ptr %3)
   call void @trc_kernel_done(i32 0)
-  %5 = getelementptr inbounds i8, ptr %0, i64 1280
-  %6 = getelementptr inbounds i8, ptr %0, i64 1152
-  call void @k6(ptr %5, ptr %6)
+  %4 = getelementptr inbounds i8, ptr %0, i64 1280
+  %5 = getelementptr inbounds i8, ptr %0, i64 1152
+  %6 = getelementptr inbounds i8, ptr %0, i64 192
+  call void @k6(ptr %4, ptr %5, ptr %6)
   call void @trc_kernel_done(i32 1)
-  %7 = getelementptr inbounds i8, ptr %0, i64 1536
+  %7 = getelementptr inbounds i8, ptr %0, i64 1152
   %8 = getelementptr inbounds i8, ptr %0, i64 1280
   %9 = getelementptr inbounds i8, ptr %0, i64 256
-  %10 = getelementptr inbounds i8, ptr %0, i64 384
-  call void @k10(ptr %7, ptr %8, ptr %9, ptr %10)
+  call void @k8(ptr %7, ptr %8, ptr %9)
   call void @trc_kernel_done(i32 2)
+  %10 = getelementptr inbounds i8, ptr %0, i64 1536
   %11 = getelementptr inbounds i8, ptr %0, i64 1152
-  %12 = getelementptr inbounds i8, ptr %0, i64 1536
-  call void @k11(ptr %11, ptr %12)
+  %12 = getelementptr inbounds i8, ptr %0, i64 384
+  call void @k10(ptr %10, ptr %11, ptr %12)
   call void @trc_kernel_done(i32 3)
-  %13 = getelementptr inbounds i8, ptr %0, i64 1600
+  %13 = getelementptr inbounds i8, ptr %0, i64 1152
   %14 = getelementptr inbounds i8, ptr %0, i64 1536
-  %15 = getelementptr inbounds i8, ptr %0, i64 1024
-  %16 = getelementptr inbounds i8, ptr %0, i64 1152
-  call void @k12(ptr %13, ptr %14, ptr %15, ptr %16)
+  call void @k11(ptr %13, ptr %14)
   call void @trc_kernel_done(i32 4)
+  %15 = getelementptr inbounds i8, ptr %0, i64 1600
+  %16 = getelementptr inbounds i8, ptr %0, i64 1536
+  %17 = getelementptr inbounds i8, ptr %0, i64 1024
+  %18 = getelementptr inbounds i8, ptr %0, i64 1152
+  call void @k12(ptr %15, ptr %16, ptr %17, ptr %18)
+  call void @trc_kernel_done(i32 5)
   ret void
 }
 
@@ -586,21 +676,21 @@ entry:
   %5 = getelementptr inbounds i8, ptr %0, i64 1152
   %6 = getelementptr inbounds i8, ptr %0, i64 1088
   call void @k14(ptr %2, ptr %3, ptr %4, ptr %5, ptr %6)
-  call void @trc_kernel_done(i32 5)
+  call void @trc_kernel_done(i32 6)
   %7 = getelementptr inbounds i8, ptr %0, i64 832
   %8 = getelementptr inbounds i8, ptr %0, i64 1408
   call void @k15(ptr %7, ptr %8)
-  call void @trc_kernel_done(i32 6)
+  call void @trc_kernel_done(i32 7)
   %9 = getelementptr inbounds i8, ptr %0, i64 1152
   %10 = getelementptr inbounds i8, ptr %0, i64 1408
   %11 = getelementptr inbounds i8, ptr %0, i64 256
   call void @k16(ptr %9, ptr %10, ptr %11)
-  call void @trc_kernel_done(i32 7)
+  call void @trc_kernel_done(i32 8)
   %12 = getelementptr inbounds i8, ptr %0, i64 704
   %13 = getelementptr inbounds i8, ptr %0, i64 1408
   %14 = getelementptr inbounds i8, ptr %0, i64 1280
   call void @k17(ptr %12, ptr %13, ptr %14)
-  call void @trc_kernel_done(i32 8)
+  call void @trc_kernel_done(i32 9)
   %15 = icmp ne ptr %1, null
   br i1 %15, label %bucket_ready, label %16
 
@@ -613,16 +703,16 @@ bucket_ready:                                     ; preds = %entry
   %18 = getelementptr inbounds i8, ptr %0, i64 1280
   %19 = getelementptr inbounds i8, ptr %0, i64 1152
   call void @k18(ptr %17, ptr %18, ptr %19)
-  call void @trc_kernel_done(i32 9)
+  call void @trc_kernel_done(i32 10)
   %20 = getelementptr inbounds i8, ptr %0, i64 640
   %21 = getelementptr inbounds i8, ptr %0, i64 1408
   call void @k19(ptr %20, ptr %21)
-  call void @trc_kernel_done(i32 10)
+  call void @trc_kernel_done(i32 11)
   %22 = getelementptr inbounds i8, ptr %0, i64 448
   %23 = getelementptr inbounds i8, ptr %0, i64 1408
   %24 = getelementptr inbounds i8, ptr %0, i64 896
   call void @k20(ptr %22, ptr %23, ptr %24)
-  call void @trc_kernel_done(i32 11)
+  call void @trc_kernel_done(i32 12)
   %25 = icmp ne ptr %1, null
   br i1 %25, label %bucket_ready1, label %26
 
