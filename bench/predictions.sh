@@ -7,7 +7,11 @@
 # overhead measured by step time against the same model's `off` trainer
 # (median step of a run, median over the rounds; runs alternate), and the
 # one the trainer measures in the same run (--kernel-times: its recompute
-# kernels against the rest of its step). Random data (tests/e2e/random_data.py).
+# kernels against the rest of its step) beside the one it predicts for them
+# (the same kernels' predicted times against the rest of its predicted
+# step: the plan's figure less the saving that backward, reading recomputed
+# values from the cache, makes in kernels of its own, which the in-run
+# figure cannot see). Random data (tests/e2e/random_data.py).
 # Trainers are planned with the default profile unless PROFILE is given
 # (`trainc calibrate -o FILE` first).
 # usage: [MODELS="gpt examples/deep_mlp.nn ..."] bench/predictions.sh [BUILD_DIR] [ROUNDS] [STEPS] [PROFILE]
@@ -40,7 +44,7 @@ policies_of() {
 peak_of() { "$trainc" plan "$@" "${profile_flags[@]}" --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["peak"]["total"])'; }
 predicted_of() { "$trainc" plan "$@" "${profile_flags[@]}" --format json | "$PY" -c 'import json, sys; print(json.load(sys.stdin)["overhead"])'; }
 
-# run BIN DATA NAME: appends "NAME step_seconds in_run_overhead" to $work/times
+# run BIN DATA NAME: appends "NAME step_seconds in_run_overhead its_prediction" to $work/times
 run() {
   "$1" --data "$2" --steps "$steps" --quiet --log "$work/run.jsonl" --log-every 1 \
     --kernel-times "$work/kt.jsonl" 2>/dev/null
@@ -48,7 +52,8 @@ run() {
 import json, statistics, sys
 t = [json.loads(l)["seconds"] for l in open(sys.argv[1]) if '"loss"' in l]
 kt = json.loads(open(sys.argv[2]).readline())
-print(sys.argv[3], statistics.median(b - a for a, b in zip(t[1:], t[2:])), kt["measured"]["overhead"])
+print(sys.argv[3], statistics.median(b - a for a, b in zip(t[1:], t[2:])), kt["measured"]["overhead"],
+      kt["predicted"]["overhead"])
 PYEOF
 }
 
@@ -78,13 +83,18 @@ runs = [l.split() for l in open(sys.argv[1])]
 plans = [l.rstrip("\n").split("|") for l in open(sys.argv[2])]
 step = {i: statistics.median(float(r[1]) for r in runs if r[0] == i) for i, _, _ in plans}
 in_run = {i: statistics.median(float(r[2]) for r in runs if r[0] == i) for i, _, _ in plans}
+in_run_predicted = {i: float(next(r[3] for r in runs if r[0] == i)) for i, _, _ in plans}
 off = step[plans[0][0]]
-print("| policy | step (s) | measured overhead | in-run (--kernel-times) | predicted | predicted / measured - 1 |")
-print("|---|---|---|---|---|---|")
+def rel(p, m):
+    return f"{p / m - 1:+.0%}" if abs(m) >= 0.001 else "-"
+print("| policy | step (s) | measured overhead | predicted (plan) | / measured - 1 | in-run (--kernel-times) | "
+      "in-run predicted | / in-run - 1 |")
+print("|---|---|---|---|---|---|---|---|")
 for i, policy, pred in plans:
     m, p = step[i] / off - 1, float(pred)
-    err = f"{p / m - 1:+.0%}" if abs(m) >= 0.01 else "-"
-    print(f"| {policy} | {step[i]:.4f} | {m:+.1%} | {in_run[i]:+.1%} | {p:+.1%} | {err} |")
+    err = rel(p, m) if abs(m) >= 0.01 else "-"
+    print(f"| {policy} | {step[i]:.4f} | {m:+.1%} | {p:+.1%} | {err} | {in_run[i]:+.1%} | "
+          f"{in_run_predicted[i]:+.1%} | {rel(in_run_predicted[i], in_run[i])} |")
 PYEOF
   echo
 done
