@@ -58,9 +58,11 @@ static float *random_floats(uint64_t seed, int64_t count, double scale) {
   return x;
 }
 
-/* Row r's label: spread over [0, v); with ignore every third row ignored. */
+/* Row r's label: the first and last columns for rows 0 and 1, then spread
+ * over [0, v); with ignore every third row ignored. */
 static int32_t label_of(const head_case *h, int64_t r) {
   if (h->has_ignore && r % 3 == 2) return IGNORE;
+  if (r < 2) return r == 0 ? 0 : (int32_t)h->v - 1;
   return (int32_t)((r * 7919 + 13) % h->v);
 }
 
