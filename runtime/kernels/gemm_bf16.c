@@ -160,20 +160,8 @@ static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int
   round_portable(from, to, n);
 }
 
-enum { IN_PLACE_BLOCK = 256 };
-
-/* Through locals a block at a time: block i's bf16 values land on floats
- * i/2 .. (i + w)/2, which it and the blocks before it have read. */
-void trc_bf16_round_in_place(float *x, int64_t n) {
-  unsigned char *bytes = (unsigned char *)x;
-  for (int64_t i = 0; i < n; i += IN_PLACE_BLOCK) {
-    int64_t w = n - i < IN_PLACE_BLOCK ? n - i : IN_PLACE_BLOCK;
-    float block[IN_PLACE_BLOCK];
-    uint16_t rounded[IN_PLACE_BLOCK];
-    memcpy(block, bytes + i * sizeof(float), (size_t)w * sizeof(float));
-    round_to_bf16(block, rounded, w);
-    memcpy(bytes + i * sizeof(uint16_t), rounded, (size_t)w * sizeof(uint16_t));
-  }
+void trc_bf16_round(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  round_to_bf16(from, to, n);
 }
 
 /* ---- rounding A and B: rows of the stored (not transposed) matrices ---- */

@@ -80,14 +80,35 @@ static inline __attribute__((always_inline)) int64_t first_at(const float *l, in
   return 0;
 }
 
-/* The row's logit gradients over its logits. Columns are counted in 32
- * bits (a vocabulary is far below 2^31), so that the comparison with the
- * label takes one vector of 16 lanes, not two of 8 (it was half the loop's
- * time). */
+/* The row's logit gradient at column c, columns counted in 32 bits (a
+ * vocabulary is far below 2^31), so that the comparison with the label
+ * takes one vector of 16 lanes, not two of 8 (it was half the loop's time);
+ * y is the label, or -1 where no column is. */
+#define LOGIT_GRADIENT(l, c, y, lse, scale) ((expf((l) - (lse)) - (float)((c) == (y))) * (scale))
+
+static inline __attribute__((always_inline)) int32_t label_column(int64_t label, int64_t v) {
+  return label >= 0 && label < v ? (int32_t)label : -1;
+}
+
 static inline __attribute__((always_inline)) void gradient_f32(float *l, int64_t v, int64_t label,
                                                                float lse, float scale) {
-  const int32_t columns = (int32_t)v, y = label >= 0 && label < v ? (int32_t)label : -1;
-  for (int32_t c = 0; c < columns; c++) l[c] = (expf(l[c] - lse) - (float)(c == y)) * scale;
+  const int32_t columns = (int32_t)v, y = label_column(label, v);
+  for (int32_t c = 0; c < columns; c++) l[c] = LOGIT_GRADIENT(l[c], c, y, lse, scale);
+}
+
+/* The same rounded to bf16 into the row's own first 2v bytes, EXP_BLOCK
+ * columns at a time through a buffer: block [c0, c0 + n) lands on the
+ * floats [c0 / 2, (c0 + n) / 2), which it and the blocks before it have
+ * read. One pass over the row instead of two. */
+static inline __attribute__((always_inline)) void gradient_bf16(float *l, int64_t v, int64_t label,
+                                                                float lse, float scale) {
+  const int32_t columns = (int32_t)v, y = label_column(label, v);
+  float g[EXP_BLOCK];
+  for (int32_t c0 = 0; c0 < columns; c0 += EXP_BLOCK) {
+    int32_t n = columns - c0 < EXP_BLOCK ? columns - c0 : EXP_BLOCK;
+    for (int32_t c = 0; c < n; c++) g[c] = LOGIT_GRADIENT(l[c0 + c], c0 + c, y, lse, scale);
+    trc_bf16_round(g, (uint16_t *)l + c0, n);
+  }
 }
 
 static inline __attribute__((always_inline)) void head_row(const head_block *b, int64_t r) {
@@ -100,12 +121,14 @@ static inline __attribute__((always_inline)) void head_row(const head_block *b, 
   b->loss[row] = counts ? lse - l[label] : 0.0f;
   float scale = row_scale(b, counts);
   if (b->dl == 0.0f) return; /* no gradient wanted (trc_linear_cross_entropy) */
-  gradient_f32(l, b->v, label, lse, scale);
-  /* under bf16 rounded once, here, into the row's own first 2v bytes, where
-   * the two GEMMs that read them take them as they are (gradient_gemm): the
-   * bits their rounding would make, one pass over a row in the cache instead
-   * of one over the block's gradients in memory per GEMM */
-  if (b->bf16) trc_bf16_round_in_place(l, b->v);
+  /* under bf16 rounded once, here, where the two GEMMs that read them take
+   * them as they are (gradient_gemm): the bits their rounding would make,
+   * made from the cache instead of from the block's gradients in memory
+   * per GEMM */
+  if (b->bf16)
+    gradient_bf16(l, b->v, label, lse, scale);
+  else
+    gradient_f32(l, b->v, label, lse, scale);
 }
 
 /* The rows' expf loops are most of the head's time beside its GEMMs: they

@@ -39,9 +39,9 @@ void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, c
 int trc_machine_cpus(void);
 /* The job on oneDNN's bf16 matmul, the same parts on the trainer's threads. */
 void trc_gemm_bf16(const trc_gemm_job *j);
-/* x's n floats rounded to bf16 (trc_round_bf16's bits) into its own first
- * 2n bytes: the loss head's logit gradients, rounded once where made. */
-void trc_bf16_round_in_place(float *x, int64_t n);
+/* n floats rounded to bf16 (trc_round_bf16's bits), on the calling thread:
+ * the loss head's logit gradients, rounded once where made. */
+void trc_bf16_round(const float *restrict from, uint16_t *restrict to, int64_t n);
 /* trc_gemm of one matrix under bf16 with A or B (a16, b16; the other NULL)
  * rounded by the caller where it made them: the loss head's logit
  * gradients, rounded once for the two GEMMs that read them (head.c). k > 0. */
