@@ -84,7 +84,10 @@ static inline __attribute__((always_inline)) int64_t first_at(const float *l, in
  * vocabulary is far below 2^31), so that the comparison with the label
  * takes one vector of 16 lanes, not two of 8 (it was half the loop's time);
  * y is the label, or -1 where no column is. */
-#define LOGIT_GRADIENT(l, c, y, lse, scale) ((expf((l) - (lse)) - (float)((c) == (y))) * (scale))
+static inline __attribute__((always_inline)) float logit_gradient(float l, int32_t c, int32_t y,
+                                                                  float lse, float scale) {
+  return (expf(l - lse) - (float)(c == y)) * scale;
+}
 
 static inline __attribute__((always_inline)) int32_t label_column(int64_t label, int64_t v) {
   return label >= 0 && label < v ? (int32_t)label : -1;
@@ -93,7 +96,7 @@ static inline __attribute__((always_inline)) int32_t label_column(int64_t label,
 static inline __attribute__((always_inline)) void gradient_f32(float *l, int64_t v, int64_t label,
                                                                float lse, float scale) {
   const int32_t columns = (int32_t)v, y = label_column(label, v);
-  for (int32_t c = 0; c < columns; c++) l[c] = LOGIT_GRADIENT(l[c], c, y, lse, scale);
+  for (int32_t c = 0; c < columns; c++) l[c] = logit_gradient(l[c], c, y, lse, scale);
 }
 
 /* The same rounded to bf16 into the row's own first 2v bytes, EXP_BLOCK
@@ -106,7 +109,7 @@ static inline __attribute__((always_inline)) void gradient_bf16(float *l, int64_
   float g[EXP_BLOCK];
   for (int32_t c0 = 0; c0 < columns; c0 += EXP_BLOCK) {
     int32_t n = columns - c0 < EXP_BLOCK ? columns - c0 : EXP_BLOCK;
-    for (int32_t c = 0; c < n; c++) g[c] = LOGIT_GRADIENT(l[c0 + c], c0 + c, y, lse, scale);
+    for (int32_t c = 0; c < n; c++) g[c] = logit_gradient(l[c0 + c], c0 + c, y, lse, scale);
     trc_bf16_round(g, (uint16_t *)l + c0, n);
   }
 }
