@@ -24,6 +24,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,37 +128,69 @@ static void round_portable(const float *restrict from, uint16_t *restrict to, in
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#define AVX512_BF16 __attribute__((target("avx512f,avx512bf16,avx512vl")))
 /* AVX512_BF16's vcvtneps2bf16 rounds 16 floats to nearest even in one
  * instruction and quiets NaNs as trc_round_bf16 does, but flushes subnormal
  * inputs to zero: those lanes (rare: below 1.2e-38) are redone by
  * trc_round_bf16, so the result is bitwise the portable one's. Rounding was 38%
  * of a bf16 gpt step when it was scalar, 17% vectorized by the compiler. */
-__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
-round_avx512_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+static inline AVX512_BF16 __m256i round16_avx512_bf16(__m512 x) {
   const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 x = _mm512_loadu_ps(from + i);
-    __m256bh y = _mm512_cvtneps_pbh(x);
-    memcpy(to + i, &y, sizeof y);
-    __m512i u = _mm512_castps_si512(x);
-    __mmask16 subnormal =
-        _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
+  __m256bh y = _mm512_cvtneps_pbh(x);
+  __m512i u = _mm512_castps_si512(x);
+  __mmask16 subnormal = _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
+  __m256i bits;
+  memcpy(&bits, &y, sizeof bits);
+  if (subnormal) {
+    float in[16];
+    uint16_t out[16];
+    memcpy(in, &x, sizeof in);
+    memcpy(out, &bits, sizeof out);
     for (int lane = 0; subnormal; lane++, subnormal >>= 1)
-      if (subnormal & 1) to[i + lane] = trc_round_bf16(from[i + lane]);
+      if (subnormal & 1) out[lane] = trc_round_bf16(in[lane]);
+    memcpy(&bits, out, sizeof bits);
   }
+  return bits;
+}
+
+AVX512_BF16 static void round_avx512_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256((__m256i *)(to + i), round16_avx512_bf16(_mm512_loadu_ps(from + i)));
   round_portable(from + i, to + i, n - i);
+}
+
+/* The same bits stored past the cache (non-temporal stores, from the first
+ * 32-byte boundary of `to`), for a copy no one reads soon: the parameters'
+ * bf16 copy, which the optimizer writes block by block and the next
+ * forward pass reads after the whole update has gone through the cache.
+ * Plain stores would first read every line of the copy they write
+ * (GPT-2 124M's: 248 MB a step; bench/RESULTS.md). */
+AVX512_BF16 static void round_streaming_avx512_bf16(const float *restrict from, uint16_t *restrict to,
+                                                    int64_t n) {
+  int64_t i = 0;
+  for (; i < n && (uintptr_t)(to + i) % 32; i++) to[i] = trc_round_bf16(from[i]);
+  for (; i + 16 <= n; i += 16)
+    _mm256_stream_si256((__m256i *)(to + i), round16_avx512_bf16(_mm512_loadu_ps(from + i)));
+  round_portable(from + i, to + i, n - i);
+  _mm_sfence(); /* the streamed stores seen before any later store: the pool's handover */
 }
 #endif
 
-static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+/* past_cache: the vector path's stores non-temporal (a copy no one reads
+ * soon) */
+static void round_bf16_stored(const float *restrict from, uint16_t *restrict to, int64_t n, bool past_cache) {
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx512bf16")) {
-    round_avx512_bf16(from, to, n);
+    (past_cache ? round_streaming_avx512_bf16 : round_avx512_bf16)(from, to, n);
     return;
   }
 #endif
   round_portable(from, to, n);
+}
+
+static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  round_bf16_stored(from, to, n, false);
 }
 
 void trc_bf16_round(const float *restrict from, uint16_t *restrict to, int64_t n) {
@@ -208,26 +241,17 @@ static void round_columns_portable(const float *from, int64_t first_row, int64_t
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* The same with AVX-512: 16 rows of a column gathered, rounded as in
- * round_avx512_bf16 (subnormal lanes redone), stored as a row. */
-__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void
-round_columns_avx512_bf16(const float *from, int64_t rows, int64_t ld, int64_t c0, int64_t c1,
-                          uint16_t *to) {
-  const __m512i exponent = _mm512_set1_epi32(0x7f800000), mantissa = _mm512_set1_epi32(0x7fffff);
+ * round_avx512_bf16, stored as a row. */
+AVX512_BF16 static void round_columns_avx512_bf16(const float *from, int64_t rows, int64_t ld, int64_t c0,
+                                                  int64_t c1, uint16_t *to) {
   const __m512i down = _mm512_mullo_epi32(
       _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
       _mm512_set1_epi32((int)ld));
   int64_t whole = rows / COLUMN_BLOCK * COLUMN_BLOCK;
   for (int64_t r0 = 0; r0 < whole; r0 += COLUMN_BLOCK)
-    for (int64_t c = c0; c < c1; c++) {
-      __m512 x = _mm512_i32gather_ps(down, from + r0 * ld + c, 4);
-      __m256bh y = _mm512_cvtneps_pbh(x);
-      memcpy(to + c * rows + r0, &y, sizeof y);
-      __m512i u = _mm512_castps_si512(x);
-      __mmask16 subnormal =
-          _mm512_testn_epi32_mask(u, exponent) & _mm512_test_epi32_mask(u, mantissa);
-      for (int lane = 0; subnormal; lane++, subnormal >>= 1)
-        if (subnormal & 1) to[c * rows + r0 + lane] = trc_round_bf16(from[(r0 + lane) * ld + c]);
-    }
+    for (int64_t c = c0; c < c1; c++)
+      _mm256_storeu_si256((__m256i *)(to + c * rows + r0),
+                          round16_avx512_bf16(_mm512_i32gather_ps(down, from + r0 * ld + c, 4)));
   round_columns_portable(from, whole, rows, ld, c0, c1, to);
 }
 #endif
@@ -296,7 +320,7 @@ uint64_t trc_bf16_weights_bytes(void) {
 }
 
 void trc_bf16_weights_update(uint64_t first, uint64_t count) {
-  if (weights.current) round_to_bf16(weights.params + first, weights.copy + first, (int64_t)count);
+  if (weights.current) round_bf16_stored(weights.params + first, weights.copy + first, (int64_t)count, true);
 }
 
 enum { ROUND_BLOCK = 1 << 16 };

@@ -9,7 +9,8 @@
  * bitwise the same C on 1, 2 and 3 threads; in fp32, and the head cases
  * under bf16 too (against the product of the operands rounded to bf16);
  * trc_gemm_rounded bitwise trc_gemm under bf16, and trc_gemm_f32 under
- * bf16 bitwise trc_gemm under fp32, on every case.
+ * bf16 bitwise trc_gemm under fp32, on every case; and the parameters'
+ * bf16 copy as the optimizer updates it.
  * Every element of C's buffer outside the matrices must keep its value. */
 #include "test_util.h"
 
@@ -168,6 +169,34 @@ static void check_bf16_rounding(void) {
   }
 }
 
+/* The parameters' bf16 copy (trc_bf16_weights_*), as the optimizer keeps it:
+ * under bf16 a GEMM of A = [1] and B = the weights w [1 x N] is w rounded;
+ * after w changes in [FIRST, FIRST + COUNT) and trc_bf16_weights_update
+ * rewrites that range of the copy (stored past the cache on AVX512_BF16:
+ * from 6 bytes past a 32-byte boundary, a ragged prologue, the vector body
+ * and a tail), the same GEMM gives the new values rounded, the others as
+ * they were. */
+static void check_bf16_weights_update(void) {
+  enum { N = 1000, FIRST = 3, COUNT = 990 };
+  float *w = malloc(N * sizeof *w), one = 1.0f, *c = malloc(N * sizeof *c);
+  for (int i = 0; i < N; i++) w[i] = 1.0f + (float)i / 7.0f;
+  trc_error err = {0};
+  CHECK(trc_bf16_weights_attach(w, N, &err) == 0);
+  trc_set_precision(TRC_BF16);
+  trc_gemm(1, 1, 0, 0, 1, N, 1, &one, 1, 0, 0, w, N, 0, 0, 0.0f, c, N, 0, 0); /* the copy made */
+  for (int i = FIRST; i < FIRST + COUNT; i++)
+    w[i] = i % 11 == 5 ? 1.00390625f : i % 11 == 7 ? NAN : -3.0f - (float)i / 3.0f; /* ties, NaNs */
+  trc_bf16_weights_update(FIRST, COUNT);
+  trc_gemm(1, 1, 0, 0, 1, N, 1, &one, 1, 0, 0, w, N, 0, 0, 0.0f, c, N, 0, 0);
+  trc_set_precision(TRC_FP32);
+  int64_t wrong = 0;
+  for (int i = 0; i < N; i++) wrong += isnan(w[i]) ? !isnan(c[i]) : (double)c[i] != test_bf16(w[i]);
+  if (wrong) fprintf(stderr, "the bf16 copy after trc_bf16_weights_update: %lld of %d wrong\n", (long long)wrong, N);
+  CHECK(wrong == 0);
+  trc_bf16_weights_detach();
+  free(w), free(c);
+}
+
 int main(void) {
   const gemm_case cases[] = {
       {1, 1, 391, 7, 33, 0, 0, 0, 0},  /* cut by rows into 2 ragged parts */
@@ -197,5 +226,6 @@ int main(void) {
     check_forced(&cases[i], trc_gemm_f32, TRC_BF16, TRC_FP32);
   }
   check_bf16_rounding();
+  check_bf16_weights_update();
   return test_failures != 0;
 }
