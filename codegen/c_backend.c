@@ -20,12 +20,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* `const float *restrict in0` for parameter i of fn (const unless it is
- * the kernel's own buffer). */
+static bool writes_param(const CFunction *fn, int i) {
+  return fn->form.roles[i] == KP_OUT || fn->form.roles[i] == KP_STORED;
+}
+
+/* `const float *restrict in0` for parameter i of fn (const unless the
+ * kernel writes it: its own buffer, a value it stores besides). */
 static void print_param(FILE *out, const Program *p, const CFunction *fn, int i) {
   int b = fn->form.params[i];
-  fprintf(out, "%s%s *restrict %s", fn->form.roles[i] == KP_OUT ? "" : "const ",
-          c_type(p->g->nodes[b].dtype), fn->param_names[i]);
+  fprintf(out, "%s%s *restrict %s", writes_param(fn, i) ? "" : "const ", c_type(p->g->nodes[b].dtype),
+          fn->param_names[i]);
 }
 
 static bool draws_stream(const KExpr *e, int64_t stream) {
@@ -134,7 +138,7 @@ static void print_loop_function(FILE *out, const Program *p, const CFunction *fn
   if (n_parallel) {
     fputs("  void *arg[] = {", out);
     for (int i = 0; i < fn->form.n_params; i++)
-      fprintf(out, "%s%s%s", i ? ", " : "", fn->form.roles[i] == KP_OUT ? "" : "(void *)",
+      fprintf(out, "%s%s%s", i ? ", " : "", writes_param(fn, i) ? "" : "(void *)",
               fn->param_names[i]);
     for (int i = 0; i < fn->form.n_streams; i++) fprintf(out, ", &stream%d", i);
     fputs("};\n", out);
@@ -228,6 +232,7 @@ static void print_function_comment(FILE *out, const Program *p, const CFunction 
   print_type(out, p, fn->first);
   for (int v = 0; v < p->g->n; v++)
     if (p->fused_into[v] == fn->first) fprintf(out, ", computing %s inline", op_info(p->g->nodes[v].op)->name);
+    else if (p->stored_by[v] == fn->first) fprintf(out, ", computing and storing %s", op_info(p->g->nodes[v].op)->name);
   if (n->grad_of_param >= 0) fputs(", added into a gradient", out);
   if (fn->n_uses > 1)
     fprintf(out, "; %d uses, the first %%%d", fn->n_uses, fn->first);

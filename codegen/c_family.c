@@ -362,7 +362,7 @@ void print_buffer_list(FILE *out, const Program *p, int id, const int *used, int
   const Graph *g = p->g;
   for (int i = 0; i < n_used; i++) {
     int b = used[i];
-    const char *qual = b == id ? "" : "const ";
+    const char *qual = b == id || p->stored_by[b] == id ? "" : "const ";
     const char *type = c_type(g->nodes[b].dtype);
     fprintf(out, "  %s%s *%s b%d = (%s%s *)(%s + %llu);\n", qual, type, restrict_kw, b, qual, type,
             arena, (unsigned long long)p->offset[b]);

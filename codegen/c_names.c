@@ -180,7 +180,7 @@ static int parallel_loops(const Kernel *k) {
 
 static char *param_name(const KernelForm *f, int i) {
   if (f->roles[i] == KP_OUT) return xstrdup("out");
-  if (f->roles[i] == KP_OTHER) return xsprintf("x%d", i);
+  if (f->roles[i] == KP_OTHER || f->roles[i] == KP_STORED) return xsprintf("x%d", i);
   return xsprintf("in%d", (int)f->roles[i] - KP_IN0);
 }
 

@@ -495,6 +495,8 @@ struct Kernel {
  * numbers from, each once, ascending: returns their count and sets *ids to
  * an array the caller frees. */
 int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
+/* Whether statements body[0..n) store into buffer buf. */
+bool kernel_stmts_store(KStmt *const *body, int n, int buf);
 
 /* How many times the kernel evaluates expf, logf, tanhf or erff (a loop
  * bounded at run time counted at its extent, the most it runs): the cost
@@ -653,8 +655,9 @@ bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
 /* A kernel's canonical form: its code with its buffers as parameters, so
  * that kernels which differ only in the buffers they touch (the layers of a
  * repeat) are one function of those buffers in every backend. The
- * parameters are the node's own buffer, then its inputs in order, then the
- * other buffers (values fused into it, the dropout key), ascending — those
+ * parameters are the node's own buffer, the values it stores besides
+ * (ascending), then its inputs in order, then the other buffers (values
+ * fused into it, the dropout key), ascending — those
  * the code touches; a GEMM's are A, B, C. `code` is the same text for two
  * kernels exactly when one function of the parameters computes both: the
  * statements with buffers as parameter positions, constants, extents,
@@ -663,7 +666,9 @@ bool kstmt_lane_split(const KStmt *loop, KLaneSplit *split);
  * are parameters too, `streams` in order of first use, so that the dropouts
  * of every layer share one function. k is the node's kernel, NULL for a
  * GEMM. */
-typedef enum { KP_OUT = -2, KP_OTHER = -1, KP_IN0 = 0 } KParamRole; /* KP_IN0 + k: input k */
+/* KP_IN0 + k: input k; KP_STORED: a value the kernel computes inline and
+ * stores besides its own (passes/fuse.c), written like KP_OUT */
+typedef enum { KP_STORED = -3, KP_OUT = -2, KP_OTHER = -1, KP_IN0 = 0 } KParamRole;
 typedef struct {
   char *code;
   int *params;       /* node ids, in parameter order */

@@ -255,6 +255,15 @@ static void mark_stmts(KStmt *const *body, int n, BufList *used) {
   }
 }
 
+bool kernel_stmts_store(KStmt *const *body, int n, int buf) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    if ((s->kind == KS_FOR && kernel_stmts_store(s->body, s->nbody, buf)) || (s->kind == KS_STORE && s->buf == buf))
+      return true;
+  }
+  return false;
+}
+
 static int compare_ints(const void *a, const void *b) {
   int x = *(const int *)a, y = *(const int *)b;
   return (x > y) - (x < y);

@@ -94,16 +94,18 @@ static void add_param(KernelForm *f, int buf, KParamRole role) {
   f->roles[f->n_params++] = role;
 }
 
-/* The parameters: the node's own buffer, its inputs in order, then the
- * others (values fused into it, the dropout key), ascending — of those the
- * code touches (a GEMM: A, B, C). */
-static void order_params(KernelForm *f, const Graph *g, int id, const int *used, int n_used) {
+/* The parameters: the node's own buffer, the values its kernel k stores
+ * besides, its inputs in order, then the others (values fused into it, the
+ * dropout key), ascending — of those the code touches (a GEMM: A, B, C). */
+static void order_params(KernelForm *f, const Graph *g, int id, const Kernel *k, const int *used, int n_used) {
   const Node *n = &g->nodes[id];
   f->params = xmalloc((size_t)(n_used ? n_used : 1) * sizeof *f->params);
   f->roles = xmalloc((size_t)(n_used ? n_used : 1) * sizeof *f->roles);
   f->n_params = 0;
   for (int i = 0; i < n_used; i++)
     if (used[i] == id) add_param(f, id, KP_OUT);
+  for (int i = 0; i < n_used && k; i++)
+    if (kernel_stmts_store(k->body, k->nbody, used[i])) add_param(f, used[i], KP_STORED);
   for (int k = 0; k < n->nin; k++)
     for (int i = 0; i < n_used; i++)
       if (used[i] == n->in[k]) add_param(f, used[i], (KParamRole)(KP_IN0 + k));
@@ -121,7 +123,7 @@ KernelForm kernel_form(const Graph *g, int id, const Kernel *k) {
     for (n_used = 0; n_used < n->nin; n_used++) used[n_used] = n->in[n_used];
     used[n_used++] = id;
   }
-  order_params(&f, g, id, used, n_used);
+  order_params(&f, g, id, k, used, n_used);
   free(used);
   StrBuf sb = {0};
   for (int i = 0; i < f.n_params; i++)

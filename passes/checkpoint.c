@@ -856,7 +856,7 @@ static double seconds_now(void) {
 
 /* A candidate is built to SCHEDULE: its peak and predicted time are known
  * there (parallel marks and buckets change neither). */
-static const ProgramOptions candidate = {.last = PASS_SCHEDULE, .dump = PASS_NONE};
+static const ProgramOptions candidate = {.last = PASS_SCHEDULE, .dump = PASS_NONE, .plain_fusion = true};
 
 /* program_build with o, its time added to the plan's. */
 static Program *timed_build(Plan *pl, const Graph *g, const ProgramOptions *o) {

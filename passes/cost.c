@@ -248,16 +248,24 @@ double head_seconds_at(const Graph *g, const MachineProfile *m, int64_t chunk) {
 }
 
 /* The step whose kernel computes each node: the node itself unless it was
- * fused, else its reader's kernel step (a fused value comes before its
- * reader, so one backward sweep resolves chains). */
+ * fused (or is stored by a reader), else its reader's kernel step (a fused
+ * value comes before its reader, so one backward sweep resolves chains). */
 static int *kernel_steps(const Program *p) {
   int n = p->g->n, *step = xmalloc((size_t)n * sizeof *step);
-  for (int i = n - 1; i >= 0; i--) step[i] = p->fused_into[i] < 0 ? i : step[p->fused_into[i]];
+  for (int i = n - 1; i >= 0; i--)
+    step[i] = p->fused_into[i] >= 0 ? step[p->fused_into[i]] : p->stored_by[i] >= 0 ? step[p->stored_by[i]] : i;
   return step;
 }
 
-/* Per kernel step: its members' FLOPs, bytes (less each fused value's store
- * and load), unfused seconds, how many there are, and the loop work of
+/* The bytes a member's fusion saves: a fused value's store and load, a
+ * stored one's load. */
+static double fusion_saves(const Program *p, int i) {
+  double bytes = (double)node_bytes(&p->g->nodes[i]);
+  return p->fused_into[i] >= 0 ? 2.0 * bytes : p->stored_by[i] >= 0 ? bytes : 0;
+}
+
+/* Per kernel step: its members' FLOPs, bytes (less what fusion saves:
+ * fusion_saves), unfused seconds, how many there are, and the loop work of
  * its kernel (the members' statements are in it). */
 typedef struct {
   double flops, bytes, plain;
@@ -273,7 +281,7 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     StepSums *s = &sum[step[i]];
     if (is_leaf(n)) continue; /* no kernel, no FLOPs */
     s->flops += op_info(n->op)->flops(g, n);
-    s->bytes += bytes_moved(g, n) - (step[i] != i ? 2.0 * (double)node_bytes(n) : 0);
+    s->bytes += bytes_moved(g, n) - fusion_saves(p, i);
     LoopWork w = p->loop_work ? p->loop_work[i] : node_loop_work(g, n);
     s->plain += node_seconds_counted(g, n, w, m);
     s->work.math_calls += w.math_calls;
@@ -384,11 +392,14 @@ static void touch(Reuse *r, int root, int now) {
   r->last[root] = now;
 }
 
-/* The kernel's inputs and output have just moved, at time `now`. */
+/* The kernel's inputs and outputs (its own, and the values it stores for
+ * later readers) have just moved, at time `now`. */
 static void kernel_moved(Reuse *r, int at, int now) {
   const Graph *g = r->p->g;
-  for (int i = r->first[at]; i >= 0; i = r->next[i])
+  for (int i = r->first[at]; i >= 0; i = r->next[i]) {
     for (int k = 0; k < g->nodes[i].nin; k++) touch(r, root_of(r->p, g->nodes[i].in[k]), now);
+    if (r->p->stored_by[i] >= 0) touch(r, root_of(r->p, i), now);
+  }
   touch(r, root_of(r->p, at), now);
 }
 

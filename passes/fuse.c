@@ -12,14 +12,14 @@
  *     expression that loads neither P nor a gradient slot (whose value other
  *     kernels change between P's step and C's);
  *   - C's kernel is such a nest over N elements too, `C[row-major j] (+)=
- *     e'(j)`, whose one load of P is at the row-major index of its own
- *     variables j; and the nests have the same extents, or P's is one flat
+ *     e'(j)`, whose loads of P (a GELU reads its input twice) are at the
+ *     row-major index of its own variables j; and the nests have the same extents, or P's is one flat
  *     loop (i = C's index of P), or C's is (then rebuilt with P's extents
  *     around the same statements: the same iterations in the same order).
  * Iteration j of C then reads exactly the element that iteration j of P
  * wrote (the same row-major position), so C computes it itself: P's
  * statements with P's variables renamed, P's value in a local
- * `float t = e(j);`, and t where C loaded P[j]. Row-major indices are read
+ * `float t = e(j);`, and t wherever C loaded P[j]. Row-major indices are read
  * from the loop nest as affine forms (kexpr_affine), never from op names. Every float is the same
  * operation on the same operands as before; only the store and the load of
  * P[j] are gone. P's value stays a statement of its own, never an operand
@@ -28,6 +28,15 @@
  * expressions it saw unfused. The memory plan gives P no storage and keeps
  * P's inputs alive until C's step; nothing else writes them meanwhile (every
  * value but a gradient slot is written once, by its own step).
+ *
+ * A value read by several steps (a GELU's input, which its gradient reads
+ * again; a bias add a GEMM reads) fuses the same way into its first reader,
+ * C, which then also stores it: P[j] = t, for the readers after it (stored
+ * by C: Program.stored_by). The conditions are those above but the one
+ * reader: C is the first step to read P, in the same pass (forward or
+ * backward) as P. Only P's load is gone, and P's own pass over memory: a
+ * bias add and the GELU after it read the GEMM's output once and write both
+ * values in one loop. P's storage begins at C's step.
  *
  * Steps are visited in schedule order, so a chain a -> b -> c (a, b each
  * read only by the next) ends as one kernel. */
@@ -85,21 +94,28 @@ static bool same_extents(const Nest *a, const Nest *b) {
   return true;
 }
 
-/* Loads of buffer buf in e; *last: one of them. */
-static int count_loads(KExpr *e, int buf, KExpr **last) {
-  if (!e) return 0;
-  int n = e->kind == KE_LOAD && e->buf == buf;
-  if (n) *last = e;
-  return n + count_loads(e->a, buf, last) + count_loads(e->b, buf, last) +
-         count_loads(e->c, buf, last);
+/* The loads C may make of its producer's value: a GELU reads its input
+ * twice, a product with itself as often. */
+enum { MAX_LOADS = 4 };
+typedef struct {
+  KExpr *at[MAX_LOADS];
+  int n; /* how many there are, MAX_LOADS + 1 for more */
+} Loads;
+
+/* Adds the loads of buffer buf in e to l. */
+static void find_loads(KExpr *e, int buf, Loads *l) {
+  if (!e || l->n > MAX_LOADS) return;
+  if (e->kind == KE_LOAD && e->buf == buf) {
+    if (l->n < MAX_LOADS) l->at[l->n] = e;
+    l->n++;
+  }
+  find_loads(e->a, buf, l), find_loads(e->b, buf, l), find_loads(e->c, buf, l);
 }
 
-static int count_loads_in(const KStmt *loop, int buf, KExpr **last) {
-  int n = 0;
-  for (int i = 0; i < loop->nbody; i++)
-    n += count_loads(loop->body[i]->value, buf, last) +
-         count_loads(loop->body[i]->index, buf, last);
-  return n;
+static Loads loads_in(const KStmt *loop, int buf) {
+  Loads l = {.n = 0};
+  for (int i = 0; i < loop->nbody; i++) find_loads(loop->body[i]->value, buf, &l), find_loads(loop->body[i]->index, buf, &l);
+  return l;
 }
 
 /* A load of P itself or of a gradient slot, which P may not move later. */
@@ -162,10 +178,11 @@ static void renest_like(Kernel *ck, Nest *cn, const Nest *pn) {
   }
 }
 
-/* Puts P's statements before C's store and P's value where C loaded it;
- * P's variables become vars. */
+/* Puts P's statements before C's store and P's value where C loaded it
+ * (and, when `stored`, into P's buffer at the same element); P's variables
+ * become vars. */
 static void inline_producer(const Kernel *pk, const Nest *pn, Kernel *ck, const Nest *cn,
-                            KExpr *load, KExpr *const *vars) {
+                            const Loads *loads, KExpr *const *vars, bool stored) {
   KStmt *ploop = innermost(pn), *cloop = innermost(cn);
   KStmt *store = cloop->body[--cloop->nbody];
   int *locals = xmalloc(((size_t)pk->n_locals + 1) * sizeof *locals), value;
@@ -174,24 +191,44 @@ static void inline_producer(const Kernel *pk, const Nest *pn, Kernel *ck, const 
     k_local(ck, cloop, clone(ck, s->value, vars, locals), &locals[s->var]);
   }
   k_local(ck, cloop, clone(ck, store_of(pn)->value, vars, locals), &value);
+  if (stored)
+    k_store(ck, cloop, store_of(pn)->buf, clone(ck, store_of(pn)->index, vars, locals), k_localv(ck, value), false);
   free(locals);
   VEC_PUSH(cloop->body, cloop->nbody, cloop->capbody, store);
-  *load = (KExpr){.kind = KE_LOCAL, .var = value};
+  for (int i = 0; i < loads->n; i++) *loads->at[i] = (KExpr){.kind = KE_LOCAL, .var = value};
 }
 
 /* Per node: its reading steps (a read through a view counts twice, so that
- * such a value never fuses); *reader: the last of them. */
-static void count_readers(const Program *p, int *readers, int *reader) {
+ * such a value never fuses into its one reader), the first and the last of
+ * them; per step node, whether forward() runs it. */
+typedef struct {
+  int *count, *first, *last;
+  bool *in_forward;
+} Readers;
+
+static Readers readers_of(const Program *p) {
   const Graph *g = p->g;
+  Readers r = {xcalloc((size_t)g->n, sizeof(int)), xcalloc((size_t)g->n, sizeof(int)),
+               xcalloc((size_t)g->n, sizeof(int)), xcalloc((size_t)g->n, sizeof(bool))};
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int id = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
     const Node *n = &g->nodes[id];
+    r.in_forward[id] = s < p->n_forward;
     for (int k = 0; k < n->nin; k++) {
       int root = p->storage_root[n->in[k]];
-      readers[root] += root == n->in[k] ? 1 : 2;
-      reader[root] = id;
+      if (!r.count[root]) r.first[root] = id;
+      r.count[root] += root == n->in[k] ? 1 : 2;
+      r.last[root] = id;
     }
   }
+  return r;
+}
+
+static void readers_free(Readers *r) {
+  free(r->count);
+  free(r->first);
+  free(r->last);
+  free(r->in_forward);
 }
 
 /* Whether the runtime reads the value node id (after forward or backward). */
@@ -207,8 +244,9 @@ static bool read_by_runtime(const Program *p, int id) {
  * long chains fuse in pieces. */
 enum { FUSE_MAX_STATEMENTS = 64 };
 
-/* Fuses P into its reader C when the conditions above hold. */
-static bool try_fuse(Program *p, int P, int C) {
+/* Fuses P into its reader C when the conditions above hold; `stored`: C
+ * stores P too, for P's later readers. */
+static bool try_fuse(Program *p, int P, int C, bool stored) {
   const Graph *g = p->g;
   const Node *pn = &g->nodes[P];
   if (pn->dtype != DT_F32 || pn->grad_of_param >= 0 || read_by_runtime(p, P)) return false;
@@ -220,10 +258,15 @@ static bool try_fuse(Program *p, int P, int C) {
     return false;
   for (int i = 0; i < innermost(&pnest)->nbody; i++)
     if (loads_unstable(p, innermost(&pnest)->body[i]->value, P)) return false;
-  KExpr *load = NULL;
-  if (count_loads_in(innermost(&cnest), P, &load) != 1 || !is_row_major(ck, &cnest, load->a))
-    return false;
+  Loads loads = loads_in(innermost(&cnest), P);
+  if (loads.n < 1 || loads.n > MAX_LOADS) return false;
+  for (int i = 0; i < loads.n; i++)
+    if (!is_row_major(ck, &cnest, loads.at[i]->a)) return false;
+  KExpr *load = loads.at[0];
   bool renest = cnest.depth == 1 && pnest.depth > 1;
+  /* threads split a kernel's outermost loop: C's flat one over all the
+   * elements is not given up for an outer loop of one trip */
+  if (renest && pnest.loops[0]->extent < 2) return false;
   if (!renest && !same_extents(&pnest, &cnest) && pnest.depth != 1) return false;
   if (renest) renest_like(ck, &cnest, &pnest);
   /* C's iteration reads the element P wrote at the iteration of the same
@@ -234,43 +277,50 @@ static bool try_fuse(Program *p, int P, int C) {
     vars[pnest.loops[d]->var] = pnest.depth == 1 && !same_extents(&pnest, &cnest)
                                     ? load->a
                                     : k_index(ck, cnest.loops[d]->var);
-  inline_producer(pk, &pnest, ck, &cnest, load, vars);
+  inline_producer(pk, &pnest, ck, &cnest, &loads, vars, stored);
   free(vars);
   return true;
 }
 
-static void drop_fused(int *steps, int *n, const int *fused_into) {
+
+static void drop_fused_steps(const Program *p, int *steps, int *n) {
   int kept = 0;
   for (int i = 0; i < *n; i++)
-    if (fused_into[steps[i]] < 0) steps[kept++] = steps[i];
+    if (fused_consumer(p, steps[i]) == steps[i]) steps[kept++] = steps[i];
   *n = kept;
 }
 
+static void drop_fused(Program *p) {
+  drop_fused_steps(p, p->forward, &p->n_forward);
+  drop_fused_steps(p, p->backward, &p->n_backward);
+}
+
 void program_fuse(Program *p, FuseScope scope) {
-  const Graph *g = p->g;
-  int *readers = xcalloc((size_t)g->n, sizeof *readers);
-  int *reader = xcalloc((size_t)g->n, sizeof *reader);
-  count_readers(p, readers, reader);
+  Readers r = readers_of(p);
   for (int s = 0; s < p->n_forward + p->n_backward; s++) {
     int P = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
-    int C = reader[P];
-    bool in_scope = scope == FUSE_ALL || (scope == FUSE_FORWARD) == (s < p->n_forward);
-    if (scope == FUSE_NONE || !in_scope || readers[P] != 1 || !try_fuse(p, P, C)) continue;
+    bool in_scope = scope >= FUSE_ALL || (scope == FUSE_FORWARD) == (s < p->n_forward);
+    bool stored = r.count[P] > 1;
+    if (scope == FUSE_NONE || !in_scope || !r.count[P] || (stored && scope != FUSE_ALL_STORED)) continue;
+    int C = stored ? r.first[P] : r.last[P];
+    if ((stored && r.in_forward[P] != r.in_forward[C]) || !try_fuse(p, P, C, stored)) continue;
     kernel_free(p->kernels[P]);
     p->kernels[P] = NULL;
-    p->fused_into[P] = C;
+    *(stored ? &p->stored_by[P] : &p->fused_into[P]) = C;
     p->n_fused++;
+    p->n_stored += stored;
   }
-  drop_fused(p->forward, &p->n_forward, p->fused_into);
-  drop_fused(p->backward, &p->n_backward, p->fused_into);
+  drop_fused(p);
   p->memory_planned = false;
-  free(readers);
-  free(reader);
+  readers_free(&r);
 }
 
 int fused_consumer(const Program *p, int id) {
-  while (p->fused_into[id] >= 0) id = p->fused_into[id];
-  return id;
+  for (;;) {
+    if (p->fused_into[id] >= 0) id = p->fused_into[id];
+    else if (p->stored_by[id] >= 0) id = p->stored_by[id];
+    else return id;
+  }
 }
 
 /* g's program to SCHEDULE with this fusion scope. */
@@ -288,20 +338,53 @@ static void program_swap(Program *a, Program *b) {
   *b = t;
 }
 
+/* Whether some step of fused program p is a loop nest over its value read
+ * by several steps, the first of them a loop nest in the same pass: a
+ * value a stored fusion might take (try_fuse decides). */
+static bool stored_candidates(const Program *p) {
+  Readers r = readers_of(p);
+  bool found = false;
+  for (int s = 0; s < p->n_forward + p->n_backward && !found; s++) {
+    int P = s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
+    found = r.count[P] > 1 && p->kernels[P] && p->kernels[r.first[P]] && r.in_forward[P] == r.in_forward[r.first[P]];
+  }
+  readers_free(&r);
+  return found;
+}
+
+/* The stored fusions on top of p's (all of them), kept when the arena is
+ * no larger: a stored value's inputs stay alive while it and its reader's
+ * value are written (a bias add's input, its value and the GELU's output
+ * at one step), which a placement may or may not absorb (the issue-10 GPT:
+ * 74 KB more; GPT-2 124M: none). */
+static void fuse_stored_if_no_larger(Program *p) {
+  if (!stored_candidates(p)) return; /* the planner's programs: mostly none, no trial */
+  Program *t = fused_trial(p->g, FUSE_ALL_STORED);
+  if (t->n_stored > 0 && t->arena_bytes <= p->arena_bytes) program_swap(p, t);
+  program_free(t);
+}
+
 /* Fusion keeps a fused value's inputs alive until its reader runs, and
  * greedy placement is sensitive to what it places, so a fused program's
  * arena may come out larger (fashion_mlp: by 2%). The planner's peak must
  * hold for what is built, so p becomes the widest fusion of all,
  * forward-only, backward-only, none, whose arena is no larger than the
- * unfused one. p itself is fused all the way first: that usually wins, and
- * then no second program is lowered (the planner builds one per candidate). */
-void program_fuse_widest(Program *p) {
+ * unfused one; then, fused all the way and unless `plain`, the same with
+ * the stored fusions too where that arena is no larger again. p itself is
+ * fused all the way first: that usually wins, and then no second program
+ * is lowered but for the stored fusions. The planner's candidates (one
+ * program each) are plain: the plan it picks is built with them, its
+ * arena no larger for it. */
+void program_fuse_widest(Program *p, bool plain) {
   if (p->g->train.no_fuse) return;
   program_plan_memory(p);
   uint64_t unfused = p->arena_bytes;
   program_fuse(p, FUSE_ALL);
   program_plan_memory(p);
-  if (p->n_fused > 0 && p->arena_bytes <= unfused) return;
+  if (p->n_fused > 0 && p->arena_bytes <= unfused) {
+    if (!plain) fuse_stored_if_no_larger(p);
+    return;
+  }
   FuseScope narrower[] = {FUSE_FORWARD, FUSE_BACKWARD, FUSE_NONE};
   for (size_t i = 0; i < sizeof narrower / sizeof narrower[0]; i++) {
     Program *t = fused_trial(p->g, narrower[i]);

@@ -49,14 +49,18 @@ Plan *plan_fitting(const Graph *g, CheckpointSpec spec, const MachineProfile *m,
                    const ProgramOptions *o, uint64_t *least_peak, PlanMemo *memo);
 
 /* Which steps may fuse into their reader: a fused value computed in
- * forward() (FUSE_FORWARD), in backward() (FUSE_BACKWARD), both or none. */
-typedef enum { FUSE_NONE, FUSE_FORWARD, FUSE_BACKWARD, FUSE_ALL } FuseScope;
-/* Fuses the pointwise steps of scope into their one reader: sets fused_into,
- * rewrites the readers' kernels and drops the fused steps from forward and
- * backward. Runs on a program with kernels, before its memory plan
- * (program_fuse_widest picks the scope). */
+ * forward() (FUSE_FORWARD), in backward() (FUSE_BACKWARD), both or none;
+ * FUSE_ALL_STORED: both, and values with several readers into the first,
+ * which stores them (stored_by). */
+typedef enum { FUSE_NONE, FUSE_FORWARD, FUSE_BACKWARD, FUSE_ALL, FUSE_ALL_STORED } FuseScope;
+/* Fuses the pointwise steps of scope into their one reader (fused_into), or
+ * into the first of their readers, which then stores them for the others
+ * (stored_by); rewrites the readers' kernels and drops the fused steps from
+ * forward and backward. Runs on a program with kernels, before its memory
+ * plan (program_fuse_widest picks the scope). */
 void program_fuse(Program *p, FuseScope scope);
-/* The step whose kernel computes id: id itself unless it was fused. */
+/* The step whose kernel computes id: id itself unless it was fused or is
+ * stored by a reader. */
 int fused_consumer(const Program *p, int id);
 
 #endif

@@ -76,12 +76,27 @@ static Interval *lifetimes(const Program *p, int *count) {
   int *pos = xmalloc((size_t)g->n * sizeof *pos);
   for (int i = 0; i < g->n; i++) pos[i] = -1;
   for (int s = 0; s < steps; s++) pos[step_node(p, s)] = s;
-  Interval *iv = xcalloc(2 * (size_t)steps + 1, sizeof *iv); /* a value and a scratch a step */
+  /* the values a reader's step stores (stored_by), listed per step: each
+   * written at that step */
+  int *first_stored = xmalloc((size_t)g->n * sizeof *first_stored), *next_stored = xmalloc((size_t)g->n * sizeof *next_stored);
+  int stored = 0;
+  for (int i = 0; i < g->n; i++) first_stored[i] = -1;
+  for (int i = g->n - 1; i >= 0; i--) {
+    if (p->stored_by[i] < 0) continue;
+    int at = fused_consumer(p, i);
+    pos[i] = pos[at], next_stored[i] = first_stored[at], first_stored[at] = i, stored++;
+  }
+  /* a value and a scratch a step, and the stored values */
+  Interval *iv = xcalloc(2 * (size_t)steps + (size_t)stored + 1, sizeof *iv);
   int *slot = xmalloc((size_t)g->n * sizeof *slot);
   int n = 0;
   for (int s = 0; s < steps; s++) {
     int id = step_node(p, s);
     slot[id] = -1;
+    for (int i = first_stored[id]; i >= 0; i = next_stored[i]) {
+      slot[i] = n;
+      iv[n++] = (Interval){.node = i, .start = s, .end = s, .size = align_up(node_bytes(&g->nodes[i]))};
+    }
     if (g->nodes[id].grad_of_param >= 0) continue; /* lives in its gradient slot */
     slot[id] = n;
     iv[n++] = (Interval){.node = id, .start = s, .end = s, .size = align_up(node_bytes(&g->nodes[id]))};
@@ -89,6 +104,8 @@ static Interval *lifetimes(const Program *p, int *count) {
     if (scratch)
       iv[n++] = (Interval){.node = id, .scratch = true, .start = s, .end = s, .size = align_up(scratch)};
   }
+  free(first_stored);
+  free(next_stored);
   for (int s = 0; s < steps; s++) {
     const Node *nd = &g->nodes[step_node(p, s)];
     for (int k = 0; k < nd->nin; k++) {
@@ -97,7 +114,7 @@ static Interval *lifetimes(const Program *p, int *count) {
     }
   }
   for (int i = 0; i < g->n; i++) { /* a fused value's inputs: read where it is computed */
-    if (p->fused_into[i] < 0) continue;
+    if (fused_consumer(p, i) == i) continue;
     int at = pos[fused_consumer(p, i)];
     for (int k = 0; k < g->nodes[i].nin; k++) {
       int src = p->storage_root[g->nodes[i].in[k]];

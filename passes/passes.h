@@ -99,7 +99,12 @@ typedef struct {
   int *fused_into;           /* per node id: the step whose kernel computes it
                                 inline (passes/fuse.c; it then has no step, no
                                 storage and no kernel of its own), -1 others */
-  int n_fused;               /* how many values are fused */
+  int *stored_by;            /* per node id: the step whose kernel computes it
+                                inline and also stores it, for its later readers
+                                (passes/fuse.c: no step or kernel of its own, its
+                                storage from that step on), -1 others */
+  int n_fused;               /* how many values are fused or stored by a reader */
+  int n_stored;              /* how many of those are stored by a reader */
   int *storage_root;         /* per node id: the value owning its storage (graph_storage_roots) */
   uint64_t param_offset, param_bytes;
   uint64_t trained_bytes;    /* the prefix of the parameters that trains (the rest
@@ -171,6 +176,8 @@ typedef struct {
                             after SCHEDULE: their peak and time are known then) */
   Pass dump;             /* print the program after this pass to dump_out */
   FILE *dump_out;
+  bool plain_fusion;     /* no stored fusions, which cost a second program
+                            (fuse.c): the planner's candidates */
 } ProgramOptions;
 
 /* The program passes in order, STEPS to o->last, from a graph with its
@@ -202,10 +209,11 @@ Program *program_steps(const Graph *g);
 /* KERNELS: every step's loop nest (p->kernels; NULL for a library call). */
 void program_lower_kernels(Program *p);
 /* FUSE: the widest fusion (all steps, forward only, backward only) whose
- * arena is no larger than the unfused program's, or none (fuse.c; nothing
- * under g->train.no_fuse): fused_into set, readers' kernels rewritten, fused
- * steps dropped. */
-void program_fuse_widest(Program *p);
+ * arena is no larger than the unfused program's, or none, then unless
+ * `plain`, the stored fusions too where the arena stays no larger (fuse.c;
+ * nothing under g->train.no_fuse): fused_into and stored_by set, readers'
+ * kernels rewritten, fused steps dropped. */
+void program_fuse_widest(Program *p, bool plain);
 /* SCHEDULE: every computed value's place in the activation region from its
  * lifetime (memplan.c); live_until, stored_bytes, most_alive_bytes, arena_bytes. Nothing to
  * do when the steps have not changed since the last plan (FUSE plans the
@@ -296,8 +304,9 @@ LoopWork node_loop_work(const Graph *g, const Node *n);
 /* Moving bytes: at cache_bandwidth up to cache_bytes, else at bandwidth. */
 double memory_seconds(double bytes, const MachineProfile *m);
 /* Predicted seconds of each node of p->g (a new array, one per node id): a
- * step with values fused into it (Program.fused_into) is one kernel call over
- * all their FLOPs, moving their bytes less each fused value's store and load,
+ * step with values fused into it (Program.fused_into, stored_by) is one
+ * kernel call over all their FLOPs, moving their bytes less each fused
+ * value's store and load (a stored one's load),
  * its time shared among them in proportion to their unfused node_seconds.
  * A scheduled kernel reads from memory, at `bandwidth`, the inputs that
  * have left the cache (more than cache_bytes moved since they last moved),

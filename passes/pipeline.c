@@ -53,7 +53,7 @@ Program *program_build(const Graph *g, const ProgramOptions *o) {
   Program *p;
   PROGRAM_PASS(PASS_STEPS, p = program_steps(g));
   PROGRAM_PASS(PASS_KERNELS, program_lower_kernels(p));
-  PROGRAM_PASS(PASS_FUSE, program_fuse_widest(p));
+  PROGRAM_PASS(PASS_FUSE, program_fuse_widest(p, o->plain_fusion));
   PROGRAM_PASS(PASS_SCHEDULE, program_plan_memory(p));
   PROGRAM_PASS(PASS_PARALLEL, program_mark_kernels(p));
   PROGRAM_PASS(PASS_BUCKETS, program_bucket_gradients(p, o->bucket_bytes ? o->bucket_bytes : GRAD_BUCKET_BYTES));

@@ -39,8 +39,9 @@ Program *program_steps(const Graph *g) {
   p->offset = xcalloc((size_t)g->n, sizeof(uint64_t));
   p->scratch_offset = xcalloc((size_t)g->n, sizeof(uint64_t));
   p->fused_into = xmalloc((size_t)g->n * sizeof *p->fused_into);
+  p->stored_by = xmalloc((size_t)g->n * sizeof *p->stored_by);
   p->storage_root = graph_storage_roots(g);
-  for (int i = 0; i < g->n; i++) p->fused_into[i] = -1;
+  for (int i = 0; i < g->n; i++) p->fused_into[i] = p->stored_by[i] = -1;
   bool *live = live_nodes(g);
   order_steps(p, live);
   free(live);
@@ -103,6 +104,7 @@ void program_free(Program *p) {
   free(p->scratch_offset);
   free(p->live_until);
   free(p->fused_into);
+  free(p->stored_by);
   free(p->storage_root);
   free(p->forward);
   free(p->backward);

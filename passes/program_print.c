@@ -45,17 +45,19 @@ static void print_regions(FILE *out, const Program *p, Pass after) {
             (unsigned long long)regions[i].bytes, regions[i].note);
 }
 
-/* "fuses %i" for each value fused into step id, in id order: they are its
- * inputs (a value fuses only into its one reader). */
+/* "fuses %i" for each value fused into step id, "stores %i" for each it
+ * computes and stores, in id order: they are its inputs (a value fuses
+ * only into a reader). */
 static void print_fused_inputs(FILE *out, const Program *p, const Node *n, int id) {
   int last = -1;
   for (;;) {
     int next = -1;
     for (int k = 0; k < n->nin; k++)
-      if (p->fused_into[n->in[k]] == id && n->in[k] > last && (next < 0 || n->in[k] < next))
+      if (fused_consumer(p, n->in[k]) != n->in[k] && (p->fused_into[n->in[k]] == id || p->stored_by[n->in[k]] == id) &&
+          n->in[k] > last && (next < 0 || n->in[k] < next))
         next = n->in[k];
     if (next < 0) return;
-    fprintf(out, "  fuses %%%d", next);
+    fprintf(out, "  %s %%%d", p->fused_into[next] == id ? "fuses" : "stores", next);
     last = next;
   }
 }
@@ -86,36 +88,46 @@ static bool shows_loops(Pass after) {
 }
 
 /* label: the step, "leaf" or "view"; the value; where it lives and why. */
-static void print_line(FILE *out, const Program *p, int id, int step, Pass after) {
+static void print_line(FILE *out, const Program *p, int id, const int *steps, Pass after) {
+  int step = steps[id];
   const Graph *g = p->g;
   const Node *n = &g->nodes[id];
   char b1[16], b2[16], sb[128];
-  const char *label = is_leaf(n) ? "leaf" : p->fused_into[id] >= 0 ? "fused" : "view";
+  const char *label = is_leaf(n) ? "leaf" : fused_consumer(p, id) != id ? "fused" : "view";
   if (step >= 0) label = step_name(p, step, b1);
   fprintf(out, "  %-5s %%%d = %s", label, id, op_info(n->op)->name);
   if (is_leaf(n) && n->name) fprintf(out, " %s", n->name);
   for (int k = 0; k < n->nin; k++) fprintf(out, "%s%%%d", k ? ", " : " ", n->in[k]);
   fprintf(out, " : %s%s", dtype_name(n->dtype), shape_str(&n->shape, sb));
   if (p->fused_into[id] >= 0) fprintf(out, "  in %%%d", p->fused_into[id]);
-  else if (after >= PASS_SCHEDULE || step < 0)
+  else if (after >= PASS_SCHEDULE || (step < 0 && p->stored_by[id] < 0))
     fprintf(out, "  @%llu +%llu", (unsigned long long)p->offset[id],
             (unsigned long long)node_bytes(n));
   else fprintf(out, "  +%llu", (unsigned long long)node_bytes(n));
+  if (p->stored_by[id] >= 0) fprintf(out, "  in %%%d, stored there", p->stored_by[id]);
   print_fused_inputs(out, p, n, id);
   if (node_is_view(n)) fprintf(out, "  view of %%%d", p->storage_root[id]);
   if (n->grad_of_param >= 0) fprintf(out, "  +=> grad(%s)", g->nodes[n->grad_of_param].name);
   if (n->recompute_of >= 0) fprintf(out, "  recompute of %%%d", n->recompute_of);
   if (step >= 0 && shows_loops(after)) print_loops(out, p, id, after);
-  if (step >= 0 && after >= PASS_SCHEDULE && p->live_until[id] >= 0)
-    fprintf(out, "  live %s..%s%s", step_name(p, step, b1), step_name(p, p->live_until[id], b2),
-            step < p->n_forward && p->live_until[id] >= p->n_forward ? "  stored" : "");
+  int from = p->stored_by[id] >= 0 ? steps[fused_consumer(p, id)] : step; /* written there */
+  if (from >= 0 && after >= PASS_SCHEDULE && p->live_until[id] >= 0)
+    fprintf(out, "  live %s..%s%s", step_name(p, from, b1), step_name(p, p->live_until[id], b2),
+            from < p->n_forward && p->live_until[id] >= p->n_forward ? "  stored" : "");
   fputc('\n', out);
 }
 
+/* The values forward leaves for backward: the steps' own, and those a step
+ * stores for later readers (stored_by: among its inputs). */
 static void print_stored(FILE *out, const Program *p) {
   fprintf(out, "stored (%llu bytes):", (unsigned long long)p->stored_bytes);
-  for (int s = 0; s < p->n_forward; s++)
-    if (p->live_until[p->forward[s]] >= p->n_forward) fprintf(out, " %%%d", p->forward[s]);
+  for (int s = 0; s < p->n_forward; s++) {
+    int id = p->forward[s];
+    const Node *n = &p->g->nodes[id];
+    for (int k = 0; k < n->nin; k++)
+      if (p->stored_by[n->in[k]] == id && p->live_until[n->in[k]] >= p->n_forward) fprintf(out, " %%%d", n->in[k]);
+    if (p->live_until[id] >= p->n_forward) fprintf(out, " %%%d", id);
+  }
   fputc('\n', out);
 }
 
@@ -144,9 +156,9 @@ void program_print(FILE *out, const Program *p, Pass after) {
   for (int i = 0; i < g->n; i++) {
     if (i == g->n_forward) fputs("backward:\n", out);
     bool shown = step[i] >= 0 || is_leaf(&g->nodes[i]) || node_is_view(&g->nodes[i]) ||
-                 p->fused_into[i] >= 0;
+                 fused_consumer(p, i) != i;
     if (live[i] && shown)
-      print_line(out, p, i, step[i], after);
+      print_line(out, p, i, step, after);
   }
   if (after >= PASS_SCHEDULE) print_stored(out, p);
   if (after == PASS_BUCKETS) print_buckets(out, p);

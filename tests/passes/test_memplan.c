@@ -24,14 +24,18 @@ static int step_node(const Program *p, int s) {
   return s < p->n_forward ? p->forward[s] : p->backward[s - p->n_forward];
 }
 
-/* Every value and scratch with a place in the activation region. */
+/* Every value and scratch with a place in the activation region: the
+ * steps' own, and the values a step stores besides (Program.stored_by),
+ * alive from that step. */
 static Placed *placed_values(const Program *p, int *count) {
   const Graph *g = p->g;
   int steps = p->n_forward + p->n_backward, n = 0;
-  Placed *v = xcalloc(2 * (size_t)steps + 1, sizeof *v);
+  Placed *v = xcalloc(2 * (size_t)steps + (size_t)g->n + 1, sizeof *v);
   for (int s = 0; s < steps; s++) {
     int id = step_node(p, s);
     const Node *nd = &g->nodes[id];
+    for (int i = 0; i < g->n; i++)
+      if (p->stored_by[i] == id) v[n++] = (Placed){i, s, p->live_until[i], p->offset[i], aligned(value_bytes(&g->nodes[i]))};
     if (nd->grad_of_param >= 0) continue;
     v[n++] = (Placed){id, s, p->live_until[id], p->offset[id], aligned(value_bytes(nd))};
     uint64_t scratch = node_scratch_bytes(g, nd);
