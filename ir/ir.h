@@ -495,6 +495,10 @@ struct Kernel {
  * numbers from, each once, ascending: returns their count and sets *ids to
  * an array the caller frees. */
 int kernel_stmt_buffers(KStmt *const *body, int n, int **ids);
+/* A top-level loop of one trip around one loop becomes that loop, its
+ * variable read as 0: threads split a kernel's outermost loop only, and a
+ * nest [1, T, C] (a bias add at batch 1) would otherwise run on one. */
+void kernel_drop_unit_loops(Kernel *k);
 /* Whether statements body[0..n) store into buffer buf. */
 bool kernel_stmts_store(KStmt *const *body, int n, int buf);
 

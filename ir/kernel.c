@@ -255,6 +255,32 @@ static void mark_stmts(KStmt *const *body, int n, BufList *used) {
   }
 }
 
+/* Loop variable var read as 0 in e. */
+static void zero_var(KExpr *e, int var) {
+  if (!e) return;
+  if (e->kind == KE_INDEX && e->var == var) *e = (KExpr){.kind = KE_ICONST, .i = 0};
+  zero_var(e->a, var), zero_var(e->b, var), zero_var(e->c, var);
+}
+
+static void zero_var_in(KStmt *const *body, int n, int var) {
+  for (int i = 0; i < n; i++) {
+    const KStmt *s = body[i];
+    zero_var(s->limit, var), zero_var(s->index, var), zero_var(s->value, var);
+    zero_var_in(s->body, s->nbody, var);
+  }
+}
+
+void kernel_drop_unit_loops(Kernel *k) {
+  for (int i = 0; i < k->nbody; i++) {
+    KStmt *s = k->body[i];
+    while (s->kind == KS_FOR && s->extent == 1 && !s->limit && s->nbody == 1 && s->body[0]->kind == KS_FOR) {
+      zero_var_in(s->body, s->nbody, s->var);
+      s = s->body[0];
+    }
+    k->body[i] = s;
+  }
+}
+
 bool kernel_stmts_store(KStmt *const *body, int n, int buf) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];

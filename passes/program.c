@@ -64,6 +64,7 @@ void program_lower_kernels(Program *p) {
 void program_mark_kernels(Program *p) {
   for (int i = 0; i < p->g->n; i++)
     if (p->kernels[i]) {
+      kernel_drop_unit_loops(p->kernels[i]);
       kernel_mark_parallel(p->kernels[i]);
       kernel_mark_eager_selects(p->g, p->kernels[i]);
     }
