@@ -275,7 +275,9 @@ void kernel_drop_unit_loops(Kernel *k) {
     KStmt *s = k->body[i];
     while (s->kind == KS_FOR && s->extent == 1 && !s->limit && s->nbody == 1 && s->body[0]->kind == KS_FOR) {
       zero_var_in(s->body, s->nbody, s->var);
-      s = s->body[0];
+      KStmt *inner = s->body[0];
+      free(s->body); /* the statement itself is the kernel's pool's */
+      s = inner;
     }
     k->body[i] = s;
   }
