@@ -53,8 +53,8 @@ static void print_fused_inputs(FILE *out, const Program *p, const Node *n, int i
   for (;;) {
     int next = -1;
     for (int k = 0; k < n->nin; k++)
-      if (fused_consumer(p, n->in[k]) != n->in[k] && (p->fused_into[n->in[k]] == id || p->stored_by[n->in[k]] == id) &&
-          n->in[k] > last && (next < 0 || n->in[k] < next))
+      if ((p->fused_into[n->in[k]] == id || p->stored_by[n->in[k]] == id) && n->in[k] > last &&
+          (next < 0 || n->in[k] < next))
         next = n->in[k];
     if (next < 0) return;
     fprintf(out, "  %s %%%d", p->fused_into[next] == id ? "fuses" : "stores", next);

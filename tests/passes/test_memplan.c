@@ -34,8 +34,13 @@ static Placed *placed_values(const Program *p, int *count) {
   for (int s = 0; s < steps; s++) {
     int id = step_node(p, s);
     const Node *nd = &g->nodes[id];
-    for (int i = 0; i < g->n; i++)
-      if (p->stored_by[i] == id) v[n++] = (Placed){i, s, p->live_until[i], p->offset[i], aligned(value_bytes(&g->nodes[i]))};
+    for (int k = 0; k < nd->nin; k++) { /* a stored value is an input of the step that stores it */
+      int in = nd->in[k];
+      bool first_use = true;
+      for (int j = 0; j < k; j++) first_use = first_use && nd->in[j] != in;
+      if (p->stored_by[in] == id && first_use)
+        v[n++] = (Placed){in, s, p->live_until[in], p->offset[in], aligned(value_bytes(&g->nodes[in]))};
+    }
     if (nd->grad_of_param >= 0) continue;
     v[n++] = (Placed){id, s, p->live_until[id], p->offset[id], aligned(value_bytes(nd))};
     uint64_t scratch = node_scratch_bytes(g, nd);
