@@ -263,10 +263,9 @@ static bool try_fuse(Program *p, int P, int C, bool stored) {
   for (int i = 0; i < loads.n; i++)
     if (!is_row_major(ck, &cnest, loads.at[i]->a)) return false;
   KExpr *load = loads.at[0];
+  /* (an outer loop of one trip that renesting gives C, threads would not
+   * split: kernel_drop_unit_loops removes it before the parallel pass) */
   bool renest = cnest.depth == 1 && pnest.depth > 1;
-  /* threads split a kernel's outermost loop: C's flat one over all the
-   * elements is not given up for an outer loop of one trip */
-  if (renest && pnest.loops[0]->extent < 2) return false;
   if (!renest && !same_extents(&pnest, &cnest) && pnest.depth != 1) return false;
   if (renest) renest_like(ck, &cnest, &pnest);
   /* C's iteration reads the element P wrote at the iteration of the same
