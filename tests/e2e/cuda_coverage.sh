@@ -7,7 +7,10 @@
 #    (class LOOP or GEMM in ir/ops.def; VIEW ops when they add into a
 #    gradient slot), so no op's kernel goes untested;
 #  - runs a kernel as one thread only where its value is one number (a
-#    loss, a sum: kernel_grid maps every other to a grid). The .cu is emitted
+#    loss, a sum: kernel_grid maps every other to a grid) or where its
+#    outermost loop, over a batch of one, has one trip and what it runs per
+#    row is no perfect nest to map further (batch_one.nn's mean pool and
+#    logsumexp: the backend prints that loop as `const int64_t i0 = 0;`). The .cu is emitted
 #    with --no-fuse: fusion (passes/fuse.c) moves a pointwise op's statements
 #    into its reader's kernel, where the emulated runs execute them too, and
 #    e2e.fuse shows fused and unfused programs compute the same bits.
@@ -31,6 +34,7 @@ for model in "$@"; do
     single=$(sed -n 's/^  trc_launch(k\([0-9]*\)\(_[0-9]*\)\{0,1\}, dim3(1), dim3(1),.*/\1/p' "$cu")
     for k in $single; do
       grep -q "^/\* %$k = .* : f32\[\]" "$cu" ||
+        sed -n "/^static __global__ void k$k(/,/^}/p" "$cu" | grep -q '^  const int64_t i0 = 0;$' ||
         { echo "FAIL: $cu: k$k runs as one thread"; fail=1; }
     done
   done
@@ -46,5 +50,5 @@ for op in $ops; do
     fail=1
   fi
 done
-echo "$covered ops with kernels covered; every kernel defined is called; one thread for scalars only"
+echo "$covered ops with kernels covered; every kernel defined is called; one thread for scalars and rows of a batch of one only"
 exit $fail
