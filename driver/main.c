@@ -600,6 +600,7 @@ static bool machine_profile(const Options *o, MachineProfile *m) {
   if (!o->profile) return true;
   SourceFile *f = source_read(o->profile, &diag);
   bool ok = f && profile_parse(f, m, &diag);
+  m->source = o->profile;
   source_free(f);
   return ok;
 }

@@ -279,6 +279,8 @@ typedef struct {
   double rng_draws;       /* dropout's random numbers a second in loop kernels
                              (kernel_random_draws), on top of their FLOPs;
                              optional, else math_calls times the default ratio */
+  const char *source;     /* the file the figures were read from (the driver's
+                             --profile); NULL: profile_default()'s */
 } MachineProfile;
 
 /* Figures for a typical 2-core AVX-512 machine (see docs/planner.md). */

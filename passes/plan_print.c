@@ -260,6 +260,16 @@ static bool measured_in_other_precision(const Plan *pl, const MeasuredTimes *mea
   return measured->precision && strcmp(measured->precision, precision_word(pl)) != 0;
 }
 
+/* Where the prices come from: times priced with another machine's figures
+ * can be off by half or twice (docs/planner.md, *The cost model*). */
+static void print_profile_source(FILE *out, const MachineProfile *m) {
+  if (m->source)
+    fprintf(out, "  (priced with the machine profile %s)\n", m->source);
+  else
+    fputs("  (priced with the built-in machine profile, measured on a 2-core AMD EPYC (Zen 4);\n"
+          "   `trainc calibrate -o FILE` measures this machine, and --profile FILE prices with it)\n", out);
+}
+
 static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured) {
   const Graph *w = pl->graph;
   ValueFate *fate = value_fates(pl);
@@ -320,6 +330,7 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
   if (pl->cache_credit > 0)
     fprintf(out, "  (backward reads the recomputed values from the cache: %.3f ms less than stored ones)\n",
             1e3 * pl->cache_credit);
+  print_profile_source(out, &pl->profile);
   if (!measured) return;
   const MeasuredPhases *m = &measured->measured;
   fprintf(out, "measured micro-batch time (%s, %lld steps%s%s): %.3f ms (forward %.3f, backward %.3f, recompute "
@@ -412,9 +423,12 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
-          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"measured\": ",
+          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"profile\": ",
           pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, plan_step_seconds(pl),
           pl->cache_credit, overhead(pl), added(pl));
+  if (pl->profile.source) json_string(out, pl->profile.source);
+  else fputs("null", out);
+  fputs(",\n \"measured\": ", out);
   if (!measured) {
     fputs("null}\n", out);
     return;

@@ -10,6 +10,9 @@ set -euo pipefail
 trainc=$1
 PY=/usr/bin/python3
 shift
+profile=$(mktemp) # a machine profile's figures, for --profile
+trap 'rm -f "$profile"' EXIT
+printf 'gemm_flops = 1e11\nloop_flops = 1e10\nbandwidth = 2e10\nkernel_overhead = 1e-6\n' >"$profile"
 # The loss head's rows and default chunk ("0 0" without one).
 head_dims() {
   "$trainc" plan "$1" --format json | /usr/bin/python3 -c '
@@ -29,7 +32,9 @@ def want(obj, key, types):
     assert isinstance(obj[key], types) and not isinstance(obj[key], bool), f"{key!r}: {obj[key]!r}"
 assert d["schema"] == "trainc-plan/1"
 assert set(d) == {"schema", "model", "batch", "policy", "memory", "compress", "stages", "values", "stage_plan",
-                  "peak", "loss_head", "attention", "flops", "seconds", "overhead", "added", "measured"}, sorted(d)
+                  "peak", "loss_head", "attention", "flops", "seconds", "overhead", "added", "profile",
+                  "measured"}, sorted(d)
+assert d["profile"] is None, d["profile"] # no --profile: the built-in figures
 a = d["attention"]
 assert set(a) == {"form", "fused", "chosen", "other"} and a["form"] in ("fused", "whole"), a
 assert isinstance(a["fused"], int) and (a["fused"] > 0) == (a["form"] == "fused"), a
@@ -159,5 +164,9 @@ PY
         { echo "FAIL: $model: --loss-head auto predicts a slower plan than the default chunk at $budget"; exit 1; }
     done
   fi
+  # --profile: the plan names the file its prices come from
+  "$trainc" plan "$model" --profile "$profile" --format json | "$PY" -c '
+import json, sys
+assert json.load(sys.stdin)["profile"] == sys.argv[1]' "$profile" || { echo "FAIL: $model: --profile not named"; exit 1; }
   echo "ok: $model"
 done
