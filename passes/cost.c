@@ -273,6 +273,11 @@ typedef struct {
   int members;
 } StepSums;
 
+/* Node i's loop work: counted when its kernel was lowered, not lowered again. */
+static LoopWork loop_work_of(const Program *p, int i) {
+  return p->loop_work ? p->loop_work[i] : node_loop_work(p->g, &p->g->nodes[i]);
+}
+
 static StepSums *step_sums(const Program *p, const int *step, const MachineProfile *m) {
   const Graph *g = p->g;
   StepSums *sum = xcalloc((size_t)g->n, sizeof *sum);
@@ -282,7 +287,7 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     if (is_leaf(n)) continue; /* no kernel, no FLOPs */
     s->flops += op_info(n->op)->flops(g, n);
     s->bytes += bytes_moved(g, n) - fusion_saves(p, i);
-    LoopWork w = p->loop_work ? p->loop_work[i] : node_loop_work(g, n);
+    LoopWork w = loop_work_of(p, i);
     s->plain += node_seconds_counted(g, n, w, m);
     s->work.math_calls += w.math_calls;
     s->work.window_accesses += w.window_accesses;
@@ -455,8 +460,12 @@ double *program_node_seconds(const Program *p, const MachineProfile *m, double *
   double *share = xmalloc((size_t)g->n * sizeof *share);
   for (int i = 0; i < g->n; i++) {
     const StepSums *s = &sum[step[i]];
-    double own = node_seconds(g, &g->nodes[i], m);
-    share[i] = s->members <= 1 ? kernel[i] : s->plain > 0 ? kernel[step[i]] * own / s->plain : 0;
+    if (s->members <= 1 || !(s->plain > 0)) {
+      share[i] = s->members <= 1 ? kernel[i] : 0;
+      continue;
+    }
+    double own = node_seconds_counted(g, &g->nodes[i], loop_work_of(p, i), m);
+    share[i] = kernel[step[i]] * own / s->plain;
   }
   if (cache_credit) *cache_credit = credit;
   free(kernel);
