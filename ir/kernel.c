@@ -2,18 +2,35 @@
  * All nodes of a kernel live in one pool freed with the kernel. */
 #include "ir.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
+/* The pool: zeroed blocks, each twice its predecessor's size (from
+ * FIRST_BLOCK to LAST_BLOCK bytes), nodes bumped off the newest. One
+ * allocation a node made a planner that builds and frees a program per
+ * candidate spend a third of its time in malloc and free (10,000 blocks). */
 typedef struct Block Block;
 struct Block {
   Block *next;
+  size_t used, size;
+  max_align_t data[];
 };
 
+enum { FIRST_BLOCK = 512, LAST_BLOCK = 16384 };
+
 static void *kalloc(Kernel *k, size_t size) {
-  Block *b = xcalloc(1, sizeof(Block) + size);
-  b->next = k->pool;
-  k->pool = b;
-  return b + 1;
+  Block *b = k->pool;
+  size = (size + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+  if (!b || b->size - b->used < size) {
+    size_t next = b ? (b->size * 2 < LAST_BLOCK ? b->size * 2 : LAST_BLOCK) : FIRST_BLOCK;
+    Block *grown = xcalloc(1, sizeof(Block) + (size > next ? size : next));
+    grown->size = size > next ? size : next;
+    grown->next = b;
+    k->pool = b = grown;
+  }
+  void *at = (char *)b->data + b->used;
+  b->used += size;
+  return at;
 }
 
 Kernel *kernel_new(int node) {
