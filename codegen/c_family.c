@@ -664,7 +664,7 @@ static void print_model(FILE *out, const Program *p, const char *device) {
   fprintf(out, "    .n_kernel_sites = %d, .kernel_sites = kernel_sites, .predicted_update = {", step_sites(p));
   for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++)
     fprintf(out, "%s%.9g", precision ? ", " : "", p->update_seconds[precision]);
-  fputs("},\n", out);
+  fprintf(out, "}, .predicted_calibrated = %d,\n", p->priced_calibrated);
   print_defaults(out, &g->train.run);
   if (device) fprintf(out, "    .device = &%s,\n", device);
   fputs("};\n\nint main(int argc, char **argv) { return trc_main(&model, argc, argv); }\n", out);

@@ -37,7 +37,7 @@ typedef enum { FK_PTR, FK_I32, FK_I64, FK_F32, FK_F64, FK_DIMS, FK_CONFIG, FK_PR
                       X(ignore_input, I32) X(ignore_label, I64) X(rng_key_offset, I64)             \
                       X(training_offset, I64) X(forward, PTR) X(backward, PTR) X(step, PTR)        \
                           X(checkpoint, PTR) X(n_kernel_sites, I32) X(kernel_sites, PTR)          \
-                              X(predicted_update, PRECISIONS) X(defaults, CONFIG) X(device, PTR)
+                              X(predicted_update, PRECISIONS) X(predicted_calibrated, I32) X(defaults, CONFIG) X(device, PTR)
 /* trc_train_config's kinds (TRC_TRAIN_CONFIG) as field kinds */
 #define CFG_FK_I64 FK_I64
 #define CFG_FK_U64 FK_I64
@@ -346,6 +346,7 @@ LLVMValueRef llvm_define_model(Gen *g, Callee forward, Callee backward, Callee s
       [MODEL_n_kernel_sites] = i32c(g, step_sites(p)),
       [MODEL_kernel_sites] = kernel_sites_table(g, diag),
       [MODEL_predicted_update] = f64_array(g, p->update_seconds, TRC_PRECISION_COUNT),
+      [MODEL_predicted_calibrated] = i32c(g, p->priced_calibrated),
       [MODEL_defaults] = defaults(g, &gr->train.run, diag),
       [MODEL_device] = LLVMConstNull(g->ptr)}; /* the host arena only */
   LLVMValueRef init = named_struct(g, &model_info, v, diag);

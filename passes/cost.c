@@ -517,6 +517,7 @@ static void predict_under(Program *p, const MachineProfile *m, trc_precision pre
 }
 
 void program_predict(Program *p, const MachineProfile *m) {
+  p->priced_calibrated = m->source != NULL;
   int *step = kernel_steps(p);
   for (int precision = 0; precision < TRC_PRECISION_COUNT; precision++)
     predict_under(p, m, (trc_precision)precision, step);

@@ -133,6 +133,8 @@ typedef struct {
    * their run's precision beside what they measure (--kernel-times). */
   double (*kernel_seconds[TRC_PRECISION_COUNT])[3];
   double update_seconds[TRC_PRECISION_COUNT];
+  bool priced_calibrated;    /* those figures from a --profile file, not the
+                                built-in ones (the trainer says which) */
 } Program;
 
 /* ---- the pass pipeline (pipeline.c): every pass in order, one line each ----

@@ -435,6 +435,9 @@ typedef struct trc_model {
   /* the cost model's seconds of a micro-batch's share of the optimizer step
    * (zeroing, norm, update) under each precision */
   double predicted_update[TRC_PRECISION_COUNT];
+  /* 1: the predictions were priced with a machine profile (trainc calibrate,
+   * --profile); 0: with trainc's built-in figures, another machine's */
+  int predicted_calibrated;
   trc_train_config defaults;
   const trc_device *device;  /* NULL: the host arena is the only one (the C backend) */
 } trc_model;

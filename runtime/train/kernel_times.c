@@ -127,9 +127,10 @@ static int write_report(FILE *f, const void *ctx, trc_error *err) {
   trc_json_write_string(f, m->checkpoint);
   fputs(", \"precision\": ", f);
   trc_json_write_string(f, trc_precision_name(trc_get_precision()));
-  fprintf(f, ", \"arena_bytes\": %llu, \"sites\": %d, \"steps\": %lld, \"micro_batches\": %lld, ",
+  fprintf(f, ", \"arena_bytes\": %llu, \"sites\": %d, \"steps\": %lld, \"micro_batches\": %lld, "
+          "\"calibrated\": %s, ",
           (unsigned long long)m->arena_bytes, m->n_kernel_sites, (long long)r->k->steps,
-          (long long)r->k->micro_batches);
+          (long long)r->k->micro_batches, m->predicted_calibrated ? "true" : "false");
   write_phases(f, "measured", &r->measured, "rest");
   fputs(", ", f);
   write_phases(f, "predicted", &r->predicted, "update");
@@ -204,6 +205,10 @@ int trc_kernel_times_report(const trc_kernel_times *k, const trc_model *m, const
           trc_precision_name(trc_get_precision()));
   print_phases("measured", &r.measured, "the rest");
   print_phases("predicted", &r.predicted, "update");
+  if (!m->predicted_calibrated)
+    fputs("  (predicted with trainc's built-in machine profile, another machine's: `trainc calibrate -o FILE`\n"
+          "   measures this one, and a trainer built with --profile FILE predicts with it)\n",
+          stderr);
   print_slowest(k, m);
   return 0;
 }

@@ -10,6 +10,9 @@
 #    the update is its update; under --precision bf16 (the model file says
 #    nothing: fp32) they are the plan's of the model with `precision bf16`
 #    in its train block, and the file says which precision ran;
+#  - the file says whether a machine profile priced the predictions
+#    (`calibrated`: a trainer built with --profile) or trainc's built-in
+#    figures, which stderr then names;
 #  - the measured phases add up to the measured step; recompute is measured
 #    only where the plan recomputes (all: some; off: none); timing changes
 #    no weight;
@@ -45,6 +48,7 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 head, sites, plan = lines[0], lines[1:], json.load(open(sys.argv[2]))
 assert head["model"] == plan["model"] and head["checkpoint"] == plan["policy"], head
 assert head["precision"] == sys.argv[4], (head["precision"], sys.argv[4])
+assert head["calibrated"] is False, head # built without --profile
 assert head["arena_bytes"] == plan["peak"]["arena"], (head["arena_bytes"], plan["peak"]["arena"])
 assert len(sites) == head["sites"] > 0 and [s["site"] for s in sites] == list(range(len(sites)))
 bad = [s for s in sites if s["calls"] != 1]
@@ -71,6 +75,16 @@ for policy in all off; do
   grep -q "^  measured  forward" "$work/$policy.err" || flunk "$policy: no measured line on stderr"
   check_file "$work/$policy.jsonl" "$policy" || flunk "$policy: kernel times"
 done
+grep -q "predicted with trainc's built-in machine profile" "$work/off.err" || flunk "built-in figures not named"
+# a trainer built with --profile says its predictions are that profile's
+printf 'gemm_flops = 1e11\nloop_flops = 1e10\nbandwidth = 2e10\nkernel_overhead = 1e-6\n' >"$work/machine.profile"
+calibrated() { # calibrated TRAINER: its kernel times say "calibrated": true, and stderr no word of built-in figures
+  "$1" --data "$data" --steps 2 --quiet --kernel-times "$1.jsonl" 2>"$1.err"
+  "$PY" -c 'import json, sys; sys.exit(json.loads(open(sys.argv[1]).readline())["calibrated"] is not True)' "$1.jsonl" &&
+    ! grep -q "built-in machine profile" "$1.err"
+}
+"$trainc" build "$model" --policy off --profile "$work/machine.profile" -o "$work/gpt_profiled" --cflags "$cflags" >/dev/null
+calibrated "$work/gpt_profiled" || flunk "--profile: the predictions not said to be the profile's"
 # timing changes no arithmetic: the same weights with and without it
 "$work/gpt_all" --data "$data" --steps 3 --quiet --save "$work/timed.safetensors" --kernel-times "$work/t.jsonl" 2>/dev/null
 "$work/gpt_all" --data "$data" --steps 3 --quiet --save "$work/untimed.safetensors"
@@ -100,6 +114,8 @@ if [[ $llvm == llvm ]]; then
   check_file "$work/llvm.jsonl" all || flunk "LLVM trainer: kernel times"
   "$work/gpt_llvm" --data "$data" --steps 3 --quiet --precision bf16 --kernel-times "$work/llvm_bf16.jsonl" 2>/dev/null
   check_file "$work/llvm_bf16.jsonl" all bf16 || flunk "LLVM trainer, --precision bf16: kernel times"
+  "$trainc" build "$model" --policy off --backend llvm --profile "$work/machine.profile" -o "$work/gpt_llvm_profiled" >/dev/null
+  calibrated "$work/gpt_llvm_profiled" || flunk "LLVM trainer, --profile: the predictions not said to be the profile's"
   for precision in fp32 bf16; do
     c_file=$work/all.jsonl llvm_file=$work/llvm.jsonl
     [[ $precision == bf16 ]] && c_file=$work/bf16.jsonl llvm_file=$work/llvm_bf16.jsonl
