@@ -132,13 +132,14 @@ bool link_object(const char *obj_path, const char *exe_path, const BuildOptions 
  * --fmad=false whatever the --cflags: a contraction of a * b + c into an FMA
  * depends on whether the product stays in a register, which fusion decides,
  * so fused and unfused trainers (and the optimizer's update against the
- * host's) would differ in the last bits (docs/cuda.md). */
+ * host's) would differ in the last bits (docs/cuda.md). --ftz=true: subnormal
+ * floats flushed to zero, as on the host's threads (trc_set_threads). */
 static bool build_nvcc(const char *cu_path, const char *exe_path, const char *cxx,
                        const BuildOptions *opt, Diag *diag) {
   char *obj = xsprintf("%s.o", exe_path);
   Argv a = {0};
   push_words(&a, opt->nvcc);
-  bool ok = compile_trainer(&a, "-std=c++20 --fmad=false -c", cu_path, "", obj, opt, false, "nvcc",
+  bool ok = compile_trainer(&a, "-std=c++20 --fmad=false --ftz=true -c", cu_path, "", obj, opt, false, "nvcc",
                             diag);
   if (ok) {
     push_words(&a, cxx);

@@ -68,7 +68,8 @@ uint64_t trc_arena_high_water(const trc_model *m, char *arena);
 /* ---- threads ---- */
 #define TRC_MAX_THREADS 1024
 /* Sets the number of threads trc_parallel_for and the BLAS run on (n >= 1;
- * --threads). */
+ * --threads). Each of them, the caller included, flushes subnormal floats to
+ * zero from then on (results and operands: x86's FTZ and DAZ). */
 void trc_set_threads(int n);
 /* What trc_gemm multiplies in from now on (the run's `precision`; fp32
  * until set): TRC_BF16 rounds A and B to bf16 and accumulates in f32. */
