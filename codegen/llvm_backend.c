@@ -125,7 +125,7 @@ bool build_llvm(const char *obj_path, const Program *p, const LlvmOptions *o, Di
   if (!llvm_target_machine(o, &tm, diag)) return false;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef m = llvm_build_module(ctx, p, tm, o, LLVM_WHOLE, diag);
-  bool ok = m && llvm_optimize(m, tm, diag);
+  bool ok = m && llvm_optimize(m, tm, o, diag);
   char *err = NULL;
   if (ok && LLVMTargetMachineEmitToFile(tm, m, obj_path, LLVMObjectFile, &err)) {
     diag_file_error(diag, obj_path, "LLVM: cannot write the object file: %s", err);

@@ -102,7 +102,7 @@ static bool add_module(LLVMOrcLLJITRef jit, const Program *p, LLVMTargetMachineR
   LLVMModuleRef m =
       llvm_build_module(LLVMOrcThreadSafeContextGetContext(tsc), p, tm, o, part, diag);
   double t1 = seconds_now();
-  bool ok = m && llvm_optimize(m, tm, diag);
+  bool ok = m && llvm_optimize(m, tm, o, diag);
   seconds[0] += t1 - t0, seconds[1] += seconds_now() - t1;
   if (m && !ok) LLVMDisposeModule(m);
   if (ok) {

@@ -417,6 +417,18 @@ static void reduction(Gen *g, const KStmt *s, const KLaneSplit *ls) {
   LLVMBuildStore(g->b, v[0], t);
 }
 
+/* Whether loop s only stores constants: LLVM turns it into a memset, and
+ * the hint of a loop it then deletes lands on the loop around it (the
+ * emptied latch merges into the outer one's), which the vectorizer cannot
+ * widen and warns about (a causal softmax's zeros above the diagonal). */
+static bool fills_constants(const KStmt *s) {
+  for (int i = 0; i < s->nbody; i++) {
+    const KStmt *b = s->body[i];
+    if (b->kind != KS_STORE || b->accumulate || b->value->kind != KE_CONST) return false;
+  }
+  return true;
+}
+
 static void stmts(Gen *g, KStmt **body, int n) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
@@ -431,7 +443,7 @@ static void stmts(Gen *g, KStmt **body, int n) {
       g->index[s->var] = llvm_loop_begin(g, s->limit ? expr(g, s->limit) : i64c(g, s->extent), &l);
       stmts(g, s->body, s->nbody);
       llvm_loop_end(g, &l);
-      if (s->short_row) vectorize_whatever_trip_count(g, &l);
+      if (s->short_row && !fills_constants(s)) vectorize_whatever_trip_count(g, &l);
       break;
     case KS_LOCAL:
     case KS_SET:

@@ -5,6 +5,7 @@
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,7 +91,25 @@ bool llvm_verify(LLVMModuleRef m, Diag *diag) {
   return !bad;
 }
 
-bool llvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, Diag *diag) {
+/* What LLVM says while it optimizes: a loop hint of the backend's it could
+ * not honour ("loop not vectorized", a warning of LLVM's by default) speaks
+ * of trainc's code, not the user's, and changes no result: such warnings
+ * are shown under --verbose only, remarks (what each pass did) never, an
+ * error always. */
+static void optimization_diagnostic(LLVMDiagnosticInfoRef info, void *verbose) {
+  LLVMDiagnosticSeverity severity = LLVMGetDiagInfoSeverity(info);
+  if (severity != LLVMDSError && !(severity == LLVMDSWarning && verbose)) return;
+  char *text = LLVMGetDiagInfoDescription(info);
+  const char *unplaced = "<unknown>:0:0: "; /* the module has no debug locations */
+  const char *shown = strncmp(text, unplaced, strlen(unplaced)) ? text : text + strlen(unplaced);
+  fprintf(stderr, "trainc: %s: LLVM: %s\n", severity == LLVMDSError ? "error" : "note", shown);
+  LLVMDisposeMessage(text);
+}
+
+bool llvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const LlvmOptions *o, Diag *diag) {
+  static char shown; /* any non-NULL pointer: --verbose */
+  LLVMContextSetDiagnosticHandler(LLVMGetModuleContext(m), optimization_diagnostic,
+                                  o->verbose ? &shown : NULL);
   LLVMPassBuilderOptionsRef opt = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(opt, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(opt, 1);

@@ -105,7 +105,7 @@ static const char *usage_text =
     "                           (f32 sums): the weights differ from an f32\n"
     "                           plan's by that rounding; none (default). Not on\n"
     "                           the CUDA backends\n"
-    "  -v, --verbose            show the compiler command\n"
+    "  -v, --verbose            show the compiler command (LLVM: its warnings)\n"
     "  -h, --help               this help\n"
     "      --version            the version\n"
     "\n"
@@ -365,7 +365,8 @@ static LlvmOptions llvm_options(const Options *o) {
   return (LlvmOptions){.mcpu = o->mcpu,
                        .mattr = o->mattr,
                        .scalar_math = o->scalar_math,
-                       .time_phases = o->time_phases};
+                       .time_phases = o->time_phases,
+                       .verbose = o->verbose};
 }
 
 /* The generated program as text: C, CUDA, or LLVM IR (`emit --backend llvm`). */

@@ -202,6 +202,13 @@ for arg in "$@"; do
     "$trainc" run "${attention[@]}" --time-phases "$model" "${flags[@]}" \
       --save "$out.run.safetensors" --log "$out.run.jsonl" 2>"$out.run.err"
     hows+=(run)
+    # an LLVM diagnostic (a loop hint it could not honour: a hint the backend
+    # should not have given) must not reach trainc run's stderr
+    if grep -q "^warning: \|^remark: \|^error: " "$out.run.err"; then
+      echo "FAIL: $name: LLVM diagnostics on trainc run's stderr"
+      grep "^warning: \|^remark: \|^error: " "$out.run.err"
+      fail=1 model_fail=1
+    fi
     if ! awk '/^time to first step:/ { first = $5 } /^LLVM seconds:/ { llvm = $4 + $6 + $8 }
               END { exit !(first != "" && llvm != "" && first + 0.02 >= llvm) }' \
       "$out.run.err"; then
