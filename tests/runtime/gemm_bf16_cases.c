@@ -30,6 +30,9 @@ static const gemm_case cases[] = {
     {1, 1, 0, 40, 520, 30, 1.0f, 2, 0},  /* A transposed, n >= 512: with AMX (or
                                             TRAINC_BF16_TRANSPOSE_A=1) A is transposed
                                             while rounded */
+    {1, 1, 0, 70, 530, 50, 0.0f, 3, 0},  /* the same over blocks of 16 rows (3 and a
+                                            tail of A's 50 stored rows) and 16 columns
+                                            (4 and one of 6 of its 70), padded */
 };
 
 typedef struct {
