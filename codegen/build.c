@@ -397,11 +397,12 @@ static bool write_window_shape(FILE *f) {
                     "static const double WINDOW_ACCESSES = %.17g;\n", accesses) > 0;
 }
 
-/* The bytes an AdamW step in fp32 moves a float, as the cost model counts
- * them: the calibration program's update pass divided by its time is the
- * rate update_seconds prices at. */
+/* The bytes an AdamW step in fp32 with clipping (the calibration program
+ * sums the norm too) moves a float, as the cost model counts them: the
+ * calibration program's update pass divided by its time is the rate
+ * update_seconds prices at. */
 static bool write_update_bytes(FILE *f) {
-  trc_train_config adamw = {.optimizer = TRC_ADAMW, .precision = TRC_FP32};
+  trc_train_config adamw = {.optimizer = TRC_ADAMW, .precision = TRC_FP32, .clip_norm = 1.0};
   return fprintf(f, "static const double UPDATE_BYTES = %.17g;\n", update_bytes_per_float(&adamw)) > 0;
 }
 

@@ -475,15 +475,16 @@ double *program_node_seconds(const Program *p, const MachineProfile *m, double *
 }
 
 /* Bytes each trained float moves in one optimizer step: its gradient
- * zeroed as the update reads it (4, written back), the gradient norm every
- * step computes for the log and
- * clipping (4), the optimizer (AdamW reads the weight, gradient and two
- * moments and writes three: 28; SGD 12, 20 with momentum) and, under
- * precision bf16, the copy rounded from the cache and streamed to memory
- * (2: non-temporal stores, which read no line first). */
+ * zeroed as the update reads it (4, written back), the gradient norm that
+ * clipping computes (4; without clipping only the steps the log records
+ * sum it, which the price of a step leaves out), the optimizer (AdamW reads
+ * the weight, gradient and two moments and writes three: 28; SGD 12, 20
+ * with momentum) and, under precision bf16, the copy rounded from the
+ * cache and streamed to memory (2: non-temporal stores, which read no line
+ * first). */
 double update_bytes_per_float(const trc_train_config *run) {
   double optimizer = run->optimizer == TRC_ADAMW ? 28 : run->momentum > 0 ? 20 : 12;
-  return 4 + 4 + optimizer + (run->precision == TRC_BF16 ? 2 : 0);
+  return 4 + (run->clip_norm > 0 ? 4 : 0) + optimizer + (run->precision == TRC_BF16 ? 2 : 0);
 }
 
 double update_seconds(const Program *p, const MachineProfile *m) {

@@ -123,7 +123,9 @@ struct trc_step {
   int params_averaged; /* set by trc_step_average_parameters */
   int64_t labels;      /* with ignored labels: the window's labels that count, this */
   int64_t labels_all;  /* rank's and those the gradient averages over; -1 otherwise */
-  double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped) */
+  int wants_norm;      /* the norm is clipped to or logged this step */
+  double grad_norm;    /* the gradients' L2 norm before clipping (NaN until clipped, or
+                          when not wanted) */
   float grad_scale;    /* what the update multiplies the gradients by (clipping; else 1) */
 };
 

@@ -51,8 +51,11 @@ void trc_step_wait_gradients(trc_step *s) { trc_sync_gradients_wait(s->sync); }
 void trc_step_allreduce_gradients(trc_step *s) { trc_sync_gradients(s->sync, gradients(s)); }
 
 /* The norm before clipping is kept for the log (grad_norm), clipped or not;
- * the update applies the clipping factor. */
+ * the update applies the clipping factor. Without clipping the norm is
+ * summed only for the steps the log records: it is a pass over every
+ * gradient (GPT-2 124M: 18 ms of a 400 ms bf16 step). */
 void trc_step_clip_gradients(trc_step *s) {
+  if (!s->wants_norm) return;
   s->grad_norm = trc_grad_norm(gradients(s), s->model->trained_count);
   s->grad_scale = trc_clip_scale(s->grad_norm, s->cfg->clip_norm);
 }

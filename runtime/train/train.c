@@ -213,10 +213,15 @@ static int64_t page_faults(void) {
   return getrusage(RUSAGE_SELF, &u) == 0 ? (int64_t)(u.ru_minflt + u.ru_majflt) : 0;
 }
 
+/* Whether the log records the state after `done` steps whatever happens
+ * (a stop or a signal makes more such points). */
+static int scheduled_log_point(const trainer *t, int64_t done) {
+  return done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps;
+}
+
 static void report_step(trainer *t, double loss, double lr, double grad_norm) {
   const int64_t done = t->step;
-  int log_point = done % t->opt.cfg.log_every == 0 || done == t->plan.total_steps || t->stopped ||
-                  t->signal;
+  int log_point = scheduled_log_point(t, done) || t->stopped || t->signal;
   if (log_point && t->ranks > 1) {
     loss = mean_over_ranks(loss, t->ranks);
     grad_norm = mean_over_ranks(grad_norm, t->ranks);
@@ -261,7 +266,8 @@ static double train_step(trainer *t, double lr, double *grad_norm) {
                 .plan = &t->plan,      .train = &t->train,   .optim = &t->optim,
                 .sync = &t->sync,      .step = t->step,      .rank = t->rank,
                 .ranks = t->ranks,     .lr = lr,             .overlap = !t->opt.no_overlap,
-                .grad_norm = NAN,      .grad_scale = 1.0f};
+                .grad_norm = NAN,      .grad_scale = 1.0f,
+                .wants_norm = t->opt.cfg.clip_norm > 0 || scheduled_log_point(t, t->step + 1)};
   count_window_labels(t, &s);
   double loss = t->m->step(&s);
   *grad_norm = s.grad_norm;
