@@ -1,6 +1,7 @@
 /* test_steps.c — the step schedule (runtime/train/steps.c) and the sync rounds
- * (sync.c): window sizes, every rank's rows, and when syncs fall. Internal
- * pieces, so this test includes rt_train.h. */
+ * (sync.c): window sizes, every rank's rows, and when syncs fall; and the
+ * gradients' norm summed only for a step that clips or is logged (step.c).
+ * Internal pieces, so this test includes rt_train.h. */
 #include "train/rt_train.h"
 #include "test_util.h"
 
@@ -69,8 +70,30 @@ static void test_sync_rounds(void) {
   for (int64_t done = 1; done <= 4; done++) CHECK(trc_sync_gradient_step(&c, done - 1) && !trc_sync_due(&c, done));
 }
 
+/* trc_step_clip_gradients: a step that neither clips nor is logged keeps
+ * grad_norm NaN and its scale 1; one that is logged gets the norm, one that
+ * clips the norm and its factor. */
+static void test_norm_only_when_wanted(void) {
+  enum { N = 5000 };
+  float *g = malloc(N * sizeof *g);
+  for (int i = 0; i < N; i++) g[i] = 0.01f * (float)(1 + i % 5);
+  trc_model m = {.grad_offset = 0, .trained_count = N};
+  trc_train_config cfg = {.clip_norm = 0};
+  trc_step s = {.model = &m, .arena = (char *)g, .cfg = &cfg, .grad_norm = NAN, .grad_scale = 1.0f};
+  trc_step_clip_gradients(&s);
+  CHECK(isnan(s.grad_norm) && s.grad_scale == 1.0f);
+  s.wants_norm = 1;
+  trc_step_clip_gradients(&s);
+  CHECK(s.grad_norm == trc_grad_norm(g, N) && s.grad_scale == 1.0f);
+  cfg.clip_norm = 0.1;
+  trc_step_clip_gradients(&s);
+  CHECK(s.grad_scale == trc_clip_scale(s.grad_norm, 0.1) && s.grad_scale < 1.0f);
+  free(g);
+}
+
 int main(void) {
   test_windows();
+  test_norm_only_when_wanted();
   test_ranks_share_global_batches();
   test_too_little_data();
   test_sync_rounds();
