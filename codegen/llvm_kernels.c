@@ -360,17 +360,29 @@ static LLVMValueRef lane_ptr(Gen *g, LLVMValueRef lanes, LLVMValueRef l) {
  * causal softmax's sums: 5.2 ms against 2.7), and a row under 16 is never
  * vectorized (the "tiny trip count" rule). The loop's metadata asks for it
  * unrolled never and vectorized whatever its trip count, as TRC_SHORT_ROWS
- * asks GCC in the C backend. */
-static void vectorize_whatever_trip_count(Gen *g, const Loop *l) {
+ * asks GCC in the C backend. A loop of a constant count below FEW_TRIPS (a
+ * lane split's remainder of 1-3, a row of 2 or 3 windows) is only kept from
+ * unrolling: LLVM finds no vector width worth it there and, asked to
+ * vectorize it, says it could not. */
+enum { FEW_TRIPS = 4 };
+
+static void hint_short_row(Gen *g, const Loop *l, bool few_trips) {
   LLVMMetadataRef self = LLVMTemporaryMDNode(g->ctx, NULL, 0);
   LLVMMetadataRef enable[2] = {LLVMMDStringInContext2(g->ctx, "llvm.loop.vectorize.enable", 26),
                                LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(g->ctx), 1, 0))};
   LLVMMetadataRef no_unroll = LLVMMDStringInContext2(g->ctx, "llvm.loop.unroll.disable", 24);
-  LLVMMetadataRef hints[3] = {self, LLVMMDNodeInContext2(g->ctx, enable, 2),
-                              LLVMMDNodeInContext2(g->ctx, &no_unroll, 1)};
-  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->ctx, hints, 3);
+  LLVMMetadataRef hints[3];
+  unsigned n = 0;
+  hints[n++] = self;
+  if (!few_trips) hints[n++] = LLVMMDNodeInContext2(g->ctx, enable, 2);
+  hints[n++] = LLVMMDNodeInContext2(g->ctx, &no_unroll, 1);
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(g->ctx, hints, n);
   LLVMMetadataReplaceAllUsesWith(self, loop); /* a loop's ID names itself */
   LLVMSetMetadata(l->latch, LLVMGetMDKindIDInContext(g->ctx, "llvm.loop", 9), LLVMMetadataAsValue(g->ctx, loop));
+}
+
+static bool constant_below(LLVMValueRef count, int64_t limit) {
+  return LLVMIsAConstantInt(count) && LLVMConstIntGetSExtValue(count) < limit;
 }
 
 /* Iterations first + l, l in [0, count), of reduction loop s, each into
@@ -384,7 +396,7 @@ static void lanes_take(Gen *g, const KStmt *s, KBinaryOp op, LLVMValueRef lanes,
   LLVMValueRef e = as_float(g, expr(g, s->body[0]->value->b));
   LLVMBuildStore(g->b, combine(g, op, LLVMBuildLoad2(g->b, g->f32, p, ""), e), p);
   llvm_loop_end(g, &l);
-  vectorize_whatever_trip_count(g, &l);
+  hint_short_row(g, &l, constant_below(count, FEW_TRIPS));
 }
 
 /* Reduction loop s as ir.h's lanes define it and c_backend.c's
@@ -443,7 +455,8 @@ static void stmts(Gen *g, KStmt **body, int n) {
       g->index[s->var] = llvm_loop_begin(g, s->limit ? expr(g, s->limit) : i64c(g, s->extent), &l);
       stmts(g, s->body, s->nbody);
       llvm_loop_end(g, &l);
-      if (s->short_row && !fills_constants(s)) vectorize_whatever_trip_count(g, &l);
+      if (s->short_row && !fills_constants(s))
+        hint_short_row(g, &l, !s->limit && s->extent < FEW_TRIPS);
       break;
     case KS_LOCAL:
     case KS_SET:

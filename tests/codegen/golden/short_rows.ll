@@ -134,10 +134,10 @@ done19:                                           ; preds = %done18, %entry
 !0 = distinct !{!0, !1, !2}
 !1 = !{!"llvm.loop.vectorize.enable", i1 true}
 !2 = !{!"llvm.loop.unroll.disable"}
-!3 = distinct !{!3, !1, !2}
+!3 = distinct !{!3, !2}
 !4 = distinct !{!4, !1, !2}
 !5 = distinct !{!5, !1, !2}
-!6 = distinct !{!6, !1, !2}
+!6 = distinct !{!6, !2}
 !7 = distinct !{!7, !1, !2}
 !8 = distinct !{!8, !1, !2}
 [exit 0]
