@@ -82,7 +82,7 @@ typedef struct {
   const char *mattr; /* target features, e.g. "+avx2,-avx512f"; NULL: this machine's */
   bool scalar_math;  /* libm's expf, logf, tanhf, erff only: no libmvec vector versions */
   bool time_phases;  /* print the seconds LLVM's phases took on stderr */
-  bool verbose;      /* print LLVM's optimization warnings and remarks (--verbose) */
+  bool verbose;      /* print LLVM's optimization warnings (--verbose) */
 } LlvmOptions;
 
 /* Writes the module as LLVM IR text (.ll), verified, before optimization. */

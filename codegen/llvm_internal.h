@@ -27,8 +27,8 @@ LLVMModuleRef llvm_build_module(LLVMContextRef ctx, const Program *p, LLVMTarget
                                 const LlvmOptions *o, LlvmPart part, Diag *diag);
 /* LLVMVerifyModule, its message a diagnostic. */
 bool llvm_verify(LLVMModuleRef m, Diag *diag);
-/* The new pass manager's default<O3> pipeline for tm; LLVM's warnings and
- * remarks on stderr under o->verbose only. */
+/* The new pass manager's default<O3> pipeline for tm; LLVM's warnings on
+ * stderr under o->verbose only, its remarks never. */
 bool llvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const LlvmOptions *o, Diag *diag);
 /* Reports err (consumed) as "LLVM: WHAT: message"; false when there was one. */
 bool llvm_ok(LLVMErrorRef err, const char *what, Diag *diag);

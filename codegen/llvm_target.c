@@ -6,6 +6,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,11 +92,12 @@ bool llvm_verify(LLVMModuleRef m, Diag *diag) {
   return !bad;
 }
 
-/* What LLVM says while it optimizes: a loop hint of the backend's it could
- * not honour ("loop not vectorized", a warning of LLVM's by default) speaks
- * of trainc's code, not the user's, and changes no result: such warnings
- * are shown under --verbose only, remarks (what each pass did) never, an
- * error always. */
+/* What LLVM says while it optimizes and compiles the module: a loop hint of
+ * the backend's it could not honour ("loop not vectorized", a warning of
+ * LLVM's by default) speaks of trainc's code, not the user's, and changes
+ * no result: such warnings are shown under --verbose only, remarks (what
+ * each pass did) never. An error ends trainc, as LLVM's own handler would
+ * (a handler of ours takes that over). */
 static void optimization_diagnostic(LLVMDiagnosticInfoRef info, void *verbose) {
   LLVMDiagnosticSeverity severity = LLVMGetDiagInfoSeverity(info);
   if (severity != LLVMDSError && !(severity == LLVMDSWarning && verbose)) return;
@@ -104,6 +106,7 @@ static void optimization_diagnostic(LLVMDiagnosticInfoRef info, void *verbose) {
   const char *shown = strncmp(text, unplaced, strlen(unplaced)) ? text : text + strlen(unplaced);
   fprintf(stderr, "trainc: %s: LLVM: %s\n", severity == LLVMDSError ? "error" : "note", shown);
   LLVMDisposeMessage(text);
+  if (severity == LLVMDSError) exit(EXIT_FAILURE);
 }
 
 bool llvm_optimize(LLVMModuleRef m, LLVMTargetMachineRef tm, const LlvmOptions *o, Diag *diag) {
