@@ -664,9 +664,31 @@ static int print_plan(const Plan *pl, const Options *o) {
   return ok ? 0 : 1;
 }
 
+/* `trainc plan --budget` that recomputes, on the CPU, without bf16
+ * storage: the same budget planned again with --compress bf16, and said
+ * when that plan's predicted overhead is lower (the trade is the user's to
+ * make: the weights then differ by bf16's rounding). */
+static void compare_compressed(SourceFile *src, const Options *o, CheckpointSpec spec,
+                               const MachineProfile *m, const Plan *pl) {
+  if (spec.policy != CKPT_BUDGET || spec.compress || is_cuda(o) || plan_format(o) != PLAN_TABLE ||
+      o->measured || pl->recompute_seconds <= 0)
+    return;
+  Compilation c = {0};
+  CompileOptions co = compile_options(o);
+  co.dump = PASS_NONE;
+  spec.compress = true;
+  if (compile_graph(&c, src, &co, &diag) && compile_program(&c, spec, m, &co, &diag) &&
+      plan_overhead(c.plan) < plan_overhead(pl))
+    printf("(with --compress bf16 the same budget stores %.1f MiB at +%.1f%% predicted: activations "
+           "that backward\n reads only as GEMM operands, signs or scales kept in bf16, and the weights "
+           "differ by that rounding)\n",
+           (double)c.plan->program->stored_bytes / (1 << 20), 100 * plan_overhead(c.plan));
+  compilation_free(&c);
+}
+
 /* The pipeline's planned half (WEAVE .. BUCKETS), then what the command
  * does with the program. */
-static int plan_and_generate(Compilation *c, const Options *o) {
+static int plan_and_generate(Compilation *c, SourceFile *src, const Options *o) {
   CheckpointSpec spec;
   MachineProfile m;
   if (!checkpoint_spec(o, c->graph, &spec)) return 2;
@@ -676,7 +698,11 @@ static int plan_and_generate(Compilation *c, const Options *o) {
   CompileOptions co = compile_options(o);
   if (!compile_program(c, spec, &m, &co, &diag)) return 1;
   const Program *p = c->plan->program;
-  if (!strcmp(o->command, "plan")) return print_plan(c->plan, o);
+  if (!strcmp(o->command, "plan")) {
+    int rc = print_plan(c->plan, o);
+    if (rc == 0) compare_compressed(src, o, spec, &m, c->plan);
+    return rc;
+  }
   else if (!strcmp(o->command, "emit")) return emit(p, o);
   else if (!strcmp(o->command, "build")) return build(p, o);
   else if (!strcmp(o->command, "run")) return run(p, o);
@@ -691,7 +717,7 @@ static int compile(const Options *o) {
   CompileOptions co = compile_options(o);
   int rc = 1;
   if (compile_graph(&c, src, &co, &diag))
-    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(&c, o);
+    rc = !strcmp(o->command, "check") && !dump_needs_plan(o) ? 0 : plan_and_generate(&c, src, o);
   phases_of(&c);
   compilation_free(&c);
   source_free(src);

@@ -434,6 +434,9 @@ typedef struct Plan {
 
 /* A micro-batch's predicted time, the optimizer step's share included. */
 double plan_step_seconds(const Plan *pl);
+/* Its predicted recompute overhead: the recompute time (less what backward
+ * saves reading recomputed values from the cache) over the step without. */
+double plan_overhead(const Plan *pl);
 
 /* WEAVE: plans g (after autodiff) under spec; for CKPT_AUTO, spec.budget is
  * the memory the caller found for it (`--memory`, else the machine's). Each

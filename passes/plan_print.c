@@ -154,7 +154,7 @@ static double base_seconds(const Plan *pl) {
   return pl->forward_seconds + pl->backward_seconds + pl->update_seconds + pl->cache_credit;
 }
 
-static double overhead(const Plan *pl) {
+double plan_overhead(const Plan *pl) {
   double base = base_seconds(pl);
   return base > 0 ? recompute_cost(pl->recompute_seconds, pl->cache_credit) / base : 0;
 }
@@ -326,7 +326,7 @@ static void print_table(FILE *out, const Plan *pl, const MeasuredTimes *measured
           total > 0 ? 100 * pl->recompute_flops / total : 0, total);
   fprintf(out, "predicted micro-batch time: %.3f ms (forward %.3f, backward %.3f, recompute %.3f, update %.3f; "
           "+%.1f%%)\n", 1e3 * plan_step_seconds(pl), 1e3 * pl->forward_seconds, 1e3 * pl->backward_seconds,
-          1e3 * pl->recompute_seconds, 1e3 * pl->update_seconds, 100 * overhead(pl));
+          1e3 * pl->recompute_seconds, 1e3 * pl->update_seconds, 100 * plan_overhead(pl));
   if (pl->cache_credit > 0)
     fprintf(out, "  (backward reads the recomputed values from the cache: %.3f ms less than stored ones)\n",
             1e3 * pl->cache_credit);
@@ -425,7 +425,7 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
   fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
           "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"profile\": ",
           pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, plan_step_seconds(pl),
-          pl->cache_credit, overhead(pl), added(pl));
+          pl->cache_credit, plan_overhead(pl), added(pl));
   if (pl->profile.source) json_string(out, pl->profile.source);
   else fputs("null", out);
   fputs(",\n \"measured\": ", out);
@@ -497,7 +497,7 @@ SweepPoint *plan_sweep(const Graph *g, const MachineProfile *m, bool compress, i
     pts[n] = (SweepPoint){.budget = budget, .fits = pl != NULL};
     if (pl) {
       const Graph *w = pl->graph;
-      pts[n].peak = pl->peak_bytes, pts[n].overhead = overhead(pl), pts[n].added = added(pl);
+      pts[n].peak = pl->peak_bytes, pts[n].overhead = plan_overhead(pl), pts[n].added = added(pl);
       pts[n].head_chunk = w->loss_head >= 0 ? w->nodes[w->loss_head].attr.i[3] : 0;
     }
     n++;
