@@ -106,7 +106,14 @@ static dnnl_data_type_t inner_type(const conv_shape *s, int64_t pass, enum tenso
   static const enum tensor output[3] = {[TRC_CONV_FORWARD] = TENSOR_Y,
                                         [TRC_CONV_BACKWARD_DATA] = TENSOR_X,
                                         [TRC_CONV_BACKWARD_WEIGHTS] = TENSOR_W};
-  return s->bf16 && output[pass] != t ? dnnl_bf16 : dnnl_f32;
+  return s->bf16 && !trc_bf16_emulated() && output[pass] != t ? dnnl_bf16 : dnnl_f32;
+}
+
+/* Emulated bf16 (trc_bf16_emulated): f32 primitives whose two inputs are
+ * copied into the slot and rounded there (rounding is elementwise: any
+ * layout). */
+static int rounds_in_slot(const conv_shape *s, int i) {
+  return s->bf16 && i < 2 && trc_bf16_emulated();
 }
 
 /* The convolution's descriptor for one block; src/weights/dst are the
@@ -193,7 +200,7 @@ static void set_operand(cached_conv *e, const_dnnl_primitive_desc_t pd, int i,
   op->arg = operands[e->shape.pass][i].arg;
   op->user = *user;
   op->inner = *dnnl_primitive_desc_query_md(pd, operands[e->shape.pass][i].query, 0);
-  if (dnnl_memory_desc_equal(&op->user, &op->inner)) return;
+  if (dnnl_memory_desc_equal(&op->user, &op->inner) && !rounds_in_slot(&e->shape, i)) return;
   op->reorder = i < 2 ? make_reorder(&op->user, &op->inner) : make_reorder(&op->inner, &op->user);
   op->at = *used;
   *used += aligned(dnnl_memory_desc_get_size(&op->inner));
@@ -272,14 +279,19 @@ static void execute(dnnl_primitive_t primitive, int64_t slot, int n, const dnnl_
 }
 
 /* Operand i at `data` in the arena, in the primitive's layout: the same
- * bytes, or its copy in the slot (an input reordered into it now). */
-static dnnl_memory_t operand_memory(const operand *op, int i, const void *data, slot_memories *m,
-                                    char *slot_base, int64_t slot) {
+ * bytes, or its copy in the slot (an input reordered into it now, and
+ * rounded under emulated bf16). */
+static dnnl_memory_t operand_memory(const cached_conv *e, int i, const void *data,
+                                    slot_memories *m, char *slot_base, int64_t slot) {
+  const operand *op = &e->op[i];
   if (!op->reorder) return bind(&m->inner[i], &op->user, data);
   dnnl_memory_t user = bind(&m->user[i], &op->user, data);
   dnnl_memory_t inner = bind(&m->inner[i], &op->inner, slot_base + op->at);
   dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, inner}};
   if (i < 2) execute(op->reorder, slot, 2, args);
+  if (rounds_in_slot(&e->shape, i))
+    trc_bf16_round_in_place((float *)(slot_base + op->at),
+                            (int64_t)(dnnl_memory_desc_get_size(&op->inner) / sizeof(float)));
   return inner;
 }
 
@@ -303,7 +315,7 @@ static void run_block(const conv_job *j, int64_t part, int64_t slot) {
   dnnl_exec_arg_t args[5];
   for (int i = 0; i < 3; i++)
     args[i] = (dnnl_exec_arg_t){e->op[i].arg,
-                                operand_memory(&e->op[i], i, data[i], m, slot_base, slot)};
+                                operand_memory(e, i, data[i], m, slot_base, slot)};
   args[3] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, bind(&m->scratch, &e->scratch_md, slot_base)};
   if (j->bias) args[4] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, bind(&m->bias, &e->bias_md, j->bias)};
   execute(e->primitive, slot, j->bias ? 5 : 4, args);

@@ -52,6 +52,7 @@ static struct {
   size_t scratchpad_cap, slot_bytes;
   int transpose_a; /* A transposed while rounded, from n = TRANSPOSE_A_FROM_N on */
   int amx;         /* oneDNN runs bf16 on AMX's tiles */
+  int emulated;    /* oneDNN has no bf16 matmul on this CPU: trc_bf16_emulated */
 } dnn;
 
 /* The rounded operands of a GEMM: A's copy, then B's, each padded to ALIGN
@@ -195,6 +196,44 @@ static void round_to_bf16(const float *restrict from, uint16_t *restrict to, int
 
 void trc_bf16_round(const float *restrict from, uint16_t *restrict to, int64_t n) {
   round_to_bf16(from, to, n);
+}
+
+/* bf16 to f32: the bits shifted up (exact). */
+static void widen_portable(const uint16_t *restrict from, float *restrict to, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)from[i] << 16;
+    memcpy(&to[i], &u, sizeof u);
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same 16 at a time (the runtime is built for any x86-64). */
+__attribute__((target("avx512f"))) static void widen_avx512(const uint16_t *restrict from,
+                                                            float *restrict to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i half = _mm256_loadu_si256((const __m256i *)(from + i));
+    _mm512_storeu_si512(to + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+  }
+  widen_portable(from + i, to + i, n - i);
+}
+#endif
+
+static void widen_bf16(const uint16_t *restrict from, float *restrict to, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx512f")) {
+    widen_avx512(from, to, n);
+    return;
+  }
+#endif
+  widen_portable(from, to, n);
+}
+
+void trc_bf16_round_in_place(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)trc_round_bf16(x[i]) << 16;
+    memcpy(&x[i], &u, sizeof u);
+  }
 }
 
 /* ---- rounding A and B: rows of the stored (not transposed) matrices ---- */
@@ -481,6 +520,45 @@ static const cached_matmul *find_matmul(const part_shape *s) {
   return NULL;
 }
 
+/* ---- emulated bf16 ---- */
+
+/* Where oneDNN has no bf16 matmul (trc_bf16_emulated), a part widens its
+ * rounded op(A) and op(B) into its slot's scratch and multiplies them by
+ * oneDNN's sgemm: the products of bf16 values are exact in f32, so this is
+ * the bf16 GEMM up to the order of its f32 sums, and, with the parts fixed
+ * by the shapes, the same bits for any thread count. */
+
+/* The slot scratch of a part: its op(A) and op(B) in f32. */
+static size_t widened_bytes(const part_shape *s) {
+  return (size_t)(s->rows * s->k + s->k * s->cols) * sizeof(float);
+}
+
+/* op(X), rows x cols of bf16 at strides st, widened into `to` as stored: row
+ * by row, or column by column (for sgemm's 'T') when its rows are not
+ * contiguous. */
+typedef struct {
+  const float *data;
+  char trans;
+  int64_t ld;
+} widened;
+
+static widened widen_part(const uint16_t *x, const int64_t st[2], int64_t rows, int64_t cols,
+                          float *to) {
+  int by_columns = st[1] != 1;
+  int64_t lines = by_columns ? cols : rows, len = by_columns ? rows : cols;
+  for (int64_t l = 0; l < lines; l++) widen_bf16(x + l * st[by_columns], to + l * len, len);
+  return (widened){to, by_columns ? 'T' : 'N', len};
+}
+
+static void run_part_emulated(const part_shape *s, const uint16_t *a, const uint16_t *b, float *c,
+                              int64_t slot) {
+  float *scratch = (float *)(dnn.scratchpad + slot * dnn.slot_bytes);
+  widened wa = widen_part(a, s->a_stride, s->rows, s->k, scratch);
+  widened wb = widen_part(b, s->b_stride, s->k, s->cols, scratch + s->rows * s->k);
+  trc_sgemm(wa.trans, wb.trans, s->rows, s->cols, s->k, 1.0f, wa.data, wa.ld, wb.data, wb.ld,
+            (float)s->beta, c, s->ldc);
+}
+
 /* Called on one thread, before any part runs: the cache does not move
  * while the parts read it. */
 static const cached_matmul *get_matmul(const part_shape *s) {
@@ -489,9 +567,12 @@ static const cached_matmul *get_matmul(const part_shape *s) {
   cached_matmul *e = trc_cache_append((void **)&dnn.cache, &dnn.cached, &dnn.cache_cap, sizeof *e);
   if (!e) check(dnnl_out_of_memory, "primitive cache");
   e->shape = *s;
-  create_matmul(e);
-  size_t need = dnnl_memory_desc_get_size(&e->scratch_md);
-  need = (need + ALIGN - 1) / ALIGN * ALIGN;
+  size_t need = widened_bytes(s);
+  if (!dnn.emulated) {
+    create_matmul(e);
+    need = dnnl_memory_desc_get_size(&e->scratch_md);
+  }
+  need = padded(need);
   if (need > dnn.slot_bytes) dnn.slot_bytes = need;
   return e;
 }
@@ -540,6 +621,10 @@ static void run_part(const bf16_run *r, int64_t task, int64_t slot) {
     a += from * s.a_stride[0], c += from * j->ldc;
   else /* columns of op(B) */
     b += from * s.b_stride[1], c += from;
+  if (dnn.emulated) {
+    run_part_emulated(&s, a, b, c, slot);
+    return;
+  }
   dnnl_exec_arg_t args[4] = {
       {DNNL_ARG_SRC, memory(&e->a_md, a)},
       {DNNL_ARG_WEIGHTS, memory(&e->b_md, b)},
@@ -577,10 +662,29 @@ static int has_amx(void) {
   return (isa & dnnl_cpu_isa_avx512_core_amx) == dnnl_cpu_isa_avx512_core_amx;
 }
 
+/* Whether oneDNN makes a bf16 matmul on this CPU: 2.6 has bf16 kernels
+ * from AVX512_CORE on, none (dnnl_unimplemented) on an AVX2 CPU. */
+static int has_bf16_matmul(void) {
+  dnnl_memory_desc_t a, c;
+  dnnl_dims_t dims = {16, 16};
+  check(dnnl_memory_desc_init_by_tag(&a, 2, dims, dnnl_bf16, dnnl_ab), "memory descriptor");
+  check(dnnl_memory_desc_init_by_tag(&c, 2, dims, dnnl_f32, dnnl_ab), "memory descriptor");
+  dnnl_matmul_desc_t desc;
+  check(dnnl_matmul_desc_init(&desc, &a, &a, NULL, &c), "matmul descriptor");
+  dnnl_primitive_desc_t pd;
+  dnnl_status_t status = dnnl_primitive_desc_create(&pd, &desc, NULL, dnn.engine, NULL);
+  if (status == dnnl_unimplemented) return 0;
+  check(status, "matmul");
+  dnnl_primitive_desc_destroy(pd);
+  return 1;
+}
+
 static void prepare(int64_t slots) {
   if (!dnn.engine) {
     check(dnnl_engine_create(&dnn.engine, dnnl_cpu, 0), "engine");
-    dnn.amx = has_amx();
+    /* TRAINC_BF16_EMULATE=1 emulates on any CPU (tests: both paths) */
+    dnn.emulated = env_switch("TRAINC_BF16_EMULATE", !has_bf16_matmul());
+    dnn.amx = !dnn.emulated && has_amx();
     /* TRAINC_BF16_TRANSPOSE_A=1 or 0 decides instead (tests: both roundings
      * of A on any machine) */
     dnn.transpose_a = env_switch("TRAINC_BF16_TRANSPOSE_A", dnn.amx);
@@ -598,6 +702,11 @@ int trc_gemm_bf16_transposes_a(int64_t n) {
 int trc_gemm_bf16_on_amx(void) {
   prepare(0);
   return dnn.amx;
+}
+
+int trc_bf16_emulated(void) {
+  prepare(0);
+  return dnn.emulated;
 }
 
 static void prepare_parts(const bf16_run *r) {
@@ -643,39 +752,10 @@ static void pack_blocks(void *ctx, int64_t lo, int64_t hi) {
   round_to_bf16((const float *)p->from + start, (uint16_t *)p->to + start, end - start);
 }
 
-/* bf16 to f32: the bits shifted up (exact). */
-static void widen_portable(const uint16_t *restrict from, float *restrict to, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)from[i] << 16;
-    memcpy(&to[i], &u, sizeof u);
-  }
-}
-
-#if defined(__x86_64__) && defined(__GNUC__)
-/* The same 16 at a time (the runtime is built for any x86-64). */
-__attribute__((target("avx512f"))) static void widen_avx512(const uint16_t *restrict from,
-                                                            float *restrict to, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i half = _mm256_loadu_si256((const __m256i *)(from + i));
-    _mm512_storeu_si512(to + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-  }
-  widen_portable(from + i, to + i, n - i);
-}
-#endif
-
 static void unpack_blocks(void *ctx, int64_t lo, int64_t hi) {
   const packing *p = ctx;
   int64_t start = lo * PACK_BLOCK, end = hi * PACK_BLOCK < p->n ? hi * PACK_BLOCK : p->n;
-  const uint16_t *from = (const uint16_t *)p->from + start;
-  float *to = (float *)p->to + start;
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (__builtin_cpu_supports("avx512f")) {
-    widen_avx512(from, to, end - start);
-    return;
-  }
-#endif
-  widen_portable(from, to, end - start);
+  widen_bf16((const uint16_t *)p->from + start, (float *)p->to + start, end - start);
 }
 
 void trc_bf16_pack(int64_t n, const float *from, uint16_t *to) {

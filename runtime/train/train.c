@@ -527,6 +527,10 @@ static void report_planned_memory(const trc_model *m, const trc_train_config *c)
   if (c->precision == TRC_BF16 && !m->device)
     fprintf(stderr, "precision bf16: the GEMMs read the parameters from a bf16 copy of %llu "
                     "bytes\n", (unsigned long long)(2 * m->param_count));
+  if (c->precision == TRC_BF16 && !m->device && trc_bf16_emulated())
+    fprintf(stderr, "precision bf16: emulated, oneDNN has no bf16 kernels on this CPU (they need "
+                    "AVX-512): the GEMMs and convolutions round their inputs to bf16 and compute "
+                    "in f32, slower than fp32\n");
   uint64_t operands = bf16_operand_bytes(m, c);
   if (operands && !m->device)
     fprintf(stderr, "bf16 GEMMs: their operands rounded into one buffer of %llu bytes\n",
