@@ -7,8 +7,9 @@
 # attention products left out); B is taken to be a parameter unless A is
 # transposed (true of the examples' linear layers: forward and input
 # gradient read the weight as B, the weight gradient reads two activations).
-# Compare with the one-core peaks of ../shared/tools/peak.c (fp32 FMA,
-# AVX512_BF16; AMX is not measured there). Needs a quiet machine.
+# It first prints the one-core peaks of bench/peak.c (fp32 FMA in AVX-512 or
+# AVX2, AVX512_BF16's dot product where the CPU has it; AMX is not measured
+# there) to compare them with. Needs a quiet machine.
 # usage: bench/gemm_shapes.sh [BUILD_DIR] [MODEL.nn ...]
 #        (default: build, examples/deep_mlp.nn and examples/gpt124m.nn)
 set -euo pipefail
@@ -23,6 +24,8 @@ cc -O2 -Iruntime bench/gemm_shapes.c "$build/runtime/libtrainc_rt.a" -ldnnl -lz 
   -o "$work/gemm_shapes"
 source bench/quiet.sh
 wait_quiet || echo "(timing anyway: the figures of a busy machine mean little)"
+cc -O2 -fopenmp bench/peak.c -o "$work/peak"
+OMP_NUM_THREADS=1 "$work/peak"
 for model in "${models[@]}"; do
   echo "== $model"
   "$build/driver/trainc" emit "$model" -o "$work/model.c" >/dev/null

@@ -89,6 +89,12 @@ void trc_bf16_weights_changed(void);
 void trc_bf16_weights_update(uint64_t first, uint64_t count);
 /* Bytes of the copy (0 without one). */
 uint64_t trc_bf16_weights_bytes(void);
+/* Whether bf16 is emulated on this CPU: oneDNN (2.6) has no bf16 kernels
+ * below AVX512_CORE, so the GEMMs and convolutions round their inputs to
+ * bf16 as ever and compute in f32 (gemm_bf16.c, conv.c): the bf16 results
+ * up to the order of f32 sums, slower than fp32. TRAINC_BF16_EMULATE=1
+ * emulates on any CPU, =0 never. */
+int trc_bf16_emulated(void);
 /* The one buffer GEMMs round their operands into (gemm_bf16.c), reserved at
  * the planned size (trc_model.bf16_operand_bytes or rounded_operand_bytes)
  * before the first step; -1 when out of memory. Unreserved, it grows. */

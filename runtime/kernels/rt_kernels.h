@@ -55,12 +55,6 @@ int trc_gemm_bf16_transposes_a(int64_t n);
 /* Whether oneDNN runs the bf16 GEMMs on AMX's tiles (gemm.c cuts them into
  * thicker parts there). */
 int trc_gemm_bf16_on_amx(void);
-/* Whether bf16 is emulated on this CPU: oneDNN (2.6) has no bf16 kernels
- * below AVX512_CORE, so the GEMMs and convolutions round their inputs to
- * bf16 as ever and compute in f32 (gemm_bf16.c, conv.c). The bf16 results
- * up to the order of f32 sums, slower than fp32. TRAINC_BF16_EMULATE=1
- * emulates on any CPU, =0 never. */
-int trc_bf16_emulated(void);
 /* n floats rounded to bf16's precision in place (trc_round_bf16's bits,
  * kept as f32), on the calling thread. */
 void trc_bf16_round_in_place(float *x, int64_t n);
