@@ -128,6 +128,14 @@ static void round_portable(const float *restrict from, uint16_t *restrict to, in
   for (int64_t i = 0; i < n; i++) to[i] = trc_round_bf16(from[i]);
 }
 
+/* The same, kept in f32: the low half of the bits cleared. */
+static void round_in_place_portable(float *x, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)trc_round_bf16(x[i]) << 16;
+    memcpy(&x[i], &u, sizeof u);
+  }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AVX512_BF16 __attribute__((target("avx512f,avx512bf16,avx512vl")))
 /* AVX512_BF16's vcvtneps2bf16 rounds 16 floats to nearest even in one
@@ -176,6 +184,41 @@ AVX512_BF16 static void round_streaming_avx512_bf16(const float *restrict from, 
   round_portable(from + i, to + i, n - i);
   _mm_sfence(); /* the streamed stores seen before any later store: the pool's handover */
 }
+
+/* A CPU without AVX512_BF16 (AVX2: AMD Zen 3) rounds 8 at a time by
+ * trc_round_bf16's integer steps, bitwise its result; GCC at -O2 leaves
+ * the portable loop scalar. The bf16 bits of each lane, in its low half. */
+#define AVX2 __attribute__((target("avx2")))
+static inline AVX2 __m256i round8_avx2(__m256i u) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  __m256i quiet_nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                   _mm256_set1_epi32(0x7f800000));
+  return _mm256_blendv_epi8(rounded, quiet_nan, nan);
+}
+
+AVX2 static void round_avx2(const float *restrict from, uint16_t *restrict to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i lo = round8_avx2(_mm256_loadu_si256((const __m256i *)(from + i)));
+    __m256i hi = round8_avx2(_mm256_loadu_si256((const __m256i *)(from + i + 8)));
+    /* packus packs within 128-bit halves: the quadwords put back in order */
+    __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+    _mm256_storeu_si256((__m256i *)(to + i), packed);
+  }
+  round_portable(from + i, to + i, n - i);
+}
+
+AVX2 static void round_in_place_avx2(float *x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i bits = round8_avx2(_mm256_loadu_si256((const __m256i *)(x + i)));
+    _mm256_storeu_si256((__m256i *)(x + i), _mm256_slli_epi32(bits, 16));
+  }
+  round_in_place_portable(x + i, n - i);
+}
 #endif
 
 /* past_cache: the vector path's stores non-temporal (a copy no one reads
@@ -184,6 +227,10 @@ static void round_bf16_stored(const float *restrict from, uint16_t *restrict to,
 #if defined(__x86_64__) && defined(__GNUC__)
   if (__builtin_cpu_supports("avx512bf16")) {
     (past_cache ? round_streaming_avx512_bf16 : round_avx512_bf16)(from, to, n);
+    return;
+  }
+  if (__builtin_cpu_supports("avx2")) {
+    round_avx2(from, to, n);
     return;
   }
 #endif
@@ -217,6 +264,15 @@ __attribute__((target("avx512f"))) static void widen_avx512(const uint16_t *rest
   }
   widen_portable(from + i, to + i, n - i);
 }
+
+AVX2 static void widen_avx2(const uint16_t *restrict from, float *restrict to, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m128i half = _mm_loadu_si128((const __m128i *)(from + i));
+    _mm256_storeu_si256((__m256i *)(to + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+  }
+  widen_portable(from + i, to + i, n - i);
+}
 #endif
 
 static void widen_bf16(const uint16_t *restrict from, float *restrict to, int64_t n) {
@@ -225,15 +281,22 @@ static void widen_bf16(const uint16_t *restrict from, float *restrict to, int64_
     widen_avx512(from, to, n);
     return;
   }
+  if (__builtin_cpu_supports("avx2")) {
+    widen_avx2(from, to, n);
+    return;
+  }
 #endif
   widen_portable(from, to, n);
 }
 
 void trc_bf16_round_in_place(float *x, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)trc_round_bf16(x[i]) << 16;
-    memcpy(&x[i], &u, sizeof u);
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (__builtin_cpu_supports("avx2")) {
+    round_in_place_avx2(x, n);
+    return;
   }
+#endif
+  round_in_place_portable(x, n);
 }
 
 /* ---- rounding A and B: rows of the stored (not transposed) matrices ---- */

@@ -12,7 +12,9 @@
  * treat them as zero (AVX512_BF16's dot products do). And
  * trc_bf16_round (the loss head's rounding of its logit gradients, vector
  * code on AVX512_BF16) against trc_round_bf16 element by element: lengths
- * around its 16 lanes, subnormals, NaNs, ties. And trc_row_max (vector code
+ * around its 16 lanes, subnormals, NaNs, ties; and trc_bf16_round_in_place
+ * (emulated bf16's rounding kept in f32) and trc_bf16_unpack (the widening)
+ * against the same bits. And trc_row_max (vector code
  * on AVX-512) against trc_maxf over the row in order: lengths around its
  * 16 lanes, NaNs passed over, a row of NaNs (-inf), infinities. */
 #include "test_util.h"
@@ -112,6 +114,24 @@ static void test_round(void) {
     for (int64_t i = 0; i < n; i++) wrong += got[i] != trc_round_bf16(x[i]);
     if (wrong) fprintf(stderr, "trc_bf16_round of %lld floats: %lld wrong\n", (long long)n, (long long)wrong);
     CHECK(wrong == 0);
+    /* emulated bf16's rounding kept in f32, and the widening back */
+    float *kept = malloc((size_t)n * sizeof *kept), *widened = malloc((size_t)n * sizeof *widened);
+    memcpy(kept, x, (size_t)n * sizeof *kept);
+    trc_bf16_round_in_place(kept, n);
+    trc_bf16_unpack(n, got, widened);
+    int64_t wrong_kept = 0, wrong_widened = 0;
+    for (int64_t i = 0; i < n; i++) {
+      uint32_t want = (uint32_t)trc_round_bf16(x[i]) << 16, kept_bits, widened_bits;
+      memcpy(&kept_bits, &kept[i], sizeof kept_bits);
+      memcpy(&widened_bits, &widened[i], sizeof widened_bits);
+      wrong_kept += kept_bits != want, wrong_widened += widened_bits != want;
+    }
+    if (wrong_kept || wrong_widened)
+      fprintf(stderr, "%lld floats: trc_bf16_round_in_place %lld wrong, trc_bf16_unpack %lld wrong\n",
+              (long long)n, (long long)wrong_kept, (long long)wrong_widened);
+    CHECK(wrong_kept == 0 && wrong_widened == 0);
+    free(kept);
+    free(widened);
     free(x);
     free(got);
   }
