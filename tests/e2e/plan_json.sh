@@ -150,11 +150,13 @@ else:
   done
   # offering the loss head's chunk never predicts a slower plan: at every
   # budget of the default chunk's sweep where a plan fits, --loss-head
-  # auto's plan adds at most what the default chunk's does
+  # auto's plan adds at most what the default chunk's does (every
+  # $PLAN_JSON_EVERY_NTH_BUDGET-th budget of them: the sanitizers' build)
   if [[ $(head_dims "$model") != "0 0" ]]; then
     for budget in $("$trainc" plan "$model" --sweep --format json | "$PY" -c '
 import json, sys
-print(" ".join(str(p["budget"]) for p in json.load(sys.stdin)["points"] if p["fits"]))'); do
+fit = [p["budget"] for p in json.load(sys.stdin)["points"] if p["fits"]]
+print(" ".join(str(b) for b in fit[::int(sys.argv[1])]))' "${PLAN_JSON_EVERY_NTH_BUDGET:-1}"); do
       "$PY" - <("$trainc" plan "$model" --budget "$budget" --format json) \
         <("$trainc" plan "$model" --budget "$budget" --loss-head auto --format json) <<'PY' ||
 import json, sys
