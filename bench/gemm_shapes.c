@@ -1,7 +1,9 @@
-/* gemm_shapes.c — one GEMM shape timed alone on one thread, three ways:
- *   trainc   trc_gemm as a trainer runs it (its parts, and under bf16 the
- *            rounding of the operands that are not parameters);
+/* gemm_shapes.c — one GEMM shape timed alone on one thread, four ways:
+ *   trainc   trc_gemm as a trainer runs it (its parts, on the machine's
+ *            sgemm: gemm.c; under bf16 the rounding of the operands that
+ *            are not parameters);
  *   sgemm    oneDNN's dnnl_sgemm on the whole matrix (fp32);
+ *   openblas OpenBLAS's cblas_sgemm on the whole matrix (fp32);
  *   matmul   oneDNN's bf16 matmul primitive on the whole matrix, weights
  *            reordered once into the layout it prefers (bf16; operands
  *            already bf16: the library's best case).
@@ -12,6 +14,7 @@
  * usage: gemm_shapes M N K TA TB WEIGHT_B [REPS]   (bench/gemm_shapes.sh) */
 #include "trainc_rt.h"
 
+#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +74,13 @@ static void onednn_sgemm(const shape *s, void *ctx) {
   ok(dnnl_sgemm(s->ta ? 'T' : 'N', s->tb ? 'T' : 'N', s->m, s->n, s->k, 1.0f, s->a, lda, s->b,
                 ldb, 0.0f, s->c, s->n),
      "sgemm");
+}
+
+static void openblas_sgemm(const shape *s, void *ctx) {
+  (void)ctx;
+  int lda = (int)(s->ta ? s->m : s->k), ldb = (int)(s->tb ? s->k : s->n);
+  cblas_sgemm(CblasRowMajor, s->ta ? CblasTrans : CblasNoTrans, s->tb ? CblasTrans : CblasNoTrans,
+              (int)s->m, (int)s->n, (int)s->k, 1.0f, s->a, lda, s->b, ldb, 0.0f, s->c, (int)s->n);
 }
 
 /* ---- the bf16 matmul primitive on the whole matrix ---- */
@@ -141,8 +151,10 @@ int main(int argc, char **argv) {
   printf("%6lld x %6lld x %6lld ta %d tb %d:", (long long)s.m, (long long)s.n, (long long)s.k,
          s.ta, s.tb);
   trc_set_precision(TRC_FP32);
-  printf(" fp32 trainc %6.1f sgemm %6.1f |", gflops(&s, best_seconds(trainc_gemm, &s, NULL)),
-         gflops(&s, best_seconds(onednn_sgemm, &s, NULL)));
+  printf(" fp32 trainc %6.1f sgemm %6.1f openblas %6.1f |",
+         gflops(&s, best_seconds(trainc_gemm, &s, NULL)),
+         gflops(&s, best_seconds(onednn_sgemm, &s, NULL)),
+         gflops(&s, best_seconds(openblas_sgemm, &s, NULL)));
   trc_set_precision(TRC_BF16);
   if (s.weight_b && trc_bf16_weights_attach(s.b, (uint64_t)(s.k * s.n), &err)) {
     fprintf(stderr, "gemm_shapes: %s\n", err.msg);

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every GEMM shape of a model timed alone on one thread (bench/gemm_shapes.c):
-# trc_gemm as the trainer runs it, against oneDNN's sgemm (fp32) and its bf16
+# trc_gemm as the trainer runs it, against oneDNN's and OpenBLAS's sgemm (fp32) and its bf16
 # matmul with pre-reordered weights (bf16) on the whole matrix — what a part
 # loses against the library's best case. The shapes are read from the
 # trainer's C (`trainc emit`: its trc_gemm_shape descriptors, batched
@@ -20,7 +20,8 @@ models=("$@")
 ((${#models[@]})) || models=(examples/deep_mlp.nn examples/gpt124m.nn)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cc -O2 -Iruntime bench/gemm_shapes.c "$build/runtime/libtrainc_rt.a" -ldnnl -lz -lm -fopenmp \
+cc -O2 -Iruntime -I/usr/include/x86_64-linux-gnu/openblas-openmp bench/gemm_shapes.c "$build/runtime/libtrainc_rt.a" -ldnnl \
+  /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so -lz -lm -fopenmp \
   -o "$work/gemm_shapes"
 source bench/quiet.sh
 wait_quiet || echo "(timing anyway: the figures of a busy machine mean little)"

@@ -1,16 +1,22 @@
 /* gemm.c — trc_gemm (trainc.h): the GEMMs of generated code, cut into
- * single-threaded oneDNN sgemm calls by a partition fixed by the shapes
- * and the machine's CPUs (max_parts), run by trc_parallel_for. Each pool
- * thread has set OpenMP's count to 1
- * (parallel.c), so oneDNN's OpenMP build starts no team: every element of C
- * is computed by the same call, with the same blocking, whatever --threads
- * is. oneDNN rather than OpenBLAS: on this machine's AVX-512 its sgemm is
- * 10-25% faster at the trainers' shapes, cut in parts or not (docs/trainer.md,
- * *Memory and speed*). */
+ * single-threaded sgemm calls by a partition fixed by the shapes and the
+ * machine's CPUs (max_parts), run by trc_parallel_for. Each pool thread has
+ * set OpenMP's count to 1 (parallel.c), so neither library's OpenMP build
+ * starts a team: every element of C is computed by the same call, with the
+ * same blocking, whatever --threads is. The sgemm is oneDNN's where the CPU
+ * has AVX-512 (there 10-25% faster than OpenBLAS's at the trainers' shapes,
+ * cut in parts or not), OpenBLAS's where it has not: on AVX2 (AMD Zen 3)
+ * oneDNN 2.6's sgemm ran most parts at half its whole-matrix rate (512 x
+ * 1024 x 1024 in 4 parts 45 GFLOP/s on one core, whole 80-90), OpenBLAS's
+ * every part at 80-92 (docs/trainer.md, *Memory and speed*). */
 #include "rt_kernels.h"
 
+#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum { SPLIT_BELOW_BATCH = 8, MIN_PART = 128, MIN_HALF = 64, MAX_PARTS = 16 };
 /* Under bf16 with AMX: each part copies the operand it shares into oneDNN's
@@ -76,8 +82,35 @@ static void gemm_tasks(void *ctx, int64_t lo, int64_t hi) {
   }
 }
 
+static int has_avx512(void) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  return __builtin_cpu_supports("avx512f");
+#else
+  return 1; /* oneDNN's, as before OpenBLAS was measured */
+#endif
+}
+
+/* Which library's sgemm this machine runs: TRAINC_SGEMM=onednn or
+ * openblas decides instead (tests run both on any machine). */
+static int sgemm_on_openblas(void) {
+  static _Atomic int chosen = -1; /* threads that race store the same value */
+  int on_openblas = atomic_load_explicit(&chosen, memory_order_relaxed);
+  if (on_openblas < 0) {
+    const char *env = getenv("TRAINC_SGEMM");
+    on_openblas = env && *env ? strcmp(env, "openblas") == 0 : !has_avx512();
+    atomic_store_explicit(&chosen, on_openblas, memory_order_relaxed);
+  }
+  return on_openblas;
+}
+
 void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (sgemm_on_openblas()) { /* OpenBLAS takes int dimensions: the compiler's shapes fit */
+    cblas_sgemm(CblasRowMajor, ta == 'T' ? CblasTrans : CblasNoTrans,
+                tb == 'T' ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n, (blasint)k, alpha, a,
+                (blasint)lda, b, (blasint)ldb, beta, c, (blasint)ldc);
+    return;
+  }
   dnnl_status_t status = dnnl_sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   /* Only a broken installation fails here (the shapes are the compiler's):
    * the GEMM cannot report, so the trainer stops, every rank under MPI. */

@@ -28,9 +28,10 @@ typedef struct {
 static inline int64_t trc_gemm_at(int64_t i, int64_t heads, int64_t stride, int64_t head_stride) {
   return i / heads * stride + i % heads * head_stride;
 }
-/* C = alpha op(A) op(B) + beta C, row-major, by oneDNN's sgemm on the
- * calling thread (a part of trc_gemm, a block of fused attention); a
- * failure stops the trainer. */
+/* C = alpha op(A) op(B) + beta C, row-major, by oneDNN's sgemm (CPUs with
+ * AVX-512) or OpenBLAS's (without; TRAINC_SGEMM=onednn|openblas decides
+ * instead) on the calling thread (a part of trc_gemm, a block of fused
+ * attention); a failure stops the trainer. */
 void trc_sgemm(char ta, char tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
 /* The CPUs this process may run on (its affinity mask, read once): what a
