@@ -105,7 +105,7 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
     fputs(") ? 1.0f : 0.0f)", out);
     break;
   case KE_TO_FLOAT:
-    fputs("(float)(", out);
+    fputs(e->narrow ? "(float)(int32_t)(" : "(float)(", out);
     print_expr(out, e->a, nm);
     fputc(')', out);
     break;

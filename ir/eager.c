@@ -1,12 +1,19 @@
-/* eager.c — which selects may evaluate both arms (kernel_mark_eager_selects,
- * ir.h). A C compiler must not evaluate the arm of `c ? x[i] : 0` that C
- * leaves unevaluated, so it branches instead of vectorizing (GCC 12: a
- * relu gradient ran 7x slower than with the load made unconditional). When
- * every load in both arms reads inside its buffer for every value the loop
+/* eager.c — which selects may evaluate both arms, and which conversions to
+ * float may start from 32 bits (kernel_mark_eager_selects, ir.h). A C
+ * compiler must not evaluate the arm of `c ? x[i] : 0` that C leaves
+ * unevaluated, so it branches instead of vectorizing (GCC 12: a relu
+ * gradient ran 7x slower than with the load made unconditional). When every
+ * load in both arms reads inside its buffer for every value the loop
  * variables take, evaluating them always is harmless, and the C backend
- * prints the select as a function call whose arguments are all evaluated. */
+ * prints the select as a function call whose arguments are all evaluated.
+ * Index expressions are int64, and x86 before AVX-512 converts an int64 to
+ * float one at a time: a causal softmax of T = 64, whose mask is
+ * (float)(row - column), ran scalar, 4-5x its vector time on an AVX2 CPU
+ * (bench/RESULTS.md). A value that fits in 32 bits converts from 32 bits to
+ * the same float, in vectors. */
 #include "ir.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 typedef struct {
@@ -30,10 +37,20 @@ static bool loads_in_bounds(const EagerScan *s, const KExpr *e) {
   return loads_in_bounds(s, e->a) && loads_in_bounds(s, e->b) && loads_in_bounds(s, e->c);
 }
 
+/* Whether integer e fits in 32 bits for every value of the loop variables:
+ * a load (integer buffers are i32 or u8), or affine within INT32's range. */
+static bool fits_32_bits(const EagerScan *s, const KExpr *e) {
+  int64_t lo, hi;
+  if (!e->is_int) return false;
+  if (e->kind == KE_LOAD) return true;
+  return kexpr_range(s->k, e, s->extent, &lo, &hi) && lo >= INT32_MIN && hi <= INT32_MAX;
+}
+
 static void mark_expr(const EagerScan *s, KExpr *e) {
   if (!e) return;
   if (e->kind == KE_SELECT) /* a float select: trc_selectf's arms are floats */
     e->eager = !e->is_int && loads_in_bounds(s, e->b) && loads_in_bounds(s, e->c);
+  if (e->kind == KE_TO_FLOAT) e->narrow = fits_32_bits(s, e->a);
   mark_expr(s, e->a), mark_expr(s, e->b), mark_expr(s, e->c);
 }
 

@@ -439,6 +439,8 @@ struct KExpr {
   bool is_int;  /* the expression is an integer (index) expression */
   bool eager;   /* KE_SELECT: both arms may be evaluated whatever the
                    condition (kernel_mark_eager_selects) */
+  bool narrow;  /* KE_TO_FLOAT: a's value fits in 32 bits for every value of
+                   the loop variables (kernel_mark_eager_selects) */
   KExpr *a, *b, *c;
 };
 
@@ -570,7 +572,11 @@ void kernel_mark_parallel(Kernel *k);
  * of the loop variables within their loops' extents: the indices affine,
  * their range over the extents in bounds. A backend may then evaluate both
  * arms before choosing, which lets a C compiler vectorize the select.
- * program_build marks every kernel it lowers. */
+ * Marks each conversion to float `narrow` when its integer operand fits in
+ * 32 bits the same way (or is a load from an integer buffer, i32 or u8):
+ * a backend may then convert from 32 bits, which vectorizes where 64-bit
+ * integers to float do not (AVX2 has no such instruction), with the same
+ * float. program_build marks every kernel it lowers. */
 void kernel_mark_eager_selects(const Graph *g, Kernel *k);
 /* Index expression e of k as *konst + sum of coef[v] * v over k's loop
  * variables (coef: k->n_vars entries); false when it is not affine (a load,

@@ -403,7 +403,7 @@ entry:
   br i1 %8, label %loop, label %done5
 
 loop:                                             ; preds = %done, %entry
-  %i = phi i64 [ 0, %entry ], [ %38, %done ]
+  %i = phi i64 [ 0, %entry ], [ %40, %done ]
   %9 = add nsw i64 %5, %i
   %10 = getelementptr inbounds float, ptr %2, i64 %9
   %11 = load float, ptr %10, align 4
@@ -415,38 +415,40 @@ loop:                                             ; preds = %done, %entry
   %15 = getelementptr inbounds i32, ptr %0, i64 %9
   %16 = load i32, ptr %15, align 4
   %17 = sext i32 %16 to i64
-  %18 = sitofp i64 %17 to float
-  store float %18, ptr %t2, align 4
+  %18 = trunc i64 %17 to i32
+  %19 = sitofp i32 %18 to float
+  store float %19, ptr %t2, align 4
   br label %loop3
 
 loop3:                                            ; preds = %loop3, %loop
-  %i4 = phi i64 [ 0, %loop ], [ %36, %loop3 ]
-  %19 = mul nsw i64 %9, 3
-  %20 = add nsw i64 %19, %i4
-  %21 = mul nsw i64 %9, 3
-  %22 = add nsw i64 %21, %i4
-  %23 = getelementptr inbounds float, ptr %1, i64 %22
-  %24 = load float, ptr %23, align 4
-  %25 = load float, ptr %t, align 4
-  %26 = fsub float %24, %25
-  %27 = call float @expf(float %26) #4
-  %28 = sitofp i64 %i4 to float
-  %29 = load float, ptr %t2, align 4
-  %30 = fcmp oeq float %28, %29
-  %31 = select i1 %30, float 1.000000e+00, float 0.000000e+00
-  %32 = fsub float %27, %31
-  %33 = load float, ptr %t1, align 4
-  %34 = fmul float %32, %33
-  %35 = getelementptr inbounds float, ptr %4, i64 %20
-  store float %34, ptr %35, align 4
-  %36 = add nsw i64 %i4, 1
-  %37 = icmp slt i64 %36, 3
-  br i1 %37, label %loop3, label %done
+  %i4 = phi i64 [ 0, %loop ], [ %38, %loop3 ]
+  %20 = mul nsw i64 %9, 3
+  %21 = add nsw i64 %20, %i4
+  %22 = mul nsw i64 %9, 3
+  %23 = add nsw i64 %22, %i4
+  %24 = getelementptr inbounds float, ptr %1, i64 %23
+  %25 = load float, ptr %24, align 4
+  %26 = load float, ptr %t, align 4
+  %27 = fsub float %25, %26
+  %28 = call float @expf(float %27) #4
+  %29 = trunc i64 %i4 to i32
+  %30 = sitofp i32 %29 to float
+  %31 = load float, ptr %t2, align 4
+  %32 = fcmp oeq float %30, %31
+  %33 = select i1 %32, float 1.000000e+00, float 0.000000e+00
+  %34 = fsub float %28, %33
+  %35 = load float, ptr %t1, align 4
+  %36 = fmul float %34, %35
+  %37 = getelementptr inbounds float, ptr %4, i64 %21
+  store float %36, ptr %37, align 4
+  %38 = add nsw i64 %i4, 1
+  %39 = icmp slt i64 %38, 3
+  br i1 %39, label %loop3, label %done
 
 done:                                             ; preds = %loop3
-  %38 = add nsw i64 %i, 1
-  %39 = icmp slt i64 %38, %7
-  br i1 %39, label %loop, label %done5
+  %40 = add nsw i64 %i, 1
+  %41 = icmp slt i64 %40, %7
+  br i1 %41, label %loop, label %done5
 
 done5:                                            ; preds = %done, %entry
   ret void

@@ -7,26 +7,26 @@ entry:
   br i1 %6, label %loop, label %done19
 
 loop:                                             ; preds = %done18, %entry
-  %i = phi i64 [ 0, %entry ], [ %76, %done18 ]
+  %i = phi i64 [ 0, %entry ], [ %79, %done18 ]
   %7 = add nsw i64 %3, %i
   br label %loop2
 
 loop2:                                            ; preds = %done17, %loop
-  %i3 = phi i64 [ 0, %loop ], [ %74, %done17 ]
+  %i3 = phi i64 [ 0, %loop ], [ %77, %done17 ]
   br label %loop4
 
 loop4:                                            ; preds = %done16, %loop2
-  %i5 = phi i64 [ 0, %loop2 ], [ %72, %done16 ]
+  %i5 = phi i64 [ 0, %loop2 ], [ %75, %done16 ]
   store float 0xFFF0000000000000, ptr %t, align 4
   store float 0.000000e+00, ptr %t1, align 4
   br label %loop6
 
 loop6:                                            ; preds = %done, %loop4
-  %i7 = phi i64 [ 0, %loop4 ], [ %36, %done ]
+  %i7 = phi i64 [ 0, %loop4 ], [ %37, %done ]
   br label %loop8
 
 loop8:                                            ; preds = %loop8, %loop6
-  %i9 = phi i64 [ 0, %loop6 ], [ %34, %loop8 ]
+  %i9 = phi i64 [ 0, %loop6 ], [ %35, %loop8 ]
   %8 = mul nsw i64 %7, 8
   %9 = add nsw i64 %i3, %i7
   %10 = add nsw i64 %8, %9
@@ -40,93 +40,96 @@ loop8:                                            ; preds = %loop8, %loop6
   %18 = fcmp ogt float %17, 0.000000e+00
   %19 = mul nsw i64 %i7, 3
   %20 = add nsw i64 %19, %i9
-  %21 = sitofp i64 %20 to float
-  %22 = load float, ptr %t1, align 4
-  %23 = select i1 %18, float %21, float %22
-  store float %23, ptr %t1, align 4
-  %24 = load float, ptr %t, align 4
-  %25 = mul nsw i64 %7, 8
-  %26 = add nsw i64 %i3, %i7
-  %27 = add nsw i64 %25, %26
-  %28 = mul nsw i64 %27, 8
-  %29 = add nsw i64 %i5, %i9
-  %30 = add nsw i64 %28, %29
-  %31 = getelementptr inbounds float, ptr %0, i64 %30
-  %32 = load float, ptr %31, align 4
-  %33 = call float @trc_maxf(float %24, float %32)
-  store float %33, ptr %t, align 4
-  %34 = add nsw i64 %i9, 1
-  %35 = icmp slt i64 %34, 3
-  br i1 %35, label %loop8, label %done
+  %21 = trunc i64 %20 to i32
+  %22 = sitofp i32 %21 to float
+  %23 = load float, ptr %t1, align 4
+  %24 = select i1 %18, float %22, float %23
+  store float %24, ptr %t1, align 4
+  %25 = load float, ptr %t, align 4
+  %26 = mul nsw i64 %7, 8
+  %27 = add nsw i64 %i3, %i7
+  %28 = add nsw i64 %26, %27
+  %29 = mul nsw i64 %28, 8
+  %30 = add nsw i64 %i5, %i9
+  %31 = add nsw i64 %29, %30
+  %32 = getelementptr inbounds float, ptr %0, i64 %31
+  %33 = load float, ptr %32, align 4
+  %34 = call float @trc_maxf(float %25, float %33)
+  store float %34, ptr %t, align 4
+  %35 = add nsw i64 %i9, 1
+  %36 = icmp slt i64 %35, 3
+  br i1 %36, label %loop8, label %done
 
 done:                                             ; preds = %loop8
-  %36 = add nsw i64 %i7, 1
-  %37 = icmp slt i64 %36, 3
-  br i1 %37, label %loop6, label %done10
+  %37 = add nsw i64 %i7, 1
+  %38 = icmp slt i64 %37, 3
+  br i1 %38, label %loop6, label %done10
 
 done10:                                           ; preds = %done
   br label %loop11
 
 loop11:                                           ; preds = %done15, %done10
-  %i12 = phi i64 [ 0, %done10 ], [ %70, %done15 ]
+  %i12 = phi i64 [ 0, %done10 ], [ %73, %done15 ]
   br label %loop13
 
 loop13:                                           ; preds = %loop13, %loop11
-  %i14 = phi i64 [ 0, %loop11 ], [ %68, %loop13 ]
-  %38 = mul nsw i64 %7, 8
-  %39 = add nsw i64 %i3, %i12
-  %40 = add nsw i64 %38, %39
-  %41 = mul nsw i64 %40, 8
-  %42 = add nsw i64 %i5, %i14
-  %43 = add nsw i64 %41, %42
-  %44 = load float, ptr %t1, align 4
-  %45 = mul nsw i64 %i12, 3
-  %46 = add nsw i64 %45, %i14
-  %47 = sitofp i64 %46 to float
-  %48 = fsub float %44, %47
-  %49 = load float, ptr %t1, align 4
-  %50 = mul nsw i64 %i12, 3
-  %51 = add nsw i64 %50, %i14
-  %52 = sitofp i64 %51 to float
-  %53 = fsub float %49, %52
-  %54 = fmul float %48, %53
-  %55 = fsub float 5.000000e-01, %54
-  %56 = fcmp ogt float %55, 0.000000e+00
-  %57 = mul nsw i64 %7, 6
-  %58 = add nsw i64 %57, %i3
-  %59 = mul nsw i64 %58, 6
-  %60 = add nsw i64 %59, %i5
-  %61 = getelementptr inbounds float, ptr %1, i64 %60
-  %62 = load float, ptr %61, align 4
-  %63 = select i1 %56, float %62, float 0.000000e+00
-  %64 = getelementptr inbounds float, ptr %2, i64 %43
+  %i14 = phi i64 [ 0, %loop11 ], [ %71, %loop13 ]
+  %39 = mul nsw i64 %7, 8
+  %40 = add nsw i64 %i3, %i12
+  %41 = add nsw i64 %39, %40
+  %42 = mul nsw i64 %41, 8
+  %43 = add nsw i64 %i5, %i14
+  %44 = add nsw i64 %42, %43
+  %45 = load float, ptr %t1, align 4
+  %46 = mul nsw i64 %i12, 3
+  %47 = add nsw i64 %46, %i14
+  %48 = trunc i64 %47 to i32
+  %49 = sitofp i32 %48 to float
+  %50 = fsub float %45, %49
+  %51 = load float, ptr %t1, align 4
+  %52 = mul nsw i64 %i12, 3
+  %53 = add nsw i64 %52, %i14
+  %54 = trunc i64 %53 to i32
+  %55 = sitofp i32 %54 to float
+  %56 = fsub float %51, %55
+  %57 = fmul float %50, %56
+  %58 = fsub float 5.000000e-01, %57
+  %59 = fcmp ogt float %58, 0.000000e+00
+  %60 = mul nsw i64 %7, 6
+  %61 = add nsw i64 %60, %i3
+  %62 = mul nsw i64 %61, 6
+  %63 = add nsw i64 %62, %i5
+  %64 = getelementptr inbounds float, ptr %1, i64 %63
   %65 = load float, ptr %64, align 4
-  %66 = fadd float %65, %63
-  %67 = getelementptr inbounds float, ptr %2, i64 %43
-  store float %66, ptr %67, align 4
-  %68 = add nsw i64 %i14, 1
-  %69 = icmp slt i64 %68, 3
-  br i1 %69, label %loop13, label %done15
+  %66 = select i1 %59, float %65, float 0.000000e+00
+  %67 = getelementptr inbounds float, ptr %2, i64 %44
+  %68 = load float, ptr %67, align 4
+  %69 = fadd float %68, %66
+  %70 = getelementptr inbounds float, ptr %2, i64 %44
+  store float %69, ptr %70, align 4
+  %71 = add nsw i64 %i14, 1
+  %72 = icmp slt i64 %71, 3
+  br i1 %72, label %loop13, label %done15
 
 done15:                                           ; preds = %loop13
-  %70 = add nsw i64 %i12, 1
-  %71 = icmp slt i64 %70, 3
-  br i1 %71, label %loop11, label %done16
+  %73 = add nsw i64 %i12, 1
+  %74 = icmp slt i64 %73, 3
+  br i1 %74, label %loop11, label %done16
 
 done16:                                           ; preds = %done15
-  %72 = add nsw i64 %i5, 1
-  %73 = icmp slt i64 %72, 6
-  br i1 %73, label %loop4, label %done17, !llvm.loop !5
+  %75 = add nsw i64 %i5, 1
+  %76 = icmp slt i64 %75, 6
+  br i1 %76, label %loop4, label %done17, !llvm.loop !5
 
 done17:                                           ; preds = %done16
-  %74 = add nsw i64 %i3, 1
-  %75 = icmp slt i64 %74, 6
-  br i1 %75, label %loop2, label %done18
+  %77 = add nsw i64 %i3, 1
+  %78 = icmp slt i64 %77, 6
+  br i1 %78, label %loop2, label %done18
 
 done18:                                           ; preds = %done17
-  %76 = add nsw i64 %i, 1
-  %77 = icmp slt i64 %76, %5
-  br i1 %77, label %loop, label %done19
+  %79 = add nsw i64 %i, 1
+  %80 = icmp slt i64 %79, %5
+  br i1 %80, label %loop, label %done19
 
 done19:                                           ; preds = %done18, %entry
   ret void
