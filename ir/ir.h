@@ -252,6 +252,13 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
 /* The matrices a GEMM node's call multiplies (batch * heads); 0 for any
  * other node. */
 int64_t gemm_matrices(const Graph *g, const Node *n);
+/* The elements a GEMM node's matrices hold, A, B and C each (per matrix
+ * m k + k n + m n), or the loss head's three GEMMs' chunk by chunk
+ * (head_gemm_elements); 0 for any other node. A BLAS packs A and B and
+ * reads and writes C beside its arithmetic, which a GEMM with a short side
+ * does not hide: the cost model prices them at
+ * MachineProfile.gemm_element_seconds. */
+double gemm_elements(const Graph *g, const Node *n);
 /* Whether node n multiplies bf16 operands when the run's precision is bf16:
  * the matrix products and the loss head do; bmm's many small products do not
  * (rounding their operands took more time than bf16 saved:
@@ -315,6 +322,9 @@ typedef struct {
   double row_bytes, row_in_play, math_calls;
 } HeadPasses;
 HeadPasses head_passes(const HeadDims *h);
+/* The elements of the head's GEMMs' operands and results, all chunks'
+ * (gemm_elements). */
+double head_gemm_elements(const HeadDims *h);
 /* A causal_attention or causal_attention_grad node (ir/ops/attention.c)
  * as one trc_causal_attention(_grad) call: q, k, v [b, t, c], the heads
  * interleaved in each row (c = heads * D), the scores' scale. */

@@ -40,28 +40,31 @@ static const struct {
   const char *key;
   size_t offset;
   bool optional; /* absent from profiles written before it was measured */
+  bool zero_ok;  /* 0 is a value (a cost that may not exist), not an error */
 } profile_keys[] = { /* gemm_bf16_flops second: GEMM_BF16_KEY */
-    {"gemm_flops", offsetof(MachineProfile, gemm_flops), false},
-    {"gemm_bf16_flops", offsetof(MachineProfile, gemm_bf16_flops), true},
-    {"loop_flops", offsetof(MachineProfile, loop_flops), false},
-    {"bandwidth", offsetof(MachineProfile, bandwidth), false},
-    {"kernel_overhead", offsetof(MachineProfile, kernel_overhead), false},
-    {"cache_bandwidth", offsetof(MachineProfile, cache_bandwidth), true},
-    {"cache_bytes", offsetof(MachineProfile, cache_bytes), true},
-    {"attention_flops", offsetof(MachineProfile, attention_flops), true},
-    {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true},
-    {"conv_flops", offsetof(MachineProfile, conv_flops), true},
-    {"math_calls", offsetof(MachineProfile, math_calls), true},
-    {"window_accesses", offsetof(MachineProfile, window_accesses), true},
-    {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true},
-    {"conv_bf16_flops", offsetof(MachineProfile, conv_bf16_flops), true},
-    {"gemm_matrix_seconds", offsetof(MachineProfile, gemm_matrix_seconds), true},
-    {"rng_draws", offsetof(MachineProfile, rng_draws), true},
+    {"gemm_flops", offsetof(MachineProfile, gemm_flops), false, false},
+    {"gemm_bf16_flops", offsetof(MachineProfile, gemm_bf16_flops), true, false},
+    {"loop_flops", offsetof(MachineProfile, loop_flops), false, false},
+    {"bandwidth", offsetof(MachineProfile, bandwidth), false, false},
+    {"kernel_overhead", offsetof(MachineProfile, kernel_overhead), false, false},
+    {"cache_bandwidth", offsetof(MachineProfile, cache_bandwidth), true, false},
+    {"cache_bytes", offsetof(MachineProfile, cache_bytes), true, false},
+    {"attention_flops", offsetof(MachineProfile, attention_flops), true, false},
+    {"attention_block_seconds", offsetof(MachineProfile, attention_block_seconds), true, false},
+    {"conv_flops", offsetof(MachineProfile, conv_flops), true, false},
+    {"math_calls", offsetof(MachineProfile, math_calls), true, false},
+    {"window_accesses", offsetof(MachineProfile, window_accesses), true, false},
+    {"update_bandwidth", offsetof(MachineProfile, update_bandwidth), true, false},
+    {"conv_bf16_flops", offsetof(MachineProfile, conv_bf16_flops), true, false},
+    {"gemm_matrix_seconds", offsetof(MachineProfile, gemm_matrix_seconds), true, false},
+    {"rng_draws", offsetof(MachineProfile, rng_draws), true, false},
+    {"gemm_element_seconds", offsetof(MachineProfile, gemm_element_seconds), true, true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
        MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
-       CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14, RNG_DRAWS_KEY = 15 };
+       CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14, RNG_DRAWS_KEY = 15,
+       GEMM_ELEMENT_KEY = 16 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -78,7 +81,7 @@ static bool profile_line(const char *line, MachineProfile *p, bool *seen) {
   if (sscanf(line, " %63[a-z0-9_] = %lf %n", key, &v, &used) != 2 || line[used] != '\0') return false;
   for (int i = 0; i < N_PROFILE_KEYS; i++) {
     if (strcmp(key, profile_keys[i].key) != 0) continue;
-    if (!(v > 0 && v < 1e30) || seen[i]) return false;
+    if (!((v > 0 || (v == 0 && profile_keys[i].zero_ok)) && v < 1e30) || seen[i]) return false;
     *(double *)((char *)p + profile_keys[i].offset) = v;
     seen[i] = true;
     return true;
@@ -100,7 +103,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
                  "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
-                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws (each once)");
+                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws, gemm_element_seconds (each once; "
+                 "gemm_element_seconds may be 0)");
     free(line);
     at += len + (at + len < end);
   }
@@ -122,6 +126,9 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
   if (!seen[GEMM_MATRIX_KEY]) p->gemm_matrix_seconds = d.gemm_matrix_seconds;
   if (!seen[RNG_DRAWS_KEY]) p->rng_draws = p->math_calls * d.rng_draws / d.math_calls;
+  /* 0, as the default's: GEMMs by their FLOPs alone, as profiles before it
+   * priced them (the defaults' machine never measured it) */
+  if (!seen[GEMM_ELEMENT_KEY]) p->gemm_element_seconds = d.gemm_element_seconds;
   return diag_count(diag) == errors;
 }
 
@@ -168,9 +175,11 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
                  : op_calls_library(n->op)  ? m->gemm_flops
                                             : m->loop_flops;
   /* a batched call's matrices (bmm) cost each beyond their FLOPs; one
-   * matrix's call is in gemm_flops, measured on one large call */
+   * matrix's call is in gemm_flops, measured on one large call; and every
+   * GEMM's operands and result, element by element (gemm_elements) */
   int64_t matrices = gemm_matrices(g, n);
-  return flops / rate + (matrices > 1 ? (double)matrices * m->gemm_matrix_seconds : 0);
+  return flops / rate + (matrices > 1 ? (double)matrices * m->gemm_matrix_seconds : 0) +
+         gemm_elements(g, n) * m->gemm_element_seconds;
 }
 
 /* Passes a library call makes over memory besides its arithmetic, which

@@ -281,6 +281,11 @@ typedef struct {
   double rng_draws;       /* dropout's random numbers a second in loop kernels
                              (kernel_random_draws), on top of their FLOPs;
                              optional, else math_calls times the default ratio */
+  double gemm_element_seconds; /* per element of a GEMM's A, B and C
+                             (gemm_elements), beyond its FLOPs: the BLAS packs
+                             A and B and updates C, which a GEMM with a short
+                             side does not hide; optional (may be 0), else 0:
+                             GEMMs priced by their FLOPs alone */
   const char *source;     /* the file the figures were read from (the driver's
                              --profile); NULL: profile_default()'s */
 } MachineProfile;

@@ -45,6 +45,15 @@ HeadPasses head_passes(const HeadDims *h) {
                       .math_calls = 2 * logits};
 }
 
+/* Per chunk of r rows: the logits [r, v] from x [r, d] and w, dx [r, d]
+ * from them and w, and (when w trains) w's gradient [v, d] from them and
+ * x: r v + r d + v d elements each. */
+double head_gemm_elements(const HeadDims *h) {
+  double chunks = (double)((h->n + h->chunk - 1) / h->chunk), gemms = h->adds_dw ? 3 : 2;
+  double n = (double)h->n, d = (double)h->d, v = (double)h->v;
+  return gemms * (n * v + n * d + chunks * v * d);
+}
+
 uint64_t node_scratch_bytes(const Graph *g, const Node *n) {
   if (n->op != OP_LINEAR_CROSS_ENTROPY) return 0;
   HeadDims h;

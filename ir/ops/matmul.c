@@ -214,6 +214,19 @@ int64_t gemm_matrices(const Graph *g, const Node *n) {
   return d.batch * d.heads;
 }
 
+double gemm_elements(const Graph *g, const Node *n) {
+  if (n->op == OP_LINEAR_CROSS_ENTROPY) {
+    HeadDims h;
+    head_dims(g, n, &h);
+    return head_gemm_elements(&h);
+  }
+  if (op_info(n->op)->op_class != OPC_GEMM) return 0;
+  GemmDims d;
+  gemm_dims(g, n, &d);
+  double m = (double)d.m, k = (double)d.k, cols = (double)d.n;
+  return (double)(d.batch * d.heads) * (m * k + k * cols + m * cols);
+}
+
 bool gemm_rounds_under_bf16(const Node *n) { return n->op == OP_MATMUL || n->op == OP_LINEAR_CROSS_ENTROPY; }
 
 /* ----------------------------------------------------- bf16 operand copies */

@@ -10,7 +10,9 @@
 #  4. gemm_matrix_seconds prices each matrix of a GEMM call: 1 ms more of it
 #     adds 1 ms per matrix of the attention model's forward bmm (2 a layer,
 #     each over batch x heads matrices; a bmm's traffic hides none of its
-#     arithmetic); per call it would add a tenth of that.
+#     arithmetic); per call it would add a tenth of that;
+#  5. gemm_element_seconds may be 0 (the calibration's fit found no cost per
+#     element), never negative.
 # usage: profile.sh TRAINC MODEL.nn CNN.nn ATTENTION.nn BATCH HEADS LAYERS WORKDIR
 set -eu
 trainc=$1 model=$2 cnn=$3 attention=$4 batch=$5 heads=$6 layers=$7 work=$8
@@ -19,7 +21,7 @@ fail=0
 "$trainc" calibrate -o "$work/machine.profile"
 for key in gemm_flops gemm_bf16_flops loop_flops bandwidth kernel_overhead cache_bandwidth cache_bytes \
   attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops \
-  gemm_matrix_seconds rng_draws; do
+  gemm_matrix_seconds rng_draws gemm_element_seconds; do
   grep -Eq "^$key = [0-9.]+(e[+-][0-9]+)?$" "$work/machine.profile" || { echo "FAIL: calibrate wrote no $key"; fail=1; }
 done
 "$trainc" plan "$model" --profile "$work/machine.profile" >/dev/null || { echo "FAIL: plan refused the calibrated profile"; fail=1; }
@@ -72,4 +74,11 @@ added, matrices = f("1e-3") - f("1e-12"), 2 * batch * heads * layers
 # the JSON prints 6 significant digits
 assert abs(added - 1e-3 * matrices) <= 1e-5 * f("1e-3"), (added, matrices)
 PYEOF
+grep -v '^gemm_element_seconds' "$work/machine.profile" >"$work/no_element.profile"
+for per in 0 -1e-9; do
+  printf 'gemm_element_seconds = %s\n' "$per" | cat "$work/no_element.profile" - >"$work/element.profile"
+  if "$trainc" plan "$model" --profile "$work/element.profile" >/dev/null 2>&1; then accepted=yes; else accepted=no; fi
+  [ "$per" = 0 ] && [ $accepted = no ] && { echo "FAIL: gemm_element_seconds = 0 refused"; fail=1; }
+  [ "$per" != 0 ] && [ $accepted = yes ] && { echo "FAIL: gemm_element_seconds = $per taken"; fail=1; }
+done
 exit $fail

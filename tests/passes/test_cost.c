@@ -15,7 +15,10 @@
  *     arithmetic and its bytes one after the other, where a single GEMM's
  *     overlap: faster arithmetic and a faster memory each shorten the
  *     former, only one of them the latter;
- *   - dropout's random numbers (one an element) at rng_draws a second. */
+ *   - dropout's random numbers (one an element) at rng_draws a second;
+ *   - each element of a GEMM's A, B and C at gemm_element_seconds: the first
+ *     layer's forward and weight gradient, the head's three GEMMs chunk by
+ *     chunk, and a bmm's every matrix. */
 #include "test_passes.h"
 
 #include <math.h>
@@ -108,6 +111,30 @@ static void test_bf16_rounding(Graph *g) {
   g->train.run.precision = TRC_FP32;
 }
 
+/* What gemm_element_seconds = 1 ns adds to node n. */
+static double element_seconds_added(const Graph *g, const Node *n) {
+  MachineProfile m = profile_default(), priced = m;
+  priced.gemm_element_seconds = 1e-9;
+  return node_seconds(g, n, &priced) - node_seconds(g, n, &m);
+}
+
+static void test_gemm_elements(const Graph *g) {
+  const Node *forward, *weight_grad;
+  first_layer_gemms(g, &forward, &weight_grad);
+  if (!forward || !weight_grad || g->loss_head < 0) return;
+  /* x [128, 784], w [512, 784], y [128, 512]: the same three matrices */
+  double layer = 128.0 * 784 + 512.0 * 784 + 128.0 * 512;
+  CHECK(near(element_seconds_added(g, forward), 1e-9 * layer), "forward: %g s",
+        element_seconds_added(g, forward));
+  CHECK(near(element_seconds_added(g, weight_grad), 1e-9 * layer), "weight gradient: %g s",
+        element_seconds_added(g, weight_grad));
+  /* 4 chunks of 32 rows: logits [32, 10], dx [32, 512], w2's gradient [512, 10] */
+  double chunks = 0;
+  for (int first = 0; first < 128; first += 32) chunks += 3 * (32.0 * 10 + 32.0 * 512 + 512.0 * 10);
+  CHECK(near(element_seconds_added(g, &g->nodes[g->loss_head]), 1e-9 * chunks), "the head: %g s",
+        element_seconds_added(g, &g->nodes[g->loss_head]));
+}
+
 /* How much node n's time falls with twice the GEMM rate, and with twice
  * the memory's rates. */
 static void time_saved(const Graph *g, const Node *n, double *by_arithmetic, double *by_memory) {
@@ -133,6 +160,11 @@ static void test_batched_traffic(const Graph *g) {
   CHECK(near(arithmetic, op_info(OP_BMM)->flops(g, bmm) / (2 * m.gemm_flops)),
         "a bmm's FLOPs priced whole: %g s", arithmetic);
   CHECK(memory > 0, "a bmm's bytes priced beside its FLOPs: %g s", memory);
+  GemmDims d;
+  gemm_dims(g, bmm, &d);
+  double per_matrix = (double)(d.m * d.k + d.k * d.n + d.m * d.n);
+  CHECK(d.batch * d.heads == 8 * 4 && near(element_seconds_added(g, bmm), 1e-9 * 32 * per_matrix),
+        "a bmm's every matrix: %g s", element_seconds_added(g, bmm));
   time_saved(g, matmul, &arithmetic, &memory);
   CHECK((arithmetic > 0) != (memory > 0), "a matmul's arithmetic hides its bytes or they it: %g %g s",
         arithmetic, memory);
@@ -158,6 +190,7 @@ int main(void) {
   if (g) {
     test_head_rows(g);
     test_bf16_rounding(g);
+    test_gemm_elements(g);
   }
   compilation_free(&c);
   source_free(src);
