@@ -254,7 +254,8 @@ void gemm_dims(const Graph *g, const Node *n, GemmDims *d);
 int64_t gemm_matrices(const Graph *g, const Node *n);
 /* The elements a GEMM node's matrices hold, A, B and C each (per matrix
  * m k + k n + m n), or the loss head's three GEMMs' chunk by chunk
- * (head_gemm_elements); 0 for any other node. A BLAS packs A and B and
+ * (head_gemm_elements), or a convolution's run as GEMMs
+ * (conv_weights_by_gemm); 0 for any other node. A BLAS packs A and B and
  * reads and writes C beside its arithmetic, which a GEMM with a short side
  * does not hide: the cost model prices them at
  * MachineProfile.gemm_element_seconds. */
@@ -292,6 +293,15 @@ double conv_flops(const ConvDims *d);
  * (bench/RESULTS.md: fashion_cnn's first convolution spent half its time
  * there). The cost model prices them at memory bandwidth. */
 double conv_reorder_bytes(const ConvDims *d);
+/* Whether the runtime runs the pass as one sgemm an image, not on oneDNN's
+ * primitive: the weight gradient of images of one channel in fp32 (bf16:
+ * the run's precision; runtime/kernels/conv.c, weights_by_sgemm: oneDNN's
+ * primitive ran fashion_cnn's first at ~8 GFLOP/s on AMD Zen 3). Such a
+ * pass reorders nothing; it writes each image's k k shifted copies
+ * (conv_im2col_bytes) and multiplies dy [o, oh ow] by them, its elements in
+ * gemm_elements. */
+bool conv_weights_by_gemm(const ConvDims *d, bool bf16);
+double conv_im2col_bytes(const ConvDims *d);
 
 /* A linear_cross_entropy node (the chunked loss head, ir/ops/head.c) as
  * one trc_linear_cross_entropy call: n rows of width d, v classes, `chunk`

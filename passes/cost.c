@@ -158,6 +158,14 @@ static bool multiplies_bf16(const Graph *g, const Node *n) {
   return n->rounded || (g->train.run.precision == TRC_BF16 && gemm_rounds_under_bf16(n));
 }
 
+/* A convolution pass the runtime runs as GEMMs (conv_weights_by_gemm). */
+static bool conv_by_gemm(const Graph *g, const Node *n) {
+  if (op_info(n->op)->op_class != OPC_CONV) return false;
+  ConvDims d;
+  conv_dims(g, n, &d);
+  return conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16);
+}
+
 /* Fused attention runs a block of rows of one head at a time: its small
  * GEMMs reach a fraction of the BLAS's rate, and each block costs a few
  * microseconds besides (measured: bench/RESULTS.md). */
@@ -169,7 +177,7 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
     return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
   }
   bool run_bf16 = g->train.run.precision == TRC_BF16;
-  bool conv = op_info(n->op)->op_class == OPC_CONV;
+  bool conv = op_info(n->op)->op_class == OPC_CONV && !conv_by_gemm(g, n);
   double rate = conv                        ? (run_bf16 ? m->conv_bf16_flops : m->conv_flops)
                  : multiplies_bf16(g, n)    ? m->gemm_bf16_flops
                  : op_calls_library(n->op)  ? m->gemm_flops
@@ -185,7 +193,8 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
 /* Passes a library call makes over memory besides its arithmetic, which
  * its GEMMs do not hide: a convolution's layout reorders
  * (conv_reorder_bytes), which oneDNN runs as passes of their own, at
- * memory bandwidth; the loss head's passes over w and its gradient, chunk
+ * memory bandwidth, or a weight gradient's shifted copies where the runtime
+ * runs it as GEMMs (conv_weights_by_gemm); the loss head's passes over w and its gradient, chunk
  * by chunk (head_passes), which make its chunk a trade of time for memory
  * the budget search weighs (--loss-head auto), and its rows' passes over
  * the logits and their expf, the same whatever the chunk; and the rounding
@@ -207,6 +216,8 @@ static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *
   if (op_info(n->op)->op_class != OPC_CONV) return 0;
   ConvDims d;
   conv_dims(g, n, &d);
+  if (conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16))
+    return memory_seconds(conv_im2col_bytes(&d), m); /* its shifted copies, no reorders */
   return conv_reorder_bytes(&d) / m->bandwidth;
 }
 

@@ -214,11 +214,25 @@ int64_t gemm_matrices(const Graph *g, const Node *n) {
   return d.batch * d.heads;
 }
 
+static double conv_out_pixels(const ConvDims *d);
+
+/* One GEMM an image: dy [o, oh ow], the shifted copies [k k, oh ow], dw
+ * [o, k k]. */
+static double conv_gemm_elements(const ConvDims *d) {
+  double o = (double)d->o, taps = (double)(d->k * d->k), pixels = conv_out_pixels(d);
+  return (double)d->n * (o * pixels + taps * pixels + o * taps);
+}
+
 double gemm_elements(const Graph *g, const Node *n) {
   if (n->op == OP_LINEAR_CROSS_ENTROPY) {
     HeadDims h;
     head_dims(g, n, &h);
     return head_gemm_elements(&h);
+  }
+  if (n->op == OP_CONV2D_GRAD_WEIGHT) {
+    ConvDims d;
+    conv_dims(g, n, &d);
+    return conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16) ? conv_gemm_elements(&d) : 0;
   }
   if (op_info(n->op)->op_class != OPC_GEMM) return 0;
   GemmDims d;
@@ -330,6 +344,14 @@ double conv_reorder_bytes(const ConvDims *d) {
   if (d->c >= CONV_BLOCKED_FROM_CHANNELS) bytes += 2.0 * 4.0 * (double)d->n * (double)d->c * (double)(d->h * d->w);
   if (d->o >= CONV_BLOCKED_FROM_CHANNELS) bytes += 2.0 * 4.0 * (double)d->n * (double)d->o * conv_out_pixels(d);
   return bytes;
+}
+
+bool conv_weights_by_gemm(const ConvDims *d, bool bf16) {
+  return d->pass == TRC_CONV_BACKWARD_WEIGHTS && d->c == 1 && !bf16;
+}
+
+double conv_im2col_bytes(const ConvDims *d) {
+  return 4.0 * (double)d->n * (double)(d->k * d->k) * conv_out_pixels(d);
 }
 
 /* With a relu, the gradient first goes through it (relu_grad reads the

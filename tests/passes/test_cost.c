@@ -18,7 +18,9 @@
  *   - dropout's random numbers (one an element) at rng_draws a second;
  *   - each element of a GEMM's A, B and C at gemm_element_seconds: the first
  *     layer's forward and weight gradient, the head's three GEMMs chunk by
- *     chunk, and a bmm's every matrix. */
+ *     chunk, a bmm's every matrix, and a one-channel convolution's weight
+ *     gradient, which the runtime runs as one GEMM an image in fp32 (and on
+ *     oneDNN's primitive in bf16: no elements). */
 #include "test_passes.h"
 
 #include <math.h>
@@ -50,6 +52,20 @@ static const char attention_model[] =
     "}\n"
     "train {\n"
     "  batch 8\n"
+    "  optimizer adamw(lr = 1e-3)\n"
+    "}\n";
+
+/* One channel in, 4 filters of 3x3 over 8x8 images, batch 16. */
+static const char cnn_model[] =
+    "model cnn {\n"
+    "  input  image : f32[B, 1, 8, 8]\n"
+    "  input  label : i32[B]\n"
+    "  c1     = relu(conv2d(image, 4, 3, padding = 1))\n"
+    "  logits = linear(flatten(c1), 10)\n"
+    "  loss   = cross_entropy(logits, label)\n"
+    "}\n"
+    "train {\n"
+    "  batch 16\n"
     "  optimizer adamw(lr = 1e-3)\n"
     "}\n";
 
@@ -135,6 +151,21 @@ static void test_gemm_elements(const Graph *g) {
         element_seconds_added(g, &g->nodes[g->loss_head]));
 }
 
+static void test_conv_weights_by_gemm(Graph *g) {
+  const Node *dw = NULL;
+  for (int i = 0; i < g->n && !dw; i++)
+    if (g->nodes[i].op == OP_CONV2D_GRAD_WEIGHT) dw = &g->nodes[i];
+  CHECK(dw, "the convolution's weight gradient");
+  if (!dw) return;
+  /* per image: dy [4, 64], the shifted copies [9, 64], dw [4, 9] */
+  double per_image = 4.0 * 64 + 9.0 * 64 + 4.0 * 9;
+  CHECK(near(element_seconds_added(g, dw), 1e-9 * 16 * per_image), "one GEMM an image: %g s",
+        element_seconds_added(g, dw));
+  g->train.run.precision = TRC_BF16;
+  CHECK(element_seconds_added(g, dw) == 0, "bf16: oneDNN's primitive, no GEMM elements");
+  g->train.run.precision = TRC_FP32;
+}
+
 /* How much node n's time falls with twice the GEMM rate, and with twice
  * the memory's rates. */
 static void time_saved(const Graph *g, const Node *n, double *by_arithmetic, double *by_memory) {
@@ -204,6 +235,13 @@ int main(void) {
   }
   compilation_free(&ca);
   source_free(att);
+  Compilation cc = {0};
+  SourceFile *cnn = source_from_string("cnn.nn", cnn_model);
+  Graph *gc = compiled(&cc, cnn);
+  CHECK(gc, "the CNN compiles");
+  if (gc) test_conv_weights_by_gemm(gc);
+  compilation_free(&cc);
+  source_free(cnn);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }

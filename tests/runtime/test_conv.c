@@ -121,6 +121,7 @@ int main(void) {
       {9, 17, 6, 7, 20, 3, 1, 1}, /* channels past a block of 16 */
       {2, 4, 5, 5, 3, 1, 1, 0},   /* a 1x1 kernel, fewer images than blocks */
       {3, 1, 8, 8, 32, 3, 1, 1},  /* one input channel (fashion_cnn's first layer) */
+      {19, 1, 9, 7, 4, 3, 2, 1},  /* one channel, stride 2, ragged blocks of 2-3 images: its weight gradient on sgemm */
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int pass = TRC_CONV_FORWARD; pass <= TRC_CONV_BACKWARD_WEIGHTS; pass++)
