@@ -258,7 +258,9 @@ static void make_conv(const conv_shape *s) {
  * small GEMM an image: dw [o, k k] += dy [o, oh ow] times the image's k k
  * shifted copies [k k, oh ow] (im2col, in the block's slot), transposed;
  * the images in order, so the block's partial is the same bits whatever the
- * threads. fp32 only: under bf16 oneDNN's primitive rounds the inputs. */
+ * threads. fp32 only: under bf16 oneDNN's primitive rounds the inputs.
+ * The cost model prices these passes by the same test (ir.h,
+ * conv_weights_by_gemm): change the two together. */
 static int weights_by_sgemm(const conv_shape *s) {
   return s->pass == TRC_CONV_BACKWARD_WEIGHTS && s->c == 1 && !s->bf16;
 }
