@@ -85,12 +85,13 @@ bool infer_linear_cross_entropy(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-/* Its three GEMMs (logits, dx, w's gradient); the rows' FLOPs are few
- * beside them, though not their time (head_passes prices it). */
+/* Its GEMMs: the logits, dx, and w's gradient when w trains (a frozen w's
+ * is never made); the rows' FLOPs are few beside them, though not their
+ * time (head_passes prices it). */
 double flops_linear_cross_entropy(const Graph *g, const Node *n) {
   HeadDims h;
   head_dims(g, n, &h);
-  return 6.0 * (double)h.n * (double)h.d * (double)h.v;
+  return (h.adds_dw ? 3 : 2) * 2.0 * (double)h.n * (double)h.d * (double)h.v;
 }
 
 /* The gradients were made in forward with the seed: x's is a view of the

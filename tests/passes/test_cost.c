@@ -18,7 +18,7 @@
  *   - dropout's random numbers (one an element) at rng_draws a second;
  *   - each element of a GEMM's A, B and C at gemm_element_seconds: the first
  *     layer's forward and weight gradient, the head's three GEMMs chunk by
- *     chunk, a bmm's every matrix, and a one-channel convolution's weight
+ *     chunk (two, and two thirds of its FLOPs, with w2 frozen), a bmm's every matrix, and a one-channel convolution's weight
  *     gradient, which the runtime runs as one GEMM an image in fp32 (and on
  *     oneDNN's primitive in bf16: no elements). */
 #include "test_passes.h"
@@ -39,6 +39,23 @@ static const char model[] =
     "train {\n"
     "  batch 128\n"
     "  optimizer adamw(lr = 1e-3)\n"
+    "}\n";
+
+/* The same with the head's weights frozen. */
+static const char frozen_model[] =
+    "model mlp {\n"
+    "  input  image : u8[B, 784]\n"
+    "  input  label : i32[B]\n"
+    "  param  w2    : f32[512, 10] = normal(0, 0.02)\n"
+    "  x      = f32(image) / 255.0\n"
+    "  h      = relu(linear(x, 512))\n"
+    "  logits = h @ w2\n"
+    "  loss   = cross_entropy(logits, label)\n"
+    "}\n"
+    "train {\n"
+    "  batch 128\n"
+    "  optimizer adamw(lr = 1e-3)\n"
+    "  freeze \"w2\"\n"
     "}\n";
 
 /* One block of causal self-attention, its probabilities stored
@@ -151,6 +168,18 @@ static void test_gemm_elements(const Graph *g) {
         element_seconds_added(g, &g->nodes[g->loss_head]));
 }
 
+/* With w2 frozen the head makes no gradient for it: two GEMMs a chunk. */
+static void test_frozen_head(const Graph *g) {
+  CHECK(g->loss_head >= 0, "the head pass made a chunked head");
+  if (g->loss_head < 0) return;
+  const Node *head = &g->nodes[g->loss_head];
+  double flops = op_info(OP_LINEAR_CROSS_ENTROPY)->flops(g, head);
+  CHECK(flops == 2 * 2.0 * 128 * 512 * 10, "the logits and dx: %g FLOPs", flops);
+  double chunks = 4 * 2 * (32.0 * 10 + 32.0 * 512 + 512.0 * 10);
+  CHECK(near(element_seconds_added(g, head), 1e-9 * chunks), "two GEMMs a chunk: %g s",
+        element_seconds_added(g, head));
+}
+
 static void test_conv_weights_by_gemm(Graph *g) {
   const Node *dw = NULL;
   for (int i = 0; i < g->n && !dw; i++)
@@ -225,6 +254,13 @@ int main(void) {
   }
   compilation_free(&c);
   source_free(src);
+  Compilation cf = {0};
+  SourceFile *frozen = source_from_string("frozen.nn", frozen_model);
+  Graph *gf = compiled(&cf, frozen);
+  CHECK(gf, "the model with w2 frozen compiles");
+  if (gf) test_frozen_head(gf);
+  compilation_free(&cf);
+  source_free(frozen);
   Compilation ca = {0};
   SourceFile *att = source_from_string("att.nn", attention_model);
   Graph *ga = compiled_as(&ca, att, ATTENTION_WHOLE);
