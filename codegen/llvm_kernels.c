@@ -293,7 +293,7 @@ static LLVMValueRef expr(Gen *g, const KExpr *e) {
     return select_expr(g, e);
   case KE_EQ:
     return equal_expr(g, e);
-  case KE_TO_FLOAT: /* from 32 bits where it fits (ir.h: kernel_mark_eager_selects) */
+  case KE_TO_FLOAT: /* from 32 bits where it fits (ir.h: kernel_mark_by_ranges) */
     return as_float(g, e->narrow ? LLVMBuildTrunc(g->b, expr(g, e->a), g->i32, "") : expr(g, e->a));
   case KE_RANDOM: {
     LLVMValueRef args[3] = {g->buf[e->buf], g->stream[kernel_form_stream(g->form, e->i)],

@@ -1,5 +1,5 @@
 /* eager.c — which selects may evaluate both arms, and which conversions to
- * float may start from 32 bits (kernel_mark_eager_selects, ir.h). A C
+ * float may start from 32 bits (kernel_mark_by_ranges, ir.h). A C
  * compiler must not evaluate the arm of `c ? x[i] : 0` that C leaves
  * unevaluated, so it branches instead of vectorizing (GCC 12: a relu
  * gradient ran 7x slower than with the load made unconditional). When every
@@ -67,7 +67,7 @@ static void mark_stmts(EagerScan *s, KStmt **body, int n) {
   }
 }
 
-void kernel_mark_eager_selects(const Graph *g, Kernel *k) {
+void kernel_mark_by_ranges(const Graph *g, Kernel *k) {
   EagerScan s = {.g = g, .k = k, .extent = xcalloc((size_t)k->n_vars + 1, sizeof(int64_t))};
   mark_stmts(&s, k->body, k->nbody);
   free(s.extent);

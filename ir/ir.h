@@ -458,9 +458,9 @@ struct KExpr {
   int buf;      /* KE_LOAD */
   bool is_int;  /* the expression is an integer (index) expression */
   bool eager;   /* KE_SELECT: both arms may be evaluated whatever the
-                   condition (kernel_mark_eager_selects) */
+                   condition (kernel_mark_by_ranges) */
   bool narrow;  /* KE_TO_FLOAT: a's value fits in 32 bits for every value of
-                   the loop variables (kernel_mark_eager_selects) */
+                   the loop variables (kernel_mark_by_ranges) */
   KExpr *a, *b, *c;
 };
 
@@ -587,17 +587,18 @@ KExpr *k_imul(Kernel *k, KExpr *a, int64_t c);
  * backend's `restrict`). Inner loops are never marked. program_build marks
  * every kernel it lowers (Program.kernels); backends read the flag. */
 void kernel_mark_parallel(Kernel *k);
-/* Marks each select of k `eager` when every load in its two arms reads
- * inside its buffer (node buf of g: its shape's elements) for every value
+/* Marks what the ranges of k's loop variables make safe. Each select of k
+ * `eager` when every load in its two arms reads inside its buffer (node
+ * buf of g: its shape's elements) for every value
  * of the loop variables within their loops' extents: the indices affine,
  * their range over the extents in bounds. A backend may then evaluate both
  * arms before choosing, which lets a C compiler vectorize the select.
- * Marks each conversion to float `narrow` when its integer operand fits in
+ * And each conversion to float `narrow` when its integer operand fits in
  * 32 bits the same way (or is a load from an integer buffer, i32 or u8):
  * a backend may then convert from 32 bits, which vectorizes where 64-bit
  * integers to float do not (AVX2 has no such instruction), with the same
  * float. program_build marks every kernel it lowers. */
-void kernel_mark_eager_selects(const Graph *g, Kernel *k);
+void kernel_mark_by_ranges(const Graph *g, Kernel *k);
 /* Index expression e of k as *konst + sum of coef[v] * v over k's loop
  * variables (coef: k->n_vars entries); false when it is not affine (a load,
  * a product of two variables, an overflow). */

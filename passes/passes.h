@@ -221,8 +221,9 @@ void program_fuse_widest(Program *p, bool plain);
  * do when the steps have not changed since the last plan (FUSE plans the
  * programs it compares). */
 void program_plan_memory(Program *p);
-/* PARALLEL: the kernels' parallel loops and eager selects marked
- * (kernel_mark_parallel, kernel_mark_eager_selects), which backends read. */
+/* PARALLEL: the kernels' parallel loops, eager selects and narrow
+ * conversions marked (kernel_mark_parallel, kernel_mark_by_ranges), which
+ * backends read. */
 void program_mark_kernels(Program *p);
 /* BUCKETS: the gradient region cut into buckets of at least bucket_bytes
  * (buckets.c); cutting again replaces them. */

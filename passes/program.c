@@ -66,7 +66,7 @@ void program_mark_kernels(Program *p) {
     if (p->kernels[i]) {
       kernel_drop_unit_loops(p->kernels[i]);
       kernel_mark_parallel(p->kernels[i]);
-      kernel_mark_eager_selects(p->g, p->kernels[i]);
+      kernel_mark_by_ranges(p->g, p->kernels[i]);
     }
 }
 

@@ -720,7 +720,7 @@ TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
 TRC_KERNEL_FN void trc_lanes_maxf(float *lane, const float *e) { trc_lanes_take(lane, e, 1); }
 TRC_KERNEL_FN void trc_lanes_minf(float *lane, const float *e) { trc_lanes_take(lane, e, 0); }
 
-/* An eager select (ir.h's kernel_mark_eager_selects): c > 0 ? a : b with
+/* An eager select (ir.h's kernel_mark_by_ranges): c > 0 ? a : b with
  * both a and b evaluated, as a function's arguments are, so that a C
  * compiler may vectorize it instead of branching around a load. */
 TRC_KERNEL_FN float trc_selectf(float c, float a, float b) { return c > 0.0f ? a : b; }

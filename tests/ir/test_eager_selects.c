@@ -1,4 +1,4 @@
-/* test_eager_selects.c — kernel_mark_eager_selects (ir.h) marks a select
+/* test_eager_selects.c — kernel_mark_by_ranges (ir.h) marks a select
  * eager exactly when every load in its arms is inside its buffer for every
  * value of the loop variables: hand-built kernels, each unsafe case beside a
  * safe twin, and the op table's relu gradient; and a conversion to float
@@ -26,7 +26,7 @@ static bool eager_shifted(Graph *g, int64_t shift, int64_t extra, bool gather) {
   KExpr *at = gather ? k_load(k, ids, k_index(k, i), true) : k_iadd(k, k_index(k, i), k_iconst(k, shift));
   KExpr *sel = k_select(k, k_load(k, x, k_index(k, i), false), k_load(k, x, at, false), k_const(k, 0));
   k_store(k, l, y, k_index(k, i), sel, false);
-  kernel_mark_eager_selects(g, k);
+  kernel_mark_by_ranges(g, k);
   bool eager = sel->eager;
   kernel_free(k);
   return eager;
@@ -42,7 +42,7 @@ static bool narrow_conversion(Graph *g, int64_t extent, int64_t scale, int64_t o
                   : k_iadd(k, k_imul(k, k_index(k, i), scale), k_iconst(k, offset));
   KExpr *f = k_to_float(k, v);
   k_store(k, l, y, k_index(k, i), f, false);
-  kernel_mark_eager_selects(g, k);
+  kernel_mark_by_ranges(g, k);
   bool narrow = f->narrow;
   kernel_free(k);
   return narrow;
@@ -64,7 +64,7 @@ int main(void) {
   int x = leaf(g, DT_F32, 24), dy = leaf(g, DT_F32, 24), in[2] = {x, dy};
   int id = graph_add(g, OP_RELU_GRAD, in, 2, (SrcLoc){0}, NULL);
   Kernel *k = op_info(OP_RELU_GRAD)->kernel(g, &g->nodes[id]);
-  kernel_mark_eager_selects(g, k);
+  kernel_mark_by_ranges(g, k);
   const KStmt *s = k->body[0];
   while (s->kind == KS_FOR) s = s->body[s->nbody - 1];
   CHECK(s->value->kind == KE_SELECT && s->value->eager, "relu_grad's dy[i] where x[i] > 0");
