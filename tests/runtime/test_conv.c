@@ -122,6 +122,8 @@ int main(void) {
       {2, 4, 5, 5, 3, 1, 1, 0},   /* a 1x1 kernel, fewer images than blocks */
       {3, 1, 8, 8, 32, 3, 1, 1},  /* one input channel (fashion_cnn's first layer) */
       {19, 1, 9, 7, 4, 3, 2, 1},  /* one channel, stride 2, ragged blocks of 2-3 images: its weight gradient on sgemm */
+      {5, 1, 7, 6, 3, 5, 1, 2},   /* one channel, 5x5 and padding 2: two padded columns each side */
+      {4, 1, 10, 11, 2, 5, 3, 2}, /* one channel, stride 3 past the padding */
   };
   for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
     for (int pass = TRC_CONV_FORWARD; pass <= TRC_CONV_BACKWARD_WEIGHTS; pass++)
