@@ -2,7 +2,8 @@
  * trc_maxf and trc_minf, the maximum and minimum, against the C library's
  * fmaxf and fminf (a NaN operand yields the other one) over every pair of
  * special and ordinary values, and trc_lanes_maxf / trc_lanes_minf against
- * them lane by lane; and trc_round_bf16, the CUDA trainer's
+ * them lane by lane; trc_selectf against c > 0 ? a : b, to the bit; and
+ * trc_round_bf16, the CUDA trainer's
  * rounding of a bf16 GEMM's inputs, against the C trainer's: trc_gemm under
  * bf16 of A^T [N x 1] times B = [1] is A rounded to bf16, exactly (as
  * test_gemm.c's check of that rounding), for every upper half of a float
@@ -34,6 +35,27 @@ static void test_max_min(void) {
     for (int j = 0; j < n; j++) {
       CHECK(same(trc_maxf(v[i], v[j]), fmaxf(v[i], v[j])));
       CHECK(same(trc_minf(v[i], v[j]), fminf(v[i], v[j])));
+    }
+}
+
+static uint32_t bits_of(float x) {
+  uint32_t u;
+  memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+/* trc_selectf (masked on the bits) picks the bits of c > 0 ? a : b: every
+ * condition above (a NaN, -0 and the subnormals among them) with arms that
+ * differ in sign, zero's sign and NaN payload. */
+static void test_selectf(void) {
+  const float c[] = {NAN, -INFINITY, -3.5f, -1e-40f, -0.0f, 0.0f, 1e-40f, 2.0f, 3.4e38f, INFINITY};
+  float payload;
+  memcpy(&payload, &(uint32_t){0x7fc01234u}, sizeof payload);
+  const float arms[][2] = {{1.5f, -2.0f}, {-0.0f, 0.0f}, {payload, -INFINITY}, {0.0f, -NAN}};
+  for (int i = 0; i < (int)(sizeof c / sizeof c[0]); i++)
+    for (int j = 0; j < (int)(sizeof arms / sizeof arms[0]); j++) {
+      float a = arms[j][0], b = arms[j][1];
+      CHECK(bits_of(trc_selectf(c[i], a, b)) == bits_of(c[i] > 0.0f ? a : b));
     }
 }
 
@@ -160,6 +182,7 @@ static void test_row_max(void) {
 int main(void) {
   test_max_min();
   test_lanes();
+  test_selectf();
   test_row_max();
   test_round_bf16();
   test_round();
