@@ -825,12 +825,16 @@ TRC_KERNEL_FN uint64_t trc_mix64(uint64_t z) {
 
 /* Dropout's random numbers: uniform in [0, 1) (24 bits), a pure function of
  * the u64 key stored at `key` (the arena's rng_key slot), the op's stream and
- * the element's index. */
+ * the element's index. The 24 bits convert to float from 32 (the same
+ * value): x86 converts a 64-bit integer in vectors only with AVX-512DQ, and
+ * with it GCC 12 left the whole draw scalar on AVX2 (its 64-bit multiplies
+ * it does vectorize there; fashion_cnn's dropout loop ran 1.6x faster on
+ * one Zen 3 core). */
 TRC_KERNEL_FN float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
   uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
   uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
                          0x9E3779B97F4A7C15ull * ((uint64_t)counter + 1));
-  return (float)(z >> 40) * 0x1.0p-24f;
+  return (float)(int32_t)(z >> 40) * 0x1.0p-24f;
 }
 
 #ifdef __cplusplus

@@ -2,7 +2,8 @@
  * trc_maxf and trc_minf, the maximum and minimum, against the C library's
  * fmaxf and fminf (a NaN operand yields the other one) over every pair of
  * special and ordinary values, and trc_lanes_maxf / trc_lanes_minf against
- * them lane by lane; trc_selectf against c > 0 ? a : b, to the bit; and
+ * them lane by lane; trc_selectf against c > 0 ? a : b, to the bit;
+ * trc_kernel_uniform against SplitMix64 spelled out; and
  * trc_round_bf16, the CUDA trainer's
  * rounding of a bf16 GEMM's inputs, against the C trainer's: trc_gemm under
  * bf16 of A^T [N x 1] times B = [1] is A rounded to bf16, exactly (as
@@ -57,6 +58,38 @@ static void test_selectf(void) {
       float a = arms[j][0], b = arms[j][1];
       CHECK(bits_of(trc_selectf(c[i], a, b)) == bits_of(c[i] > 0.0f ? a : b));
     }
+}
+
+/* SplitMix64's output function, spelled out again (Steele, Lea and Flood,
+ * 2014): the reference for dropout's draw. */
+static uint64_t splitmix64_mix(uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xBF58476D1CE4E5B9ull;
+  z ^= z >> 27;
+  z *= 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* trc_kernel_uniform (dropout's draw, vector code in generated loops) is
+ * the top 24 bits of mix(mix(key + G (stream + 1)) + G (counter + 1)),
+ * G the golden ratio's 64 bits, over 2^24: to the bit, for keys whose
+ * halves have their top bits set, several streams, and counters across
+ * chunks and near 2^32. */
+static void test_kernel_uniform(void) {
+  const uint64_t golden = 0x9E3779B97F4A7C15ull;
+  const uint64_t keys[] = {0, 42, 0xFFFFFFFF80000001ull, 0x8000000000000000ull};
+  const uint64_t streams[] = {0, 1, 7};
+  const int64_t starts[] = {0, 4093, 4294967290ll};
+  for (int k = 0; k < 4; k++)
+    for (int s = 0; s < 3; s++)
+      for (int c = 0; c < 3; c++)
+        for (int64_t i = starts[c]; i < starts[c] + 64; i++) {
+          int32_t key[2] = {(int32_t)(uint32_t)keys[k], (int32_t)(uint32_t)(keys[k] >> 32)};
+          uint64_t z = splitmix64_mix(splitmix64_mix(keys[k] + golden * (streams[s] + 1)) +
+                                      golden * ((uint64_t)i + 1));
+          float got = trc_kernel_uniform(key, streams[s], i);
+          CHECK(got == (float)ldexp((double)(z >> 40), -24) && got >= 0.0f && got < 1.0f);
+        }
 }
 
 /* trc_lanes_maxf and trc_lanes_minf (a reduction's 16 lanes, vector code
@@ -183,6 +216,7 @@ int main(void) {
   test_max_min();
   test_lanes();
   test_selectf();
+  test_kernel_uniform();
   test_row_max();
   test_round_bf16();
   test_round();
