@@ -25,38 +25,26 @@
 
 #include <math.h>
 
-static const char model[] =
-    "model mlp {\n"
-    "  input  image : u8[B, 784]\n"
-    "  input  label : i32[B]\n"
-    "  param  w2    : f32[512, 10] = normal(0, 0.02)\n"
-    "  x      = f32(image) / 255.0\n"
-    "  h      = relu(linear(x, 512))\n"
-    "  logits = h @ w2\n"
-    "  loss   = cross_entropy(logits, label)\n"
-    "  predict logits\n"
-    "}\n"
-    "train {\n"
-    "  batch 128\n"
-    "  optimizer adamw(lr = 1e-3)\n"
-    "}\n";
+/* The MLP and its training block, open for one more setting. */
+#define MLP_MODEL                                             \
+  "model mlp {\n"                                             \
+  "  input  image : u8[B, 784]\n"                             \
+  "  input  label : i32[B]\n"                                 \
+  "  param  w2    : f32[512, 10] = normal(0, 0.02)\n"         \
+  "  x      = f32(image) / 255.0\n"                           \
+  "  h      = relu(linear(x, 512))\n"                         \
+  "  logits = h @ w2\n"                                       \
+  "  loss   = cross_entropy(logits, label)\n"                 \
+  "  predict logits\n"                                        \
+  "}\n"                                                       \
+  "train {\n"                                                 \
+  "  batch 128\n"                                             \
+  "  optimizer adamw(lr = 1e-3)\n"
+
+static const char model[] = MLP_MODEL "}\n";
 
 /* The same with the head's weights frozen. */
-static const char frozen_model[] =
-    "model mlp {\n"
-    "  input  image : u8[B, 784]\n"
-    "  input  label : i32[B]\n"
-    "  param  w2    : f32[512, 10] = normal(0, 0.02)\n"
-    "  x      = f32(image) / 255.0\n"
-    "  h      = relu(linear(x, 512))\n"
-    "  logits = h @ w2\n"
-    "  loss   = cross_entropy(logits, label)\n"
-    "}\n"
-    "train {\n"
-    "  batch 128\n"
-    "  optimizer adamw(lr = 1e-3)\n"
-    "  freeze \"w2\"\n"
-    "}\n";
+static const char frozen_model[] = MLP_MODEL "  freeze \"w2\"\n}\n";
 
 /* One block of causal self-attention, its probabilities stored
  * (--attention whole): its products are bmm nodes; then dropout. */
@@ -94,8 +82,6 @@ static Graph *compiled_as(Compilation *c, SourceFile *src, AttentionForm attenti
   CompileOptions o = {.conv = CONV_LIBRARY, .head_chunk = 32, .attention = attention, .dump = PASS_NONE};
   return compile_graph(c, src, &o, &diag) ? c->graph : NULL;
 }
-
-static Graph *compiled(Compilation *c, SourceFile *src) { return compiled_as(c, src, ATTENTION_AUTO); }
 
 static void test_head_rows(const Graph *g) {
   CHECK(g->loss_head >= 0, "the head pass made a chunked head");
@@ -242,42 +228,36 @@ static void test_dropout_draws(const Graph *g) {
   CHECK(near(saved, 8.0 * 64 * 128 / (2 * m.rng_draws)), "a draw an element priced: %g s", saved);
 }
 
-int main(void) {
+static void mlp_tests(Graph *g) {
+  test_head_rows(g);
+  test_bf16_rounding(g);
+  test_gemm_elements(g);
+}
+
+static void frozen_tests(Graph *g) { test_frozen_head(g); }
+
+static void attention_tests(Graph *g) {
+  test_batched_traffic(g);
+  test_dropout_draws(g);
+}
+
+/* Compiles model `text` and runs `tests` on its graph. */
+static void on_model(const char *name, const char *text, AttentionForm attention,
+                     void (*tests)(Graph *)) {
   Compilation c = {0};
-  SourceFile *src = source_from_string("mlp.nn", model);
-  Graph *g = compiled(&c, src);
-  CHECK(g, "the model compiles");
-  if (g) {
-    test_head_rows(g);
-    test_bf16_rounding(g);
-    test_gemm_elements(g);
-  }
+  SourceFile *src = source_from_string(name, text);
+  Graph *g = compiled_as(&c, src, attention);
+  CHECK(g, "%s compiles", name);
+  if (g) tests(g);
   compilation_free(&c);
   source_free(src);
-  Compilation cf = {0};
-  SourceFile *frozen = source_from_string("frozen.nn", frozen_model);
-  Graph *gf = compiled(&cf, frozen);
-  CHECK(gf, "the model with w2 frozen compiles");
-  if (gf) test_frozen_head(gf);
-  compilation_free(&cf);
-  source_free(frozen);
-  Compilation ca = {0};
-  SourceFile *att = source_from_string("att.nn", attention_model);
-  Graph *ga = compiled_as(&ca, att, ATTENTION_WHOLE);
-  CHECK(ga, "the attention model compiles");
-  if (ga) {
-    test_batched_traffic(ga);
-    test_dropout_draws(ga);
-  }
-  compilation_free(&ca);
-  source_free(att);
-  Compilation cc = {0};
-  SourceFile *cnn = source_from_string("cnn.nn", cnn_model);
-  Graph *gc = compiled(&cc, cnn);
-  CHECK(gc, "the CNN compiles");
-  if (gc) test_conv_weights_by_gemm(gc);
-  compilation_free(&cc);
-  source_free(cnn);
+}
+
+int main(void) {
+  on_model("mlp.nn", model, ATTENTION_AUTO, mlp_tests);
+  on_model("frozen.nn", frozen_model, ATTENTION_AUTO, frozen_tests);
+  on_model("att.nn", attention_model, ATTENTION_WHOLE, attention_tests);
+  on_model("cnn.nn", cnn_model, ATTENTION_AUTO, test_conv_weights_by_gemm);
   if (failures) fprintf(stderr, "%d check(s) failed\n", failures);
   return failures ? 1 : 0;
 }
