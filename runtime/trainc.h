@@ -725,11 +725,13 @@ TRC_KERNEL_FN void trc_lanes_minf(float *lane, const float *e) { trc_lanes_take(
 /* An eager select (ir.h's kernel_mark_by_ranges): c > 0 ? a : b with
  * both a and b evaluated, as a function's arguments are, so that a C
  * compiler may vectorize it instead of branching around a load. Picked
- * by a mask on the bits: where the loop stays scalar (dropout's 64-bit
- * draws without AVX-512), GCC 12 made `c > 0 ? a : b` a branch on the
- * random mask, mispredicted at dropout's rate (fashion_cnn's dropout, p =
- * 0.25: 2.9-3.1 ms a step, 1.2-1.4 by the mask). The same bits either way;
- * a GPU selects without branching, so CUDA keeps the plain form. */
+ * by a mask on the bits: in a loop GCC 12 leaves scalar it made
+ * `c > 0 ? a : b` a branch on the data (dropout's loop, scalar until its
+ * draw converted from 32 bits, branched on the random mask, mispredicted
+ * at dropout's rate: fashion_cnn's dropout 2.9-3.1 ms a step, 1.2-1.4 by
+ * the mask; a max-pool gradient's window tail still runs scalar). The same
+ * bits either way; a GPU selects without branching, so CUDA keeps the
+ * plain form. */
 TRC_KERNEL_FN float trc_selectf(float c, float a, float b) {
 #ifdef __CUDACC__
   return c > 0.0f ? a : b;
@@ -825,11 +827,11 @@ TRC_KERNEL_FN uint64_t trc_mix64(uint64_t z) {
 
 /* Dropout's random numbers: uniform in [0, 1) (24 bits), a pure function of
  * the u64 key stored at `key` (the arena's rng_key slot), the op's stream and
- * the element's index. The 24 bits convert to float from 32 (the same
- * value): x86 converts a 64-bit integer in vectors only with AVX-512DQ, and
- * with it GCC 12 left the whole draw scalar on AVX2 (its 64-bit multiplies
- * it does vectorize there; fashion_cnn's dropout loop ran 1.6x faster on
- * one Zen 3 core). */
+ * the element's index. The 24 bits convert to float from 32 bits (the same
+ * value): x86 converts a 64-bit integer to float in vectors only with
+ * AVX-512DQ, and that one conversion kept GCC 12 from vectorizing the whole
+ * draw on AVX2, whose 64-bit multiplies it does vectorize (fashion_cnn's
+ * dropout loop ran 1.6x faster on one Zen 3 core). */
 TRC_KERNEL_FN float trc_kernel_uniform(const int32_t *key, uint64_t stream, int64_t counter) {
   uint64_t k = (uint64_t)(uint32_t)key[0] | (uint64_t)(uint32_t)key[1] << 32;
   uint64_t z = trc_mix64(trc_mix64(k + 0x9E3779B97F4A7C15ull * (stream + 1)) +
