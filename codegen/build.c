@@ -4,6 +4,7 @@
  * nothing in a path or in --cflags is ever interpreted as a command; trainc's
  * messages about them go through the Diag, their own output is theirs. */
 #include "codegen.h"
+#include "c_family.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,18 +218,9 @@ static const char calibration_source[] =
     "          trc_selectf(trc_kernel_uniform(key, 1, c * CHUNK + j) - 0.1f, 1.11111111f, 0.0f), 1.0f); }\n"
     "static void draws(void *ctx, int64_t lo, int64_t hi) { void *const *io = ctx; draw_chunks(io[0], io[1], io[2], io[3], lo, hi); }\n"
     "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
-    "/* A 2x2 max-pool over WINDOW's images (planes of 28x28), as the C backend\n"
-    " * prints kernel_maxpool (codegen.golden.short_rows has its gradient) */\n"
-    "TRC_SHORT_ROWS static void window_chunks(float *restrict out, const float *restrict in0, int64_t lo, int64_t hi) {\n"
-    "  for (int64_t i0 = lo; i0 < hi; i0++)\n"
-    "    for (int64_t i1 = 0; i1 < 14; i1++)\n"
-    "      for (int64_t i2 = 0; i2 < 14; i2++) {\n"
-    "        float t0 = (-INFINITY);\n"
-    "        for (int64_t i3 = 0; i3 < 2; i3++)\n"
-    "          for (int64_t i4 = 0; i4 < 2; i4++)\n"
-    "            t0 = trc_maxf(t0, in0[((((i0 * 28) + ((i1 * 2) + i3)) * 28) + ((i2 * 2) + i4))]);\n"
-    "        out[((((i0 * 14) + i1) * 14) + i2)] = t0; } }\n"
-    "static void windows(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; window_chunks(io[1], io[0], lo, hi); }\n"
+    "/* A 2x2 max-pool over WINDOW's images (planes of 28x28): write_window_kernel\n"
+    " * prints it after this text, as the C backend prints kernel_maxpool */\n"
+    "static void windows(void *ctx, int64_t lo, int64_t hi);\n"
     "/* Fused attention forward and backward on shape s (ATT_*: calibrate_machine's). */\n"
     "static double attention(const long long *s, float *x) {\n"
     "  const int64_t n = s[0] * s[1] * s[2];\n"
@@ -404,20 +396,43 @@ static bool write_conv_shape(FILE *f) {
 }
 
 /* The calibration program's max-pool (fashion_cnn's first, at 32 images:
- * [32, 32, 28, 28] in 2x2 windows) and its accesses as the cost model
- * counts them (kernel_window_accesses of kernel_maxpool). */
-static bool write_window_shape(FILE *f) {
-  Graph *g = graph_new();
-  int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
+ * [32, 32, 28, 28] in 2x2 windows): the kernel, built as a trainer's is. */
+static Kernel *window_kernel(Graph *g) {
+  int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL); /* b0 */
   g->nodes[x].dtype = DT_F32;
   g->nodes[x].shape = (Shape){.rank = 4, .dim = {32, 32, 28, 28}};
-  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL);
-  Kernel *k = op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
+  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL); /* b1 */
+  return op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
+}
+
+/* Its shape and its accesses as the cost model counts them
+ * (kernel_window_accesses), before the program's text. */
+static bool write_window_shape(FILE *f) {
+  Graph *g = graph_new();
+  Kernel *k = window_kernel(g);
   double accesses = kernel_window_accesses(k);
   kernel_free(k);
   graph_free(g);
   return fprintf(f, "static const long long WINDOW[4] = {32, 32, 28, 28};\n"
                     "static const double WINDOW_ACCESSES = %.17g;\n", accesses) > 0;
+}
+
+/* Its code after the program's text, as the C backend prints it: the
+ * planes (its parallel loop, chunks of one) from lo to hi. */
+static bool write_window_kernel(FILE *f) {
+  Graph *g = graph_new();
+  Kernel *k = window_kernel(g);
+  const KStmt *planes = k->body[0];
+  fprintf(f, "%sstatic void window_chunks(float *restrict b1, const float *restrict b0, int64_t lo, int64_t hi) {\n"
+             "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n",
+          k->short_rows ? "TRC_SHORT_ROWS " : "", planes->var, planes->var, planes->var);
+  print_stmts(f, planes->body, planes->nbody, 2);
+  bool ok = fputs("  }\n}\n"
+                  "static void windows(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; "
+                  "window_chunks(io[1], io[0], lo, hi); }\n", f) >= 0;
+  kernel_free(k);
+  graph_free(g);
+  return ok;
 }
 
 /* The bytes an AdamW step in fp32 with clipping (the calibration program
@@ -452,7 +467,7 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
   bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_shape(f) && write_update_bytes(f) &&
-            fputs(calibration_source, f) >= 0;
+            fputs(calibration_source, f) >= 0 && write_window_kernel(f);
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

@@ -60,7 +60,14 @@ static void print_expr(FILE *out, const KExpr *e, const BufNames *nm) {
   case KE_CONST: print_float(out, e->f); break;
   case KE_ICONST: fprintf(out, "%lld", (long long)e->i); break;
   case KE_INDEX: fprintf(out, "i%d", e->var); break;
-  case KE_LOCAL: fprintf(out, "t%d", e->var); break;
+  case KE_LOCAL:
+    fprintf(out, "t%d", e->var);
+    if (e->a) { /* a row's element */
+      fputc('[', out);
+      print_expr(out, e->a, nm);
+      fputc(']', out);
+    }
+    break;
   case KE_LOAD:
     if (e->is_int) fputs("(int64_t)", out);
     print_buf(out, e->buf, nm);
@@ -321,8 +328,22 @@ void print_stmts_named(FILE *out, KStmt *const *body, int n, int depth, const Bu
     switch (s->kind) {
     case KS_FOR: print_for(out, s, depth, nm); break;
     case KS_LOCAL:
+      if (s->extent) { /* a row */
+        fprintf(out, "float t%d[%lld];\n", s->var, (long long)s->extent);
+        break;
+      }
+      fprintf(out, "float t%d = ", s->var);
+      print_expr(out, s->value, nm);
+      fputs(";\n", out);
+      break;
     case KS_SET:
-      fprintf(out, s->kind == KS_LOCAL ? "float t%d = " : "t%d = ", s->var);
+      fprintf(out, "t%d", s->var);
+      if (s->index) {
+        fputc('[', out);
+        print_expr(out, s->index, nm);
+        fputc(']', out);
+      }
+      fputs(" = ", out);
       print_expr(out, s->value, nm);
       fputs(";\n", out);
       break;

@@ -273,6 +273,13 @@ static LLVMValueRef equal_expr(Gen *g, const KExpr *e) {
   return LLVMBuildSelect(g->b, eq, LLVMConstReal(g->f32, 1), LLVMConstReal(g->f32, 0), "");
 }
 
+/* Where local `var` is: its alloca, or a row's element `index` (non-NULL). */
+static LLVMValueRef local_ptr(Gen *g, int var, const KExpr *index) {
+  if (!index) return g->local[var];
+  LLVMValueRef i = expr(g, index);
+  return LLVMBuildInBoundsGEP2(g->b, g->f32, g->local[var], &i, 1, "");
+}
+
 static LLVMValueRef expr(Gen *g, const KExpr *e) {
   switch (e->kind) {
   case KE_CONST:
@@ -282,7 +289,7 @@ static LLVMValueRef expr(Gen *g, const KExpr *e) {
   case KE_INDEX:
     return g->index[e->var];
   case KE_LOCAL:
-    return LLVMBuildLoad2(g->b, g->f32, g->local[e->var], "");
+    return LLVMBuildLoad2(g->b, g->f32, local_ptr(g, e->var, e->a), "");
   case KE_LOAD:
     return load(g, e->buf, expr(g, e->a));
   case KE_UNARY:
@@ -459,8 +466,14 @@ static void stmts(Gen *g, KStmt **body, int n) {
         hint_short_row(g, &l, !s->limit && s->extent < FEW_TRIPS);
       break;
     case KS_LOCAL:
-    case KS_SET:
+      if (s->extent) { /* a row: its own alloca, in the entry block as the scalars' */
+        g->local[s->var] = entry_alloca(g, LLVMArrayType2(g->f32, (uint64_t)s->extent));
+        break;
+      }
       LLVMBuildStore(g->b, as_float(g, expr(g, s->value)), g->local[s->var]);
+      break;
+    case KS_SET:
+      LLVMBuildStore(g->b, as_float(g, expr(g, s->value)), local_ptr(g, s->var, s->index));
       break;
     case KS_STORE:
       store(g, s);

@@ -28,12 +28,14 @@ static bool index_in_bounds(const EagerScan *s, const KExpr *e, int64_t size) {
   return kexpr_range(s->k, e, s->extent, &lo, &hi) && lo >= 0 && hi < size;
 }
 
-/* Whether every load in e (its indices' loads included) is in bounds. */
+/* Whether every load in e (its indices' loads included) and every read of
+ * a row's element is in bounds. */
 static bool loads_in_bounds(const EagerScan *s, const KExpr *e) {
   if (!e) return true;
   if (e->kind == KE_LOAD &&
       !index_in_bounds(s, e->a, shape_numel(&s->g->nodes[e->buf].shape)))
     return false;
+  if (e->kind == KE_LOCAL && e->a && !index_in_bounds(s, e->a, e->i)) return false; /* a row's element */
   return loads_in_bounds(s, e->a) && loads_in_bounds(s, e->b) && loads_in_bounds(s, e->c);
 }
 

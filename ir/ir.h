@@ -434,7 +434,8 @@ typedef enum {
   KE_CONST,  /* f: float constant */
   KE_ICONST, /* i: integer constant */
   KE_INDEX,  /* var: the value of loop variable `var` */
-  KE_LOCAL,  /* var: the value of local `var` */
+  KE_LOCAL,  /* var: the value of local `var`; of a row local, its element
+                at index a (i: the row's extent) */
   KE_LOAD,   /* buf[a] — f32, or the integer buffer's value widened to int64 */
   KE_UNARY,  /* op(a) */
   KE_BINARY, /* a op b */
@@ -466,8 +467,10 @@ struct KExpr {
 
 typedef enum {
   KS_FOR,    /* for var in [0, extent), or [0, limit) when it has one: body */
-  KS_LOCAL,  /* float local var = value */
-  KS_SET,    /* local var = value */
+  KS_LOCAL,  /* float local var = value; or, with extent > 0 and no value,
+                a row: float var[extent], scratch private to the loop
+                iterations it is declared in (k_row) */
+  KS_SET,    /* local var = value; a row's element var[index] = value */
   KS_STORE,  /* buf[index] = value, or += when accumulate */
 } KStmtKind;
 
@@ -503,9 +506,9 @@ struct Kernel {
   int n_vars;   /* loop variables are 0..n_vars-1 */
   int n_locals; /* locals are 0..n_locals-1 */
   /* Its loops worth vectorizing end in a tail: a short row of cells with
-   * a few loops of their own inside (a row of 7 or 14 pooling windows,
-   * ops/images.c), or a row that ends at run time (k_for_bounded: a causal
-   * softmax's columns). A vectorizer must finish them with a scalar or
+   * a few loops of their own inside (a row of 7 or 14 pooling windows, or
+   * a pool's row of 14 or 28 columns to fold, ops/images.c), or a row that
+   * ends at run time (k_for_bounded: a causal softmax's columns). A vectorizer must finish them with a scalar or
    * masked tail, which GCC's very-cheap cost model (the default flags)
    * never does. The C backend asks GCC for its dynamic cost model in such
    * a kernel's functions (TRC_SHORT_ROWS, runtime/trainc.h). */
@@ -533,10 +536,11 @@ double kernel_math_calls(const Kernel *k);
  * the same way and priced apart (MachineProfile.rng_draws). */
 double kernel_random_draws(const Kernel *k);
 /* The loads and stores a window kernel makes in its rows of windows (the
- * short_row loops of a fixed extent, ops/images.c): a load that two
- * statements of one loop body share counts once. Such rows of 7 or 14
- * cells vectorize poorly, so the cost model prices these accesses at a
- * calibrated rate (MachineProfile.window_accesses), not as FLOPs. */
+ * short_row loops of a fixed extent, ops/images.c), a row local's element
+ * read or set counted as one: a load that two statements of one loop body
+ * share counts once. Such rows of 7 or 14 cells vectorize poorly, so the
+ * cost model prices these accesses at a calibrated rate
+ * (MachineProfile.window_accesses), not as FLOPs. */
 double kernel_window_accesses(const Kernel *k);
 
 /* Builders, for op kernels in ir/ops/ and for tests. */
@@ -547,6 +551,11 @@ KStmt *k_for(Kernel *k, KStmt *parent, int64_t extent, int *var);
 KStmt *k_for_bounded(Kernel *k, KStmt *parent, int64_t extent, KExpr *limit, int *var);
 KStmt *k_local(Kernel *k, KStmt *parent, KExpr *value, int *local);
 KStmt *k_set(Kernel *k, KStmt *parent, int local, KExpr *value);
+/* A row local of `extent` floats, its elements set and read by index (an
+ * integer expression of loop variables, within [0, extent)). */
+KStmt *k_row(Kernel *k, KStmt *parent, int64_t extent);
+KStmt *k_set_at(Kernel *k, KStmt *parent, const KStmt *row, KExpr *index, KExpr *value);
+KExpr *k_row_at(Kernel *k, const KStmt *row, KExpr *index);
 KStmt *k_store(Kernel *k, KStmt *parent, int buf, KExpr *index, KExpr *value, bool accumulate);
 KExpr *k_const(Kernel *k, double f);
 KExpr *k_iconst(Kernel *k, int64_t i);

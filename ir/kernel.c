@@ -105,6 +105,20 @@ KStmt *k_set(Kernel *k, KStmt *parent, int local, KExpr *value) {
   return s;
 }
 
+KStmt *k_row(Kernel *k, KStmt *parent, int64_t extent) {
+  KStmt *s = append(k, parent, KS_LOCAL);
+  s->var = k->n_locals++;
+  s->extent = extent;
+  return s;
+}
+
+KStmt *k_set_at(Kernel *k, KStmt *parent, const KStmt *row, KExpr *index, KExpr *value) {
+  if (!is_index_of_vars(index)) diag_internal_error("a row index that is not an integer expression of loop variables");
+  KStmt *s = k_set(k, parent, row->var, value);
+  s->index = index;
+  return s;
+}
+
 KStmt *k_store(Kernel *k, KStmt *parent, int buf, KExpr *index, KExpr *value, bool accumulate) {
   KStmt *s = append(k, parent, KS_STORE);
   s->buf = buf;
@@ -143,6 +157,14 @@ KExpr *k_index(Kernel *k, int var) {
 KExpr *k_localv(Kernel *k, int local) {
   KExpr *e = expr(k, KE_LOCAL);
   e->var = local;
+  return e;
+}
+
+KExpr *k_row_at(Kernel *k, const KStmt *row, KExpr *index) {
+  if (!is_index_of_vars(index)) diag_internal_error("a row index that is not an integer expression of loop variables");
+  KExpr *e = k_localv(k, row->var);
+  e->i = row->extent;
+  e->a = index;
   return e;
 }
 
@@ -223,8 +245,8 @@ bool kstmt_is_reduction(const KStmt *loop, KBinaryOp *op, int *local) {
   if (loop->kind != KS_FOR || loop->nbody != 1 || loop->body[0]->kind != KS_SET) return false;
   const KStmt *set = loop->body[0];
   const KExpr *v = set->value;
-  if (v->kind != KE_BINARY || (v->op != KB_ADD && v->op != KB_MAX && v->op != KB_MIN)) return false;
-  if (v->a->kind != KE_LOCAL || v->a->var != set->var || reads_local(v->b, set->var)) return false;
+  if (set->index || v->kind != KE_BINARY || (v->op != KB_ADD && v->op != KB_MAX && v->op != KB_MIN)) return false;
+  if (v->a->kind != KE_LOCAL || v->a->a || v->a->var != set->var || reads_local(v->b, set->var)) return false;
   *op = (KBinaryOp)v->op;
   *local = set->var;
   return true;
@@ -362,7 +384,8 @@ typedef struct {
 static double new_loads(const KExpr *e, LoadSet *seen) {
   if (!e) return 0;
   double count = new_loads(e->a, seen) + new_loads(e->b, seen) + new_loads(e->c, seen);
-  if (e->kind != KE_LOAD) return count;
+  bool row_read = e->kind == KE_LOCAL && e->a; /* an access to a row in the cache */
+  if (e->kind != KE_LOAD && !row_read) return count;
   for (int i = 0; i < seen->n; i++)
     if (seen->loads[i] == e) return count;
   VEC_PUSH(seen->loads, seen->n, seen->cap, e);
@@ -377,7 +400,7 @@ static double body_accesses(KStmt *const *body, int n) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
     if (s->kind == KS_FOR) count += (double)s->extent * body_accesses(s->body, s->nbody);
-    else count += new_loads(s->index, &seen) + new_loads(s->value, &seen) + (s->kind == KS_STORE);
+    else count += new_loads(s->index, &seen) + new_loads(s->value, &seen) + (s->kind == KS_STORE || s->index);
   }
   free(seen.loads);
   return count;

@@ -82,7 +82,7 @@ static bool pointwise_nest(const Kernel *k, int buf, int64_t numel, Nest *n) {
   const KStmt *inner = innermost(n);
   if (count != numel || inner->nbody < 1) return false;
   for (int i = 0; i + 1 < inner->nbody; i++)
-    if (inner->body[i]->kind != KS_LOCAL) return false;
+    if (inner->body[i]->kind != KS_LOCAL || inner->body[i]->extent) return false; /* scalars, no rows */
   const KStmt *store = store_of(n);
   return store->kind == KS_STORE && store->buf == buf && is_row_major(k, n, store->index);
 }
@@ -134,7 +134,9 @@ static KExpr *clone(Kernel *k, const KExpr *e, KExpr *const *vars, const int *lo
   case KE_CONST: return k_const(k, e->f);
   case KE_ICONST: return k_iconst(k, e->i);
   case KE_INDEX: return vars[e->var];
-  case KE_LOCAL: return k_localv(k, locals[e->var]);
+  case KE_LOCAL: /* a pointwise producer declares no rows (pointwise_nest) */
+    if (e->a) diag_internal_error("a row read in a fused producer");
+    return k_localv(k, locals[e->var]);
   case KE_LOAD: return k_load(k, e->buf, clone(k, e->a, vars, locals), e->is_int);
   case KE_UNARY: return k_unary(k, (KUnaryOp)e->op, clone(k, e->a, vars, locals));
   case KE_BINARY:

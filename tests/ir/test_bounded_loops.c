@@ -3,8 +3,8 @@
  * T = 128 on (shorter rows run whole, the columns past the diagonal masked:
  * checked here too).
  *
- * Their kernels are run here by a small interpreter that honours each loop's
- * limit, and checked against the formulas computed directly in double: row t
+ * Their kernels are run here by a small interpreter (kernel_run.h) that
+ * honours each loop's limit, and checked against the formulas computed directly in double: row t
  * of each [T, T] matrix is softmax(scale * x) over columns c <= t and 0
  * above; the gradient is scale * y * (dy - sum_{c<=t} y * dy), 0 above.
  * Bounded, the forward kernel calls expf T(T + 1) times per matrix (2T^2
@@ -17,101 +17,11 @@
  * kernel's form. A bound off by one either way fails here. */
 #include "ir.h"
 #include "check.h"
+#include "kernel_run.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { MAX_BUFS = 4, MAX_VARS = 16 };
-
-/* The interpreter's state: buffers by node id, loop variables, locals, and
- * per buffer element the number of stores and of loads. */
-typedef struct {
-  float *buf[MAX_BUFS];
-  int *stores[MAX_BUFS], *loads[MAX_BUFS];
-  int64_t n[MAX_BUFS];
-  int64_t var[MAX_VARS];
-  float local[MAX_VARS];
-  bool out_of_range;
-  int64_t exps; /* expf calls */
-} Run;
-
-static int64_t eval_int(Run *r, const KExpr *e) {
-  switch (e->kind) {
-  case KE_ICONST: return e->i;
-  case KE_INDEX: return r->var[e->var];
-  case KE_BINARY: {
-    int64_t a = eval_int(r, e->a), b = eval_int(r, e->b);
-    return e->op == KB_ADD ? a + b : e->op == KB_SUB ? a - b : a * b;
-  }
-  default: abort(); /* no other index form in these kernels */
-  }
-}
-
-static float eval(Run *r, const KExpr *e) {
-  switch (e->kind) {
-  case KE_CONST: return (float)e->f;
-  case KE_LOCAL: return r->local[e->var];
-  case KE_LOAD: {
-    int64_t i = eval_int(r, e->a);
-    if (i < 0 || i >= r->n[e->buf]) {
-      r->out_of_range = true;
-      return 0;
-    }
-    r->loads[e->buf][i]++;
-    return r->buf[e->buf][i];
-  }
-  case KE_UNARY: {
-    float a = eval(r, e->a);
-    r->exps += e->op == KU_EXP;
-    return e->op == KU_EXP ? expf(a) : e->op == KU_LOG ? logf(a) : -a;
-  }
-  case KE_SELECT: {
-    float c = eval(r, e->a), a = eval(r, e->b), b = eval(r, e->c);
-    return c > 0 ? a : b;
-  }
-  case KE_TO_FLOAT: return (float)eval_int(r, e->a);
-  case KE_BINARY: {
-    float a = eval(r, e->a), b = eval(r, e->b);
-    switch (e->op) {
-    case KB_ADD: return a + b;
-    case KB_SUB: return a - b;
-    case KB_MUL: return a * b;
-    case KB_DIV: return a / b;
-    case KB_MAX: return a > b || b != b ? a : b;
-    default: return a < b || b != b ? a : b;
-    }
-  }
-  default: abort();
-  }
-}
-
-static void run(Run *r, KStmt *const *body, int n) {
-  for (int i = 0; i < n; i++) {
-    const KStmt *s = body[i];
-    switch (s->kind) {
-    case KS_FOR: {
-      int64_t end = s->limit ? eval_int(r, s->limit) : s->extent;
-      CHECK(end >= 0 && end <= s->extent, "a limit stays within its loop's extent");
-      for (r->var[s->var] = 0; r->var[s->var] < end; r->var[s->var]++) run(r, s->body, s->nbody);
-      break;
-    }
-    case KS_LOCAL:
-    case KS_SET: r->local[s->var] = eval(r, s->value); break;
-    case KS_STORE: {
-      int64_t at = eval_int(r, s->index);
-      if (at < 0 || at >= r->n[s->buf]) {
-        r->out_of_range = true;
-        break;
-      }
-      float v = eval(r, s->value);
-      r->buf[s->buf][at] = s->accumulate ? r->buf[s->buf][at] + v : v;
-      r->stores[s->buf][at]++;
-      break;
-    }
-    }
-  }
-}
 
 /* A graph of x [M, T, T] (node 0), dy (node 1), y = causal_softmax(x)
  * (node 2) and dx = causal_softmax_grad(y, dy) (node 3). */
@@ -136,7 +46,7 @@ static void run_node(const Graph *g, int id, Run *r, int64_t t, bool bounded, co
     memset(r->loads[b], 0, (size_t)r->n[b] * sizeof(int));
   }
   run(r, k->body, k->nbody);
-  CHECK(!r->out_of_range, what);
+  CHECK(!r->out_of_range && !r->past_extent, what);
   for (int64_t i = 0; i < r->n[id]; i++) {
     int64_t row = i / t % t, col = i % t;
     CHECK(r->stores[id][i] == 1, what); /* every element once, the zeros too */
@@ -173,24 +83,23 @@ static void check_values(const Run *r, int64_t m, int64_t t, double scale, const
   }
 }
 
+static float uniform(int64_t i) {
+  (void)i;
+  return (float)rand() / RAND_MAX * 4 - 2;
+}
+
 static void check_causal(int64_t m, int64_t t, double scale, const char *what) {
   Graph *g = causal_graph(m, t, scale);
   Run r = {0};
   srand(7);
-  for (int b = 0; b < MAX_BUFS; b++) {
-    r.n[b] = m * t * t;
-    r.buf[b] = malloc((size_t)r.n[b] * sizeof(float));
-    r.stores[b] = malloc((size_t)r.n[b] * sizeof(int));
-    r.loads[b] = malloc((size_t)r.n[b] * sizeof(int));
-    for (int64_t i = 0; i < r.n[b]; i++) r.buf[b][i] = (float)rand() / RAND_MAX * 4 - 2;
-  }
+  for (int b = 0; b < MAX_BUFS; b++) run_buffer(&r, b, m * t * t, uniform);
   bool bounded = t >= 128;
   run_node(g, 2, &r, t, bounded, what);
   /* two per kept column (the sum, the store): T(T + 1) per matrix, not 2T^2 */
   CHECK(r.exps == m * t * (bounded ? t + 1 : 2 * t), what);
   run_node(g, 3, &r, t, bounded, what);
   check_values(&r, m, t, scale, what);
-  for (int b = 0; b < MAX_BUFS; b++) free(r.buf[b]), free(r.stores[b]), free(r.loads[b]);
+  run_free(&r);
   graph_free(g);
 }
 

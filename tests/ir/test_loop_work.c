@@ -4,8 +4,11 @@
  *     element of its gradient, none in a relu; a causal softmax (bounded at
  *     the diagonal from T = 128) counts its rows' loops at their extents,
  *     and its log-sum-exp's logf once a row;
- *   - kernel_window_accesses: a 2x2 max-pool reads 4 elements and stores 1
- *     a window; its gradient reads the window once to find the maximum,
+ *   - kernel_window_accesses: a 2x2 max-pool by rows (windows that tile
+ *     the rows) loads 2 elements and sets 1 of its row a column, then
+ *     reads 2 of the row and stores 1 a window (9 a window); with
+ *     overlapping windows it reads 4 elements and stores 1 a window; its
+ *     gradient reads the window once to find the maximum,
  *     then reads dy, x (the fused relu's mask) and stores each element
  *     (4 + 3 * 4 a window; 4 + 2 * 4 without the mask); elementwise and
  *     softmax kernels have no windows;
@@ -66,7 +69,11 @@ static void test_window_accesses(void) {
   int x = leaf(g, img), dy = leaf(g, (Shape){.rank = 4, .dim = {2, 3, 4, 4}});
   double windows = 2.0 * 3 * 4 * 4;
   int pool = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, (SrcLoc){0}, NULL);
-  CHECK(window_accesses(g, pool) == 5 * windows, "maxpool: 4 loads and a store a window");
+  /* by rows (ir/ops/images.c): each of a window's 2 columns 2 loads and a
+   * row's element set, then the window's 2 row elements read and a store */
+  CHECK(window_accesses(g, pool) == (2 * 3 + 3) * windows, "maxpool by rows: 9 accesses a window");
+  int loose = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 1, (SrcLoc){0}, NULL); /* overlapping: 7x7 windows */
+  CHECK(window_accesses(g, loose) == 5.0 * 2 * 3 * 7 * 7, "maxpool by elements: 4 loads and a store a window");
   CHECK(math_calls(g, pool) == 0, "maxpool: no math calls");
   Attr a = g->nodes[pool].attr;
   int grad = graph_add_op(g, OP_MAXPOOL_GRAD, (int[2]){x, dy}, 2, &a, (SrcLoc){0}, NULL);

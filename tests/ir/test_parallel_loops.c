@@ -326,7 +326,9 @@ static void grid_kernels(Graph *g, int x, int vec, int ids, int img) {
         "embedding_grad's scatter: a column each");
   int pool = graph_add_attr(g, OP_MAXPOOL, &img, 1, 0, 2, 2, (SrcLoc){0}, NULL);
   int mp[2] = {img, pool};
-  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL, &img, 1, 2, 2), 0) == 54, "maxpool: a window each");
+  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL, &img, 1, 2, 2), 0) == 6, "maxpool by rows: a plane each");
+  CHECK(grid_threads(op_kernel(g, OP_MAXPOOL, &img, 1, 2, 1), 0) == 2 * 3 * 5 * 5,
+        "maxpool, overlapping windows: a window each");
   /* a window's columns are two runs of 2 elements 6 apart, not one slab:
    * a thread per row of windows (the windows tile the 6x6 image: no zeroing
    * loop before theirs) */

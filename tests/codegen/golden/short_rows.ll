@@ -119,7 +119,7 @@ done15:                                           ; preds = %loop13
 done16:                                           ; preds = %done15
   %75 = add nsw i64 %i5, 1
   %76 = icmp slt i64 %75, 6
-  br i1 %76, label %loop4, label %done17, !llvm.loop !5
+  br i1 %76, label %loop4, label %done17, !llvm.loop !6
 
 done17:                                           ; preds = %done16
   %77 = add nsw i64 %i3, 1
@@ -137,10 +137,11 @@ done19:                                           ; preds = %done18, %entry
 !0 = distinct !{!0, !1, !2}
 !1 = !{!"llvm.loop.vectorize.enable", i1 true}
 !2 = !{!"llvm.loop.unroll.disable"}
-!3 = distinct !{!3, !2}
-!4 = distinct !{!4, !1, !2}
+!3 = distinct !{!3, !1, !2}
+!4 = distinct !{!4, !2}
 !5 = distinct !{!5, !1, !2}
-!6 = distinct !{!6, !2}
-!7 = distinct !{!7, !1, !2}
+!6 = distinct !{!6, !1, !2}
+!7 = distinct !{!7, !2}
 !8 = distinct !{!8, !1, !2}
+!9 = distinct !{!9, !1, !2}
 [exit 0]
