@@ -218,9 +218,32 @@ static const char calibration_source[] =
     "          trc_selectf(trc_kernel_uniform(key, 1, c * CHUNK + j) - 0.1f, 1.11111111f, 0.0f), 1.0f); }\n"
     "static void draws(void *ctx, int64_t lo, int64_t hi) { void *const *io = ctx; draw_chunks(io[0], io[1], io[2], io[3], lo, hi); }\n"
     "static void nothing(void *ctx, int64_t lo, int64_t hi) { (void)ctx, (void)lo, (void)hi; }\n"
-    "/* A 2x2 max-pool over WINDOW's images (planes of 28x28): write_window_kernel\n"
-    " * prints it after this text, as the C backend prints kernel_maxpool */\n"
-    "static void windows(void *ctx, int64_t lo, int64_t hi);\n"
+    "/* 2x2 max-pools by rows over planes of 28x28 (wide) and 14x14 (narrow),\n"
+    " * 802,816 floats each, and their gradients: write_window_kernels prints\n"
+    " * them after this text, as the C backend prints kernel_maxpool and\n"
+    " * kernel_maxpool_grad */\n"
+    "static void rows_wide(void *ctx, int64_t lo, int64_t hi);\n"
+    "static void rows_narrow(void *ctx, int64_t lo, int64_t hi);\n"
+    "static void grads_wide(void *ctx, int64_t lo, int64_t hi);\n"
+    "static void grads_narrow(void *ctx, int64_t lo, int64_t hi);\n"
+    "enum { WINDOW_FLOATS = 802816 };\n"
+    "/* Seconds of kernel k (WINDOW_WORK's order) on its planes: x, its pool, dy\n"
+    " * and dx one after the other in the arena */\n"
+    "static double windows(int k, float *x) {\n"
+    "  static void (*const fn[4])(void *, int64_t, int64_t) = {rows_wide, rows_narrow, grads_wide, grads_narrow};\n"
+    "  float *pooled = x + WINDOW_FLOATS, *dy = pooled + WINDOW_FLOATS / 4, *dx = dy + WINDOW_FLOATS / 4;\n"
+    "  int64_t planes = k % 2 == 0 ? 32 * 32 : 32 * 64;\n"
+    "  double t = now();\n"
+    "  trc_parallel_for(planes, fn[k], k < 2 ? (void *)(float *[2]){pooled, x} : (void *)(float *[3]){dx, x, dy});\n"
+    "  return now() - t;\n}\n"
+    "/* A rate and a cost a row, from two kernels' seconds t (WINDOW_WORK rows\n"
+    " * k and k + 1: the same code on rows of 14 and 7 windows): seconds =\n"
+    " * accesses / rate + rows * per_row */\n"
+    "static void fit_rows(int k, const double *t, double *rate, double *per_row) {\n"
+    "  const double *w = WINDOW_WORK[k], *n = WINDOW_WORK[k + 1];\n"
+    "  *per_row = (t[1] * w[0] - t[0] * n[0]) / (n[1] * w[0] - w[1] * n[0]);\n"
+    "  if (!(*per_row > 0) || t[0] - *per_row * w[1] < 0.5 * t[0]) *per_row = 0;\n"
+    "  *rate = w[0] / (t[0] - *per_row * w[1]);\n}\n"
     "/* Fused attention forward and backward on shape s (ATT_*: calibrate_machine's). */\n"
     "static double attention(const long long *s, float *x) {\n"
     "  const int64_t n = s[0] * s[1] * s[2];\n"
@@ -289,10 +312,10 @@ static const char calibration_source[] =
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, convs16 = 1e30, math = 1e30, window = 1e30, upd = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, convs16 = 1e30, math = 1e30, upd = 1e30;\n"
+    "  double window[4] = {1e30, 1e30, 1e30, 1e30};\n"
     "  double small = 1e30, rng = 1e30, thin = 1e30;\n"
     "  float training = 1.0f; /* dropout's flag, as a trainer's training slot holds it */\n"
-    "  const int64_t planes = WINDOW[0] * WINDOW[1];\n"
     "  for (int r = 0; r < 5; r++) {\n"
     "    double t = now();\n"
     "    trc_gemm(1, 1, 0, 0, n, n, n, a, n, 0, 0, b, n, 0, 0, 0.0f, c, n, 0, 0);\n"
@@ -323,8 +346,7 @@ static const char calibration_source[] =
     "    trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){a, c});\n"
     "    t = now(); trc_parallel_for(SMALL / CHUNK, exps, (float *[2]){a, c}); t = now() - t; if (t < math) math = t;\n"
     "    t = now(); trc_parallel_for(SMALL / CHUNK, draws, (void *[4]){arena, &training, a, c}); t = now() - t; if (t < rng) rng = t;\n"
-    "    t = now(); trc_parallel_for(planes, windows, (float *[2]){(float *)arena, (float *)arena + planes * 784});\n"
-    "    t = now() - t; if (t < window) window = t;\n"
+    "    for (int k = 0; k < 4; k++) { t = windows(k, (float *)arena); if (t < window[k]) window[k] = t; }\n"
     "    t = update(pgmv); if (t < upd) upd = t;\n"
     "    /* again, on operands in the cache: what each matrix costs alone (a\n"
     "     * step's products wait for their bytes too, priced apart) */\n"
@@ -352,16 +374,20 @@ static const char calibration_source[] =
     "  double per_matrix = (small - 2.0 * MATRICES * (2 * 64 * 64 * 32 / gemm_rate + elements(64, 64, 32) * per_element)) /\n"
     "                      (2 * MATRICES);\n"
     "  if (!(per_matrix > 1e-9)) per_matrix = 1e-9;\n"
+    "  double scratch_rate, scratch_row, window_rate, window_row;\n"
+    "  fit_rows(0, window, &scratch_rate, &scratch_row);\n"
+    "  fit_rows(2, window + 2, &window_rate, &window_row);\n"
     "  printf(\"# %d threads\\ngemm_flops = %g\\ngemm_bf16_flops = %g\\nloop_flops = %g\\nbandwidth = %g\\n\"\n"
     "         \"kernel_overhead = %g\\ncache_bandwidth = %g\\ncache_bytes = %d\\nattention_flops = %g\\n\"\n"
     "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\nwindow_accesses = %g\\n\"\n"
     "         \"update_bandwidth = %g\\nconv_bf16_flops = %g\\ngemm_matrix_seconds = %g\\nrng_draws = %g\\n\"\n"
-    "         \"gemm_element_seconds = %g\\n\",\n"
+    "         \"gemm_element_seconds = %g\\nwindow_row_seconds = %g\\nscratch_accesses = %g\\n\"\n"
+    "         \"scratch_row_seconds = %g\\n\",\n"
     "         trc_threads(),\n"
     "         gemm_rate, gemm16_rate, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
     "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
-    "         SMALL / math, WINDOW_ACCESSES / window, UPDATE_BYTES * UPDATE_FLOATS / upd, conv16_rate, per_matrix,\n"
-    "         SMALL / rng, per_element);\n"
+    "         SMALL / math, window_rate, UPDATE_BYTES * UPDATE_FLOATS / upd, conv16_rate, per_matrix,\n"
+    "         SMALL / rng, per_element, window_row, scratch_rate, scratch_row);\n"
     "  release(a, b, c, arena, state);\n"
     "  return 0;\n}\n";
 
@@ -395,44 +421,71 @@ static bool write_conv_shape(FILE *f) {
                  3 * conv_reorder_bytes(&d)) > 0;
 }
 
-/* The calibration program's max-pool (fashion_cnn's first, at 32 images:
- * [32, 32, 28, 28] in 2x2 windows): the kernel, built as a trainer's is. */
-static Kernel *window_kernel(Graph *g) {
-  int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL); /* b0 */
+/* The calibration program's max-pools, by rows, and their gradients
+ * (windows one by one, with the relu's mask the POOL pass folds in), built
+ * as a trainer's kernels are, on two images of 802,816 floats: fashion_cnn's
+ * first pool at 32 images ([32, 32, 28, 28], rows of 14 windows: `wide`)
+ * and its second at 32 ([32, 64, 14, 14], rows of 7). x is b0, the pool
+ * b1, dy b2, dx b3. */
+static Kernel *window_kernel(Graph *g, bool gradient, bool wide) {
+  Shape img = {.rank = 4, .dim = {32, wide ? 32 : 64, wide ? 28 : 14, wide ? 28 : 14}}, cells = img;
+  cells.dim[2] /= 2, cells.dim[3] /= 2;
+  int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
   g->nodes[x].dtype = DT_F32;
-  g->nodes[x].shape = (Shape){.rank = 4, .dim = {32, 32, 28, 28}};
-  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL); /* b1 */
-  return op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
+  g->nodes[x].shape = img;
+  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL);
+  if (!gradient) return op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
+  int dy = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
+  g->nodes[dy].dtype = DT_F32;
+  g->nodes[dy].shape = cells;
+  Attr relu = {.i = {2, 2, 1}, .shape = img};
+  int dx = graph_add_op(g, OP_MAXPOOL_GRAD, (int[2]){x, dy}, 2, &relu, NO_LOC, NULL);
+  return op_info(OP_MAXPOOL_GRAD)->kernel(g, &g->nodes[dx]);
 }
 
-/* Its shape and its accesses as the cost model counts them
- * (kernel_window_accesses), before the program's text. */
-static bool write_window_shape(FILE *f) {
-  Graph *g = graph_new();
-  Kernel *k = window_kernel(g);
-  double accesses = kernel_window_accesses(k);
-  kernel_free(k);
-  graph_free(g);
-  return fprintf(f, "static const long long WINDOW[4] = {32, 32, 28, 28};\n"
-                    "static const double WINDOW_ACCESSES = %.17g;\n", accesses) > 0;
+/* Each kernel's rows of windows as the cost model counts them
+ * (kernel_short_row_work): its accesses and how many rows start, in the
+ * order the program times them: rows wide, rows narrow, gradient wide,
+ * gradient narrow. Before the program's text. */
+static bool write_window_work(FILE *f) {
+  fputs("static const double WINDOW_WORK[4][2] = {", f);
+  for (int i = 0; i < 4; i++) {
+    Graph *g = graph_new();
+    Kernel *k = window_kernel(g, i >= 2, i % 2 == 0);
+    ShortRowWork w = kernel_short_row_work(k);
+    fprintf(f, "%s{%.17g, %.17g}", i ? ", " : "", w.accesses, w.runs);
+    kernel_free(k);
+    graph_free(g);
+  }
+  return fputs("};\n", f) >= 0;
 }
 
-/* Its code after the program's text, as the C backend prints it: the
- * planes (its parallel loop, chunks of one) from lo to hi. */
-static bool write_window_kernel(FILE *f) {
+/* One kernel's code after the program's text, as the C backend prints it:
+ * `name_chunks(params..., lo, hi)` runs its planes (its one parallel loop,
+ * chunks of one) from lo to hi, `name(ctx, lo, hi)` calls it with the
+ * buffers in ctx, in the order of params. */
+static bool write_window_chunks(FILE *f, const char *name, bool gradient, bool wide) {
   Graph *g = graph_new();
-  Kernel *k = window_kernel(g);
+  Kernel *k = window_kernel(g, gradient, wide);
+  bool one_loop = k->nbody == 1 && k->body[0]->kind == KS_FOR;
+  if (!one_loop) diag_internal_error("the calibration's %s kernel is no single loop over planes", name);
   const KStmt *planes = k->body[0];
-  fprintf(f, "%sstatic void window_chunks(float *restrict b1, const float *restrict b0, int64_t lo, int64_t hi) {\n"
-             "  for (int64_t i%d = lo; i%d < hi; i%d++) {\n",
-          k->short_rows ? "TRC_SHORT_ROWS " : "", planes->var, planes->var, planes->var);
+  const char *params = gradient ? "float *restrict b3, const float *restrict b0, const float *restrict b2"
+                                : "float *restrict b1, const float *restrict b0";
+  fprintf(f, "%sstatic void %s_chunks(%s, int64_t lo, int64_t hi) {\n  for (int64_t i%d = lo; i%d < hi; i%d++) {\n",
+          k->short_rows ? "TRC_SHORT_ROWS " : "", name, params, planes->var, planes->var, planes->var);
   print_stmts(f, planes->body, planes->nbody, 2);
-  bool ok = fputs("  }\n}\n"
-                  "static void windows(void *ctx, int64_t lo, int64_t hi) { float *const *io = ctx; "
-                  "window_chunks(io[1], io[0], lo, hi); }\n", f) >= 0;
+  bool ok = fprintf(f, "  }\n}\nstatic void %s(void *ctx, int64_t lo, int64_t hi) {\n  float *const *io = ctx;\n"
+                       "  %s_chunks(io[0], io[1], %slo, hi);\n}\n",
+                    name, name, gradient ? "io[2], " : "") > 0;
   kernel_free(k);
   graph_free(g);
   return ok;
+}
+
+static bool write_window_kernels(FILE *f) {
+  return write_window_chunks(f, "rows_wide", false, true) && write_window_chunks(f, "rows_narrow", false, false) &&
+         write_window_chunks(f, "grads_wide", true, true) && write_window_chunks(f, "grads_narrow", true, false);
 }
 
 /* The bytes an AdamW step in fp32 with clipping (the calibration program
@@ -466,8 +519,8 @@ bool calibrate_machine(const BuildOptions *opt, MachineProfile *profile, Diag *d
   }
   char *src = xsprintf("%s/calibrate.c", dir), *exe = xsprintf("%s/calibrate", dir), *out = xsprintf("%s/profile", dir);
   FILE *f = fopen(src, "w");
-  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_shape(f) && write_update_bytes(f) &&
-            fputs(calibration_source, f) >= 0 && write_window_kernel(f);
+  bool ok = f && write_attention_shapes(f) && write_conv_shape(f) && write_window_work(f) && write_update_bytes(f) &&
+            fputs(calibration_source, f) >= 0 && write_window_kernels(f);
   ok = f && fclose(f) == 0 && ok;
   if (!ok) diag_file_error(diag, src, "cannot write the calibration program");
   ok = ok && build_c(src, exe, opt, diag) && measure(exe, out, opt, profile, diag);

@@ -535,13 +535,19 @@ double kernel_math_calls(const Kernel *k);
  * 64-bit multiplies and shifts a number, which vectorize poorly), counted
  * the same way and priced apart (MachineProfile.rng_draws). */
 double kernel_random_draws(const Kernel *k);
-/* The loads and stores a window kernel makes in its rows of windows (the
- * short_row loops of a fixed extent, ops/images.c), a row local's element
- * read or set counted as one: a load that two statements of one loop body
- * share counts once. Such rows of 7 or 14 cells vectorize poorly, so the
- * cost model prices these accesses at a calibrated rate
- * (MachineProfile.window_accesses), not as FLOPs. */
-double kernel_window_accesses(const Kernel *k);
+/* A window kernel's work in its rows of windows (the short_row loops of a
+ * fixed extent, ops/images.c): the loads and stores it makes there (a load
+ * that two statements of one loop body share counts once, a read or set of
+ * a row local's element is one) and how many times such a row starts. Rows
+ * of 7 or 14 cells vectorize poorly, so the cost model prices them at
+ * calibrated rates (MachineProfile.window_accesses, window_row_seconds),
+ * not as FLOPs; a pool by rows of scratch (`scratch`: it declares a row
+ * local), whose rows run in vectors, at rates of its own (scratch_*). */
+typedef struct {
+  double accesses, runs;
+  bool scratch;
+} ShortRowWork;
+ShortRowWork kernel_short_row_work(const Kernel *k);
 
 /* Builders, for op kernels in ir/ops/ and for tests. */
 Kernel *kernel_new(int node);

@@ -406,17 +406,25 @@ static double body_accesses(KStmt *const *body, int n) {
   return count;
 }
 
-/* A row of windows: a short row of a fixed extent (a bounded row is a
- * causal softmax's columns, long rows that vectorize). */
-static double stmts_window_accesses(KStmt *const *body, int n) {
-  double count = 0;
+/* Adds the rows of windows in body, run `times` times, to w: short rows of
+ * a fixed extent (a bounded row is a causal softmax's columns, long rows
+ * that vectorize). */
+static void add_short_rows(KStmt *const *body, int n, double times, ShortRowWork *w) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
+    if (s->kind == KS_LOCAL && s->extent) w->scratch = true;
     if (s->kind != KS_FOR) continue;
-    if (s->short_row && !s->limit) count += (double)s->extent * body_accesses(s->body, s->nbody);
-    else count += (double)s->extent * stmts_window_accesses(s->body, s->nbody);
+    if (s->short_row && !s->limit) {
+      w->accesses += times * (double)s->extent * body_accesses(s->body, s->nbody);
+      w->runs += times;
+    } else {
+      add_short_rows(s->body, s->nbody, times * (double)s->extent, w);
+    }
   }
-  return count;
 }
 
-double kernel_window_accesses(const Kernel *k) { return k ? stmts_window_accesses(k->body, k->nbody) : 0; }
+ShortRowWork kernel_short_row_work(const Kernel *k) {
+  ShortRowWork w = {0};
+  if (k) add_short_rows(k->body, k->nbody, 1, &w);
+  return w;
+}

@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A pool's rows, not measured on the defaults' machine: the medians of
+ * four `trainc calibrate` runs on the AMD Zen 3 machine (AVX2) of
+ * 2026-12-07: 5.2-6.7 ns a row of windows; the rows of a pool by rows of
+ * scratch 1.70-2.47e10 accesses a second and, fitted, 0-1.7 ns a row. */
+#define WINDOW_ROW_SECONDS 5.4e-9
+#define SCRATCH_ACCESSES 1.75e10
+#define SCRATCH_ROW_SECONDS 0.0
+
 MachineProfile profile_default(void) {
   /* `trainc calibrate` on the 2-core AMD EPYC (Zen 4: AVX-512 and
    * AVX512_BF16, no AMX) machine this project is developed on since
@@ -33,7 +41,9 @@ MachineProfile profile_default(void) {
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
                           .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
-                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9};
+                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9,
+                          .window_row_seconds = WINDOW_ROW_SECONDS, .scratch_accesses = SCRATCH_ACCESSES,
+                          .scratch_row_seconds = SCRATCH_ROW_SECONDS};
 }
 
 static const struct {
@@ -59,12 +69,15 @@ static const struct {
     {"gemm_matrix_seconds", offsetof(MachineProfile, gemm_matrix_seconds), true, false},
     {"rng_draws", offsetof(MachineProfile, rng_draws), true, false},
     {"gemm_element_seconds", offsetof(MachineProfile, gemm_element_seconds), true, true},
+    {"window_row_seconds", offsetof(MachineProfile, window_row_seconds), true, true},
+    {"scratch_accesses", offsetof(MachineProfile, scratch_accesses), true, false},
+    {"scratch_row_seconds", offsetof(MachineProfile, scratch_row_seconds), true, true},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
        MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
        CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14, RNG_DRAWS_KEY = 15,
-       GEMM_ELEMENT_KEY = 16 };
+       GEMM_ELEMENT_KEY = 16, WINDOW_ROW_KEY = 17, SCRATCH_ACCESSES_KEY = 18, SCRATCH_ROW_KEY = 19 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -103,8 +116,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
                  "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
-                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws, gemm_element_seconds (each once; "
-                 "gemm_element_seconds may be 0)");
+                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws, gemm_element_seconds, window_row_seconds, scratch_accesses, scratch_row_seconds "
+                 "(each once; gemm_element_seconds and the row seconds may be 0)");
     free(line);
     at += len + (at + len < end);
   }
@@ -126,6 +139,9 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
   if (!seen[GEMM_MATRIX_KEY]) p->gemm_matrix_seconds = d.gemm_matrix_seconds;
   if (!seen[RNG_DRAWS_KEY]) p->rng_draws = p->math_calls * d.rng_draws / d.math_calls;
+  if (!seen[WINDOW_ROW_KEY]) p->window_row_seconds = d.window_row_seconds;
+  if (!seen[SCRATCH_ACCESSES_KEY]) p->scratch_accesses = p->window_accesses * d.scratch_accesses / d.window_accesses;
+  if (!seen[SCRATCH_ROW_KEY]) p->scratch_row_seconds = d.scratch_row_seconds;
   /* 0, as the default's: GEMMs by their FLOPs alone, as profiles before it
    * priced them (the defaults' machine never measured it) */
   if (!seen[GEMM_ELEMENT_KEY]) p->gemm_element_seconds = d.gemm_element_seconds;
@@ -222,11 +238,15 @@ static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *
 }
 
 LoopWork kernel_loop_work(const Kernel *k) {
-  return (LoopWork){kernel_math_calls(k), kernel_window_accesses(k), kernel_random_draws(k)};
+  ShortRowWork rows = kernel_short_row_work(k);
+  LoopWork w = {.math_calls = kernel_math_calls(k), .random_draws = kernel_random_draws(k)};
+  if (rows.scratch) w.scratch_accesses = rows.accesses, w.scratch_rows = rows.runs;
+  else w.window_accesses = rows.accesses, w.window_rows = rows.runs;
+  return w;
 }
 
 LoopWork node_loop_work(const Graph *g, const Node *n) {
-  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return (LoopWork){0, 0, 0};
+  if (op_info(n->op)->op_class != OPC_LOOP || !op_info(n->op)->kernel) return (LoopWork){0};
   Kernel *k = op_info(n->op)->kernel(g, n);
   LoopWork w = kernel_loop_work(k);
   kernel_free(k);
@@ -234,7 +254,9 @@ LoopWork node_loop_work(const Graph *g, const Node *n) {
 }
 
 static double loop_work_seconds(LoopWork w, const MachineProfile *m) {
-  return w.math_calls / m->math_calls + w.window_accesses / m->window_accesses + w.random_draws / m->rng_draws;
+  return w.math_calls / m->math_calls + w.random_draws / m->rng_draws + w.window_accesses / m->window_accesses +
+         w.window_rows * m->window_row_seconds + w.scratch_accesses / m->scratch_accesses +
+         w.scratch_rows * m->scratch_row_seconds;
 }
 
 /* A kernel's arithmetic and its memory traffic: overlapped, but in a
@@ -310,8 +332,11 @@ static StepSums *step_sums(const Program *p, const int *step, const MachineProfi
     LoopWork w = loop_work_of(p, i);
     s->plain += node_seconds_counted(g, n, w, m);
     s->work.math_calls += w.math_calls;
-    s->work.window_accesses += w.window_accesses;
     s->work.random_draws += w.random_draws;
+    s->work.window_accesses += w.window_accesses;
+    s->work.window_rows += w.window_rows;
+    s->work.scratch_accesses += w.scratch_accesses;
+    s->work.scratch_rows += w.scratch_rows;
     s->members++;
   }
   return sum;

@@ -54,11 +54,13 @@ void fuse_pool_relu_grad(Graph *g);
 #define ARENA_ALIGN 64
 
 /* What a loop kernel does besides its FLOPs that the cost model prices at
- * rates of its own: libm calls (kernel_math_calls), accesses in rows of
- * pooling windows (kernel_window_accesses) and dropout's random numbers
- * (kernel_random_draws). */
+ * rates of its own: libm calls (kernel_math_calls), dropout's random
+ * numbers (kernel_random_draws), and its rows of pooling windows
+ * (kernel_short_row_work): their accesses and how many start, element by
+ * element (window_*) or in a pool by rows of scratch (scratch_*). */
 typedef struct {
-  double math_calls, window_accesses, random_draws;
+  double math_calls, random_draws;
+  double window_accesses, window_rows, scratch_accesses, scratch_rows;
 } LoopWork;
 
 LoopWork kernel_loop_work(const Kernel *k);
@@ -267,9 +269,17 @@ typedef struct {
                              FLOPs; optional, else loop_flops times the default
                              ratio */
   double window_accesses; /* loads and stores a second in rows of pooling
-                             windows (kernel_window_accesses), on top of their
+                             windows (kernel_short_row_work), on top of their
                              FLOPs; optional, else loop_flops times the default
                              ratio */
+  double window_row_seconds; /* per row of windows started: a short row's
+                             tail; optional (may be 0), else the default */
+  double scratch_accesses; /* loads and stores a second in a pool by rows of
+                             scratch (its rows of 14 or 28 columns and of a
+                             plane's cells); optional, else window_accesses
+                             times the default ratio */
+  double scratch_row_seconds; /* per such row started; optional (may be 0),
+                             else the default */
   double update_bandwidth; /* bytes/s of the optimizer step's passes
                              (update_bytes_per_float): streams read and written
                              back in place, which move faster than a kernel

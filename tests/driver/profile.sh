@@ -12,7 +12,11 @@
 #     each over batch x heads matrices; a bmm's traffic hides none of its
 #     arithmetic); per call it would add a tenth of that;
 #  5. gemm_element_seconds may be 0 (the calibration's fit found no cost per
-#     element), never negative.
+#     element), never negative;
+#  6. the rows of pooling windows: window_row_seconds prices the CNN's
+#     max-pool gradients (rows of windows one by one: backward), not its
+#     max-pools (by rows of scratch: forward), scratch_row_seconds the other
+#     way round; each may be 0.
 # usage: profile.sh TRAINC MODEL.nn CNN.nn ATTENTION.nn BATCH HEADS LAYERS WORKDIR
 set -eu
 trainc=$1 model=$2 cnn=$3 attention=$4 batch=$5 heads=$6 layers=$7 work=$8
@@ -21,7 +25,7 @@ fail=0
 "$trainc" calibrate -o "$work/machine.profile"
 for key in gemm_flops gemm_bf16_flops loop_flops bandwidth kernel_overhead cache_bandwidth cache_bytes \
   attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops \
-  gemm_matrix_seconds rng_draws gemm_element_seconds; do
+  gemm_matrix_seconds rng_draws gemm_element_seconds window_row_seconds scratch_accesses scratch_row_seconds; do
   grep -Eq "^$key = [0-9.]+(e[+-][0-9]+)?$" "$work/machine.profile" || { echo "FAIL: calibrate wrote no $key"; fail=1; }
 done
 "$trainc" plan "$model" --profile "$work/machine.profile" >/dev/null || { echo "FAIL: plan refused the calibrated profile"; fail=1; }
@@ -81,4 +85,18 @@ for per in 0 -1e-9; do
   [ "$per" = 0 ] && [ $accepted = no ] && { echo "FAIL: gemm_element_seconds = 0 refused"; fail=1; }
   [ "$per" != 0 ] && [ $accepted = yes ] && { echo "FAIL: gemm_element_seconds = $per taken"; fail=1; }
 done
+grep -v -e '^window_row_seconds' -e '^scratch_row_seconds' "$work/base.profile" >"$work/no_rows.profile"
+for rows in "0 0" "1e-6 0" "0 1e-6"; do
+  set -- $rows
+  printf 'window_row_seconds = %s\nscratch_row_seconds = %s\n' "$1" "$2" | cat "$work/no_rows.profile" - >"$work/rows.profile"
+  "$trainc" plan "$cnn" --policy off --profile "$work/rows.profile" --format json >"$work/rows.$1.$2.json" ||
+    { echo "FAIL: row seconds $1, $2 refused"; fail=1; }
+done
+/usr/bin/python3 - "$work" <<'PYEOF' || { echo "FAIL: the row seconds do not price their rows alone"; fail=1; }
+import json, sys
+f = lambda w, s: json.load(open(f"{sys.argv[1]}/rows.{w}.{s}.json"))["seconds"]
+none, windows, scratch = f("0", "0"), f("1e-6", "0"), f("0", "1e-6")
+assert windows["backward"] > none["backward"] and windows["forward"] == none["forward"], (none, windows)
+assert scratch["forward"] > none["forward"] and scratch["backward"] == none["backward"], (none, scratch)
+PYEOF
 exit $fail

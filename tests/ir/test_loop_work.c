@@ -4,7 +4,7 @@
  *     element of its gradient, none in a relu; a causal softmax (bounded at
  *     the diagonal from T = 128) counts its rows' loops at their extents,
  *     and its log-sum-exp's logf once a row;
- *   - kernel_window_accesses: a 2x2 max-pool by rows (windows that tile
+ *   - kernel_short_row_work: a 2x2 max-pool by rows (windows that tile
  *     the rows) loads 2 elements and sets 1 of its row a column, then
  *     reads 2 of the row and stores 1 a window (9 a window); with
  *     overlapping windows it reads 4 elements and stores 1 a window; its
@@ -38,12 +38,14 @@ static double random_draws(const Graph *g, int id) {
   return draws;
 }
 
-static double window_accesses(const Graph *g, int id) {
+static ShortRowWork short_rows(const Graph *g, int id) {
   Kernel *k = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]);
-  double accesses = kernel_window_accesses(k);
+  ShortRowWork w = kernel_short_row_work(k);
   kernel_free(k);
-  return accesses;
+  return w;
 }
+
+static double window_accesses(const Graph *g, int id) { return short_rows(g, id).accesses; }
 
 static void test_math_calls(void) {
   Graph *g = graph_new();
@@ -71,9 +73,13 @@ static void test_window_accesses(void) {
   int pool = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, (SrcLoc){0}, NULL);
   /* by rows (ir/ops/images.c): each of a window's 2 columns 2 loads and a
    * row's element set, then the window's 2 row elements read and a store */
-  CHECK(window_accesses(g, pool) == (2 * 3 + 3) * windows, "maxpool by rows: 9 accesses a window");
+  ShortRowWork rows = short_rows(g, pool);
+  CHECK(rows.accesses == (2 * 3 + 3) * windows && rows.scratch, "maxpool by rows: 9 accesses a window");
+  CHECK(rows.runs == 2 * 3 * (4 + 1), "maxpool by rows: a row of 8 columns an output row, a row of cells a plane");
   int loose = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 1, (SrcLoc){0}, NULL); /* overlapping: 7x7 windows */
-  CHECK(window_accesses(g, loose) == 5.0 * 2 * 3 * 7 * 7, "maxpool by elements: 4 loads and a store a window");
+  ShortRowWork each = short_rows(g, loose);
+  CHECK(each.accesses == 5.0 * 2 * 3 * 7 * 7 && !each.scratch, "maxpool by elements: 4 loads and a store a window");
+  CHECK(each.runs == 2 * 3 * 7, "maxpool by elements: a row of windows an output row");
   CHECK(math_calls(g, pool) == 0, "maxpool: no math calls");
   Attr a = g->nodes[pool].attr;
   int grad = graph_add_op(g, OP_MAXPOOL_GRAD, (int[2]){x, dy}, 2, &a, (SrcLoc){0}, NULL);
