@@ -251,14 +251,14 @@ static const char calibration_source[] =
     "  trc_causal_attention(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n);\n"
     "  trc_causal_attention_grad(s[0], s[1], s[2], s[3], 0.125f, x, x + n, x + 2 * n, x + 3 * n, x + 4 * n);\n"
     "  return now() - t;\n}\n"
-    "/* A convolution's three passes on shape CONV (calibrate_machine's). */\n"
-    "static double conv(float *x) {\n"
+    "/* One pass (trc_conv_pass) of a convolution on shape CONV (calibrate_machine's). */\n"
+    "static double conv(float *x, int pass) {\n"
     "  const long long *s = CONV;\n"
     "  float *w = x + s[0] * s[1] * s[2] * s[3], *y = w + s[4] * s[1] * s[5] * s[5];\n"
+    "  float *a = pass == TRC_CONV_BACKWARD_DATA ? y : x, *b = pass == TRC_CONV_BACKWARD_WEIGHTS ? y : w;\n"
+    "  float *out = pass == TRC_CONV_FORWARD ? y : pass == TRC_CONV_BACKWARD_DATA ? x : w;\n"
     "  double t = now();\n"
-    "  trc_conv2d(TRC_CONV_FORWARD, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, x, w, NULL, 0, y, 0);\n"
-    "  trc_conv2d(TRC_CONV_BACKWARD_DATA, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, y, w, NULL, 0, x, 0);\n"
-    "  trc_conv2d(TRC_CONV_BACKWARD_WEIGHTS, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, x, y, NULL, 0, w, 0);\n"
+    "  trc_conv2d((trc_conv_pass)pass, s[0], s[1], s[2], s[3], s[4], s[5], 1, s[5] / 2, a, b, NULL, 0, out, 0);\n"
     "  return now() - t;\n}\n"
     "/* The optimizer step's passes as trainers make them (trc_grad_norm,\n"
     " * trc_optimizer_step): the gradients' norm, then AdamW block by block, each\n"
@@ -278,11 +278,11 @@ static const char calibration_source[] =
     "  (void)norm;\n"
     "  trc_parallel_for(UPDATE_FLOATS / UPDATE_BLOCK, adamw_blocks, (void *)pgmv);\n"
     "  return now() - t;\n}\n"
-    "/* The convolutions' arithmetic: their time less their reorders at the\n"
-    " * bandwidth (bw: the copy loop's time over 12 * BIG bytes). */\n"
-    "static double conv_flops_rate(double seconds, double bw) {\n"
-    "  double rate = CONV_FLOPS / (seconds - CONV_REORDER_BYTES * bw / (12.0 * BIG));\n"
-    "  return rate > 0 ? rate : CONV_FLOPS / seconds;\n}\n"
+    "/* A pass's arithmetic: its time less its reorders at the bandwidth (bw:\n"
+    " * the copy loop's time over 12 * BIG bytes). */\n"
+    "static double conv_flops_rate(int pass, double seconds, double bw) {\n"
+    "  double rate = CONV_FLOPS[pass] / (seconds - CONV_REORDER_BYTES[pass] * bw / (12.0 * BIG));\n"
+    "  return rate > 0 ? rate : CONV_FLOPS[pass] / seconds;\n}\n"
     "/* Attention's products as bmm makes them (examples/gpt.nn's: MATRICES\n"
     " * heads of 64 x 64 x 32 scores, B transposed, and 64 x 32 x 64 outputs):\n"
     " * their time less their FLOPs at the large GEMM's rate is what each matrix\n"
@@ -312,7 +312,7 @@ static const char calibration_source[] =
     "  touch(a, (long)n * n); touch(b, (long)n * n); touch(c, (long)n * n); touch((float *)arena, 3L * BIG);\n"
     "  trc_set_threads(0);\n"
     "  double gemm = 1e30, gemm16 = 1e30, loop = 1e30, bw = 1e30, cache = 1e30, call = 1e30;\n"
-    "  double att_a = 1e30, att_b = 1e30, convs = 1e30, convs16 = 1e30, math = 1e30, upd = 1e30;\n"
+    "  double att_a = 1e30, att_b = 1e30, convs[3] = {1e30, 1e30, 1e30}, convs16 = 1e30, math = 1e30, upd = 1e30;\n"
     "  double window[4] = {1e30, 1e30, 1e30, 1e30};\n"
     "  double small = 1e30, rng = 1e30, thin = 1e30;\n"
     "  float training = 1.0f; /* dropout's flag, as a trainer's training slot holds it */\n"
@@ -335,8 +335,8 @@ static const char calibration_source[] =
     "    t = now() - t; if (t < call) call = t;\n"
     "    t = attention(ATT_A, (float *)arena); if (t < att_a) att_a = t;\n"
     "    t = attention(ATT_B, (float *)arena); if (t < att_b) att_b = t;\n"
-    "    t = conv((float *)arena); if (t < convs) convs = t;\n"
-    "    trc_set_precision(TRC_BF16); t = conv((float *)arena); trc_set_precision(TRC_FP32);\n"
+    "    for (int p = 0; p < 3; p++) { t = conv((float *)arena, p); if (t < convs[p]) convs[p] = t; }\n"
+    "    trc_set_precision(TRC_BF16); t = conv((float *)arena, TRC_CONV_FORWARD); trc_set_precision(TRC_FP32);\n"
     "    if (t < convs16) convs16 = t;\n"
     "    /* from a, which only GEMMs read: small_gemms writes b, whose products\n"
     "     * (thousands) overflow expf, libmvec's slow path, 10x slower. Timed on\n"
@@ -353,7 +353,8 @@ static const char calibration_source[] =
     "    small_gemms(a, b, c);\n"
     "    t = small_gemms(a, b, c); if (t < small) small = t;\n"
     "  }\n"
-    "  double conv_rate = conv_flops_rate(convs, bw), conv16_rate = conv_flops_rate(convs16, bw);\n"
+    "  double conv_rate[3], conv16_rate = conv_flops_rate(TRC_CONV_FORWARD, convs16, bw);\n"
+    "  for (int p = 0; p < 3; p++) conv_rate[p] = conv_flops_rate(p, convs[p], bw);\n"
     "  /* seconds = flops / rate + elements * per_element, from the two GEMMs */\n"
     "  double big_flops = 2.0 * n * n * n, thin_flops = 2.0 * THIN_M * THIN_K * THIN_K;\n"
     "  double big_elements = elements(n, n, n), thin_elements = elements(THIN_M, THIN_K, THIN_K);\n"
@@ -382,12 +383,12 @@ static const char calibration_source[] =
     "         \"attention_block_seconds = %g\\nconv_flops = %g\\nmath_calls = %g\\nwindow_accesses = %g\\n\"\n"
     "         \"update_bandwidth = %g\\nconv_bf16_flops = %g\\ngemm_matrix_seconds = %g\\nrng_draws = %g\\n\"\n"
     "         \"gemm_element_seconds = %g\\nwindow_row_seconds = %g\\nscratch_accesses = %g\\n\"\n"
-    "         \"scratch_row_seconds = %g\\n\",\n"
+    "         \"scratch_row_seconds = %g\\nconv_data_flops = %g\\nconv_weight_flops = %g\\n\",\n"
     "         trc_threads(),\n"
     "         gemm_rate, gemm16_rate, 32.0 * SMALL / loop, 12.0 * BIG / bw,\n"
-    "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate,\n"
+    "         call / calls + 1e-9, 12.0 * SMALL * REPEAT / cache, 16 << 20, att_rate, per_block, conv_rate[0],\n"
     "         SMALL / math, window_rate, UPDATE_BYTES * UPDATE_FLOATS / upd, conv16_rate, per_matrix,\n"
-    "         SMALL / rng, per_element, window_row, scratch_rate, scratch_row);\n"
+    "         SMALL / rng, per_element, window_row, scratch_rate, scratch_row, conv_rate[1], conv_rate[2]);\n"
     "  release(a, b, c, arena, state);\n"
     "  return 0;\n}\n";
 
@@ -411,14 +412,20 @@ static bool write_attention_shapes(FILE *f) {
 
 /* The calibration program's convolution (fashion_cnn's second, at 32
  * images: [32, 32, 14, 14] by 64 3x3 filters, padding 1), with the FLOPs of
- * its three passes and the bytes their reorders move, as the cost model
- * counts them (ir.h). */
+ * each pass (trc_conv_pass's order) and the bytes its reorders move, as the
+ * cost model counts them (ir.h). */
 static bool write_conv_shape(FILE *f) {
   ConvDims d = {.n = 32, .c = 32, .h = 14, .w = 14, .o = 64, .k = 3, .stride = 1, .pad = 1};
+  double flops[3], reorders[3];
+  for (int pass = 0; pass < 3; pass++) {
+    d.pass = pass;
+    flops[pass] = conv_flops(&d);
+    reorders[pass] = conv_reorder_bytes(&d);
+  }
   return fprintf(f, "static const long long CONV[6] = {%lld, %lld, %lld, %lld, %lld, %lld};\n", (long long)d.n,
                  (long long)d.c, (long long)d.h, (long long)d.w, (long long)d.o, (long long)d.k) > 0 &&
-         fprintf(f, "static const double CONV_FLOPS = %.17g, CONV_REORDER_BYTES = %.17g;\n", 3 * conv_flops(&d),
-                 3 * conv_reorder_bytes(&d)) > 0;
+         fprintf(f, "static const double CONV_FLOPS[3] = {%.17g, %.17g, %.17g}, CONV_REORDER_BYTES[3] = {%.17g, %.17g, %.17g};\n",
+                 flops[0], flops[1], flops[2], reorders[0], reorders[1], reorders[2]) > 0;
 }
 
 /* The calibration program's max-pools, by rows, and their gradients

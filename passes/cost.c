@@ -41,7 +41,7 @@ MachineProfile profile_default(void) {
                           .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
                           .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
                           .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
-                          .conv_bf16_flops = 471e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9,
+                          .conv_bf16_flops = 471e9, .conv_data_flops = 245e9, .conv_weight_flops = 245e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9,
                           .window_row_seconds = WINDOW_ROW_SECONDS, .scratch_accesses = SCRATCH_ACCESSES,
                           .scratch_row_seconds = SCRATCH_ROW_SECONDS};
 }
@@ -72,12 +72,15 @@ static const struct {
     {"window_row_seconds", offsetof(MachineProfile, window_row_seconds), true, true},
     {"scratch_accesses", offsetof(MachineProfile, scratch_accesses), true, false},
     {"scratch_row_seconds", offsetof(MachineProfile, scratch_row_seconds), true, true},
+    {"conv_data_flops", offsetof(MachineProfile, conv_data_flops), true, false},
+    {"conv_weight_flops", offsetof(MachineProfile, conv_weight_flops), true, false},
 };
 enum { N_PROFILE_KEYS = sizeof profile_keys / sizeof profile_keys[0], GEMM_BF16_KEY = 1, CACHE_BANDWIDTH_KEY = 5,
        CACHE_BYTES_KEY = 6, ATTENTION_FLOPS_KEY = 7, ATTENTION_BLOCK_KEY = 8, CONV_FLOPS_KEY = 9,
        MATH_CALLS_KEY = 10, WINDOW_ACCESSES_KEY = 11, UPDATE_BANDWIDTH_KEY = 12,
        CONV_BF16_FLOPS_KEY = 13, GEMM_MATRIX_KEY = 14, RNG_DRAWS_KEY = 15,
-       GEMM_ELEMENT_KEY = 16, WINDOW_ROW_KEY = 17, SCRATCH_ACCESSES_KEY = 18, SCRATCH_ROW_KEY = 19 };
+       GEMM_ELEMENT_KEY = 16, WINDOW_ROW_KEY = 17, SCRATCH_ACCESSES_KEY = 18, SCRATCH_ROW_KEY = 19,
+       CONV_DATA_KEY = 20, CONV_WEIGHT_KEY = 21 };
 
 void profile_write(FILE *out, const MachineProfile *p) {
   fputs("# trainc machine profile (trainc calibrate); units: FLOP/s, bytes/s, seconds\n", out);
@@ -116,7 +119,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
                  "expected `key = positive number` with a key of gemm_flops, gemm_bf16_flops, loop_flops, "
                  "bandwidth, kernel_overhead, cache_bandwidth, cache_bytes, attention_flops, "
                  "attention_block_seconds, conv_flops, math_calls, window_accesses, update_bandwidth, "
-                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws, gemm_element_seconds, window_row_seconds, scratch_accesses, scratch_row_seconds "
+                 "conv_bf16_flops, gemm_matrix_seconds, rng_draws, gemm_element_seconds, window_row_seconds, scratch_accesses, scratch_row_seconds, "
+                 "conv_data_flops, conv_weight_flops "
                  "(each once; gemm_element_seconds and the row seconds may be 0)");
     free(line);
     at += len + (at + len < end);
@@ -137,6 +141,8 @@ bool profile_parse(const SourceFile *f, MachineProfile *p, Diag *diag) {
   if (!seen[WINDOW_ACCESSES_KEY]) p->window_accesses = p->loop_flops * d.window_accesses / d.loop_flops;
   if (!seen[UPDATE_BANDWIDTH_KEY]) p->update_bandwidth = p->bandwidth * d.update_bandwidth / d.bandwidth;
   if (!seen[CONV_BF16_FLOPS_KEY]) p->conv_bf16_flops = p->conv_flops * d.conv_bf16_flops / d.conv_flops;
+  if (!seen[CONV_DATA_KEY]) p->conv_data_flops = p->conv_flops; /* one rate for the three passes, as before */
+  if (!seen[CONV_WEIGHT_KEY]) p->conv_weight_flops = p->conv_flops;
   if (!seen[GEMM_MATRIX_KEY]) p->gemm_matrix_seconds = d.gemm_matrix_seconds;
   if (!seen[RNG_DRAWS_KEY]) p->rng_draws = p->math_calls * d.rng_draws / d.math_calls;
   if (!seen[WINDOW_ROW_KEY]) p->window_row_seconds = d.window_row_seconds;
@@ -182,6 +188,17 @@ static bool conv_by_gemm(const Graph *g, const Node *n) {
   return conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16);
 }
 
+/* A convolution pass's rate on the library: each pass its own; under bf16
+ * the forward's bf16 rate times the pass's fp32 ratio to the forward. */
+static double conv_rate(const Graph *g, const Node *n, const MachineProfile *m) {
+  ConvDims d;
+  conv_dims(g, n, &d);
+  double fp32 = d.pass == TRC_CONV_BACKWARD_DATA      ? m->conv_data_flops
+                : d.pass == TRC_CONV_BACKWARD_WEIGHTS ? m->conv_weight_flops
+                                                      : m->conv_flops;
+  return g->train.run.precision == TRC_BF16 ? m->conv_bf16_flops * fp32 / m->conv_flops : fp32;
+}
+
 /* Fused attention runs a block of rows of one head at a time: its small
  * GEMMs reach a fraction of the BLAS's rate, and each block costs a few
  * microseconds besides (measured: bench/RESULTS.md). */
@@ -192,9 +209,8 @@ static double compute_seconds(const Graph *g, const Node *n, const MachineProfil
     attention_dims(g, n, &d);
     return flops / m->attention_flops + (double)attention_blocks(&d) * m->attention_block_seconds;
   }
-  bool run_bf16 = g->train.run.precision == TRC_BF16;
   bool conv = op_info(n->op)->op_class == OPC_CONV && !conv_by_gemm(g, n);
-  double rate = conv                        ? (run_bf16 ? m->conv_bf16_flops : m->conv_flops)
+  double rate = conv                        ? conv_rate(g, n, m)
                  : multiplies_bf16(g, n)    ? m->gemm_bf16_flops
                  : op_calls_library(n->op)  ? m->gemm_flops
                                             : m->loop_flops;

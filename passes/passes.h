@@ -257,13 +257,19 @@ typedef struct {
                              gradient): FLOP/s, plus */
   double attention_block_seconds; /* per task (attention_blocks); optional,
                              else gemm_flops times the default ratio, and the default */
-  double conv_flops;      /* FLOP/s of the convolution library's passes, their
-                             layout reorders (conv_reorder_bytes) priced apart at
-                             bandwidth; optional, else gemm_flops times the
-                             default ratio */
-  double conv_bf16_flops; /* the same under precision bf16 (bf16 inputs, f32
-                             accumulation); optional, else conv_flops times the
-                             default ratio */
+  double conv_flops;      /* FLOP/s of the convolution library's forward
+                             pass, its layout reorders (conv_reorder_bytes)
+                             priced apart at bandwidth (in profiles written
+                             before the passes were timed apart: all three's);
+                             optional, else gemm_flops times the default ratio */
+  double conv_data_flops; /* the same for the data gradient's pass; optional,
+                             else conv_flops */
+  double conv_weight_flops; /* and the weight gradient's; optional, else
+                             conv_flops */
+  double conv_bf16_flops; /* the forward under precision bf16 (bf16 inputs, f32
+                             accumulation), the gradients' passes at it times
+                             their fp32 ratio to the forward; optional, else
+                             conv_flops times the default ratio */
   double math_calls;      /* expf, logf, tanhf, erff evaluations a second in
                              loop kernels (kernel_math_calls), on top of their
                              FLOPs; optional, else loop_flops times the default

@@ -16,7 +16,9 @@
 #  6. the rows of pooling windows: window_row_seconds prices the CNN's
 #     max-pool gradients (rows of windows one by one: backward), not its
 #     max-pools (by rows of scratch: forward), scratch_row_seconds the other
-#     way round; each may be 0.
+#     way round; each may be 0;
+#  7. the convolution's passes each at their rate: conv_flops the forward,
+#     conv_data_flops and conv_weight_flops the backward, not the forward.
 # usage: profile.sh TRAINC MODEL.nn CNN.nn ATTENTION.nn BATCH HEADS LAYERS WORKDIR
 set -eu
 trainc=$1 model=$2 cnn=$3 attention=$4 batch=$5 heads=$6 layers=$7 work=$8
@@ -25,7 +27,8 @@ fail=0
 "$trainc" calibrate -o "$work/machine.profile"
 for key in gemm_flops gemm_bf16_flops loop_flops bandwidth kernel_overhead cache_bandwidth cache_bytes \
   attention_flops attention_block_seconds conv_flops math_calls window_accesses update_bandwidth conv_bf16_flops \
-  gemm_matrix_seconds rng_draws gemm_element_seconds window_row_seconds scratch_accesses scratch_row_seconds; do
+  gemm_matrix_seconds rng_draws gemm_element_seconds window_row_seconds scratch_accesses scratch_row_seconds \
+  conv_data_flops conv_weight_flops; do
   grep -Eq "^$key = [0-9.]+(e[+-][0-9]+)?$" "$work/machine.profile" || { echo "FAIL: calibrate wrote no $key"; fail=1; }
 done
 "$trainc" plan "$model" --profile "$work/machine.profile" >/dev/null || { echo "FAIL: plan refused the calibrated profile"; fail=1; }
@@ -98,5 +101,20 @@ f = lambda w, s: json.load(open(f"{sys.argv[1]}/rows.{w}.{s}.json"))["seconds"]
 none, windows, scratch = f("0", "0"), f("1e-6", "0"), f("0", "1e-6")
 assert windows["backward"] > none["backward"] and windows["forward"] == none["forward"], (none, windows)
 assert scratch["forward"] > none["forward"] and scratch["backward"] == none["backward"], (none, scratch)
+PYEOF
+grep -v -e '^conv_flops' -e '^conv_data_flops' -e '^conv_weight_flops' "$work/base.profile" >"$work/no_conv.profile"
+for rates in "2e11 2e11 2e11" "1e11 2e11 2e11" "2e11 1e11 2e11" "2e11 2e11 1e11"; do
+  set -- $rates
+  printf 'conv_flops = %s\nconv_data_flops = %s\nconv_weight_flops = %s\n' "$1" "$2" "$3" |
+    cat "$work/no_conv.profile" - >"$work/passes.profile"
+  "$trainc" plan "$cnn" --policy off --profile "$work/passes.profile" --format json >"$work/passes.$1.$2.$3.json"
+done
+/usr/bin/python3 - "$work" <<'PYEOF' || { echo "FAIL: the convolution's passes are not priced at their own rates"; fail=1; }
+import json, sys
+f = lambda *r: json.load(open(f"{sys.argv[1]}/passes.{'.'.join(r)}.json"))["seconds"]
+base, fwd, data, weight = f("2e11", "2e11", "2e11"), f("1e11", "2e11", "2e11"), f("2e11", "1e11", "2e11"), f("2e11", "2e11", "1e11")
+assert fwd["forward"] > base["forward"] and fwd["backward"] == base["backward"], (base, fwd)
+for slow in data, weight:
+    assert slow["backward"] > base["backward"] and slow["forward"] == base["forward"], (base, slow)
 PYEOF
 exit $fail
