@@ -31,6 +31,8 @@ MachineProfile profile_default(void) {
    * the convolutions in bf16, 4.0-4.8e11 (2.3-2.4e11 in fp32, same runs).
    * A GEMM's matrices beyond their FLOPs, 2026-12-05 (late), three runs:
    * 0.37-0.55 us each for attention's 64 x 64 x 32 products (the median).
+   * The convolution's three passes timed together there: each pass's
+   * default is that one rate.
    * Dropout's random numbers, not measured there: math_calls times the
    * ratio the Intel Xeon measured (2026-12-06: 2.3e9 draws and 3.5e9 expf
    * a second on one core).
