@@ -666,13 +666,34 @@ __attribute__((simd("notinbranch"))) float erff(float);
 #define TRC_KERNEL_FN static inline
 #endif
 
+#include <string.h> /* memcpy */
+
+/* a's bits where take_a, else b's, picked by a mask made of the condition:
+ * in a loop GCC 12 leaves scalar, and in a vectorized loop's scalar tail, it
+ * compiles a float `cond ? a : b` as a branch on the data, mispredicted as
+ * often as the data decides (dropout's random mask; a max-pool's windows).
+ * The same bits, no branch. A GPU selects without branching: CUDA keeps the
+ * plain form. */
+TRC_KERNEL_FN float trc_pickf(int take_a, float a, float b) {
+#ifdef __CUDACC__
+  return take_a ? a : b;
+#else
+  uint32_t bits_a, bits_b, mask = -(uint32_t)(take_a != 0);
+  memcpy(&bits_a, &a, sizeof bits_a), memcpy(&bits_b, &b, sizeof bits_b);
+  bits_a = (bits_a & mask) | (bits_b & ~mask);
+  memcpy(&a, &bits_a, sizeof a);
+  return a;
+#endif
+}
+
 /* fmaxf and fminf (a NaN operand yields the other one): the C library's are
- * calls that GCC does not inline or vectorize. Written as two selects, the
- * NaN test outside: GCC 12 turns `a > b || b != b ? a : b` into branches
- * where it does not vectorize (a 2x2 max-pool over 14x14 images ran 11x
- * slower, a 16-lane row maximum 3x). */
-TRC_KERNEL_FN float trc_maxf(float a, float b) { return b != b ? a : a > b ? a : b; }
-TRC_KERNEL_FN float trc_minf(float a, float b) { return b != b ? a : a < b ? a : b; }
+ * calls that GCC does not inline or vectorize. Picked by a mask
+ * (trc_pickf), both tests evaluated: as `b != b ? a : a > b ? a : b` GCC 12
+ * branched on the data where it did not vectorize (a 2x2 max-pool over
+ * 14x14 images ran 11x slower; by rows of scratch, the 7-wide one's rows'
+ * tails made it 2.6x slower: bench/RESULTS.md). */
+TRC_KERNEL_FN float trc_maxf(float a, float b) { return trc_pickf((b != b) | (a > b), a, b); }
+TRC_KERNEL_FN float trc_minf(float a, float b) { return trc_pickf((b != b) | (a < b), a, b); }
 
 /* A kernel's max or min reduction in its 16 lanes (ir.h's K_LANES): lane[l] =
  * trc_maxf(lane[l], e[l]) for every l (trc_minf for min), e the next 16
@@ -720,29 +741,13 @@ TRC_KERNEL_FN void trc_lanes_take(float *lane, const float *e, int max) {
 TRC_KERNEL_FN void trc_lanes_maxf(float *lane, const float *e) { trc_lanes_take(lane, e, 1); }
 TRC_KERNEL_FN void trc_lanes_minf(float *lane, const float *e) { trc_lanes_take(lane, e, 0); }
 
-#include <string.h> /* memcpy */
-
 /* An eager select (ir.h's kernel_mark_by_ranges): c > 0 ? a : b with
  * both a and b evaluated, as a function's arguments are, so that a C
  * compiler may vectorize it instead of branching around a load. Picked
- * by a mask on the bits: in a loop GCC 12 leaves scalar it made
- * `c > 0 ? a : b` a branch on the data (dropout's loop, scalar until its
- * draw converted from 32 bits, branched on the random mask, mispredicted
- * at dropout's rate: fashion_cnn's dropout 2.9-3.1 ms a step, 1.2-1.4 by
- * the mask; a max-pool gradient's window tail still runs scalar). The same
- * bits either way; a GPU selects without branching, so CUDA keeps the
- * plain form. */
-TRC_KERNEL_FN float trc_selectf(float c, float a, float b) {
-#ifdef __CUDACC__
-  return c > 0.0f ? a : b;
-#else
-  uint32_t bits_a, bits_b, take_a = -(uint32_t)(c > 0.0f);
-  memcpy(&bits_a, &a, sizeof bits_a), memcpy(&bits_b, &b, sizeof bits_b);
-  bits_a = (bits_a & take_a) | (bits_b & ~take_a);
-  memcpy(&a, &bits_a, sizeof a);
-  return a;
-#endif
-}
+ * by a mask (trc_pickf): dropout's loop, scalar until its draw converted
+ * from 32 bits, branched on the random mask, mispredicted at dropout's
+ * rate (fashion_cnn's dropout 2.9-3.1 ms a step, 1.2-1.4 by the mask). */
+TRC_KERNEL_FN float trc_selectf(float c, float a, float b) { return trc_pickf(c > 0.0f, a, b); }
 
 /* The bits of x rounded to bf16, to nearest even; a NaN stays a NaN (its
  * quiet bit set, so that dropping the low half cannot make it infinite).

@@ -2,7 +2,8 @@
  * trc_maxf and trc_minf, the maximum and minimum, against the C library's
  * fmaxf and fminf (a NaN operand yields the other one) over every pair of
  * special and ordinary values, and trc_lanes_maxf / trc_lanes_minf against
- * them lane by lane; trc_selectf against c > 0 ? a : b, to the bit;
+ * them lane by lane, and both against their definition's ternary to the
+ * bit (zeros' signs, NaN payloads); trc_selectf against c > 0 ? a : b, to the bit;
  * trc_kernel_uniform against SplitMix64 spelled out; and
  * trc_round_bf16, the CUDA trainer's
  * rounding of a bf16 GEMM's inputs, against the C trainer's: trc_gemm under
@@ -43,6 +44,23 @@ static uint32_t bits_of(float x) {
   uint32_t u;
   memcpy(&u, &x, sizeof u);
   return u;
+}
+
+/* trc_maxf and trc_minf (masked on the bits) pick the bits the kernels'
+ * definition picks, `b != b ? a : a > b ? a : b` (and <): zeros' signs and
+ * NaN payloads included, which fmaxf leaves open. */
+static void test_max_min_bits(void) {
+  float payload, negative_nan;
+  memcpy(&payload, &(uint32_t){0x7fc01234u}, sizeof payload);
+  memcpy(&negative_nan, &(uint32_t){0xffc00001u}, sizeof negative_nan);
+  const float v[] = {payload, negative_nan, -INFINITY, -3.5f, -1e-40f, -0.0f, 0.0f, 1e-40f, 2.0f, INFINITY};
+  const int n = (int)(sizeof v / sizeof v[0]);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      float a = v[i], b = v[j];
+      CHECK(bits_of(trc_maxf(a, b)) == bits_of(b != b ? a : a > b ? a : b));
+      CHECK(bits_of(trc_minf(a, b)) == bits_of(b != b ? a : a < b ? a : b));
+    }
 }
 
 /* trc_selectf (masked on the bits) picks the bits of c > 0 ? a : b: every
@@ -214,6 +232,7 @@ static void test_row_max(void) {
 
 int main(void) {
   test_max_min();
+  test_max_min_bits();
   test_lanes();
   test_selectf();
   test_kernel_uniform();
