@@ -145,11 +145,13 @@ bool infer_pool(const Graph *g, Node *n, Diag *diag) {
   return true;
 }
 
-/* A pool's row of scratch holds a plane's window rows folded (16 KiB). */
+/* The most a pool's row of scratch holds: a plane's window rows folded,
+ * OH x W floats (16 KiB; a CPU thread's stack, a GPU thread's local memory). */
 enum { POOL_ROW_FLOATS = 4096 };
 
 /* Whether a pool of image x runs by rows (pool_by_rows): windows of 2 or
- * more that tile each image row (stride = size, W a multiple of it). */
+ * more that tile each image row (stride = size, W a multiple of it), a
+ * plane's folded rows within POOL_ROW_FLOATS. */
 static bool pools_by_rows(const Shape *x, const Attr *a) {
   int64_t size = a->i[0], oh = windows(x->dim[2], size, a->i[1]);
   return size >= 2 && a->i[1] == size && x->dim[3] % size == 0 && oh * x->dim[3] <= POOL_ROW_FLOATS;
@@ -195,7 +197,7 @@ static KExpr *run_at(Kernel *k, KExpr *i, const void *ctx) {
  * folded, the plane's cells one flat loop. The max comes out as the
  * element-by-element kernel's but for NaNs and zeros' signs (a window all
  * NaN gives NaN, not -inf); a mean's sum in another order. GCC 12 ran
- * fashion_cnn's max-pools 1.5-1.7x faster so (bench/RESULTS.md): a row of 7
+ * fashion_cnn's max-pools 1.3-1.7x faster so (bench/RESULTS.md): a row of 7
  * windows with each window's loops inside left most vector lanes idle. */
 static Kernel *pool_by_rows(const Graph *g, const Node *n, bool max) {
   const Shape *x = &in_node(g, n, 0)->shape;
