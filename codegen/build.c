@@ -430,7 +430,8 @@ static bool write_conv_shape(FILE *f) {
 
 /* The calibration program's max-pools, by rows, and their gradients
  * (windows one by one, with the relu's mask the POOL pass folds in), built
- * as a trainer's kernels are, on two images of 802,816 floats: fashion_cnn's
+ * and prepared as a trainer's kernels are (kernel_prepare: its selects
+ * eager, its conversions from 32 bits), on two images of 802,816 floats: fashion_cnn's
  * first pool at 32 images ([32, 32, 28, 28], rows of 14 windows: `wide`)
  * and its second at 32 ([32, 64, 14, 14], rows of 7). x is b0, the pool
  * b1, dy b2, dx b3. */
@@ -440,14 +441,17 @@ static Kernel *window_kernel(Graph *g, bool gradient, bool wide) {
   int x = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
   g->nodes[x].dtype = DT_F32;
   g->nodes[x].shape = img;
-  int y = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL);
-  if (!gradient) return op_info(OP_MAXPOOL)->kernel(g, &g->nodes[y]);
-  int dy = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
-  g->nodes[dy].dtype = DT_F32;
-  g->nodes[dy].shape = cells;
-  Attr relu = {.i = {2, 2, 1}, .shape = img};
-  int dx = graph_add_op(g, OP_MAXPOOL_GRAD, (int[2]){x, dy}, 2, &relu, NO_LOC, NULL);
-  return op_info(OP_MAXPOOL_GRAD)->kernel(g, &g->nodes[dx]);
+  int id = graph_add_attr(g, OP_MAXPOOL, &x, 1, 0, 2, 2, NO_LOC, NULL);
+  if (gradient) {
+    int dy = graph_add(g, OP_INPUT, NULL, 0, NO_LOC, NULL);
+    g->nodes[dy].dtype = DT_F32;
+    g->nodes[dy].shape = cells;
+    Attr relu = {.i = {2, 2, 1}, .shape = img};
+    id = graph_add_op(g, OP_MAXPOOL_GRAD, (int[2]){x, dy}, 2, &relu, NO_LOC, NULL);
+  }
+  Kernel *k = op_info(g->nodes[id].op)->kernel(g, &g->nodes[id]);
+  kernel_prepare(g, k);
+  return k;
 }
 
 /* Each kernel's rows of windows as the cost model counts them

@@ -614,6 +614,10 @@ void kernel_mark_parallel(Kernel *k);
  * integers to float do not (AVX2 has no such instruction), with the same
  * float. program_build marks every kernel it lowers. */
 void kernel_mark_by_ranges(const Graph *g, Kernel *k);
+/* What every kernel goes through before a backend prints it, in order:
+ * kernel_drop_unit_loops, kernel_mark_parallel, kernel_mark_by_ranges
+ * (program_mark_kernels; the calibration program's kernels too). */
+void kernel_prepare(const Graph *g, Kernel *k);
 /* Index expression e of k as *konst + sum of coef[v] * v over k's loop
  * variables (coef: k->n_vars entries); false when it is not affine (a load,
  * a product of two variables, an overflow). */

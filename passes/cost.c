@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A pool's rows, not measured on the defaults' machine: the medians of
- * four `trainc calibrate` runs on the AMD Zen 3 machine (AVX2) of
- * 2026-12-07: 5.2-6.7 ns a row of windows; the rows of a pool by rows of
- * scratch 1.70-2.47e10 accesses a second and, fitted, 0-1.7 ns a row. */
-#define WINDOW_ROW_SECONDS 5.4e-9
-#define SCRATCH_ACCESSES 1.75e10
+/* A pool's rows, not measured on the defaults' machine: `trainc calibrate`
+ * on the AMD Zen 3 machine (AVX2) of 2026-12-07, three runs: 6.83-6.89 ns
+ * a row of windows; the rows of a pool by rows of scratch 1.74-1.83e10
+ * accesses a second and, fitted, no cost a row. */
+#define WINDOW_ROW_SECONDS 6.9e-9
+#define SCRATCH_ACCESSES 1.8e10
 #define SCRATCH_ROW_SECONDS 0.0
 
 MachineProfile profile_default(void) {

@@ -63,11 +63,7 @@ void program_lower_kernels(Program *p) {
 
 void program_mark_kernels(Program *p) {
   for (int i = 0; i < p->g->n; i++)
-    if (p->kernels[i]) {
-      kernel_drop_unit_loops(p->kernels[i]);
-      kernel_mark_parallel(p->kernels[i]);
-      kernel_mark_by_ranges(p->g, p->kernels[i]);
-    }
+    if (p->kernels[i]) kernel_prepare(p->g, p->kernels[i]);
 }
 
 PredictLayout program_predict_layout(const Program *p) {
