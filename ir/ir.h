@@ -294,14 +294,15 @@ double conv_flops(const ConvDims *d);
  * there). The cost model prices them at memory bandwidth. */
 double conv_reorder_bytes(const ConvDims *d);
 /* Whether the runtime runs the pass as one sgemm an image, not on oneDNN's
- * primitive: the weight gradient of images of one channel in fp32 (bf16:
- * the run's precision; runtime/kernels/conv.c, weights_by_sgemm: oneDNN's
- * primitive ran fashion_cnn's first at ~8 GFLOP/s on AMD Zen 3). Such a
- * pass reorders nothing; it writes each image's k k shifted copies
- * (conv_im2col_bytes) and multiplies dy [o, oh ow] by them, its elements in
- * gemm_elements. */
-bool conv_weights_by_gemm(const ConvDims *d, bool bf16);
-double conv_im2col_bytes(const ConvDims *d);
+ * primitive: the weight gradient of images of one channel
+ * (runtime/kernels/conv.c, weights_by_sgemm: oneDNN's primitive ran
+ * fashion_cnn's first at ~8 GFLOP/s on AMD Zen 3). Such a pass reorders
+ * nothing; it writes each image's k k shifted copies and multiplies
+ * dy [o, oh ow] by them, its elements in gemm_elements; under bf16 it
+ * rounds the copies and a copy of dy first. conv_im2col_bytes: the bytes
+ * those passes move (bf16: the run's precision). */
+bool conv_weights_by_gemm(const ConvDims *d);
+double conv_im2col_bytes(const ConvDims *d, bool bf16);
 
 /* A linear_cross_entropy node (the chunked loss head, ir/ops/head.c) as
  * one trc_linear_cross_entropy call: n rows of width d, v classes, `chunk`

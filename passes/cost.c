@@ -187,7 +187,7 @@ static bool conv_by_gemm(const Graph *g, const Node *n) {
   if (op_info(n->op)->op_class != OPC_CONV) return false;
   ConvDims d;
   conv_dims(g, n, &d);
-  return conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16);
+  return conv_weights_by_gemm(&d);
 }
 
 /* A convolution pass's rate on the library: each pass its own; under bf16
@@ -250,8 +250,8 @@ static double pass_seconds(const Graph *g, const Node *n, const MachineProfile *
   if (op_info(n->op)->op_class != OPC_CONV) return 0;
   ConvDims d;
   conv_dims(g, n, &d);
-  if (conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16))
-    return memory_seconds(conv_im2col_bytes(&d), m); /* its shifted copies, no reorders */
+  if (conv_weights_by_gemm(&d)) /* its shifted copies (rounded under bf16), an image's in the cache */
+    return conv_im2col_bytes(&d, g->train.run.precision == TRC_BF16) / m->cache_bandwidth;
   return conv_reorder_bytes(&d) / m->bandwidth;
 }
 

@@ -232,7 +232,7 @@ double gemm_elements(const Graph *g, const Node *n) {
   if (n->op == OP_CONV2D_GRAD_WEIGHT) {
     ConvDims d;
     conv_dims(g, n, &d);
-    return conv_weights_by_gemm(&d, g->train.run.precision == TRC_BF16) ? conv_gemm_elements(&d) : 0;
+    return conv_weights_by_gemm(&d) ? conv_gemm_elements(&d) : 0;
   }
   if (op_info(n->op)->op_class != OPC_GEMM) return 0;
   GemmDims d;
@@ -346,12 +346,15 @@ double conv_reorder_bytes(const ConvDims *d) {
   return bytes;
 }
 
-bool conv_weights_by_gemm(const ConvDims *d, bool bf16) {
-  return d->pass == TRC_CONV_BACKWARD_WEIGHTS && d->c == 1 && !bf16;
-}
+bool conv_weights_by_gemm(const ConvDims *d) { return d->pass == TRC_CONV_BACKWARD_WEIGHTS && d->c == 1; }
 
-double conv_im2col_bytes(const ConvDims *d) {
-  return 4.0 * (double)d->n * (double)(d->k * d->k) * conv_out_pixels(d);
+double conv_im2col_bytes(const ConvDims *d, bool bf16) {
+  double copies = (double)d->n * (double)(d->k * d->k) * conv_out_pixels(d);
+  if (!bf16) return 4.0 * copies;
+  /* the copies rounded in place (read and written again), dy copied and
+   * rounded in place */
+  double dy = (double)d->n * (double)d->o * conv_out_pixels(d);
+  return 12.0 * copies + 16.0 * dy;
 }
 
 /* With a relu, the gradient first goes through it (relu_grad reads the
