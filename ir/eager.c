@@ -74,9 +74,3 @@ void kernel_mark_by_ranges(const Graph *g, Kernel *k) {
   mark_stmts(&s, k->body, k->nbody);
   free(s.extent);
 }
-
-void kernel_prepare(const Graph *g, Kernel *k) {
-  kernel_drop_unit_loops(k);
-  kernel_mark_parallel(k);
-  kernel_mark_by_ranges(g, k);
-}

@@ -322,6 +322,12 @@ void kernel_drop_unit_loops(Kernel *k) {
   }
 }
 
+void kernel_prepare(const Graph *g, Kernel *k) {
+  kernel_drop_unit_loops(k);
+  kernel_mark_parallel(k);
+  kernel_mark_by_ranges(g, k);
+}
+
 bool kernel_stmts_store(KStmt *const *body, int n, int buf) {
   for (int i = 0; i < n; i++) {
     const KStmt *s = body[i];
