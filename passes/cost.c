@@ -398,6 +398,12 @@ typedef struct {
   int *last;         /* per storage root: when it last moved; 0: not yet */
   int *seen;         /* per storage root: the kernel that counted it last */
   bool *credited;    /* per recomputed root: a reader counted what it saves */
+  /* The activation region in pages, each with the time it last moved (0:
+   * not yet): where a kernel writes matters as much as what it reads (see
+   * output_bytes). Only for a program with its memory planned. */
+  uint64_t page_base, page_bytes;
+  int n_pages, *page_time;
+  bool step_fits; /* the arena fits in the cache: nothing leaves it between steps */
 } Reuse;
 
 static void tree_add(Reuse *r, int t, double bytes) {
@@ -453,11 +459,45 @@ static void input_bytes(Reuse *r, int at, int now, const MachineProfile *m, doub
   }
 }
 
+/* The pages [*lo, *hi) of root's storage in the activation region; none
+ * for the parameters, gradients and inputs. */
+static void root_pages(const Reuse *r, int root, int *lo, int *hi) {
+  *lo = *hi = 0;
+  uint64_t at = r->p->offset[root], bytes = node_bytes(&r->p->g->nodes[root]);
+  if (!r->n_pages || at < r->page_base || bytes == 0) return;
+  uint64_t first = (at - r->page_base) / r->page_bytes, end = (at - r->page_base + bytes - 1) / r->page_bytes + 1;
+  if (end > (uint64_t)r->n_pages) return;
+  *lo = (int)first, *hi = (int)end;
+}
+
+/* Of the bytes a kernel at time `now` writes to root, those whose lines
+ * are no longer in the cache: a store to such a line first reads it from
+ * memory (write-allocate), so the write costs what a cold read does. A
+ * page counts as in the cache when what moved since it last did, and the
+ * root, fit in cache_bytes; a page not touched yet this step last moved in
+ * the previous one, which left the cache unless the whole arena fits. */
+static double cold_write_bytes(const Reuse *r, int root, int now, const MachineProfile *m) {
+  int lo, hi;
+  root_pages(r, root, &lo, &hi);
+  if (lo == hi) return 0;
+  int cold = 0;
+  for (int pg = lo; pg < hi; pg++) {
+    int t = r->page_time[pg];
+    bool in_cache = t ? tree_sum(r, now - 1) - tree_sum(r, t) + root_bytes(r, root) <= m->cache_bytes
+                      : r->step_fits;
+    cold += !in_cache;
+  }
+  return root_bytes(r, root) * cold / (hi - lo);
+}
+
 static void touch(Reuse *r, int root, int now) {
   if (r->last[root] == now) return;
   if (r->last[root]) tree_add(r, r->last[root], -root_bytes(r, root));
   tree_add(r, now, root_bytes(r, root));
   r->last[root] = now;
+  int lo, hi;
+  root_pages(r, root, &lo, &hi);
+  for (int pg = lo; pg < hi; pg++) r->page_time[pg] = now;
 }
 
 /* The kernel's inputs and outputs (its own, and the values it stores for
@@ -471,13 +511,29 @@ static void kernel_moved(Reuse *r, int at, int now) {
   touch(r, root_of(r->p, at), now);
 }
 
-static Reuse reuse_start(const Program *p, const int *step) {
+/* Pages of at least 64 KiB, at most ~4096 of them: the cost stays linear
+ * in the bytes the step moves, for any arena. */
+enum { MIN_PAGE_BYTES = 64 << 10, MOST_PAGES = 4096 };
+
+static void pages_start(Reuse *r, const MachineProfile *m) {
+  const Program *p = r->p;
+  if (!p->memory_planned || !p->activation_bytes) return;
+  uint64_t page = (p->activation_bytes + MOST_PAGES - 1) / MOST_PAGES;
+  r->page_bytes = page > MIN_PAGE_BYTES ? page : MIN_PAGE_BYTES;
+  r->page_base = p->activation_offset;
+  r->n_pages = (int)((p->activation_bytes + r->page_bytes - 1) / r->page_bytes);
+  r->page_time = xcalloc((size_t)r->n_pages, sizeof *r->page_time);
+  r->step_fits = (double)p->arena_bytes <= m->cache_bytes;
+}
+
+static Reuse reuse_start(const Program *p, const int *step, const MachineProfile *m) {
   int n = p->g->n;
   Reuse r = {.p = p, .step = step, .first = xmalloc((size_t)n * sizeof(int)),
              .next = xmalloc((size_t)n * sizeof(int)), .times = p->n_forward + p->n_backward,
              .last = xcalloc((size_t)n, sizeof(int)), .seen = xmalloc((size_t)n * sizeof(int)),
              .credited = xcalloc((size_t)n, sizeof(bool))};
   r.tree = xcalloc((size_t)r.times + 1, sizeof *r.tree);
+  pages_start(&r, m);
   for (int i = 0; i < n; i++) r.first[i] = r.next[i] = r.seen[i] = -1;
   for (int i = n - 1; i >= 0; i--) r.next[i] = r.first[step[i]], r.first[step[i]] = i;
   return r;
@@ -490,6 +546,31 @@ static void reuse_free(Reuse *r) {
   free(r->last);
   free(r->seen);
   free(r->credited);
+  free(r->page_time);
+}
+
+/* Whether a kernel step's writes overlap its arithmetic: a library call
+ * that computes (a GEMM, a convolution) writes its output as it goes, and
+ * its rate was measured doing so (fashion_cnn's first convolution writes
+ * 12.8 MB no step had touched since the last, and took what its FLOPs
+ * predict). */
+static bool writes_behind_arithmetic(const Graph *g, int at, const StepSums *s) {
+  return s->members == 1 && op_calls_library(g->nodes[at].op) && s->flops > 0;
+}
+
+/* Kernel `at`'s output bytes (its own, and the values it stores for later
+ * readers) written to lines no longer in the cache (cold_write_bytes); a
+ * root it also reads counted once, as an input. */
+static double output_bytes(const Reuse *r, int at, int now, const StepSums *s, const MachineProfile *m) {
+  const Graph *g = r->p->g;
+  if (writes_behind_arithmetic(g, at, s)) return 0;
+  double cold = 0;
+  for (int i = r->first[at]; i >= 0; i = r->next[i]) {
+    if (i != at && r->p->stored_by[i] < 0) continue;
+    int root = root_of(r->p, i);
+    if (r->seen[root] != at) cold += cold_write_bytes(r, root, now, m);
+  }
+  return cold;
 }
 
 /* Kernel `at`'s seconds at time `now`, its inputs found where they are;
@@ -501,6 +582,7 @@ static double kernel_in_order(Reuse *r, int at, int now, const StepSums *s, cons
   if (is_leaf(&g->nodes[at]) || node_is_view(&g->nodes[at])) return 0; /* no code, nothing moves */
   double cold, remade;
   input_bytes(r, at, now, m, &cold, &remade);
+  cold += output_bytes(r, at, now, s, m);
   double secs = kernel_seconds(g, at, s, cold, m);
   if (remade > 0 && node_phase(g, &g->nodes[at]) != PHASE_RECOMPUTE)
     *credit += kernel_seconds(g, at, s, cold + remade, m) - secs;
@@ -514,7 +596,7 @@ double *program_node_seconds(const Program *p, const MachineProfile *m, double *
   StepSums *sum = step_sums(p, step, m);
   double *kernel = xmalloc((size_t)g->n * sizeof *kernel), credit = 0;
   for (int i = 0; i < g->n; i++) kernel[i] = kernel_seconds(g, i, &sum[i], 0, m);
-  Reuse r = reuse_start(p, step);
+  Reuse r = reuse_start(p, step, m);
   for (int t = 0; t < r.times; t++) {
     int at = t < p->n_forward ? p->forward[t] : p->backward[t - p->n_forward];
     kernel[at] = kernel_in_order(&r, at, t + 1, &sum[at], m, &credit);

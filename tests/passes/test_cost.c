@@ -19,11 +19,14 @@
  *   - each element of a GEMM's A, B and C at gemm_element_seconds: the first
  *     layer's forward and weight gradient, the head's three GEMMs chunk by
  *     chunk (two, and two thirds of its FLOPs, with w2 frozen), a bmm's every matrix, and a one-channel convolution's weight
- *     gradient, which the runtime runs as one GEMM an image in fp32 (and on
- *     oneDNN's primitive in bf16: no elements). */
+ *     gradient, which the runtime runs as one GEMM an image (under bf16
+ *     its operands rounded first);
+ *   - a loop's output written where nothing moved lately costs a read from
+ *     memory (write-allocate); a GEMM's does not. */
 #include "test_passes.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 /* The MLP and its training block, open for one more setting. */
 #define MLP_MODEL                                             \
@@ -236,7 +239,44 @@ static void test_dropout_draws(const Graph *g) {
   CHECK(near(saved, 8.0 * 64 * 128 / (2 * m.rng_draws)), "a draw an element priced: %g s", saved);
 }
 
+/* The seconds the program prices the first forward kernel of an `op` node
+ * at, under m: the shares of the node and of the values fused into it. */
+static double first_kernel_seconds(const Program *p, OpKind op, const MachineProfile *m) {
+  int at = -1;
+  for (int t = 0; t < p->n_forward && at < 0; t++)
+    if (p->g->nodes[p->forward[t]].op == op) at = p->forward[t];
+  double *seconds = program_node_seconds(p, m, NULL), sum = 0;
+  for (int i = 0; at >= 0 && i < p->g->n; i++)
+    if (i == at || p->fused_into[i] == at || p->stored_by[i] == at) sum += seconds[i];
+  free(seconds);
+  return at >= 0 ? sum : -1;
+}
+
+/* A loop writing where nothing moved this step (forward's first relu, h,
+ * stored for backward) fetches its lines from memory first: its output
+ * costs what reading it from memory does, unless the whole arena fits in
+ * the cache (then the last step left it there). A GEMM writes behind its
+ * arithmetic: its output costs nothing either way. Memory at 1 GB/s, the
+ * cache and the arithmetic all but free. */
+static void test_cold_writes(Graph *g) {
+  Program *p = program_build(g, NULL);
+  MachineProfile m = profile_default();
+  m.bandwidth = 1e9, m.cache_bandwidth = 1e15, m.loop_flops = m.gemm_flops = 1e18;
+  m.kernel_overhead = m.gemm_element_seconds = 0;
+  m.cache_bytes = (int)p->arena_bytes - 1;
+  double relu_spilled = first_kernel_seconds(p, OP_RELU, &m), gemm_spilled = first_kernel_seconds(p, OP_MATMUL, &m);
+  m.cache_bytes = (int)p->arena_bytes;
+  double relu_fits = first_kernel_seconds(p, OP_RELU, &m), gemm_fits = first_kernel_seconds(p, OP_MATMUL, &m);
+  double h = 128.0 * 512 * 4 / 1e9; /* h's bytes from memory */
+  CHECK(relu_spilled > 0.75 * h && relu_spilled < 1.01 * h, "relu writes h from memory: %g s", relu_spilled);
+  CHECK(relu_fits >= 0 && relu_fits < 0.01 * h, "the arena in the cache: %g s", relu_fits);
+  CHECK(gemm_spilled > 0 && gemm_spilled == gemm_fits, "the GEMM's output behind its arithmetic: %g, %g s",
+        gemm_spilled, gemm_fits);
+  program_free(p);
+}
+
 static void mlp_tests(Graph *g) {
+  test_cold_writes(g);
   test_head_rows(g);
   test_bf16_rounding(g);
   test_gemm_elements(g);
