@@ -480,14 +480,14 @@ static double cold_write_bytes(const Reuse *r, int root, int now, const MachineP
   int lo, hi;
   root_pages(r, root, &lo, &hi);
   if (lo == hi) return 0;
+  double moved = tree_sum(r, now - 1), bytes = root_bytes(r, root);
   int cold = 0;
   for (int pg = lo; pg < hi; pg++) {
     int t = r->page_time[pg];
-    bool in_cache = t ? tree_sum(r, now - 1) - tree_sum(r, t) + root_bytes(r, root) <= m->cache_bytes
-                      : r->step_fits;
+    bool in_cache = t ? moved - tree_sum(r, t) + bytes <= m->cache_bytes : r->step_fits;
     cold += !in_cache;
   }
-  return root_bytes(r, root) * cold / (hi - lo);
+  return bytes * cold / (hi - lo);
 }
 
 static void touch(Reuse *r, int root, int now) {
