@@ -148,6 +148,8 @@ static int write_report(FILE *f, const void *ctx, trc_error *err) {
     trc_json_write_number(f, r->k->seconds[i] / mb);
     fputs(", \"predicted\": ", f);
     trc_json_write_number(f, (double)r->k->calls[i] / mb * predicted_call(s));
+    fputs(", \"predicted_recompute\": ", f); /* the part of it that recomputes */
+    trc_json_write_number(f, (double)r->k->calls[i] / mb * predicted_of(s)[2]);
     fputs("}\n", f);
   }
   return ferror(f) ? -1 : 0;

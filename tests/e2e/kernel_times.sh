@@ -60,6 +60,8 @@ for k in ("forward", "backward", "recompute", "update"):
 # (the plan's is against off's step, cache_credit included)
 assert abs(p["overhead"] - t["recompute"] / (t["step"] - t["recompute"])) <= 1e-5, (p["overhead"], t)
 assert abs(sum(s["predicted"] for s in sites) + p["update"] - p["step"]) <= 1e-6 * p["step"]
+assert abs(sum(s["predicted_recompute"] for s in sites) - p["recompute"]) <= 1e-6 * p["step"]
+assert all(0 <= s["predicted_recompute"] <= s["predicted"] for s in sites)
 assert m["forward"] > 0 and m["backward"] > 0 and m["step"] > 0, m
 assert abs(m["forward"] + m["backward"] + m["recompute"] + m["rest"] - m["step"]) <= 1e-6 * m["step"], m
 assert abs(sum(s["seconds"] for s in sites) + m["rest"] - m["step"]) <= 1e-6 * m["step"], m
