@@ -1475,6 +1475,39 @@ static bool take_fp32_plan(Plan *pl, const Graph *g, const bool *live, const Can
   return take;
 }
 
+/* What the search minimizes, for the plan pl has built of candidate c. */
+static double built_cost(const Plan *pl, const Candidate *c) {
+  return recompute_cost(pl->recompute_seconds, pl->cache_credit) + c->head_seconds;
+}
+
+/* The candidates are priced built without stored fusions (`candidate`),
+ * the plan with them, which can change a cost by more than a chunk of the
+ * loss head wins by. So where another chunk than the graph's won
+ * (--loss-head auto), the graph's chunk's best is built in full too and
+ * taken where it is cheaper: offering chunks never gives a slower plan. */
+static void keep_graph_chunk_if_cheaper(Plan *pl, const Graph *g, const bool *live, const Candidate *c,
+                                        int n, int best, uint64_t budget) {
+  int own = -1;
+  for (int i = 0; i < n; i++)
+    if (!c[i].head_chunk && (own < 0 || beats(&c[i], &c[own], budget))) own = i;
+  const Candidate *w = &c[best];
+  if (own >= 0 && c[own].peak <= budget) {
+    ProgramOptions quiet = pl->build; /* a --dump-after prints the plan taken only */
+    quiet.dump = PASS_NONE;
+    const Candidate *pick[2] = {&c[own], &c[best]};
+    double cost[2];
+    for (int k = 0; k < 2; k++) {
+      pl->head_chunk = pick[k]->head_chunk;
+      apply_modes(pl, g, live, pick[k]->modes, pick[k]->kept_back, &quiet);
+      cost[k] = pl->peak_bytes <= budget ? built_cost(pl, pick[k]) : INFINITY;
+    }
+    if (cost[0] < cost[1]) w = pick[0];
+    else if (pl->build.dump == PASS_NONE) return; /* pl is c[best], built as it would be */
+  }
+  pl->head_chunk = w->head_chunk;
+  apply_modes(pl, g, live, w->modes, w->kept_back, &pl->build);
+}
+
 /* The candidate of least predicted recompute time whose true peak fits;
  * when none fits, the one of least peak (for the error message). Leaves it
  * planned in pl and returns whether it fits. */
@@ -1487,7 +1520,10 @@ static bool search_budget(Plan *pl, const Graph *g, const bool *live, uint64_t b
   if (!pl->spec.compress || !take_fp32_plan(pl, g, live, &c[best], budget)) {
     pl->rounded = c[best].rounded;
     pl->head_chunk = c[best].head_chunk;
-    apply_modes(pl, g, live, c[best].modes, c[best].kept_back, ok ? &pl->build : &candidate);
+    if (ok && c[best].head_chunk)
+      keep_graph_chunk_if_cheaper(pl, g, live, c, n, best, budget);
+    else
+      apply_modes(pl, g, live, c[best].modes, c[best].kept_back, ok ? &pl->build : &candidate);
   }
   ok = pl->peak_bytes <= budget;
   free_candidates(c, n);

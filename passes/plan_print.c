@@ -422,8 +422,9 @@ static void print_json(FILE *out, const Plan *pl, const MeasuredTimes *measured)
     fputs("null},\n", out);
   fprintf(out, " \"flops\": {\"forward\": %.17g, \"backward\": %.17g, \"recompute\": %.17g},\n", pl->forward_flops,
           pl->backward_flops, pl->recompute_flops);
-  fprintf(out, " \"seconds\": {\"forward\": %.6g, \"backward\": %.6g, \"recompute\": %.6g, \"update\": %.6g, "
-          "\"step\": %.6g, \"cache_credit\": %.6g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"profile\": ",
+  /* nine digits: a trainer's --kernel-times carries these in full */
+  fprintf(out, " \"seconds\": {\"forward\": %.9g, \"backward\": %.9g, \"recompute\": %.9g, \"update\": %.9g, "
+          "\"step\": %.9g, \"cache_credit\": %.9g},\n \"overhead\": %.6g,\n \"added\": %.6g,\n \"profile\": ",
           pl->forward_seconds, pl->backward_seconds, pl->recompute_seconds, pl->update_seconds, plan_step_seconds(pl),
           pl->cache_credit, plan_overhead(pl), added(pl));
   if (pl->profile.source) json_string(out, pl->profile.source);
