@@ -8,44 +8,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A pool's rows, not measured on the defaults' machine: `trainc calibrate`
- * on the AMD Zen 3 machine (AVX2) of 2026-12-07, three runs: 6.83-6.89 ns
- * a row of windows; the rows of a pool by rows of scratch 1.74-1.83e10
- * accesses a second and, fitted, no cost a row. */
-#define WINDOW_ROW_SECONDS 6.9e-9
-#define SCRATCH_ACCESSES 1.8e10
-#define SCRATCH_ROW_SECONDS 0.0
-
 MachineProfile profile_default(void) {
-  /* `trainc calibrate` on the 2-core AMD EPYC (Zen 4: AVX-512 and
-   * AVX512_BF16, no AMX) machine this project is developed on since
-   * 2026-12-05, the medians of nine runs (GEMMs 1.94-2.05e11, bf16 GEMMs
-   * 3.5-3.9e11, loops 0.99-1.38e11, 3.0-4.0e10 bytes/s from memory and
-   * 0.95-1.33e11 from the cache, 0.17-0.27 us a dispatch, attention
-   * 1.51-1.62e11 plus 5.6-8.4 us a block; added later, three runs each:
-   * convolutions 2.42-2.48e11, libmvec's expf 3.4-4.0e9 calls a second,
-   * a max-pool's rows of windows 1.05-1.23e10 accesses a second).
-   * The optimizer step's passes, nine runs on 2026-12-05 (evening):
-   * 6.2-9.6e10 bytes/s, where a loop writing a fresh output measured
-   * 3.7-4.9e10 in the same runs: they read and write back in place; and
-   * the convolutions in bf16, 4.0-4.8e11 (2.3-2.4e11 in fp32, same runs).
-   * A GEMM's matrices beyond their FLOPs, 2026-12-05 (late), three runs:
-   * 0.37-0.55 us each for attention's 64 x 64 x 32 products (the median).
-   * The convolution's three passes timed together there: each pass's
-   * default is that one rate.
-   * Dropout's random numbers, not measured there: math_calls times the
-   * ratio the Intel Xeon measured (2026-12-06: 2.3e9 draws and 3.5e9 expf
-   * a second on one core).
-   * The Intel Xeon (AMX) before it
-   * measured GEMMs 2.85e11, bf16 GEMMs 9.6e11, loops 6.6e10, 2.9e10 and
-   * 5.4e10 bytes/s; `trainc calibrate` measures yours. */
-  return (MachineProfile){.gemm_flops = 202e9, .gemm_bf16_flops = 390e9, .loop_flops = 133e9, .bandwidth = 33.8e9,
-                          .kernel_overhead = 0.255e-6, .cache_bandwidth = 116e9, .cache_bytes = 16 << 20,
-                          .attention_flops = 158e9, .attention_block_seconds = 5.8e-6, .conv_flops = 245e9,
-                          .math_calls = 3.86e9, .window_accesses = 1.2e10, .update_bandwidth = 63.5e9,
-                          .conv_bf16_flops = 471e9, .conv_data_flops = 245e9, .conv_weight_flops = 245e9, .gemm_matrix_seconds = 0.52e-6, .rng_draws = 2.57e9,
-                          .window_row_seconds = WINDOW_ROW_SECONDS, .scratch_accesses = SCRATCH_ACCESSES,
-                          .scratch_row_seconds = SCRATCH_ROW_SECONDS};
+  /* `trainc calibrate` on the 2-core AMD EPYC (Zen 5: AVX-512 with 512-bit
+   * FMA units, AVX512_BF16, no AMX; L2 1 MiB a core, L3 32 MiB) this
+   * project is developed on since 2026-12-07: the medians of nine runs 40 s
+   * apart (ranges: GEMMs 3.8-5.0e11, bf16 GEMMs 7.6-9.8e11, loops
+   * 1.9-2.1e11, 4.7-8.0e10 bytes/s from memory and 1.6-2.1e11 from the
+   * cache, the optimizer's passes 7.2-11.9e10, 0.18-0.88 us a dispatch,
+   * convolutions 3.9-5.9e11; bench/RESULTS.md). The machines before it
+   * measured GEMMs at 2.0e11 (AMD Zen 4, whose 512-bit FMAs are two halves)
+   * and 2.85e11 (an Intel Xeon with AMX, bf16 GEMMs 9.6e11); `trainc
+   * calibrate` measures yours. */
+  return (MachineProfile){.gemm_flops = 465e9, .gemm_bf16_flops = 934e9, .loop_flops = 201e9, .bandwidth = 49.0e9,
+                          .kernel_overhead = 0.291e-6, .cache_bandwidth = 186e9, .cache_bytes = 16 << 20,
+                          .attention_flops = 340e9, .attention_block_seconds = 3.84e-6, .conv_flops = 554e9,
+                          .math_calls = 9.44e9, .window_accesses = 2.3e10, .update_bandwidth = 73.7e9,
+                          .conv_bf16_flops = 1130e9, .conv_data_flops = 587e9, .conv_weight_flops = 539e9,
+                          .gemm_matrix_seconds = 0.271e-6, .rng_draws = 1.07e10, .window_row_seconds = 2.84e-9,
+                          .scratch_accesses = 6.45e10, .scratch_row_seconds = 0.165e-9};
 }
 
 static const struct {
